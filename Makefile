@@ -1,0 +1,28 @@
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench lint clean
+
+$(BIN)/agentstate: pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+demo: $(BIN)/agentstate
+	$(BIN)/python demo/demo.py
+
+test: $(BIN)/agentstate
+	$(BIN)/ruff check agentstate tests bench demo
+	$(BIN)/pytest
+
+bench: $(BIN)/agentstate
+	$(BIN)/python bench/run.py
+
+lint: $(BIN)/agentstate
+	$(BIN)/ruff check agentstate tests bench demo
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

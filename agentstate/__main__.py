@@ -1,0 +1,3 @@
+from agentstate.cli import main
+
+main()

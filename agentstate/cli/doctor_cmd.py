@@ -1,0 +1,1 @@
+"""Commands of this domain (to be filled in)."""

@@ -1,0 +1,47 @@
+"""`agentstate init`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentstate.cli import app
+from agentstate.cli.common import JsonOption, handle_errors
+from agentstate.output import emit
+
+
+@app.command()
+@handle_errors
+def init(
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Where to create the store (default: the git work-tree root, or here)."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create .agentstate/ (config.toml, state.db, skills/ repository, .gitignore).
+
+    Running it again changes nothing and says so.
+    """
+    from agentstate.store.init import init_store
+
+    result = init_store(target=path)
+
+    def human(console, data):
+        if result.changed:
+            console.print(f"Initialised agentstate store in {result.path}")
+            for item in result.created:
+                console.print(f"  created {item}")
+        else:
+            console.print(f"agentstate store already initialised in {result.path}; nothing changed")
+
+    emit(
+        "init",
+        {"path": str(result.path), "changed": result.changed, "created": result.created},
+        as_json=as_json,
+        human=human,
+    )

@@ -1,0 +1,131 @@
+"""Policy lives in `.agentstate/config.toml`, written with tomlkit so comments survive edits.
+
+Reading uses the standard library's tomllib (fast, read-only) and deep-merges the file over
+DEFAULTS, so a config written by an older version still works. Each domain validates the
+section it owns when it reads it.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from agentstate.errors import InvalidInput
+
+CONFIG_NAME = "config.toml"
+
+DEFAULTS: dict[str, Any] = {
+    "tokens": {"encoding": "cl100k_base", "calibration": 1.0},
+    "resume": {"recent_events": 12},
+    "principals": {
+        "default": "owner",
+        "owner": {"read": ["*"], "write": ["*"]},
+        "agent": {"read": ["repo", "branch:*", "path:*", "run:*"], "write": ["run:*", "repo"]},
+    },
+    "memory": {"max_chars": 4000, "min_relevance": 0.2},
+    "context": {
+        "system_file": "",
+        "default_budget": 8000,
+        "recent_full_events": 8,
+        "classes": ["pinned", "task", "catalog", "evidence", "trajectory", "index"],
+    },
+    "tools": {
+        "allow": ["git", "make", "pytest", "python", "python3", "ls", "cat", "echo", "true",
+                  "false", "grep", "rg", "npm", "cargo", "go", "ruff", "agentstate"],
+        "deny": ["rm -rf /", "curl", "wget", "ssh", "scp"],
+        "timeout": 600,
+        "definitions": [],
+    },
+    "retention": {"events_days": 0},
+}
+
+TEMPLATE = """\
+# agentstate policy for this repository. Commit this file; state.db and skills/ stay local.
+# Every key is optional: a missing key takes the default shown here.
+
+[tokens]
+# tiktoken encoding used for every budget. cl100k_base ships with the tool (works offline).
+encoding = "cl100k_base"
+# Multiply counts by this for models whose tokenizer is not tiktoken's (e.g. 1.15).
+calibration = 1.0
+
+[resume]
+# How many recent event refs a resume pack lists.
+recent_events = 12
+
+[principals]
+# Who reads and writes memory. The principal comes from --as, AGENTSTATE_PRINCIPAL or `default`.
+# Scopes: repo, user, run:REF, branch:NAME, path:GLOB; "*" and trailing ":*" are wildcards.
+default = "owner"
+
+[principals.owner]
+read = ["*"]
+write = ["*"]
+
+[principals.agent]
+read = ["repo", "branch:*", "path:*", "run:*"]
+write = ["run:*", "repo"]
+
+[memory]
+# Longest memory text accepted by the write gate, in characters.
+max_chars = 4000
+# Hits scoring below this fraction of the best hit are cut by the read gate.
+min_relevance = 0.2
+
+[context]
+# A file of system instructions, pinned at the top of every context pack ("" for none).
+system_file = ""
+default_budget = 8000
+# The newest N events of the run's trajectory are kept whole; older ones become one line.
+recent_full_events = 8
+# Priority classes, highest first.
+classes = ["pinned", "task", "catalog", "evidence", "trajectory", "index"]
+
+[tools]
+# The one tool layer (`agentstate exec`, skill tests and scripts) checks these.
+# A command is allowed when its program name is in `allow` and no `deny` entry is a prefix
+# of the command line.
+allow = ["git", "make", "pytest", "python", "python3", "ls", "cat", "echo", "true", "false",
+         "grep", "rg", "npm", "cargo", "go", "ruff", "agentstate"]
+deny = ["rm -rf /", "curl", "wget", "ssh", "scp"]
+timeout = 600
+# Tool definitions shown in the context catalog: [{name = "...", description = "..."}]
+definitions = []
+
+[retention]
+# Age out events older than this many days (0 keeps them forever).
+events_days = 0
+"""
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """Defaults merged with the file at `path` (missing file = defaults)."""
+    if not path.exists():
+        return copy.deepcopy(DEFAULTS)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{path}: not valid TOML ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not UTF-8 text") from exc
+    return deep_merge(DEFAULTS, data)
+
+
+def write_default_config(path: Path) -> None:
+    """Write the commented default config (tomlkit round-trips it with comments intact)."""
+    import tomlkit
+
+    document = tomlkit.parse(TEMPLATE)
+    path.write_text(tomlkit.dumps(document), encoding="utf-8")

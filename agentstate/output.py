@@ -1,0 +1,87 @@
+"""One result envelope for every command.
+
+Human output goes through rich (colour off with NO_COLOR or when piped); `--json` prints exactly
+one object: {"ok": true, "command": ..., "data": ...} or
+{"ok": false, "command": ..., "error": {"code": ..., "message": ...}}.
+Diagnostics (warnings, progress) always go to stderr so stdout stays parseable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+ENVELOPE_VERSION = 1
+
+
+def stdout_console() -> Console:
+    return Console(soft_wrap=True, highlight=False)
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, paths and datetimes become plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return value
+
+
+def envelope_ok(command: str, data: Any) -> dict:
+    return {"ok": True, "version": ENVELOPE_VERSION, "command": command, "data": to_jsonable(data)}
+
+
+def envelope_error(command: str, code: str, message: str, details: dict | None = None) -> dict:
+    error = {"code": code, "message": message}
+    if details:
+        error["details"] = to_jsonable(details)
+    return {"ok": False, "version": ENVELOPE_VERSION, "command": command, "error": error}
+
+
+def print_json(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+    sys.stdout.flush()
+
+
+def emit(
+    command: str,
+    data: Any,
+    *,
+    as_json: bool,
+    human: Callable[[Console, Any], None] | None = None,
+) -> None:
+    """Print a successful result, either as the JSON envelope or through `human`."""
+    if as_json:
+        print_json(envelope_ok(command, data))
+        return
+    console = stdout_console()
+    if human is not None:
+        human(console, data)
+    elif data is not None:
+        console.print(data if isinstance(data, str) else json.dumps(to_jsonable(data), indent=2))
+
+
+def warn(message: str) -> None:
+    stderr_console().print(f"[yellow]warning:[/yellow] {message}", markup=True)
+
+
+def info(message: str) -> None:
+    """A diagnostic line for humans; stderr so scripts reading stdout are not disturbed."""
+    stderr_console().print(message, markup=False)

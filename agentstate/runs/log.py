@@ -1,0 +1,389 @@
+"""Runs and their append-only events: the core of the run log.
+
+Events are never updated in place. Resolution (an answer to a question, a verified/failed to
+a verify) and correction (`supersedes`) are new events that point at old ones.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentstate.errors import InvalidInput, NotFound
+from agentstate.safety import refuse_secrets
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref, parse_ref
+from agentstate.store.sources import validate_source
+
+# Kinds a user or agent logs, with what each means in a resume pack.
+USER_KINDS = {
+    "observation": "something seen (tool output, file content, behaviour)",
+    "decision": "a choice made, with its reason",
+    "diagnosis": "a confirmed cause",
+    "hypothesis": "an unconfirmed guess (never shown as fact)",
+    "question": "an open question",
+    "answer": "resolves a question (--resolves evt:…)",
+    "verify": "a verification still to do",
+    "verified": "resolves a verify: it passed (--resolves evt:…)",
+    "failed": "resolves a verify: it failed (--resolves evt:…)",
+    "constraint": "a rule the work must respect",
+    "note": "anything else worth keeping",
+}
+# Kinds written by agentstate itself (tool layer, skill loads, imports of tool calls).
+SYSTEM_KINDS = {"tool", "skill_load", "checkpoint"}
+EVENT_KINDS = set(USER_KINDS) | SYSTEM_KINDS
+
+# What a resolving kind may point at.
+RESOLVES = {"answer": {"question"}, "verified": {"verify"}, "failed": {"verify"},
+            "diagnosis": {"hypothesis", "question"}}
+
+RUN_STATUSES = ("active", "done", "abandoned")
+MAX_EVENT_CHARS = 100_000
+
+
+@dataclass
+class Run:
+    ref: str
+    goal: str
+    status: str
+    created: str
+    updated: str
+    ended: str | None
+    branch: str | None
+    head: str | None
+    dirty_fingerprint: str | None
+    dirty_files: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.ref.split(":", 1)[1]
+
+
+@dataclass
+class Event:
+    ref: str
+    run: str
+    seq: int
+    kind: str
+    text: str
+    source: str
+    ts: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    resolves: str | None = None
+    supersedes: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.ref.split(":", 1)[1]
+
+
+def row_to_run(row: dict) -> Run:
+    return Run(
+        ref=make_ref("run", row["id"]),
+        goal=row["goal"],
+        status=row["status"],
+        created=row["created"],
+        updated=row["updated"],
+        ended=row["ended"],
+        branch=row["branch"],
+        head=row["head"],
+        dirty_fingerprint=row["dirty_fingerprint"],
+        dirty_files=json.loads(row["dirty_files"] or "[]"),
+    )
+
+
+def row_to_event(row: dict) -> Event:
+    return Event(
+        ref=make_ref("evt", row["id"]),
+        run=make_ref("run", row["run"]),
+        seq=row["seq"],
+        kind=row["kind"],
+        text=row["text"],
+        source=row["source"],
+        ts=row["ts"],
+        meta=json.loads(row["meta"] or "{}"),
+        resolves=make_ref("evt", row["resolves"]) if row["resolves"] else None,
+        supersedes=make_ref("evt", row["supersedes"]) if row["supersedes"] else None,
+    )
+
+
+def _one(store: Store, sql: str, params: tuple) -> dict | None:
+    rows = list(store.db.query(sql, params))
+    return rows[0] if rows else None
+
+
+# ---------------------------------------------------------------- runs
+
+
+def get_run(store: Store, ref: str) -> Run:
+    parsed = parse_ref(ref, expect="run")
+    row = _one(store, "SELECT * FROM runs WHERE id = ?", (parsed.id,))
+    if row is None:
+        raise NotFound(f"no run {ref}")
+    return row_to_run(row)
+
+
+def current_run(store: Store) -> Run | None:
+    """The run commands use without --run: the one marked current, else the newest active."""
+    row = _one(store, "SELECT value FROM kv WHERE key = 'current_run'", ())
+    if row and row["value"]:
+        run = _one(store, "SELECT * FROM runs WHERE id = ? AND status = 'active'", (row["value"],))
+        if run:
+            return row_to_run(run)
+    run = _one(
+        store,
+        "SELECT * FROM runs WHERE status = 'active' ORDER BY updated DESC, rowid DESC LIMIT 1",
+        (),
+    )
+    return row_to_run(run) if run else None
+
+
+def resolve_run(store: Store, ref: str | None) -> Run:
+    """The named run, or the current one; a clear error when there is none."""
+    if ref:
+        return get_run(store, ref)
+    run = current_run(store)
+    if run is None:
+        raise NotFound("no active run; start one with `agentstate run start GOAL` or pass --run")
+    return run
+
+
+def start_run(
+    store: Store,
+    goal: str,
+    constraints: list[str] | None = None,
+    *,
+    worktree: dict | None = None,
+    source: str = "user",
+) -> tuple[Run, list[Event]]:
+    """Create a run (and its constraint events) in one transaction; make it current."""
+    goal = (goal or "").strip()
+    if not goal:
+        raise InvalidInput("the goal is empty")
+    refuse_secrets(goal, "the goal")
+    constraint_texts = [c.strip() for c in constraints or []]
+    if any(not c for c in constraint_texts):
+        raise InvalidInput("a constraint is empty")
+    for text in constraint_texts:
+        refuse_secrets(text, "a constraint")
+    tree = worktree or {}
+    run_id = store.new_id()
+    now = store.now()
+    with store.transaction():
+        store.db["runs"].insert(
+            {
+                "id": run_id,
+                "goal": goal,
+                "status": "active",
+                "created": now,
+                "updated": now,
+                "ended": None,
+                "branch": tree.get("branch"),
+                "head": tree.get("head"),
+                "dirty_fingerprint": tree.get("dirty_fingerprint"),
+                "dirty_files": json.dumps(tree.get("dirty_files", [])),
+            }
+        )
+        _set_current(store, run_id)
+        events = [
+            append_event(store, make_ref("run", run_id), "constraint", text, source=source)
+            for text in constraint_texts
+        ]
+    return get_run(store, make_ref("run", run_id)), events
+
+
+def _set_current(store: Store, run_id: str | None) -> None:
+    store.conn.execute(
+        "INSERT INTO kv (key, value) VALUES ('current_run', ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (run_id,),
+    )
+
+
+def end_run(store: Store, ref: str, status: str) -> Run:
+    if status not in ("done", "abandoned"):
+        raise InvalidInput(f"invalid status {status!r}: expected done or abandoned")
+    run = get_run(store, ref)
+    if run.status != "active":
+        raise InvalidInput(f"{run.ref} already ended ({run.status} at {run.ended})")
+    now = store.now()
+    with store.transaction() as conn:
+        conn.execute(
+            "UPDATE runs SET status = ?, ended = ?, updated = ? WHERE id = ?",
+            (status, now, now, run.id),
+        )
+        conn.execute(
+            "UPDATE kv SET value = NULL WHERE key = 'current_run' AND value = ?", (run.id,)
+        )
+    return get_run(store, run.ref)
+
+
+def list_runs(store: Store, status: str | None = None, limit: int | None = None) -> list[Run]:
+    sql = "SELECT * FROM runs"
+    params: list = []
+    if status:
+        if status not in RUN_STATUSES:
+            raise InvalidInput(f"invalid status {status!r}: expected {', '.join(RUN_STATUSES)}")
+        sql += " WHERE status = ?"
+        params.append(status)
+    sql += " ORDER BY created DESC, rowid DESC"
+    if limit:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [row_to_run(r) for r in store.db.query(sql, params)]
+
+
+def update_run_worktree(store: Store, run: Run, worktree: dict) -> None:
+    store.conn.execute(
+        "UPDATE runs SET branch = ?, head = ?, dirty_fingerprint = ?, dirty_files = ? "
+        "WHERE id = ?",
+        (
+            worktree.get("branch"),
+            worktree.get("head"),
+            worktree.get("dirty_fingerprint"),
+            json.dumps(worktree.get("dirty_files", [])),
+            run.id,
+        ),
+    )
+
+
+# ---------------------------------------------------------------- events
+
+
+def get_event(store: Store, ref: str) -> Event:
+    parsed = parse_ref(ref, expect="evt")
+    row = _one(store, "SELECT * FROM events WHERE id = ?", (parsed.id,))
+    if row is None:
+        raise NotFound(f"no event {ref}")
+    return row_to_event(row)
+
+
+def event_exists(store: Store, ref: str) -> bool:
+    parsed = parse_ref(ref, expect="evt")
+    return _one(store, "SELECT 1 AS x FROM events WHERE id = ?", (parsed.id,)) is not None
+
+
+def validate_meta(meta: dict | None) -> dict:
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise InvalidInput("meta must be an object of keys and values")
+    return meta
+
+
+def append_event(
+    store: Store,
+    run_ref: str | None,
+    kind: str,
+    text: str,
+    *,
+    source: str = "user",
+    meta: dict | None = None,
+    resolves: str | None = None,
+    supersedes: str | None = None,
+    ts: str | None = None,
+    import_key: str | None = None,
+    allow_system_kinds: bool = False,
+) -> Event:
+    """Validate and append one event to a run (the current run when run_ref is None).
+
+    Returns the stored event. With `import_key`, an event already imported under that key is
+    returned unchanged instead of being added twice.
+    """
+    allowed = EVENT_KINDS if allow_system_kinds else set(USER_KINDS)
+    if kind not in allowed:
+        expected = ", ".join(sorted(allowed))
+        raise InvalidInput(f"unknown event kind {kind!r}: expected one of {expected}")
+    text = (text or "").strip()
+    if not text:
+        raise InvalidInput("the event text is empty")
+    if len(text) > MAX_EVENT_CHARS:
+        raise InvalidInput(f"the event text is longer than {MAX_EVENT_CHARS} characters")
+    source = validate_source(source)
+    meta = validate_meta(meta)
+    refuse_secrets(text, "the event text")
+    meta_json = json.dumps(meta, ensure_ascii=False, sort_keys=True)
+    refuse_secrets(meta_json, "the event meta")
+    run = resolve_run(store, run_ref)
+    if run.status != "active":
+        raise InvalidInput(f"{run.ref} has ended ({run.status}); start or name an active run")
+    resolves_id = _check_link(store, run, kind, resolves, "resolves")
+    supersedes_id = _check_link(store, run, kind, supersedes, "supersedes")
+    with store.transaction() as conn:
+        if import_key is not None:
+            existing = _one(
+                store, "SELECT * FROM events WHERE run = ? AND import_key = ?", (run.id, import_key)
+            )
+            if existing:
+                return row_to_event(existing)
+        seq_row = conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run = ?", (run.id,)
+        ).fetchone()
+        event_id = store.new_id()
+        now = store.now()
+        conn.execute(
+            "INSERT INTO events (id, run, seq, kind, text, source, ts, meta, resolves, supersedes,"
+            " import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event_id, run.id, seq_row[0], kind, text, source, ts or now, meta_json,
+             resolves_id, supersedes_id, import_key),
+        )
+        conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now, run.id))
+    return get_event(store, make_ref("evt", event_id))
+
+
+def _check_link(store: Store, run: Run, kind: str, ref: str | None, how: str) -> str | None:
+    if not ref:
+        if how == "resolves" and kind in ("answer", "verified", "failed"):
+            raise InvalidInput(f"a {kind} event needs --resolves pointing at the event it resolves")
+        return None
+    target = get_event(store, ref)
+    if how == "resolves":
+        wanted = RESOLVES.get(kind)
+        if wanted is None:
+            raise InvalidInput(f"a {kind} event cannot resolve another event")
+        if target.kind not in wanted:
+            raise InvalidInput(
+                f"{kind} cannot resolve {target.ref}: it is a {target.kind}, "
+                f"expected {' or '.join(sorted(wanted))}"
+            )
+    return target.id
+
+
+def list_events(
+    store: Store,
+    run_ref: str | None = None,
+    kind: str | None = None,
+    limit: int | None = None,
+    *,
+    newest_first: bool = False,
+) -> list[Event]:
+    """Events of one run (or of all runs when run_ref is None), oldest first by default."""
+    sql = "SELECT * FROM events"
+    where, params = [], []
+    if run_ref:
+        where.append("run = ?")
+        params.append(get_run(store, run_ref).id)
+    if kind:
+        if kind not in EVENT_KINDS:
+            raise InvalidInput(f"unknown event kind {kind!r}")
+        where.append("kind = ?")
+        params.append(kind)
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    order = "DESC" if newest_first or limit else "ASC"
+    sql += f" ORDER BY ts {order}, seq {order}"
+    if limit is not None:
+        if limit < 1:
+            raise InvalidInput("--limit must be at least 1")
+        sql += " LIMIT ?"
+        params.append(limit)
+    events = [row_to_event(r) for r in store.db.query(sql, params)]
+    if limit and not newest_first:
+        events.reverse()  # the newest N, shown oldest first
+    return events
+
+
+def run_event_count(store: Store, run: Run) -> int:
+    row = _one(store, "SELECT count(*) AS n FROM events WHERE run = ?", (run.id,))
+    return row["n"] if row else 0

@@ -1,0 +1,64 @@
+"""Run log tables: runs, append-only events, checkpoints, and small key/value state."""
+
+from __future__ import annotations
+
+import sqlite_utils
+
+from agentstate.store.migrations import run_script
+
+
+def m001_runs_events(db: sqlite_utils.Database) -> None:
+    run_script(
+        db,
+        """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            goal TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'active',   -- active | done | abandoned
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL,
+            ended TEXT,
+            branch TEXT,
+            head TEXT,
+            dirty_fingerprint TEXT,
+            dirty_files TEXT                         -- JSON list of paths
+        );
+        CREATE TABLE events (
+            id TEXT PRIMARY KEY,
+            run TEXT NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            text TEXT NOT NULL,
+            source TEXT NOT NULL,
+            ts TEXT NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}',         -- JSON object
+            resolves TEXT REFERENCES events(id),
+            supersedes TEXT REFERENCES events(id),
+            import_key TEXT,                         -- idempotent imports
+            UNIQUE (run, seq)
+        );
+        CREATE INDEX events_run_kind ON events(run, kind);
+        CREATE INDEX events_kind ON events(kind);
+        CREATE INDEX events_resolves ON events(resolves);
+        CREATE INDEX events_supersedes ON events(supersedes);
+        CREATE UNIQUE INDEX events_import_key ON events(run, import_key)
+            WHERE import_key IS NOT NULL;
+        CREATE TABLE checkpoints (
+            id TEXT PRIMARY KEY,
+            run TEXT NOT NULL REFERENCES runs(id),
+            event_seq INTEGER NOT NULL,              -- last event seq covered
+            note TEXT,
+            state TEXT NOT NULL,                     -- JSON: derived working state + refs
+            created TEXT NOT NULL,
+            branch TEXT,
+            head TEXT,
+            dirty_fingerprint TEXT,
+            dirty_files TEXT
+        );
+        CREATE INDEX checkpoints_run ON checkpoints(run, event_seq);
+        CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT);
+        """
+    )
+
+
+MIGRATIONS = [("m001_runs_events", m001_runs_events)]

@@ -1,0 +1,120 @@
+"""The version of the work tree a run saw: branch, HEAD, and a fingerprint of uncommitted changes.
+
+Uses the git command line (not GitPython) so the run log stays fast to start. Outside a git
+work tree every field is None and drift is reported as unknown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, check=False,
+        )
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.decode("utf-8", "surrogateescape")
+
+
+def is_git_work_tree(path: Path) -> bool:
+    return (_git(path, "rev-parse", "--is-inside-work-tree") or "").strip() == "true"
+
+
+def snapshot(path: Path) -> dict:
+    """{'branch', 'head', 'dirty_fingerprint', 'dirty_files'} for the work tree at `path`.
+
+    The fingerprint hashes the status entries and the current content of every changed or
+    untracked file, so editing an already-dirty file again changes it.
+    """
+    if not is_git_work_tree(path):
+        return {"branch": None, "head": None, "dirty_fingerprint": None, "dirty_files": []}
+    branch = (_git(path, "symbolic-ref", "--short", "-q", "HEAD") or "").strip() or None
+    head = (_git(path, "rev-parse", "-q", "--verify", "HEAD") or "").strip() or None
+    status = _git(path, "status", "--porcelain=v1", "-z", "--untracked-files=all") or ""
+    entries = [e for e in status.split("\0") if e]
+    files: list[str] = []
+    digest = hashlib.sha256()
+    skip_next = False
+    for entry in entries:
+        if skip_next:  # the source path of a rename
+            skip_next = False
+            continue
+        code, name = entry[:2], entry[3:]
+        if code[0] in "RC":
+            skip_next = True
+        if name.startswith(".agentstate/"):
+            continue
+        files.append(name)
+        digest.update(entry.encode("utf-8", "surrogateescape") + b"\0")
+        target = path / name
+        if target.is_file():
+            digest.update(hashlib.sha256(target.read_bytes()).digest())
+    fingerprint = digest.hexdigest()[:16] if files else None
+    return {"branch": branch, "head": head, "dirty_fingerprint": fingerprint,
+            "dirty_files": sorted(files)}
+
+
+@dataclass
+class Drift:
+    """How the work tree moved since a recorded version."""
+
+    known: bool
+    head_moved: bool = False
+    from_head: str | None = None
+    to_head: str | None = None
+    commits: list[str] = field(default_factory=list)  # "abc1234 subject", oldest first
+    history_rewritten: bool = False
+    branch_changed: bool = False
+    from_branch: str | None = None
+    to_branch: str | None = None
+    uncommitted: str = "unchanged"  # unchanged | appeared | changed | cleaned
+    changed_files: list[str] = field(default_factory=list)
+
+    @property
+    def any(self) -> bool:
+        return self.head_moved or self.branch_changed or self.uncommitted != "unchanged"
+
+
+def drift(path: Path, recorded: dict) -> Drift:
+    """Compare the current work tree with a recorded snapshot."""
+    now = snapshot(path)
+    if not is_git_work_tree(path):
+        return Drift(known=False)
+    result = Drift(
+        known=True, from_head=recorded.get("head"), to_head=now["head"],
+        from_branch=recorded.get("branch"), to_branch=now["branch"],
+    )
+    result.branch_changed = recorded.get("branch") != now["branch"]
+    if recorded.get("head") != now["head"]:
+        result.head_moved = True
+        old, new = recorded.get("head"), now["head"]
+        if old and new:
+            is_ancestor = subprocess.run(
+                ["git", "merge-base", "--is-ancestor", old, new], cwd=path,
+                capture_output=True, check=False,
+            ).returncode == 0
+            result.history_rewritten = not is_ancestor
+            rng = f"{old}..{new}" if is_ancestor else new
+            log = _git(path, "log", "--reverse", "--format=%h %s", "-n", "50", rng) or ""
+            result.commits = [line for line in log.splitlines() if line]
+        elif new:
+            log = _git(path, "log", "--reverse", "--format=%h %s", "-n", "50", new) or ""
+            result.commits = [line for line in log.splitlines() if line]
+    old_fp, new_fp = recorded.get("dirty_fingerprint"), now["dirty_fingerprint"]
+    if old_fp != new_fp:
+        if old_fp is None:
+            result.uncommitted = "appeared"
+        elif new_fp is None:
+            result.uncommitted = "cleaned"
+        else:
+            result.uncommitted = "changed"
+        result.changed_files = now["dirty_files"]
+    return result

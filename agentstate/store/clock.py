@@ -1,0 +1,90 @@
+"""The one clock and the one id source.
+
+Both are objects handed to the Store, so the Python API can inject them directly; the CLI
+builds them from the environment so subprocess tests can fix them too:
+  AGENTSTATE_NOW=2026-01-01T00:00:00Z   freeze the clock at that instant
+  AGENTSTATE_ID_SEED=42                  make ids deterministic
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from agentstate.errors import InvalidInput
+
+# Crockford-style base32 without ambiguous letters: easy to read aloud and type.
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+ID_LENGTH = 10
+
+
+def format_ts(moment: datetime) -> str:
+    """Stored timestamps: UTC, ISO 8601, microseconds, 'Z' suffix; they sort as text."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_ts(text: str) -> datetime:
+    """Accepts stored timestamps and user input (date, or date-time with offset or Z)."""
+    raw = text.strip()
+    if raw.endswith("Z"):
+        raw = raw[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"not an ISO 8601 date or time: {text!r}") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+@dataclass
+class Clock:
+    """Wall clock, or a frozen/stepping one for tests (`fixed`, advanced by `advance`)."""
+
+    fixed: datetime | None = None
+
+    def now(self) -> datetime:
+        return self.fixed if self.fixed is not None else datetime.now(UTC)
+
+    def now_ts(self) -> str:
+        return format_ts(self.now())
+
+    def advance(self, delta: timedelta) -> None:
+        if self.fixed is None:
+            raise RuntimeError("only a fixed clock can be advanced")
+        self.fixed = self.fixed + delta
+
+
+@dataclass
+class IdSource:
+    """Random short ids; seeded for tests."""
+
+    seed: int | None = None
+    _rng: random.Random | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.seed is not None:
+            self._rng = random.Random(self.seed)
+
+    def new(self) -> str:
+        if self._rng is not None:
+            return "".join(self._rng.choice(_ALPHABET) for _ in range(ID_LENGTH))
+        return "".join(secrets.choice(_ALPHABET) for _ in range(ID_LENGTH))
+
+
+def clock_from_env() -> Clock:
+    value = os.environ.get("AGENTSTATE_NOW")
+    return Clock(parse_ts(value)) if value else Clock()
+
+
+def ids_from_env() -> IdSource:
+    value = os.environ.get("AGENTSTATE_ID_SEED")
+    if value is None:
+        return IdSource()
+    try:
+        return IdSource(int(value))
+    except ValueError as exc:
+        raise InvalidInput(f"AGENTSTATE_ID_SEED must be an integer, got {value!r}") from exc

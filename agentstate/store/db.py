@@ -1,0 +1,195 @@
+"""Finding, creating and opening the `.agentstate/` store.
+
+The store is found like git finds `.git`: walk up from the working directory; `--dir` or
+AGENTSTATE_DIR override. The database is SQLite in WAL mode with a busy timeout (several agent
+processes write at once) and foreign keys on.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from agentstate.config import CONFIG_NAME, load_config
+from agentstate.errors import AgentStateError, CorruptStore, StoreMissing
+from agentstate.store.clock import Clock, IdSource, clock_from_env, ids_from_env
+
+STORE_DIR = ".agentstate"
+DB_NAME = "state.db"
+SKILLS_DIR = "skills"
+BUSY_TIMEOUT_MS = 10_000
+GITIGNORE = (
+    "# agentstate: the database and the skills repository are local state.\n"
+    "state.db\nstate.db-*\nskills/\n*.lock\n"
+)
+
+
+@dataclass
+class Store:
+    """An open store. Domain functions take one of these; nothing else is global."""
+
+    root: Path  # the .agentstate directory
+    db: sqlite_utils.Database
+    config: dict[str, Any]
+    clock: Clock = field(default_factory=Clock)
+    ids: IdSource = field(default_factory=IdSource)
+
+    @property
+    def work_tree(self) -> Path:
+        """The directory that holds `.agentstate/` (the repository root)."""
+        return self.root.parent
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / DB_NAME
+
+    @property
+    def skills_path(self) -> Path:
+        return self.root / SKILLS_DIR
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.db.conn
+
+    def now(self) -> str:
+        return self.clock.now_ts()
+
+    def new_id(self) -> str:
+        return self.ids.new()
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, or a savepoint when already inside one.
+
+        Every multi-row write goes through this, so a failure leaves nothing half-written and
+        concurrent writers queue on the busy timeout instead of failing mid-way.
+        """
+        conn = self.db.conn
+        if conn.in_transaction:
+            name = f"sp_{self.ids.new()}"
+            conn.execute(f"SAVEPOINT {name}")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
+                raise
+            conn.execute(f"RELEASE {name}")
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc, self.root) from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise translate_sqlite_error(exc, self.root) from exc
+
+
+def find_store(start: Path | None = None, override: str | Path | None = None) -> Path:
+    """Return the `.agentstate` directory to use, or raise StoreMissing."""
+    explicit = override if override is not None else os.environ.get("AGENTSTATE_DIR")
+    if explicit:
+        path = Path(explicit).expanduser().resolve()
+        if path.name != STORE_DIR and (path / STORE_DIR).is_dir():
+            path = path / STORE_DIR
+        if not (path / DB_NAME).exists():
+            raise StoreMissing(f"no agentstate store at {path} (run `agentstate init` there)")
+        return path
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / STORE_DIR / DB_NAME).exists():
+            return candidate / STORE_DIR
+    raise StoreMissing(
+        f"no .agentstate store in {here} or any parent; run `agentstate init` first"
+    )
+
+
+def init_location(start: Path | None = None) -> Path:
+    """Where `init` puts the store: the git work-tree root, or the directory itself."""
+    here = (start or Path.cwd()).resolve()
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=here, capture_output=True, text=True, check=False,
+        )
+    except FileNotFoundError:
+        return here
+    if out.returncode == 0 and out.stdout.strip():
+        return Path(out.stdout.strip())
+    return here
+
+
+def connect(db_path: Path) -> sqlite_utils.Database:
+    """Open the database with the pragmas every process needs, checking it is SQLite."""
+    try:
+        conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        # Touch the schema: a file that is not a database fails here, not mid-command.
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise CorruptStore(f"{db_path} is not a usable SQLite database ({exc})") from exc
+    return sqlite_utils.Database(conn)
+
+
+def open_store(
+    override: str | Path | None = None,
+    *,
+    start: Path | None = None,
+    clock: Clock | None = None,
+    ids: IdSource | None = None,
+    migrate: bool = True,
+) -> Store:
+    """Find and open the store, applying pending migrations."""
+    from agentstate.store.migrations import apply_migrations
+
+    root = find_store(start, override)
+    db = connect(root / DB_NAME)
+    store = Store(
+        root=root,
+        db=db,
+        config=load_config(root / CONFIG_NAME),
+        clock=clock or clock_from_env(),
+        ids=ids or ids_from_env(),
+    )
+    if migrate:
+        try:
+            apply_migrations(db)
+        except sqlite3.OperationalError as exc:
+            store.close()
+            raise translate_sqlite_error(exc, root) from exc
+    return store
+
+
+def translate_sqlite_error(exc: sqlite3.Error, root: Path | None = None) -> AgentStateError:
+    """One-line messages for the SQLite failures a user can cause."""
+    text = str(exc)
+    where = f" ({root})" if root else ""
+    if "readonly" in text or "read-only" in text:
+        return AgentStateError(f"the store is read-only{where}: {text}")
+    if "unable to open" in text:
+        return AgentStateError(f"cannot open the store database{where}: {text}")
+    if "locked" in text or "busy" in text:
+        return AgentStateError(f"the store is busy (another process holds a lock){where}")
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return CorruptStore(f"the store database is damaged{where}: {text}")
+    return AgentStateError(f"database error{where}: {text}")

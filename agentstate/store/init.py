@@ -1,0 +1,78 @@
+"""`agentstate init`: create the store, or report that it is already there."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentstate.config import CONFIG_NAME, write_default_config
+from agentstate.errors import AgentStateError
+from agentstate.store.db import DB_NAME, GITIGNORE, STORE_DIR, connect, init_location
+from agentstate.store.migrations import apply_migrations
+
+
+@dataclass
+class InitResult:
+    path: Path
+    created: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created)
+
+
+def init_store(start: Path | None = None, target: Path | None = None) -> InitResult:
+    """Create whatever part of `.agentstate/` is missing; an existing part is left alone.
+
+    A brand-new store is built in a sibling temp directory and renamed into place, so a
+    failure (read-only directory, full disk) leaves no half-made store behind.
+    """
+    base = target.resolve() if target else init_location(start)
+    root = base / STORE_DIR
+    if root.exists() and (root / DB_NAME).exists():
+        return _complete(root, InitResult(root))
+    if root.exists():
+        return _complete(root, InitResult(root))
+    staging = base / f".agentstate.init-{os.getpid()}"
+    try:
+        staging.mkdir(parents=False, exist_ok=False)
+        result = _complete(staging, InitResult(root))
+        staging.rename(root)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise AgentStateError(f"cannot create {root}: {exc.strerror or exc}") from exc
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return result
+
+
+def _complete(root: Path, result: InitResult) -> InitResult:
+    from agentstate.skills.registry import ensure_registry
+
+    config = root / CONFIG_NAME
+    if not config.exists():
+        write_default_config(config)
+        result.created.append(CONFIG_NAME)
+    ignore = root / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text(GITIGNORE, encoding="utf-8")
+        result.created.append(".gitignore")
+    db_path = root / DB_NAME
+    fresh_db = not db_path.exists()
+    db = connect(db_path)
+    try:
+        if fresh_db:
+            db.conn.execute("PRAGMA journal_mode = WAL")
+        applied = apply_migrations(db)
+    finally:
+        db.conn.close()
+    if fresh_db:
+        result.created.append(DB_NAME)
+    elif applied:
+        result.created.append(f"{DB_NAME} migrations: {', '.join(applied)}")
+    if ensure_registry(root / "skills"):
+        result.created.append("skills/ (git repository)")
+    return result

@@ -1,0 +1,125 @@
+"""Shared fixtures. Every test runs in its own temporary git repository with a fake HOME, so
+nothing ever writes to the real home directory or the real git configuration."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentstate.cli import app
+from agentstate.store.clock import Clock, IdSource
+from agentstate.store.db import open_store
+from agentstate.store.init import init_store
+
+FIXED_NOW = "2026-01-15T09:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.setenv(var, "Test User")
+    for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(var, "test@example.com")
+    for var in ("AGENTSTATE_DIR", "AGENTSTATE_NOW", "AGENTSTATE_ID_SEED", "AGENTSTATE_PRINCIPAL",
+                "AGENTSTATE_RUN", "NO_COLOR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    return home
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch) -> Path:
+    """A git repository with one commit; the working directory for the test."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("demo\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "initial")
+    monkeypatch.chdir(path)
+    return path
+
+
+@pytest.fixture
+def store(repo):
+    """An initialised store opened through the Python API, with a fixed clock and ids."""
+    init_store(target=repo)
+    opened = open_store(
+        start=repo,
+        clock=Clock(datetime(2026, 1, 15, 9, 0, tzinfo=UTC)),
+        ids=IdSource(seed=7),
+    )
+    yield opened
+    opened.close()
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+
+class Cli:
+    """Runs the Typer app in-process (fast) in the test's repository."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None, env: dict | None = None) -> CliResult:
+        result = self.runner.invoke(app, list(args), input=input, env=env, catch_exceptions=False)
+        return CliResult(result.exit_code, result.stdout, result.stderr)
+
+    def ok(self, *args: str, **kw) -> CliResult:
+        result = self(*args, **kw)
+        assert result.exit_code == 0, (result.stdout, result.stderr)
+        return result
+
+    def json(self, *args: str, **kw) -> dict:
+        result = self.ok(*args, "--json", **kw)
+        payload = result.json()
+        assert payload["ok"] is True
+        return payload["data"]
+
+
+@pytest.fixture
+def cli(repo) -> Cli:
+    return Cli()
+
+
+@pytest.fixture
+def initialised(cli, repo) -> Path:
+    cli.ok("init")
+    return repo
+
+
+def run_agentstate(*args: str, cwd: Path, env: dict | None = None, input: str | None = None):
+    """The real console entry point in a subprocess (exit codes, start-up, concurrency)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "agentstate", *args], cwd=cwd, env=full_env,
+        capture_output=True, text=True, input=input, timeout=120,
+    )
