@@ -1,0 +1,191 @@
+"""The skill catalog and discovery: short metadata only, read from the database mirror.
+
+Nothing here touches git or a skill's body: the catalog is what goes into a context pack or a
+resume pack (name, one-line description, version ref); the body loads only through
+`skill load`. Only the *current* version of a skill is visible: the highest version whose
+status is `published` (revoking the newest version falls back to the previous published one;
+revoking every version removes the skill from the catalog).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref
+
+# Below this a match is noise (one common word shared with a description).
+MIN_SCORE = 0.6
+ONE_LINE = 120
+
+_CURRENT_SQL = """
+SELECT v.* FROM skill_versions v
+WHERE v.status = 'published'
+  AND v.version = (SELECT MAX(w.version) FROM skill_versions w
+                   WHERE w.name = v.name AND w.status = 'published')
+ORDER BY v.name
+"""
+
+_STOPWORDS = frozenset(
+    """a an and are as at be by can do does for from has have how i if in into is it its me my
+    no not of on or our please should so that the their them then there this to up use using
+    was we what when where which while will with you your""".split()
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass
+class SkillMatch:
+    name: str
+    version: int
+    description: str  # one line
+    ref: str  # skill:name@vN
+    score: float
+
+
+@dataclass
+class CatalogEntry:
+    name: str
+    description: str  # one line
+    version: int | None  # the current published version (or the latest, for non-published)
+    status: str  # published | candidate | revoked
+    ref: str
+
+
+def one_line(text: str, limit: int = ONE_LINE) -> str:
+    """The first sentence or line of a description, cut at `limit` characters."""
+    first = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    if len(first) > limit:
+        first = first[: limit - 1].rstrip() + "…"
+    return first
+
+
+def _stem(word: str) -> str:
+    # A tiny suffix stripper, applied to both sides, so "tests"/"testing"/"tested" meet.
+    if len(word) > 4 and word.endswith("ied"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased, stop-word-free, lightly stemmed words (hyphenated names split)."""
+    return [
+        _stem(w) for w in _WORD.findall((text or "").lower()) if w not in _STOPWORDS and len(w) > 1
+    ]
+
+
+def score_skill(
+    query: set[str], name: str, description: str, triggers: list[str]
+) -> float:
+    """Deterministic relevance of one skill to a task text.
+
+    Triggers weigh most (a trigger fully contained in the task scores 3, a partial one scales
+    with its covered fraction when at least half is covered); the best trigger counts fully
+    and further ones a quarter. Name words then description words add smaller amounts,
+    description words normalised by the description's length so long descriptions do not win
+    by size alone.
+    """
+    if not query:
+        return 0.0
+    trigger_scores = []
+    for phrase in triggers:
+        words = set(tokens(phrase))
+        if not words:
+            continue
+        covered = len(words & query) / len(words)
+        if covered >= 1.0:
+            trigger_scores.append(3.0)
+        elif covered >= 0.5:
+            trigger_scores.append(2.0 * covered)
+    trigger_scores.sort(reverse=True)
+    total = 0.0
+    if trigger_scores:
+        total += trigger_scores[0] + 0.25 * sum(trigger_scores[1:])
+    name_words = set(tokens(name.replace("-", " ")))
+    total += 0.8 * len(name_words & query)
+    desc_words = set(tokens(description)) - name_words
+    if desc_words:
+        total += 1.2 * len(desc_words & query) / math.sqrt(len(desc_words))
+    return round(total, 4)
+
+
+def _current_rows(store: Store) -> list[dict]:
+    if "skill_versions" not in store.db.table_names():
+        return []
+    return list(store.db.query(_CURRENT_SQL))
+
+
+def match_skills(store: Store, text: str, *, limit: int = 3) -> list[SkillMatch]:
+    """Published skills (current versions only) ranked for a task text, best first.
+
+    Ties are broken by name so the same store and text always give the same list. Returns []
+    when nothing scores above the noise floor or no skill is published.
+    """
+    query = set(tokens(text))
+    if not query or limit < 1:
+        return []
+    matches = []
+    for row in _current_rows(store):
+        triggers = json.loads(row["triggers"] or "[]")
+        score = score_skill(query, row["name"], row["description"], triggers)
+        if score >= MIN_SCORE:
+            matches.append(
+                SkillMatch(
+                    name=row["name"],
+                    version=row["version"],
+                    description=one_line(row["description"]),
+                    ref=make_ref("skill", row["name"], row["version"]),
+                    score=score,
+                )
+            )
+    matches.sort(key=lambda m: (-m.score, m.name))
+    return matches[:limit]
+
+
+def list_catalog(store: Store, *, include_all: bool = False) -> list[CatalogEntry]:
+    """The catalog: one entry per skill with a current published version, sorted by name.
+
+    With include_all, skills with no published version are listed too (status `candidate`
+    when a candidate is waiting, else `revoked`) with their latest version.
+    """
+    entries = [
+        CatalogEntry(
+            name=row["name"],
+            description=one_line(row["description"]),
+            version=row["version"],
+            status="published",
+            ref=make_ref("skill", row["name"], row["version"]),
+        )
+        for row in _current_rows(store)
+    ]
+    if include_all and "skill_versions" in store.db.table_names():
+        listed = {e.name for e in entries}
+        rows = store.db.query(
+            "SELECT v.* FROM skill_versions v WHERE v.version = "
+            "(SELECT MAX(w.version) FROM skill_versions w WHERE w.name = v.name) ORDER BY v.name"
+        )
+        for row in rows:
+            if row["name"] in listed:
+                continue
+            entries.append(
+                CatalogEntry(
+                    name=row["name"],
+                    description=one_line(row["description"]),
+                    version=row["version"],
+                    status=row["status"],
+                    ref=make_ref("skill", row["name"], row["version"]),
+                )
+            )
+        entries.sort(key=lambda e: e.name)
+    return entries
