@@ -70,3 +70,235 @@ def log_event(
             resolves=resolves, supersedes=supersedes,
         )
     emit("log", event, as_json=as_json, human=lambda c, e: c.print(f"{e.ref} ({e.kind}, {e.run})"))
+
+
+def _short(text: str, width: int = 80) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= width else first[: width - 1] + "…"
+
+
+@run_app.command("list")
+@handle_errors
+def run_list(
+    status: Annotated[
+        str | None, typer.Option(help="Only runs with this status: active, done, abandoned.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many runs, newest first.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List runs, newest first, with their status and event counts."""
+    from agentstate.runs.log import list_runs
+
+    with cli_store() as store:
+        if limit is not None and limit < 1:
+            from agentstate.errors import InvalidInput
+
+            raise InvalidInput("--limit must be at least 1")
+        runs = list_runs(store, status=status, limit=limit)
+        counts = dict(store.conn.execute("SELECT run, count(*) FROM events GROUP BY run"))
+        current = store.conn.execute(
+            "SELECT value FROM kv WHERE key = 'current_run'").fetchone()
+    current_id = current[0] if current else None
+    data = [
+        {**_run_dict(r), "events": counts.get(r.id, 0), "current": r.id == current_id}
+        for r in runs
+    ]
+
+    def human(console, rows):
+        if not rows:
+            console.print("no runs yet; start one with `agentstate run start GOAL`")
+            return
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False)
+        for col in ("ref", "status", "created", "events", "goal"):
+            table.add_column(col)
+        for row in rows:
+            mark = " *" if row["current"] else ""
+            table.add_row(row["ref"] + mark, row["status"], row["created"][:19],
+                          str(row["events"]), _short(row["goal"], 60))
+        console.print(table)
+
+    emit("run list", data, as_json=as_json, human=human)
+
+
+def _run_dict(run) -> dict:
+    from agentstate.output import to_jsonable
+
+    return to_jsonable(run)
+
+
+@run_app.command("show")
+@handle_errors
+def run_show(
+    ref: Annotated[str | None, typer.Argument(help="run:… (default: the current run).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a run: its goal, work-tree version, event counts by kind, open questions,
+    pending verifications and last checkpoint."""
+    from agentstate.runs.checkpoint import last_checkpoint, working_state
+    from agentstate.runs.log import resolve_run
+
+    with cli_store() as store:
+        run = resolve_run(store, ref)
+        counts = dict(store.conn.execute(
+            "SELECT kind, count(*) FROM events WHERE run = ? GROUP BY kind ORDER BY kind",
+            (run.id,)))
+        state = working_state(store, run)
+        checkpoint = last_checkpoint(store, run)
+    data = {
+        "run": run,
+        "counts": counts,
+        "events": state.event_count,
+        "open_questions": state.open_questions,
+        "pending_verifications": state.pending_verifications,
+        "last_checkpoint": checkpoint,
+    }
+
+    def human(console, _):
+        console.print(f"{run.ref} ({run.status})", markup=False)
+        console.print(f"  goal: {run.goal}", markup=False)
+        console.print(f"  created {run.created}, updated {run.updated}"
+                      + (f", ended {run.ended}" if run.ended else ""))
+        where = f"{run.branch or '(no branch)'} @ {(run.head or '(no commit)')[:12]}"
+        console.print(f"  started at: {where}"
+                      + (f", {len(run.dirty_files)} uncommitted file(s)" if run.dirty_files
+                         else ""))
+        summary = ", ".join(f"{k} {n}" for k, n in counts.items()) or "none"
+        console.print(f"  events: {state.event_count} ({summary})", markup=False)
+        for title, items in (("open questions", state.open_questions),
+                             ("pending verifications", state.pending_verifications)):
+            console.print(f"  {title}: {len(items)}")
+            for item in items:
+                console.print(f"    {item.ref} {_short(item.text)}", markup=False)
+        if checkpoint:
+            console.print(f"  last checkpoint: {checkpoint.ref} at {checkpoint.created}"
+                          + (f": {checkpoint.note}" if checkpoint.note else ""), markup=False)
+
+    emit("run show", data, as_json=as_json, human=human)
+
+
+@run_app.command("end")
+@handle_errors
+def run_end(
+    ref: Annotated[str | None, typer.Argument(help="run:… (default: the current run).")] = None,
+    status: Annotated[
+        str, typer.Option(help="How it ended: done or abandoned.")
+    ] = "done",
+    as_json: JsonOption = False,
+) -> None:
+    """End a run (done or abandoned). Ending an already-finished run is an error."""
+    from agentstate.runs.log import end_run, resolve_run
+
+    with cli_store() as store:
+        run = end_run(store, resolve_run(store, ref).ref, status)
+    emit("run end", run, as_json=as_json,
+         human=lambda c, r: c.print(f"{r.ref} {r.status} at {r.ended}"))
+
+
+@app.command("events")
+@handle_errors
+def events(
+    run: RunOption = None,
+    all_runs: Annotated[
+        bool, typer.Option("--all", help="Events of every run instead of one.")
+    ] = False,
+    kind: Annotated[str | None, typer.Option(help="Only events of this kind.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Only the newest N (shown oldest first).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List a run's events (the current run by default), oldest first.
+
+    With --json each event has its ref, run, seq, kind, text, source, ts, meta, resolves
+    and supersedes.
+    """
+    from agentstate.errors import UsageError
+    from agentstate.runs.log import list_events, resolve_run
+
+    if all_runs and run:
+        raise UsageError("pass either --run or --all, not both")
+    with cli_store() as store:
+        run_ref = None if all_runs else resolve_run(store, run).ref
+        found = list_events(store, run_ref, kind=kind, limit=limit)
+
+    def human(console, rows):
+        if not rows:
+            console.print("no events")
+            return
+        for e in rows:
+            links = "".join(
+                f" [{how} {target}]" for how, target in
+                (("resolves", e.resolves), ("supersedes", e.supersedes)) if target
+            )
+            who = "" if e.source == "user" else f" ({e.source})"
+            console.print(f"{e.ref} {e.ts[:19]} {e.kind}{who}: {_short(e.text, 100)}{links}",
+                          markup=False)
+
+    emit("events", found, as_json=as_json, human=human)
+
+
+@app.command("checkpoint")
+@handle_errors
+def checkpoint(
+    note: Annotated[
+        str | None, typer.Option(help="Where things stand, in a sentence, for whoever resumes.")
+    ] = None,
+    run: RunOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Store the run's derived working state with pointers, plus the work-tree snapshot.
+
+    The snapshot becomes the run's last recorded version: `resume` reports drift since it.
+    """
+    from agentstate.runs.checkpoint import create_checkpoint
+    from agentstate.runs.worktree import snapshot
+
+    with cli_store() as store:
+        cp = create_checkpoint(store, run, note, worktree=snapshot(store.work_tree))
+
+    def human(console, _):
+        s = cp.state
+        console.print(cp.ref)
+        console.print(
+            f"  {cp.run} up to event {cp.event_seq}: {len(s['constraints'])} constraint(s), "
+            f"{len(s['diagnoses'])} diagnosis(es), {len(s['open_questions'])} open "
+            f"question(s), {len(s['pending_verifications'])} pending verification(s)")
+        head = (cp.worktree.get("head") or "(no commit)")[:12]
+        dirty = len(cp.worktree.get("dirty_files") or [])
+        console.print(f"  work tree: {cp.worktree.get('branch') or '(no branch)'} @ {head}"
+                      + (f", {dirty} uncommitted file(s)" if dirty else ""))
+
+    emit("checkpoint", cp, as_json=as_json, human=human)
+
+
+@app.command("resume")
+@handle_errors
+def resume(
+    ref: Annotated[
+        str | None, typer.Argument(help="run:… (default: the most recent unfinished run).")
+    ] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(help="Keep the pack within N tokens; pinned parts first. Exit 3 if the "
+                          "pinned parts alone do not fit (the message names the minimum)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print what a new session needs to pick up a run: goal, constraints, confirmed
+    diagnoses, open questions, pending verifications, last checkpoint, work-tree drift,
+    relevant event refs and matching skills. Markdown by default; --json for the structure.
+    """
+    from agentstate.runs.resume import build_pack
+
+    with cli_store() as store:
+        pack = build_pack(store, ref, budget=budget)
+
+    def human(console, _):
+        import sys
+
+        sys.stdout.write(pack.text)
+        sys.stdout.flush()
+
+    emit("resume", pack, as_json=as_json, human=human)

@@ -1,0 +1,278 @@
+"""Bulk import of events: the generic JSONL format, and the reusable `import_events` path.
+
+The generic format is one JSON object per line:
+
+    {"kind": "observation", "text": "tests fail on py3.12", "ts": "2026-01-15T09:00:00Z",
+     "source": "tool:pytest", "meta": {"exit_code": 1}, "id": "msg-17"}
+
+`kind` and `text` are required; `ts` (ISO 8601), `source` (user, model, tool:NAME,
+file:PATH@COMMIT; default `tool:import`), `meta` (an object), `id` (a stable identifier of
+the record in its source), `resolves` and `supersedes` (an `evt:` ref, or the `id` of an
+earlier record of the same import) are optional. Blank lines are ignored.
+
+Idempotence: each record gets an import key = hash of its normalised content (canonical
+JSON) and its identity (the `id` field if present, else its line number). Importing the
+same file twice adds nothing; a record already imported into the run is counted as a
+duplicate. Agent-transcript importers build records and call `import_events` directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentstate.errors import AgentStateError, InvalidInput, Refused
+from agentstate.runs.log import USER_KINDS, Run, append_event, get_run, start_run
+from agentstate.safety import refuse_secrets
+from agentstate.store.clock import format_ts, parse_ts
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref, parse_ref
+from agentstate.store.sources import validate_source
+
+# `tool` is importable: transcripts record tool calls. Checkpoints and skill loads are
+# written by agentstate itself only.
+IMPORTABLE_KINDS = set(USER_KINDS) | {"tool"}
+DEFAULT_SOURCE = "tool:import"
+KNOWN_FIELDS = {"kind", "text", "ts", "source", "meta", "id", "resolves", "supersedes"}
+BATCH_SIZE = 500
+
+
+@dataclass
+class ImportLine:
+    """One record with its identity (a line number or the source's own id)."""
+
+    position: int | str
+    data: Any = None
+    error: str | None = None  # set by a reader for a line it could not parse
+
+
+@dataclass
+class Rejected:
+    position: int | str
+    reason: str
+    refused: bool = False  # a secret: counted apart from malformed lines
+
+
+@dataclass
+class ImportResult:
+    run: str | None
+    created_run: bool = False
+    imported: int = 0
+    duplicates: int = 0
+    malformed: int = 0
+    refused: int = 0
+    rejected: list[Rejected] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)  # refs of the new events
+
+    @property
+    def total(self) -> int:
+        return self.imported + self.duplicates + self.malformed + self.refused
+
+
+def import_key(position: int | str, data: dict) -> str:
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(f"{position}\0{canonical}".encode()).hexdigest()
+    return digest[:32]
+
+
+def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[ImportLine]:
+    """Records of a JSONL file; a line that is not a JSON object comes back with `error`."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if on_bytes:
+                on_bytes(len(raw))
+            if not raw.strip():
+                continue
+            try:
+                data = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                yield ImportLine(number, error="not UTF-8")
+                continue
+            except json.JSONDecodeError as exc:
+                yield ImportLine(number, error=f"not JSON ({exc.msg} at column {exc.colno})")
+                continue
+            yield ImportLine(number, data)
+
+
+def _check_record(data: Any, id_map: dict[str, str]) -> dict[str, Any]:
+    """Validate one record's shape; raises InvalidInput naming the problem."""
+    if not isinstance(data, dict):
+        raise InvalidInput("not a JSON object")
+    unknown = sorted(set(data) - KNOWN_FIELDS)
+    if unknown:
+        raise InvalidInput(f"unknown field(s) {', '.join(unknown)}")
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind not in IMPORTABLE_KINDS:
+        raise InvalidInput(f"unknown or missing kind {kind!r}")
+    text = data.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("missing or empty text")
+    ts = data.get("ts")
+    if ts is not None:
+        if not isinstance(ts, str):
+            raise InvalidInput("ts must be an ISO 8601 string")
+        ts = format_ts(parse_ts(ts))
+    source = data.get("source", DEFAULT_SOURCE)
+    if not isinstance(source, str):
+        raise InvalidInput("source must be a string")
+    source = validate_source(source)
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise InvalidInput("meta must be an object")
+    # Checked here, before a run is created for the record; append_event checks again.
+    refuse_secrets(text, "the text")
+    refuse_secrets(json.dumps(meta, ensure_ascii=False), "the meta")
+    if "id" in data and not isinstance(data["id"], str | int):
+        raise InvalidInput("id must be a string or number")
+    links = {}
+    for how in ("resolves", "supersedes"):
+        target = data.get(how)
+        if target is None:
+            links[how] = None
+        elif isinstance(target, str) and target in id_map:
+            links[how] = id_map[target]
+        elif isinstance(target, str) and target.startswith("evt:"):
+            links[how] = str(parse_ref(target, expect="evt"))
+        else:
+            raise InvalidInput(f"{how} {target!r} is neither an evt: ref nor an earlier id")
+    return {"kind": kind, "text": text, "ts": ts, "source": source, "meta": meta, **links}
+
+
+def import_events(
+    store: Store,
+    records: Iterable[ImportLine | dict],
+    *,
+    run_ref: str | None = None,
+    goal: str | None = None,
+    origin: str | None = None,
+    strict: bool = False,
+    batch_size: int = BATCH_SIZE,
+    worktree: dict | None = None,
+    on_record: Callable[[], None] | None = None,
+    label: str = "record",
+) -> ImportResult:
+    """Import records into a run. The one import path: agent-transcript importers call it.
+
+    Which run: `run_ref` if given; otherwise the run an earlier import of the same `origin`
+    (e.g. the file's absolute path) created, so re-importing a file stays idempotent;
+    otherwise a new run with `goal` (default: "imported from <origin>"), created only when
+    the first record is stored. Plain dicts are records whose identity is their position.
+    `label` names a record in messages ("line" for files).
+
+    Writes are committed in batches of `batch_size` (one transaction each). With
+    `strict`, the whole import is one transaction and the first malformed or refused record
+    aborts it: nothing is imported and the error names the record.
+    """
+    if run_ref and goal:
+        raise InvalidInput("pass either a run ref or a goal, not both")
+    result = ImportResult(run=None)
+    run: Run | None = get_run(store, run_ref) if run_ref else None
+    if run is not None and run.status != "active":
+        raise InvalidInput(f"{run.ref} has ended ({run.status}); import into an active run")
+    origin_key = f"import_run:{hashlib.sha256(origin.encode()).hexdigest()[:24]}" if origin \
+        else None
+    if run is None and origin_key and not goal:
+        row = store.conn.execute("SELECT value FROM kv WHERE key = ?", (origin_key,)).fetchone()
+        if row and row[0]:
+            run = get_run(store, make_ref("run", row[0]))
+    id_map: dict[str, str] = {}
+
+    def ensure_run() -> Run:
+        nonlocal run
+        if run is None:
+            title = goal or f"imported from {origin or 'records'}"
+            run, _ = start_run(store, title, worktree=worktree)
+            result.created_run = True
+            if origin_key and not goal:
+                store.conn.execute(
+                    "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+                    "SET value = excluded.value", (origin_key, run.id),
+                )
+        return run
+
+    def one(position: int | str, data: Any, error: str | None) -> None:
+        if error is not None:
+            raise InvalidInput(error)
+        record = _check_record(data, id_map)
+        key = import_key(data.get("id", position), data)
+        target = ensure_run()
+        existing = store.conn.execute(
+            "SELECT id FROM events WHERE run = ? AND import_key = ?", (target.id, key)
+        ).fetchone()
+        if not existing and target.status != "active":
+            raise _Abort(InvalidInput(
+                f"{target.ref} (from an earlier import of this file) has ended; import the new "
+                f"records with --run REF or --goal TEXT"))
+        if existing:
+            result.duplicates += 1
+            event_ref = make_ref("evt", existing[0])
+        else:
+            event = append_event(
+                store, target.ref, record["kind"], record["text"], source=record["source"],
+                meta=record["meta"], resolves=record["resolves"],
+                supersedes=record["supersedes"], ts=record["ts"], import_key=key,
+                allow_system_kinds=record["kind"] == "tool",
+            )
+            result.imported += 1
+            result.events.append(event.ref)
+            event_ref = event.ref
+        if "id" in data:
+            id_map[str(data["id"])] = event_ref
+
+    def loop() -> None:
+        iterator = iter(records)
+        ordinal = 0
+        exhausted = False
+        while not exhausted:
+            with store.transaction():  # one transaction per batch
+                for _ in range(batch_size):
+                    try:
+                        item = next(iterator)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    ordinal += 1
+                    if isinstance(item, ImportLine):
+                        position, data, error = item.position, item.data, item.error
+                    else:
+                        position, data, error = ordinal, item, None
+                    try:
+                        # append_event is atomic on its own (a savepoint), and a record is
+                        # fully checked before its run is created.
+                        one(position, data, error)
+                    except Refused as exc:
+                        if strict:
+                            raise Refused(f"{label} {position}: {exc.message}; nothing "
+                                          f"imported") from exc
+                        result.refused += 1
+                        result.rejected.append(Rejected(position, exc.message, refused=True))
+                    except AgentStateError as exc:
+                        if strict:
+                            raise InvalidInput(f"{label} {position}: {exc.message}; nothing "
+                                               f"imported (--strict)") from exc
+                        result.malformed += 1
+                        result.rejected.append(Rejected(position, exc.message))
+                    if on_record:
+                        on_record()
+
+    try:
+        # --strict: everything in one transaction, so the first bad record undoes it all.
+        with store.transaction() if strict else nullcontext():
+            loop()
+    except _Abort as exc:
+        raise exc.error from None
+    result.run = run.ref if run is not None else None
+    return result
+
+
+class _Abort(Exception):
+    """Stops the whole import (not just one record) with the wrapped error."""
+
+    def __init__(self, error: AgentStateError) -> None:
+        super().__init__(error.message)
+        self.error = error

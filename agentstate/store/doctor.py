@@ -1,0 +1,159 @@
+"""`agentstate doctor`: check the store's health without changing anything.
+
+Each check returns ok / warn / fail with a one-line detail. The store is opened read-only
+in spirit: no migrations are applied (pending ones are reported), nothing is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentstate.config import CONFIG_NAME, DEFAULTS, load_config
+from agentstate.errors import AgentStateError
+from agentstate.store.db import DB_NAME, SKILLS_DIR
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    detail: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    store: str
+    checks: list[Check]
+
+    @property
+    def healthy(self) -> bool:
+        return all(c.status != FAIL for c in self.checks)
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if c.status == FAIL]
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def check_config(root: Path) -> tuple[Check, dict]:
+    path = root / CONFIG_NAME
+    if not path.exists():
+        return Check("config", WARN, f"{CONFIG_NAME} missing; defaults in use"), dict(DEFAULTS)
+    try:
+        config = load_config(path)
+    except AgentStateError as exc:
+        return Check("config", FAIL, exc.message), dict(DEFAULTS)
+    return Check("config", OK, f"{CONFIG_NAME} parses"), config
+
+
+def check_database(root: Path) -> list[Check]:
+    from agentstate.store.migrations import all_migrations, applied_migrations
+
+    db_path = root / DB_NAME
+    try:
+        # mode=ro: the doctor must not create, migrate or checkpoint anything.
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        return [Check("database", FAIL, f"{db_path} is not a usable SQLite database ({exc})")]
+    checks = []
+    try:
+        import sqlite_utils
+
+        db = sqlite_utils.Database(conn)
+        applied = applied_migrations(db)
+        known = [name for name, _ in all_migrations()]
+        pending = [n for n in known if n not in applied]
+        unknown = [n for n in applied if n not in known]
+        version = applied[-1] if applied else "(blank)"
+        data = {"version": version, "applied": len(applied), "pending": pending,
+                "unknown": unknown}
+        if unknown:
+            checks.append(Check("schema", WARN, f"{version}; applied by a newer agentstate: "
+                                                f"{', '.join(unknown)}", data))
+        elif pending:
+            checks.append(Check("schema", WARN, f"{version}; {len(pending)} pending migration(s) "
+                                                f"(applied by the next command): "
+                                                f"{', '.join(pending)}", data))
+        else:
+            checks.append(Check("schema", OK, f"{version} ({len(applied)} migrations, none "
+                                              f"pending)", data))
+        result = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
+        if result == ["ok"]:
+            checks.append(Check("integrity", OK, "PRAGMA integrity_check: ok"))
+        else:
+            checks.append(Check("integrity", FAIL, "; ".join(result[:3]), {"result": result}))
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode == "wal":
+            checks.append(Check("wal", OK, "journal_mode = wal"))
+        else:
+            checks.append(Check("wal", FAIL, f"journal_mode = {mode} (expected wal; concurrent "
+                                             f"agents would block each other)"))
+    except sqlite3.DatabaseError as exc:
+        checks.append(Check("database", FAIL, f"the database is damaged ({exc})"))
+    finally:
+        conn.close()
+    return checks
+
+
+def check_tokenizer(config: dict) -> Check:
+    from agentstate.tokens import (
+        CL100K_SHA256,
+        DEFAULT_ENCODING,
+        bundled_bpe_path,
+        counter_from_config,
+    )
+
+    try:
+        counter = counter_from_config(config)
+        detail = f"{counter.encoding} loads offline"
+        data: dict[str, Any] = {"encoding": counter.encoding, "calibration": counter.calibration}
+        if counter.encoding == DEFAULT_ENCODING:
+            digest = hashlib.sha256(Path(bundled_bpe_path()).read_bytes()).hexdigest()
+            if digest != CL100K_SHA256:
+                return Check("tokenizer", FAIL, "bundled cl100k_base file fails its SHA-256 check")
+            detail += " (bundled BPE file, SHA-256 verified)"
+        tokens = counter.count("agentstate doctor")
+        data["sample_tokens"] = tokens
+        return Check("tokenizer", OK, detail, data)
+    except AgentStateError as exc:
+        return Check("tokenizer", FAIL, exc.message)
+    except Exception as exc:  # tiktoken raises plain exceptions (e.g. a failed fetch)
+        return Check("tokenizer", FAIL, f"cannot load the tokenizer offline: {exc}")
+
+
+def check_skills_repo(root: Path) -> Check:
+    path = root / SKILLS_DIR
+    if not path.is_dir():
+        return Check("skills", FAIL, f"{path} missing (run `agentstate init` to recreate it)")
+    top = _git(path, "rev-parse", "--show-toplevel")
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != path.resolve():
+        return Check("skills", FAIL, f"{path} is not its own git repository")
+    head = _git(path, "rev-parse", "--short", "HEAD").stdout.strip() or "(no commits)"
+    status = _git(path, "status", "--porcelain").stdout
+    dirty = [line[3:] for line in status.splitlines() if line.strip()]
+    tags = [t for t in _git(path, "tag", "--list").stdout.splitlines() if t]
+    data = {"head": head, "dirty": dirty, "tags": len(tags)}
+    if dirty:
+        return Check("skills", WARN, f"git repository at {head}, {len(dirty)} uncommitted "
+                                     f"change(s): {', '.join(dirty[:5])}", data)
+    return Check("skills", OK, f"git repository at {head}, clean, {len(tags)} tag(s)", data)
+
+
+def diagnose(root: Path) -> Report:
+    """Run every check against the store at `root` (the .agentstate directory)."""
+    config_check, config = check_config(root)
+    checks = [config_check, *check_database(root), check_tokenizer(config),
+              check_skills_repo(root)]
+    return Report(store=str(root), checks=checks)
