@@ -1,5 +1,168 @@
-"""Tables owned by this domain. Append new migrations; never rename shipped ones."""
+"""Memory tables and the full-text indexes shared by memories and events.
+
+Append new migrations; never rename shipped ones.
+
+- `memories`: one row per *version*. A memory is a chain of versions sharing `id`
+  (`mem:ID@v1`, `mem:ID@v2`, …); `supersedes` is the version number this one replaced or
+  contests. `row` is an INTEGER PRIMARY KEY on purpose: the full-text indexes point at it and
+  VACUUM (which `forget --purge` runs) keeps such rowids stable.
+- `memory_evidence`: memory version → event (`evt:…`), file at a commit (`file:P@C`) or `user`.
+- `memory_history`: the audit trail. Every gate decision is a row (op, actor, reason, time, a
+  hash of the text). It never holds the memory's text, so a purge leaves only the hash.
+- Full-text search: for each of memories and events, a word index (FTS5 `unicode61` with
+  diacritics removed) and a trigram index beside it, so text written without spaces between
+  words (Chinese, Japanese) is searchable by substring. `fts5vocab` tables give document
+  frequencies so the query planner can drop very common terms.
+  Memories use external-content indexes over `memories.row`, kept in sync by triggers.
+  Events have a TEXT primary key whose implicit rowid VACUUM may renumber, so they get a small
+  map table with a stable INTEGER key and *contentless* indexes keyed on it (no second copy of
+  the event text). Triggers on `events` keep them current; the migration backfills old events.
+"""
 
 from __future__ import annotations
 
-MIGRATIONS: list = []
+import sqlite_utils
+
+from agentstate.store.migrations import run_script
+
+WORD_TOKENIZER = "unicode61 remove_diacritics 2"
+
+
+def m101_memories(db: sqlite_utils.Database) -> None:
+    run_script(
+        db,
+        f"""
+        CREATE TABLE memories (
+            row INTEGER PRIMARY KEY,
+            id TEXT NOT NULL,                        -- the chain: mem:ID
+            version INTEGER NOT NULL,                -- mem:ID@vN
+            kind TEXT NOT NULL,                      -- fact | preference | event | procedure
+            key TEXT,                                -- optional slot, for conflict detection
+            scope TEXT NOT NULL,                     -- repo | user | run:REF | branch:N | path:G
+            text TEXT NOT NULL,                      -- '' once purged
+            norm_hash TEXT NOT NULL,                 -- sha256 of the normalised text (dedupe)
+            source TEXT NOT NULL,
+            status TEXT NOT NULL,                    -- active | candidate | superseded |
+                                                     -- contested | forgotten | quarantined
+            confidence REAL NOT NULL,
+            valid_until TEXT,                        -- expired when now >= valid_until
+            created TEXT NOT NULL,
+            last_confirmed TEXT NOT NULL,
+            evidence_count INTEGER NOT NULL DEFAULT 0,
+            supersedes INTEGER,                      -- version number in the same chain
+            principal TEXT NOT NULL,                 -- who wrote it
+            status_reason TEXT NOT NULL DEFAULT '',
+            prior_status TEXT,                       -- status before a tombstone
+            purged INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (id, version)
+        );
+        CREATE INDEX memories_key_scope ON memories(key, scope) WHERE key IS NOT NULL;
+        CREATE INDEX memories_hash_scope ON memories(norm_hash, scope);
+        CREATE INDEX memories_status_kind ON memories(status, kind);
+        CREATE TABLE memory_evidence (
+            memory_row INTEGER NOT NULL REFERENCES memories(row),
+            ref TEXT NOT NULL,                       -- evt:… | file:PATH@COMMIT | user
+            kind TEXT NOT NULL,                      -- evt | file | user
+            added TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            PRIMARY KEY (memory_row, ref)
+        );
+        CREATE INDEX memory_evidence_ref ON memory_evidence(ref);
+        CREATE TABLE memory_history (
+            hid INTEGER PRIMARY KEY,
+            memory TEXT NOT NULL,                    -- chain id
+            version INTEGER,
+            op TEXT NOT NULL,                        -- remember|dedupe|supersede|contest|...
+            actor TEXT NOT NULL,                     -- principal
+            reason TEXT NOT NULL,
+            time TEXT NOT NULL,
+            text_hash TEXT,                          -- sha256 of the text, never the text
+            detail TEXT NOT NULL DEFAULT '{{}}'       -- JSON: refs, statuses (never text)
+        );
+        CREATE INDEX memory_history_memory ON memory_history(memory, hid);
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            text, key, content='memories', content_rowid='row',
+            tokenize='{WORD_TOKENIZER}'
+        );
+        CREATE VIRTUAL TABLE memories_tri USING fts5(
+            text, content='memories', content_rowid='row', tokenize='trigram'
+        );
+        CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, 'row');
+
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, text, key) VALUES (NEW.row, NEW.text, NEW.key);
+            INSERT INTO memories_tri(rowid, text) VALUES (NEW.row, NEW.text);
+        END;
+        CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, key)
+                VALUES ('delete', OLD.row, OLD.text, OLD.key);
+            INSERT INTO memories_tri(memories_tri, rowid, text)
+                VALUES ('delete', OLD.row, OLD.text);
+        END;
+        CREATE TRIGGER memories_fts_au AFTER UPDATE OF text, key ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, key)
+                VALUES ('delete', OLD.row, OLD.text, OLD.key);
+            INSERT INTO memories_tri(memories_tri, rowid, text)
+                VALUES ('delete', OLD.row, OLD.text);
+            INSERT INTO memories_fts(rowid, text, key) VALUES (NEW.row, NEW.text, NEW.key);
+            INSERT INTO memories_tri(rowid, text) VALUES (NEW.row, NEW.text);
+        END;
+        """,
+    )
+
+
+def m102_event_search(db: sqlite_utils.Database) -> None:
+    run_script(
+        db,
+        f"""
+        CREATE TABLE event_search_map (
+            row INTEGER PRIMARY KEY,
+            event_id TEXT NOT NULL UNIQUE
+        );
+        CREATE VIRTUAL TABLE events_fts USING fts5(
+            text, content='', tokenize='{WORD_TOKENIZER}'
+        );
+        CREATE VIRTUAL TABLE events_tri USING fts5(text, content='', tokenize='trigram');
+        CREATE VIRTUAL TABLE events_vocab USING fts5vocab(events_fts, 'row');
+
+        CREATE TRIGGER events_search_ai AFTER INSERT ON events BEGIN
+            INSERT INTO event_search_map(event_id) VALUES (NEW.id);
+            INSERT INTO events_fts(rowid, text)
+                SELECT row, NEW.text FROM event_search_map WHERE event_id = NEW.id;
+            INSERT INTO events_tri(rowid, text)
+                SELECT row, NEW.text FROM event_search_map WHERE event_id = NEW.id;
+        END;
+        CREATE TRIGGER events_search_ad AFTER DELETE ON events BEGIN
+            INSERT INTO events_fts(events_fts, rowid, text)
+                SELECT 'delete', row, OLD.text FROM event_search_map WHERE event_id = OLD.id;
+            INSERT INTO events_tri(events_tri, rowid, text)
+                SELECT 'delete', row, OLD.text FROM event_search_map WHERE event_id = OLD.id;
+            DELETE FROM event_search_map WHERE event_id = OLD.id;
+        END;
+        -- Events are append-only, but a purge may scrub text out of one.
+        CREATE TRIGGER events_search_au AFTER UPDATE OF text ON events BEGIN
+            INSERT INTO events_fts(events_fts, rowid, text)
+                SELECT 'delete', row, OLD.text FROM event_search_map WHERE event_id = OLD.id;
+            INSERT INTO events_tri(events_tri, rowid, text)
+                SELECT 'delete', row, OLD.text FROM event_search_map WHERE event_id = OLD.id;
+            INSERT INTO events_fts(rowid, text)
+                SELECT row, NEW.text FROM event_search_map WHERE event_id = NEW.id;
+            INSERT INTO events_tri(rowid, text)
+                SELECT row, NEW.text FROM event_search_map WHERE event_id = NEW.id;
+        END;
+
+        -- Backfill: events logged before this migration.
+        INSERT INTO event_search_map(event_id) SELECT id FROM events ORDER BY ts, run, seq;
+        INSERT INTO events_fts(rowid, text)
+            SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id;
+        INSERT INTO events_tri(rowid, text)
+            SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id;
+        """,
+    )
+
+
+MIGRATIONS = [
+    ("m101_memories", m101_memories),
+    ("m102_event_search", m102_event_search),
+]

@@ -1,0 +1,444 @@
+"""Memory records, validation of their fields, principals, and reading them back.
+
+A memory is a chain of versions sharing one id: `mem:ID` names the chain (its current
+version), `mem:ID@vN` one version. Statuses:
+  active       current and in the default read set
+  contested    a rival value that did not win the authority rule; shown flagged
+  candidate    lacks evidence (or a preference not stated by the user); outside reads
+  quarantined  non-user text that reads as instructions to the agent; outside reads
+  superseded   replaced by a newer version
+  forgotten    tombstoned (or purged) by `forget`
+`expired` is derived at read time: an active/contested version whose `valid_until` has passed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from agentstate.errors import InvalidInput, NotFound
+from agentstate.store.clock import format_ts, parse_ts
+from agentstate.store.refs import make_ref, parse_ref
+
+KINDS = ("fact", "preference", "event", "procedure")
+STATUSES = ("active", "contested", "candidate", "quarantined", "superseded", "forgotten")
+# What `recall --include` may add back (expired is derived, not stored).
+INCLUDABLE = ("superseded", "expired", "forgotten", "candidate", "quarantined")
+WITHHELD_REASONS = ("permission", "out_of_scope", "expired", "superseded", "candidate",
+                    "quarantined", "forgotten", "low_relevance")
+
+BASE_CONFIDENCE = {"user": 0.95, "file": 0.8, "tool": 0.8, "evt": 0.8, "model": 0.5}
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,79}$")
+_TTL = re.compile(r"^([1-9][0-9]{0,6})([smhdw])$")
+_TTL_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_BRANCH = re.compile(r"^[A-Za-z0-9._/\-]{1,200}$")
+
+
+@dataclass
+class Evidence:
+    ref: str
+    kind: str
+    added: str
+    actor: str
+
+
+@dataclass
+class Memory:
+    """One version of a memory."""
+
+    ref: str  # mem:ID@vN
+    id: str
+    version: int
+    kind: str
+    key: str | None
+    scope: str
+    text: str
+    source: str
+    status: str  # effective status (expired is derived)
+    stored_status: str
+    confidence: float
+    valid_until: str | None
+    created: str
+    last_confirmed: str
+    evidence_count: int
+    supersedes: str | None  # mem:ID@vN this version replaced or contests
+    principal: str
+    status_reason: str
+    purged: bool
+    evidence: list[Evidence] = field(default_factory=list)
+    row: int = 0
+
+    @property
+    def chain_ref(self) -> str:
+        return make_ref("mem", self.id)
+
+
+@dataclass
+class HistoryEntry:
+    memory: str
+    version: int | None
+    op: str
+    actor: str
+    reason: str
+    time: str
+    text_hash: str | None
+    detail: dict[str, Any]
+
+
+# ---------------------------------------------------------------- field validation
+
+
+def normalise(text: str) -> str:
+    """What dedupe compares: case-folded, whitespace collapsed, trailing punctuation off."""
+    return re.sub(r"\s+", " ", text.casefold()).strip().rstrip(".!。！;；")
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def norm_hash(text: str) -> str:
+    return text_hash(normalise(text))
+
+
+def validate_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise InvalidInput(f"unknown memory kind {kind!r}: expected one of {', '.join(KINDS)}")
+    return kind
+
+
+def validate_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    key = key.strip()
+    if not _KEY.match(key):
+        raise InvalidInput(
+            f"invalid key {key!r}: 1-80 letters, digits, '.', '_', ':', '/' or '-'"
+        )
+    return key
+
+
+def validate_scope(store: Any, scope: str | None) -> str:
+    """repo (default), user, run:REF (an existing run), branch:NAME, path:GLOB."""
+    value = (scope or "repo").strip()
+    if value in ("repo", "user"):
+        return value
+    kind, sep, rest = value.partition(":")
+    if sep and kind == "run":
+        ref = parse_ref(value, expect="run")
+        row = store.conn.execute("SELECT 1 FROM runs WHERE id = ?", (ref.id,)).fetchone()
+        if row is None:
+            raise InvalidInput(f"scope {value!r} names a run that does not exist")
+        return value
+    if sep and kind == "branch" and _BRANCH.match(rest) and ".." not in rest:
+        return value
+    if sep and kind == "path" and rest.strip() and "\n" not in rest and not rest.startswith("/"):
+        return value
+    raise InvalidInput(
+        f"unknown scope {value!r}: expected repo, user, run:REF, branch:NAME or path:GLOB "
+        "(a path relative to the repository root)"
+    )
+
+
+def parse_validity(store: Any, ttl: str | None, until: str | None) -> str | None:
+    """`--ttl 30d` (units s, m, h, d, w) or `--until DATE` → the stored valid_until."""
+    if ttl and until:
+        raise InvalidInput("give --ttl or --until, not both")
+    now = store.clock.now()
+    if ttl:
+        match = _TTL.match(ttl.strip())
+        if not match:
+            raise InvalidInput(
+                f"invalid ttl {ttl!r}: a positive number with a unit s, m, h, d or w (e.g. 30d)"
+            )
+        return format_ts(now + timedelta(**{_TTL_UNITS[match.group(2)]: int(match.group(1))}))
+    if until:
+        moment = parse_ts(until)
+        if moment <= now:
+            raise InvalidInput(f"--until {until!r} is not in the future")
+        return format_ts(moment)
+    return None
+
+
+def validate_evidence(store: Any, ref: str) -> tuple[str, str]:
+    """An evidence ref must exist: an event, a file at a commit, or `user`. → (ref, kind)."""
+    value = (ref or "").strip()
+    if value == "user":
+        return value, "user"
+    if value.startswith("evt:"):
+        from agentstate.runs.log import event_exists
+
+        if not event_exists(store, value):
+            raise InvalidInput(f"evidence {value} does not exist")
+        return value, "evt"
+    if value.startswith("file:"):
+        check_file_at_commit(store, value)
+        return value, "file"
+    raise InvalidInput(
+        f"invalid evidence {ref!r}: expected evt:REF, file:PATH@COMMIT or user"
+    )
+
+
+def check_file_at_commit(store: Any, ref: str) -> None:
+    """`file:PATH@COMMIT` must name a file that exists in that commit of the work tree."""
+    body = ref.removeprefix("file:")
+    path, sep, commit = body.rpartition("@")
+    if not sep or not path or not commit or not re.fullmatch(r"[0-9A-Za-z_.\-/~^]{1,64}", commit):
+        raise InvalidInput(f"invalid file evidence {ref!r}: expected file:PATH@COMMIT")
+    try:
+        out = subprocess.run(
+            ["git", "cat-file", "-e", f"{commit}^{{commit}}:{path}"],
+            cwd=store.work_tree, capture_output=True, text=True, check=False, timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InvalidInput(f"cannot check {ref}: git is not available ({exc})") from exc
+    if out.returncode != 0:
+        raise InvalidInput(f"evidence {ref} does not exist: no file {path!r} at commit {commit!r}")
+
+
+# ---------------------------------------------------------------- principals
+
+
+@dataclass
+class Principal:
+    name: str
+    read: list[str]
+    write: list[str]
+
+    def can_read(self, scope: str) -> bool:
+        return _scope_allowed(scope, self.read)
+
+    def can_write(self, scope: str) -> bool:
+        return _scope_allowed(scope, self.write)
+
+
+def _scope_allowed(scope: str, patterns: list[str]) -> bool:
+    # fnmatch's '*' matches '/' too, so "path:*" covers every path scope.
+    return any(p == "*" or p == scope or fnmatch.fnmatchcase(scope, p) for p in patterns)
+
+
+def resolve_principal(store: Any, name: str | None = None) -> Principal:
+    """--as, else AGENTSTATE_PRINCIPAL, else `[principals] default`; must be declared."""
+    section = store.config.get("principals") or {}
+    chosen = name or os.environ.get("AGENTSTATE_PRINCIPAL") or section.get("default") or "owner"
+    declared = {k: v for k, v in section.items() if isinstance(v, dict)}
+    entry = declared.get(chosen)
+    if entry is None:
+        names = ", ".join(sorted(declared)) or "none"
+        raise InvalidInput(
+            f"principal {chosen!r} is not declared in config.toml [principals] (declared: {names})"
+        )
+    read, write = entry.get("read", []), entry.get("write", [])
+    if not isinstance(read, list) or not isinstance(write, list):
+        raise InvalidInput(f"[principals.{chosen}] read and write must be lists of scopes")
+    return Principal(chosen, [str(s) for s in read], [str(s) for s in write])
+
+
+# ---------------------------------------------------------------- reading back
+
+
+def confidence_for(source: str) -> float:
+    return BASE_CONFIDENCE.get(source.split(":", 1)[0], 0.5)
+
+
+def effective_status(stored: str, valid_until: str | None, now: str) -> str:
+    if stored in ("active", "contested") and valid_until and valid_until <= now:
+        return "expired"
+    return stored
+
+
+def row_to_memory(row: dict, now: str, evidence: list[Evidence] | None = None) -> Memory:
+    return Memory(
+        ref=make_ref("mem", row["id"], row["version"]),
+        id=row["id"],
+        version=row["version"],
+        kind=row["kind"],
+        key=row["key"],
+        scope=row["scope"],
+        text=row["text"],
+        source=row["source"],
+        status=effective_status(row["status"], row["valid_until"], now),
+        stored_status=row["status"],
+        confidence=round(row["confidence"], 3),
+        valid_until=row["valid_until"],
+        created=row["created"],
+        last_confirmed=row["last_confirmed"],
+        evidence_count=row["evidence_count"],
+        supersedes=make_ref("mem", row["id"], row["supersedes"]) if row["supersedes"] else None,
+        principal=row["principal"],
+        status_reason=row["status_reason"],
+        purged=bool(row["purged"]),
+        evidence=evidence or [],
+        row=row["row"],
+    )
+
+
+def _rows(store: Any, sql: str, params: tuple | list = ()) -> list[dict]:
+    cursor = store.conn.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+
+def load_evidence(store: Any, rows: list[int]) -> dict[int, list[Evidence]]:
+    found: dict[int, list[Evidence]] = {r: [] for r in rows}
+    if not rows:
+        return found
+    marks = ",".join("?" * len(rows))
+    for item in _rows(
+        store,
+        f"SELECT * FROM memory_evidence WHERE memory_row IN ({marks}) ORDER BY added, ref",
+        rows,
+    ):
+        found[item["memory_row"]].append(
+            Evidence(item["ref"], item["kind"], item["added"], item["actor"])
+        )
+    return found
+
+
+def memories_from_rows(store: Any, rows: list[dict]) -> list[Memory]:
+    evidence = load_evidence(store, [r["row"] for r in rows])
+    now = store.now()
+    return [row_to_memory(r, now, evidence[r["row"]]) for r in rows]
+
+
+def chain_rows(store: Any, memory_id: str) -> list[dict]:
+    return _rows(store, "SELECT * FROM memories WHERE id = ? ORDER BY version", (memory_id,))
+
+
+def current_version(rows: list[dict], now: str) -> dict | None:
+    """The version a bare `mem:ID` means: the newest active (not expired), else the newest
+    active/contested, else the newest version of the chain."""
+    for wanted in (("active",), ("active", "contested")):
+        live = [r for r in rows if r["status"] in wanted]
+        if live:
+            fresh = [r for r in live if effective_status(r["status"], r["valid_until"], now)
+                     != "expired"]
+            return (fresh or live)[-1]
+    return rows[-1] if rows else None
+
+
+def get_memory(store: Any, ref: str) -> Memory:
+    """One memory version: `mem:ID@vN`, or the chain's current version for `mem:ID`."""
+    parsed = parse_ref(ref, expect="mem")
+    rows = chain_rows(store, parsed.id)
+    if not rows:
+        raise NotFound(f"no memory {make_ref('mem', parsed.id)}")
+    if parsed.version is None:
+        row = current_version(rows, store.now())
+    else:
+        row = next((r for r in rows if r["version"] == parsed.version), None)
+    if row is None:
+        raise NotFound(f"no memory {ref} (the chain has v1..v{rows[-1]['version']})")
+    return memories_from_rows(store, [row])[0]
+
+
+def get_chain(store: Any, ref: str) -> list[Memory]:
+    """Every version of the memory `ref` names, oldest first, with evidence."""
+    parsed = parse_ref(ref, expect="mem")
+    rows = chain_rows(store, parsed.id)
+    if not rows:
+        raise NotFound(f"no memory {make_ref('mem', parsed.id)}")
+    return memories_from_rows(store, rows)
+
+
+def memory_evidence(store: Any, ref: str) -> dict[str, list[Evidence]]:
+    """For `trace`: every version ref of the chain → its evidence refs."""
+    return {m.ref: m.evidence for m in get_chain(store, ref)}
+
+
+def get_history(store: Any, ref: str) -> list[HistoryEntry]:
+    parsed = parse_ref(ref, expect="mem")
+    rows = _rows(store, "SELECT * FROM memory_history WHERE memory = ? ORDER BY hid",
+                 (parsed.id,))
+    if not rows:
+        raise NotFound(f"no memory {make_ref('mem', parsed.id)}")
+    return [
+        HistoryEntry(
+            memory=make_ref("mem", r["memory"], r["version"]) if r["version"] else
+            make_ref("mem", r["memory"]),
+            version=r["version"], op=r["op"], actor=r["actor"], reason=r["reason"],
+            time=r["time"], text_hash=r["text_hash"], detail=json.loads(r["detail"] or "{}"),
+        )
+        for r in rows
+        if parsed.version is None or r["version"] in (None, parsed.version)
+    ]
+
+
+def record_history(store: Any, memory_id: str, version: int | None, op: str, actor: str,
+                   reason: str, text: str | None = None, **detail: Any) -> None:
+    """Append one audit row. Never pass memory text in `reason` or `detail`: only its hash
+    is kept, so a purge leaves nothing readable behind."""
+    store.conn.execute(
+        "INSERT INTO memory_history (memory, version, op, actor, reason, time, text_hash, detail)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (memory_id, version, op, actor, reason, store.now(),
+         text_hash(text) if text is not None else None,
+         json.dumps(detail, ensure_ascii=False, sort_keys=True)),
+    )
+
+
+def list_memories(store: Any, *, status: str | None = None, kind: str | None = None,
+                  scope: str | None = None, limit: int | None = None) -> list[Memory]:
+    """Memory versions, newest first. Default: current (active and contested, not expired);
+    `status` may be any stored status, `expired`, or `all`."""
+    where, params = [], []
+    if status in (None, "current"):
+        where.append("status IN ('active', 'contested')")
+    elif status == "expired":
+        where.append("status IN ('active', 'contested') AND valid_until IS NOT NULL "
+                     "AND valid_until <= ?")
+        params.append(store.now())
+    elif status != "all":
+        if status not in STATUSES:
+            raise InvalidInput(
+                f"unknown status {status!r}: expected {', '.join(STATUSES)}, expired or all"
+            )
+        where.append("status = ?")
+        params.append(status)
+    if kind:
+        validate_kind(kind)
+        where.append("kind = ?")
+        params.append(kind)
+    if scope:
+        where.append("scope = ?")
+        params.append(scope)
+    sql = "SELECT * FROM memories"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY created DESC, row DESC"
+    if limit:
+        sql += " LIMIT ?"
+        params.append(limit)
+    found = memories_from_rows(store, _rows(store, sql, params))
+    if status in (None, "current"):
+        found = [m for m in found if m.status != "expired"]
+    return found
+
+
+def list_user_preferences(store: Any, principal: str | None = None,
+                          context: dict | None = None) -> list[Memory]:
+    """Active `preference` memories stated by the user, readable by the principal and in
+    scope for `context` (run/branch/paths): what the context engine pins."""
+    from agentstate.memory.scopes import scope_applies
+
+    who = resolve_principal(store, principal)
+    rows = _rows(
+        store,
+        "SELECT * FROM memories WHERE kind = 'preference' AND source = 'user' "
+        "AND status = 'active' ORDER BY created, row",
+    )
+    found = []
+    for memory in memories_from_rows(store, rows):
+        if memory.status != "active" or not who.can_read(memory.scope):
+            continue
+        if context is not None and scope_applies(memory.scope, context) is None:
+            continue
+        found.append(memory)
+    return found

@@ -1,0 +1,241 @@
+"""The read gate: `recall`.
+
+A search hit is not automatically an answer. For each memory version the full-text search
+finds (BM25 over the word and trigram indexes, `agentstate.memory.search`), the gate checks,
+in this order:
+1. permission — the principal may read the scope (else withheld: `permission`);
+2. scope — with a `context` (run, branch, paths) a run/branch/path scope must apply
+   (else withheld: `out_of_scope`);
+3. status and time — forgotten, superseded, candidate, quarantined and expired versions are
+   withheld (counted by reason) unless named in `include`;
+4. relevance — hits whose relevance is below `[memory] min_relevance` of the best visible
+   hit are cut (`low_relevance`).
+What remains is ranked by relevance × (recency, confidence, scope specificity). Contested
+versions are shown flagged, next to the current version they contest. The result says
+explicitly when nothing matched, and counts what was withheld by reason — never its text.
+
+Counts come from the top `CANDIDATES` search matches (so a query stays fast on a large
+store); on very large stores they are a lower bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentstate.errors import InvalidInput
+from agentstate.memory.model import (
+    INCLUDABLE,
+    KINDS,
+    Evidence,
+    current_version,
+    get_memory,
+    list_user_preferences,
+    load_evidence,
+    memory_evidence,
+    resolve_principal,
+    row_to_memory,
+)
+from agentstate.memory.scopes import scope_applies
+from agentstate.store.clock import parse_ts
+from agentstate.store.refs import make_ref
+
+# Re-exported: the context engine imports these from here.
+__all__ = ["MemoryHit", "RecallResult", "get_memory", "list_user_preferences", "memory_evidence",
+           "recall"]
+
+CANDIDATES = 200
+RECENCY_HALF_LIFE_DAYS = 60.0
+
+
+@dataclass
+class MemoryHit:
+    """One memory version returned by the read gate."""
+
+    ref: str  # mem:ID@vN
+    id: str
+    version: int
+    kind: str
+    key: str | None
+    scope: str
+    text: str
+    source: str
+    evidence: list[str]
+    confidence: float
+    status: str
+    created: str
+    last_confirmed: str
+    age_days: float
+    valid_until: str | None
+    score: float
+    relevance: float
+    flags: list[str] = field(default_factory=list)  # contested, has_contest, included:STATUS
+    contests: str | None = None  # for a contested hit: the current version's ref
+    contested_by: list[str] = field(default_factory=list)  # for a current one: its rivals
+
+    @property
+    def chain_ref(self) -> str:
+        return make_ref("mem", self.id)
+
+
+@dataclass
+class RecallResult:
+    query: str
+    principal: str
+    hits: list[MemoryHit]
+    withheld: dict[str, int]
+    matched_nothing: bool
+    pruned_terms: list[str] = field(default_factory=list)
+
+
+def _age_days(now: str, then: str) -> float:
+    return max(0.0, (parse_ts(now) - parse_ts(then)).total_seconds() / 86400)
+
+
+def recall(
+    store: Any,
+    query: str,
+    *,
+    limit: int = 10,
+    kinds: list[str] | tuple[str, ...] | None = None,
+    scopes: list[str] | tuple[str, ...] | None = None,
+    principal: str | None = None,
+    include: list[str] | tuple[str, ...] = (),
+    context: dict | None = None,
+) -> RecallResult:
+    """Memories relevant to `query` that the principal may read, through the read gate.
+
+    `kinds`/`scopes` filter (not counted as withheld); `include` lets named withheld statuses
+    through (flagged `included:STATUS`); `context` = {"run", "branch", "paths"} for scope
+    applicability and specificity. Raises InvalidInput for an empty or punctuation-only
+    query, an unknown kind or include value; an undeclared principal is InvalidInput too.
+    """
+    from agentstate.memory.search import MEMORIES, plan_query, search_memory_rows
+
+    if limit < 1:
+        raise InvalidInput("--limit must be at least 1")
+    for kind in kinds or ():
+        if kind not in KINDS:
+            raise InvalidInput(f"unknown memory kind {kind!r}: expected {', '.join(KINDS)}")
+    for status in include:
+        if status not in INCLUDABLE:
+            raise InvalidInput(
+                f"cannot --include {status!r}: expected some of {', '.join(INCLUDABLE)}"
+            )
+    who = resolve_principal(store, principal)
+    plan = plan_query(store, query, MEMORIES)
+    matches = search_memory_rows(store, query, cap=CANDIDATES, plan=plan)
+    relevance = dict(matches)
+    rows = _load_rows(store, [row for row, _ in matches])
+    now = store.now()
+    min_relevance = float((store.config.get("memory") or {}).get("min_relevance", 0.2))
+
+    withheld: dict[str, int] = {}
+    visible: list[tuple[dict, float, float]] = []  # row, relevance, specificity
+    for row_id, _ in matches:
+        row = rows.get(row_id)
+        if row is None or row["purged"]:
+            continue
+        if kinds and row["kind"] not in kinds:
+            continue
+        if scopes and row["scope"] not in scopes:
+            continue
+        if not who.can_read(row["scope"]):
+            reason = "permission"
+        else:
+            specificity = scope_applies(row["scope"], context)
+            memory_status = row_to_memory(row, now).status
+            if specificity is None:
+                reason = "out_of_scope"
+            elif memory_status in ("active", "contested") or memory_status in include:
+                visible.append((row, relevance[row_id], specificity))
+                continue
+            else:
+                reason = memory_status
+        if relevance[row_id] >= min_relevance:
+            withheld[reason] = withheld.get(reason, 0) + 1
+
+    best = max((rel for _, rel, _ in visible), default=0.0)
+    kept = []
+    for row, rel, specificity in visible:
+        scaled = rel / best if best else 0.0
+        if scaled < min_relevance:
+            withheld["low_relevance"] = withheld.get("low_relevance", 0) + 1
+            continue
+        kept.append((row, scaled, specificity))
+
+    evidence = load_evidence(store, [row["row"] for row, _, _ in kept])
+    hits = [_hit(row, rel, spec, now, evidence[row["row"]]) for row, rel, spec in kept]
+    _flag_contests(store, hits, now)
+    hits.sort(key=lambda h: (-h.score, h.ref))
+    hits = _place_contested(hits)[:limit]
+    return RecallResult(
+        query=plan.query, principal=who.name, hits=hits,
+        withheld={k: withheld[k] for k in sorted(withheld)}, matched_nothing=not hits,
+        pruned_terms=plan.stop_words + plan.common,
+    )
+
+
+def _load_rows(store: Any, row_ids: list[int]) -> dict[int, dict]:
+    if not row_ids:
+        return {}
+    marks = ",".join("?" * len(row_ids))
+    cursor = store.conn.execute(f"SELECT * FROM memories WHERE row IN ({marks})", row_ids)
+    names = [d[0] for d in cursor.description]
+    return {values[0]: dict(zip(names, values, strict=True)) for values in cursor.fetchall()}
+
+
+def _hit(row: dict, relevance: float, specificity: float, now: str,
+         evidence: list[Evidence]) -> MemoryHit:
+    memory = row_to_memory(row, now, evidence)
+    age = _age_days(now, memory.last_confirmed)
+    recency = math.pow(0.5, age / RECENCY_HALF_LIFE_DAYS)
+    score = relevance * (0.55 + 0.15 * recency + 0.15 * memory.confidence + 0.15 * specificity)
+    flags = [] if memory.status in ("active", "contested") else [f"included:{memory.status}"]
+    if memory.status == "contested":
+        flags.append("contested")
+    return MemoryHit(
+        ref=memory.ref, id=memory.id, version=memory.version, kind=memory.kind, key=memory.key,
+        scope=memory.scope, text=memory.text, source=memory.source,
+        evidence=[e.ref for e in evidence], confidence=memory.confidence, status=memory.status,
+        created=memory.created, last_confirmed=memory.last_confirmed, age_days=round(age, 2),
+        valid_until=memory.valid_until, score=round(score, 4), relevance=round(relevance, 4),
+        flags=flags,
+    )
+
+
+def _flag_contests(store: Any, hits: list[MemoryHit], now: str) -> None:
+    """Link contested versions and the current version of the same chain, both ways."""
+    chains = {h.id for h in hits if h.status == "contested"}
+    for memory_id in chains:
+        cursor = store.conn.execute("SELECT * FROM memories WHERE id = ? ORDER BY version",
+                                    (memory_id,))
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, v, strict=True)) for v in cursor.fetchall()]
+        current = current_version([r for r in rows if r["status"] == "active"], now)
+        if current is None:
+            continue
+        current_ref = make_ref("mem", current["id"], current["version"])
+        for hit in hits:
+            if hit.id != memory_id:
+                continue
+            if hit.status == "contested":
+                hit.contests = current_ref
+            elif hit.ref == current_ref:
+                hit.contested_by = [make_ref("mem", r["id"], r["version"]) for r in rows
+                                    if r["status"] == "contested"]
+                hit.flags.append("has_contest")
+
+
+def _place_contested(hits: list[MemoryHit]) -> list[MemoryHit]:
+    """Put each contested version right after the current version it contests."""
+    by_ref = {h.ref: h for h in hits}
+    placed: list[MemoryHit] = []
+    moved = {h.ref for h in hits if h.contests and h.contests in by_ref}
+    for hit in hits:
+        if hit.ref in moved:
+            continue
+        placed.append(hit)
+        placed.extend(h for h in hits if h.ref in moved and h.contests == hit.ref)
+    return placed

@@ -1,0 +1,353 @@
+"""Full-text search over memories and events (SQLite FTS5), shared by recall and context.
+
+Two indexes per corpus (see `agentstate.memory.schema`):
+- a word index (`unicode61`, diacritics removed) for languages that separate words;
+- a trigram index for runs of CJK text (Chinese, Japanese kana, Korean), which have no spaces,
+  so the word tokenizer would see a whole sentence as one token.
+
+Query planning (`plan_query`):
+- the query is split into word terms and CJK segments; a query with neither (only
+  punctuation, or empty) raises InvalidInput;
+- English stop words are dropped (unless the query has nothing else);
+- very common terms (low IDF: in more than COMMON_FRACTION of the indexed texts, from the
+  `fts5vocab` table) are dropped when rarer terms remain, because they add almost nothing to
+  BM25 but make FTS5 score every row that contains them. When *every* term is common, they
+  are all required (AND) instead of alternatives (OR), which keeps the candidate set small;
+- a CJK segment of three or more characters becomes its overlapping trigrams (OR'd), so a
+  query matches texts sharing substrings with it; shorter segments (one or two characters,
+  which a trigram index cannot look up) fall back to a bounded substring scan.
+
+Scores are BM25 (FTS5's `bm25()`, sign flipped so larger is better), normalised per index to
+0..1 against the best hit, and summed across the two indexes. Callers apply their own cuts.
+
+Public API (stable; the context engine calls it):
+- `search_events(store, query, *, limit=50, run_id=None, exclude_run_id=None, kinds=None)`
+  → list[EventHit]
+- `search_memory_rows(store, query, *, cap=200)` → list[(memory row, relevance)]
+- `plan_query(store, query, corpus)` → QueryPlan (for explanations)
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentstate.errors import InvalidInput
+
+# In more than this fraction of indexed texts a term is "common" (low IDF).
+COMMON_FRACTION = 0.2
+# Below this many indexed texts, IDF is too noisy to prune anything.
+MIN_DOCS_FOR_PRUNING = 50
+# Substring scans (1-2 character CJK queries) look at no more than this many newest rows.
+SCAN_LIMIT = 20_000
+
+STOP_WORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers him his how i if in into is it its itself just me more
+    most my no nor not now of off on once only or other our ours out over own same she should
+    so some such than that the their them then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you your
+    yours""".split()
+)
+
+_CJK = (
+    "\u3040-\u30ff"  # hiragana, katakana
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # CJK ideographs
+    "\uac00-\ud7af"  # hangul syllables
+    "\uff66-\uff9f"  # half-width katakana
+)
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class Corpus:
+    words: str  # FTS5 word index
+    trigrams: str  # FTS5 trigram index
+    vocab: str  # fts5vocab(row) over the word index
+    count_sql: str  # how many texts are indexed
+
+
+MEMORIES = Corpus("memories_fts", "memories_tri", "memories_vocab", "SELECT max(row) FROM memories")
+EVENTS = Corpus(
+    "events_fts", "events_tri", "events_vocab", "SELECT max(row) FROM event_search_map"
+)
+
+
+@dataclass
+class QueryPlan:
+    """How a query will be run: which terms were kept, pruned, and how they combine."""
+
+    query: str
+    words: list[str] = field(default_factory=list)  # terms used in the word index
+    operator: str = "OR"  # how the word terms combine
+    cjk: list[str] = field(default_factory=list)  # CJK segments of 3+ characters
+    short_cjk: list[str] = field(default_factory=list)  # 1-2 characters: substring scan
+    stop_words: list[str] = field(default_factory=list)
+    common: list[str] = field(default_factory=list)  # pruned as low-IDF
+    indexed: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.words or self.cjk or self.short_cjk)
+
+
+def fold(text: str) -> str:
+    """Lower-case and strip diacritics the way `unicode61 remove_diacritics 2` does."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def split_query(query: str) -> tuple[list[str], list[str]]:
+    """(word terms, CJK segments), each deduplicated in order of appearance."""
+    cjk = list(dict.fromkeys(_CJK_RUN.findall(query)))
+    rest = _CJK_RUN.sub(" ", query)
+    words = list(dict.fromkeys(fold(w) for w in _WORD.findall(rest)))
+    return words, cjk
+
+
+def tokens(text: str) -> set[str]:
+    """Word terms plus CJK bigrams: a cheap bag of tokens for similarity checks."""
+    words, cjk = split_query(text)
+    bag = set(words)
+    for seg in cjk:
+        bag.update(seg[i:i + 2] for i in range(max(1, len(seg) - 1)))
+    return bag
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _document_frequencies(conn: Any, corpus: Corpus, terms: list[str]) -> dict[str, int]:
+    if not terms:
+        return {}
+    marks = ",".join("?" * len(terms))
+    rows = conn.execute(
+        f"SELECT term, doc FROM {corpus.vocab} WHERE term IN ({marks})", terms
+    ).fetchall()
+    found = {term: doc for term, doc in rows}
+    return {term: found.get(term, 0) for term in terms}
+
+
+def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES) -> QueryPlan:
+    """Split, prune and plan a query. Raises InvalidInput when nothing is searchable."""
+    text = (query or "").strip()
+    if not text:
+        raise InvalidInput("the query is empty")
+    words, cjk = split_query(text)
+    if not words and not cjk:
+        raise InvalidInput(f"the query {query!r} has no words to search for")
+    plan = QueryPlan(query=text)
+    plan.cjk = [seg for seg in cjk if len(seg) >= 3]
+    plan.short_cjk = [seg for seg in cjk if len(seg) < 3]
+    content = [w for w in words if w not in STOP_WORDS]
+    plan.stop_words = [w for w in words if w in STOP_WORDS]
+    if not content and not cjk:
+        content, plan.stop_words = words, []  # a query of only stop words still searches
+    conn = store.conn
+    plan.indexed = conn.execute(corpus.count_sql).fetchone()[0] or 0
+    if content and plan.indexed >= MIN_DOCS_FOR_PRUNING:
+        df = _document_frequencies(conn, corpus, content)
+        content = [w for w in content if df[w] > 0] or content
+        limit = COMMON_FRACTION * plan.indexed
+        rare = [w for w in content if df[w] <= limit]
+        common = [w for w in content if df[w] > limit]
+        if rare:
+            plan.common = common
+            content = rare
+        elif len(common) > 1:
+            plan.operator = "AND"  # every term is common: require them all
+    plan.words = content
+    return plan
+
+
+def _normalised(rows: list[tuple[int, float]]) -> dict[int, float]:
+    """bm25() is negative (smaller is better): flip and scale so the best hit is 1.0."""
+    scores = {row: -score for row, score in rows}
+    best = max(scores.values(), default=0.0)
+    if best <= 0:
+        return {row: 1.0 for row in scores}
+    return {row: max(0.0, value) / best for row, value in scores.items()}
+
+
+def _match_words(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
+                 join: str = "", where: str = "", values: tuple = ()) -> list[tuple[int, float]]:
+    if not plan.words:
+        return []
+    expression = f" {plan.operator} ".join(_quote(w) for w in plan.words)
+    rows = _run_match(conn, corpus.words, expression, cap, join, where, values)
+    if not rows and plan.operator == "AND":
+        # No text has every common term: fall back to the rarest two, either of them.
+        expression = " OR ".join(_quote(w) for w in plan.words[:2])
+        rows = _run_match(conn, corpus.words, expression, cap, join, where, values)
+    return rows
+
+
+def _match_trigrams(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
+                    join: str = "", where: str = "", values: tuple = ()
+                    ) -> list[tuple[int, float]]:
+    grams: list[str] = []
+    for seg in plan.cjk:
+        grams.extend(seg[i:i + 3] for i in range(len(seg) - 2))
+    if not grams:
+        return []
+    expression = " OR ".join(_quote(g) for g in dict.fromkeys(grams))
+    return _run_match(conn, corpus.trigrams, expression, cap, join, where, values)
+
+
+def _run_match(conn: Any, table: str, expression: str, cap: int, join: str, where: str,
+               values: tuple) -> list[tuple[int, float]]:
+    """Top `cap` rows of one FTS5 index by BM25; `join`/`where` narrow them (e.g. by run)."""
+    extra = f"AND {where}" if where else ""
+    sql = (
+        f"SELECT {table}.rowid, bm25({table}) AS s FROM {table} {join} "
+        f"WHERE {table} MATCH ? {extra} ORDER BY s LIMIT ?"
+    )
+    return [(row, score) for row, score in conn.execute(sql, (expression, *values, cap))]
+
+
+def _combine(*parts: dict[int, float]) -> dict[int, float]:
+    total: dict[int, float] = {}
+    for part in parts:
+        for row, value in part.items():
+            total[row] = total.get(row, 0.0) + value
+    best = max(total.values(), default=0.0)
+    return {row: value / best for row, value in total.items()} if best > 0 else total
+
+
+# ---------------------------------------------------------------- memories
+
+
+def search_memory_rows(store: Any, query: str, *, cap: int = 200,
+                       plan: QueryPlan | None = None) -> list[tuple[int, float]]:
+    """Memory version rows (`memories.row`) matching the query, best first, with relevance
+    0..1. Every status is returned (the read gate decides what to withhold and counts it)."""
+    plan = plan or plan_query(store, query, MEMORIES)
+    conn = store.conn
+    words = _normalised(_match_words(conn, MEMORIES, plan, cap))
+    grams = _normalised(_match_trigrams(conn, MEMORIES, plan, cap))
+    scan: dict[int, float] = {}
+    if plan.short_cjk:
+        scan = _substring_scan(
+            conn, "SELECT row, text FROM memories ORDER BY row DESC LIMIT ?", [], plan.short_cjk
+        )
+    combined = _combine(words, grams, scan)
+    return sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:cap]
+
+
+def _substring_scan(conn: Any, sql: str, values: list, segments: list[str]
+                    ) -> dict[int, float]:
+    """1-2 character CJK segments (too short for the trigram index): the share of segments
+    each of the newest SCAN_LIMIT texts contains."""
+    hits: dict[int, float] = {}
+    for row, text in conn.execute(sql, (*values, SCAN_LIMIT)):
+        n = sum(1 for seg in segments if seg in text)
+        if n:
+            hits[row] = n / len(segments)
+    return hits
+
+
+# ---------------------------------------------------------------- events
+
+
+@dataclass
+class EventHit:
+    """One event matching a search: its ref, run, kind, text, source, time and score 0..1."""
+
+    ref: str
+    run: str
+    kind: str
+    text: str
+    source: str
+    ts: str
+    score: float
+
+
+def search_events(
+    store: Any,
+    query: str,
+    *,
+    limit: int = 50,
+    run_id: str | None = None,
+    exclude_run_id: str | None = None,
+    kinds: list[str] | tuple[str, ...] | None = None,
+) -> list[EventHit]:
+    """Events from every run matching `query`, best first (BM25, normalised 0..1).
+
+    `run_id` / `exclude_run_id` take a run id or a `run:…` ref. `kinds` restricts event kinds.
+    Raises InvalidInput for a query with no searchable words (e.g. only punctuation).
+    """
+    if limit < 1:
+        raise InvalidInput("limit must be at least 1")
+    plan = plan_query(store, query, EVENTS)
+    conn = store.conn
+    conditions, values = [], []
+    if run_id:
+        conditions.append("e.run = ?")
+        values.append(run_id.removeprefix("run:"))
+    if exclude_run_id:
+        conditions.append("e.run != ?")
+        values.append(exclude_run_id.removeprefix("run:"))
+    if kinds:
+        conditions.append(f"e.kind IN ({','.join('?' * len(kinds))})")
+        values.extend(kinds)
+    cap = max(limit * 4, 100)
+
+    def joined(table: str) -> str:
+        return (f"JOIN event_search_map m ON m.row = {table}.rowid "
+                "JOIN events e ON e.id = m.event_id")
+
+    where, bound = " AND ".join(conditions), tuple(values)
+    words = _normalised(
+        _match_words(conn, EVENTS, plan, cap, joined(EVENTS.words), where, bound)
+    )
+    grams = _normalised(
+        _match_trigrams(conn, EVENTS, plan, cap, joined(EVENTS.trigrams), where, bound)
+    )
+    scan: dict[int, float] = {}
+    if plan.short_cjk:
+        where = (" WHERE " + " AND ".join(conditions)) if conditions else ""
+        sql = (f"SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id"
+               f"{where} ORDER BY m.row DESC LIMIT ?")
+        scan = _substring_scan(conn, sql, values, plan.short_cjk)
+    combined = _combine(words, grams, scan)
+    best = sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:limit]
+    if not best:
+        return []
+    marks = ",".join("?" * len(best))
+    rows = {
+        r[0]: r
+        for r in conn.execute(
+            "SELECT m.row, e.id, e.run, e.kind, e.text, e.source, e.ts FROM event_search_map m "
+            f"JOIN events e ON e.id = m.event_id WHERE m.row IN ({marks})",
+            [row for row, _ in best],
+        )
+    }
+    return [
+        EventHit(ref=f"evt:{r[1]}", run=f"run:{r[2]}", kind=r[3], text=r[4], source=r[5],
+                 ts=r[6], score=round(score, 4))
+        for row, score in best
+        if (r := rows.get(row)) is not None
+    ]
+
+
+def optimize_indexes(conn: Any) -> list[str]:
+    """Merge every FTS5 index in the database into one segment ('optimize').
+
+    After a purge this drops the deleted entries from the index b-trees, so the erased
+    terms no longer exist anywhere in the file (VACUUM then removes the freed pages).
+    """
+    names = [
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5(%'"
+        )
+    ]
+    for name in names:
+        conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
+    return names

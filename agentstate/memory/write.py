@@ -1,0 +1,298 @@
+"""The write gate: `remember`.
+
+Order of checks (each documented in the README, memory section):
+1. validation — text (non-empty, within `[memory] max_chars`), kind, key, scope, source,
+   ttl/until, evidence refs that exist → InvalidInput (exit 1), nothing stored;
+2. secrets — in the text, key, scope, source or evidence → Refused (exit 3) before anything
+   is written anywhere (no memory, no history row, no run-log event);
+3. permission — the principal must be allowed to write the scope → Refused (exit 3);
+4. injection — text from a non-user source that reads as instructions → `quarantined`;
+5. evidence — a fact or procedure with no evidence (event, file at a commit, or the user as
+   source), or a preference not stated by the user → `candidate`;
+6. dedupe — the same content in the same scope (or the same key and value) → the existing
+   version gains the evidence and a refreshed time, and the answer says so;
+7. conflict — the same key and scope with a different value → a new version in the chain,
+   current or contested by the authority rule (`agentstate.memory.versions`);
+   without a key, a close match found by search is reported as a possible duplicate or
+   conflict (with its ref), and the new memory is stored on its own.
+Every decision that stores something writes a history row with its reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentstate.errors import InvalidInput, Refused
+from agentstate.memory.model import (
+    chain_rows,
+    check_file_at_commit,
+    confidence_for,
+    current_version,
+    get_memory,
+    norm_hash,
+    parse_validity,
+    record_history,
+    resolve_principal,
+    validate_evidence,
+    validate_key,
+    validate_kind,
+    validate_scope,
+)
+from agentstate.memory.versions import (
+    EVIDENCE_BONUS,
+    WriteResult,
+    add_evidence,
+    bounded,
+    initial_confidence,
+    insert_version,
+    resolve_conflict,
+    set_status,
+    vref,
+)
+from agentstate.safety import find_injection, refuse_secrets
+from agentstate.store.sources import validate_source
+
+CANDIDATE_CONFIDENCE = 0.4
+QUARANTINE_CONFIDENCE = 0.1
+SIMILAR = 0.5  # token overlap (Jaccard) at which a keyless match is reported
+
+
+def check_text(store: Any, text: str) -> str:
+    """Validation and the secret scan for memory text (shared by remember and correct)."""
+    value = (text or "").strip()
+    if not value:
+        raise InvalidInput("the memory text is empty")
+    limit = int((store.config.get("memory") or {}).get("max_chars", 4000))
+    if len(value) > limit:
+        raise InvalidInput(f"the memory text is {len(value)} characters; the limit is {limit} "
+                           "([memory] max_chars)")
+    refuse_secrets(value, "the memory text")
+    return value
+
+
+def remember(
+    store: Any,
+    text: str,
+    *,
+    kind: str,
+    key: str | None = None,
+    scope: str | None = None,
+    source: str = "user",
+    evidence: list[str] | tuple[str, ...] = (),
+    ttl: str | None = None,
+    until: str | None = None,
+    principal: str | None = None,
+) -> WriteResult:
+    """Pass `text` through the write gate; return what was decided and why."""
+    # Secrets first over every field: a refused write must leave no trace, and an error
+    # message about a malformed field must not be the way a secret gets echoed.
+    for what, value in (("the memory text", text), ("the key", key or ""),
+                        ("the scope", scope or ""), ("the source", source or ""),
+                        ("the evidence", " ".join(evidence))):
+        refuse_secrets(value, what)
+    text = check_text(store, text)
+    kind = validate_kind(kind)
+    key = validate_key(key)
+    scope = validate_scope(store, scope)
+    source = validate_source(source, allow_event=True)
+    valid_until = parse_validity(store, ttl, until)
+    who = resolve_principal(store, principal)
+    refs = [validate_evidence(store, e) for e in dict.fromkeys(evidence)]
+    # The source itself is evidence when it is the user, an event or a file at a commit.
+    if source == "user":
+        refs.insert(0, ("user", "user"))
+    elif source.startswith("evt:"):
+        refs.insert(0, validate_evidence(store, source))
+    elif source.startswith("file:"):
+        check_file_at_commit(store, source)
+        refs.insert(0, (source, "file"))
+    refs = list(dict.fromkeys(refs))
+    if not who.can_write(scope):
+        raise Refused(f"principal {who.name!r} may not write scope {scope!r} "
+                      f"(write: {', '.join(who.write) or 'nothing'})")
+
+    status, reason = "active", "passed the write gate"
+    phrases = find_injection(text) if source != "user" else []
+    if phrases:
+        status = "quarantined"
+        reason = (f"text from {source} reads as instructions to the agent "
+                  f"({len(phrases)} instruction-like phrase(s)); kept out of reads")
+    elif kind in ("fact", "procedure") and not refs:
+        status = "candidate"
+        reason = (f"a {kind} without evidence (an event, a file at a commit, or the user as "
+                  "source) is a candidate until `memory confirm` adds evidence")
+    elif kind == "preference" and not any(k == "user" for _, k in refs):
+        status = "candidate"
+        reason = "only the user states preferences; a candidate until the user confirms it"
+
+    with store.transaction():
+        duplicate = _find_duplicate(store, text, kind, key, scope, status)
+        if duplicate is not None:
+            return _refresh(store, duplicate, refs, valid_until, who.name, status)
+        if status == "quarantined":
+            return _new_chain(store, text, kind, key, scope, source, status, reason,
+                              QUARANTINE_CONFIDENCE, valid_until, who.name, refs)
+        if key is not None:
+            chain = _key_chain(store, key, scope)
+            if chain:
+                return _new_version(store, chain, text, kind, key, scope, source, status, reason,
+                                    valid_until, who.name, refs)
+        similar = [] if key is not None else _similar(store, text, kind, scope)
+        confidence = (CANDIDATE_CONFIDENCE if status == "candidate"
+                      else initial_confidence(source, len(refs)))
+        if similar:
+            reason += "; possible duplicate or conflict of " + ", ".join(
+                s["ref"] for s in similar) + " (not merged)"
+        result = _new_chain(store, text, kind, key, scope, source, status, reason, confidence,
+                            valid_until, who.name, refs)
+        result.possible_duplicates = similar
+        return result
+
+
+def _find_duplicate(store: Any, text: str, kind: str, key: str | None, scope: str,
+                    status: str) -> dict | None:
+    """The same normalised content in the same scope (and kind, and key when both have one).
+    Quarantined text only dedupes with quarantined text, so it can never refresh a fact."""
+    wanted = ("quarantined",) if status == "quarantined" else ("active", "contested",
+                                                                "candidate")
+    marks = ",".join("?" * len(wanted))
+    rows = store.conn.execute(
+        f"SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
+        f"AND status IN ({marks}) ORDER BY version DESC",
+        (norm_hash(text), scope, kind, *wanted),
+    )
+    names = [d[0] for d in rows.description]
+    for values in rows.fetchall():
+        row = dict(zip(names, values, strict=True))
+        if key is None or row["key"] in (None, key):
+            return row
+    return None
+
+
+def _refresh(store: Any, row: dict, refs: list[tuple[str, str]], valid_until: str | None,
+             actor: str, gate_status: str) -> WriteResult:
+    """Dedupe: add evidence, refresh the time (and validity), never a second row."""
+    added = add_evidence(store, row["row"], refs, actor)
+    now = store.now()
+    until = row["valid_until"]
+    if valid_until is not None and (until is None or valid_until > until):
+        until = valid_until
+    elif valid_until is None and until is not None and until <= now:
+        until = None  # re-stated without a ttl: the fact holds again
+    store.conn.execute(
+        "UPDATE memories SET last_confirmed = ?, valid_until = ?, confidence = ? WHERE row = ?",
+        (now, until, bounded(row["confidence"] + EVIDENCE_BONUS * len(added)), row["row"]),
+    )
+    reason = (f"same content as {vref(row)} in scope {row['scope']}: "
+              f"{len(added)} evidence ref(s) added, time refreshed")
+    action = "deduplicated"
+    promoted = row["status"] == "candidate" and gate_status == "active"
+    record_history(store, row["id"], row["version"], "dedupe", actor, reason, row["text"],
+                   evidence=added)
+    if promoted:
+        rows = chain_rows(store, row["id"])
+        fresh = next(r for r in rows if r["row"] == row["row"])
+        others = [r for r in rows if r["row"] != row["row"]]
+        cur = current_version(others, now) if others else None
+        if cur is not None and cur["status"] in ("active", "contested"):
+            action, why, _, _ = resolve_conflict(store, fresh, cur, actor)
+        else:
+            why = "candidate promoted: the same content arrived with evidence"
+            set_status(store, fresh, "active", why,
+                       initial_confidence(fresh["source"], fresh["evidence_count"]))
+        record_history(store, row["id"], row["version"], "promote", actor, why, None)
+        reason += "; " + why
+    memory = get_memory(store, vref(row))
+    return WriteResult(action, memory.ref, memory.status, reason, memory, evidence_added=added)
+
+
+def _key_chain(store: Any, key: str, scope: str) -> list[dict]:
+    row = store.conn.execute(
+        "SELECT id FROM memories WHERE key = ? AND scope = ? AND status != 'quarantined' "
+        "ORDER BY row DESC LIMIT 1",
+        (key, scope),
+    ).fetchone()
+    return chain_rows(store, row[0]) if row else []
+
+
+def _new_chain(store: Any, text: str, kind: str, key: str | None, scope: str, source: str,
+               status: str, reason: str, confidence: float, valid_until: str | None,
+               actor: str, refs: list[tuple[str, str]]) -> WriteResult:
+    memory_id = store.new_id()
+    insert_version(store, memory_id=memory_id, version=1, kind=kind, key=key, scope=scope,
+                   text=text, source=source, status=status, confidence=confidence,
+                   valid_until=valid_until, supersedes=None, principal=actor, reason=reason,
+                   evidence=refs)
+    op = {"active": "remember", "candidate": "candidate", "quarantined": "quarantine"}[status]
+    record_history(store, memory_id, 1, op, actor, reason, text, source=source, scope=scope,
+                   kind=kind, evidence=[r for r, _ in refs])
+    memory = get_memory(store, f"mem:{memory_id}@v1")
+    action = {"active": "stored", "candidate": "candidate", "quarantined": "quarantined"}[status]
+    return WriteResult(action, memory.ref, memory.status, reason, memory,
+                       evidence_added=[r for r, _ in refs])
+
+
+def _new_version(store: Any, chain: list[dict], text: str, kind: str, key: str, scope: str,
+                 source: str, status: str, reason: str, valid_until: str | None, actor: str,
+                 refs: list[tuple[str, str]]) -> WriteResult:
+    now = store.now()
+    cur = current_version(chain, now)
+    live = cur is not None and cur["status"] in ("active", "contested")
+    version = chain[-1]["version"] + 1
+    memory_id = chain[0]["id"]
+    confidence = (CANDIDATE_CONFIDENCE if status == "candidate"
+                  else initial_confidence(source, len(refs)))
+    if status == "candidate" and live:
+        reason += f"; a new value for key {key!r}, {vref(cur)} stays current"
+    row = insert_version(
+        store, memory_id=memory_id, version=version, kind=kind, key=key, scope=scope,
+        text=text, source=source, status="candidate" if status == "candidate" else "active",
+        confidence=confidence, valid_until=valid_until,
+        supersedes=cur["version"] if cur else None, principal=actor, reason=reason,
+        evidence=refs,
+    )
+    action, replaced, contests = ("candidate" if status == "candidate" else "stored"), None, None
+    if status == "active" and live:
+        new_row = next(r for r in chain_rows(store, memory_id) if r["row"] == row)
+        action, reason, replaced, contests = resolve_conflict(store, new_row, cur, actor)
+    op = {"candidate": "candidate", "stored": "remember", "superseded": "supersede",
+          "contested": "contest"}[action]
+    record_history(store, memory_id, version, op, actor, reason, text, source=source,
+                   scope=scope, key=key, replaced=replaced, contests=contests,
+                   evidence=[r for r, _ in refs])
+    memory = get_memory(store, f"mem:{memory_id}@v{version}")
+    return WriteResult(action, memory.ref, memory.status, reason, memory, replaced=replaced,
+                       contests=contests, evidence_added=[r for r, _ in refs])
+
+
+def _similar(store: Any, text: str, kind: str, scope: str) -> list[dict]:
+    """Keyless close matches in the same scope and kind: reported, never merged."""
+    from agentstate.memory.search import search_memory_rows, tokens
+
+    try:
+        hits = search_memory_rows(store, text, cap=20)
+    except InvalidInput:
+        return []
+    if not hits:
+        return []
+    mine = tokens(text)
+    marks = ",".join("?" * len(hits))
+    found = []
+    for row_id, mem_id, version, text_other in store.conn.execute(
+        f"SELECT row, id, version, text FROM memories WHERE row IN ({marks}) AND scope = ? "
+        "AND kind = ? AND status IN ('active', 'contested')",
+        [h for h, _ in hits] + [scope, kind],
+    ):
+        theirs = tokens(text_other)
+        union = mine | theirs
+        similarity = len(mine & theirs) / len(union) if union else 0.0
+        if similarity >= SIMILAR:
+            found.append({"ref": f"mem:{mem_id}@v{version}", "similarity": round(similarity, 2),
+                          "row": row_id})
+    found.sort(key=lambda item: -item["similarity"])
+    for item in found:
+        item.pop("row")
+    return found[:5]
+
+
+__all__ = ["remember", "check_text", "confidence_for"]
