@@ -1,5 +1,49 @@
-"""Tables owned by this domain. Append new migrations; never rename shipped ones."""
+"""Context tables: assembled packs and their manifests.
+
+A pack's text is thrown away after the call (it is rebuilt every turn); what is kept is the
+manifest — every candidate considered, with its decision and reason — and a SHA-256 of the
+text, so `agentstate trace` can tell "never assembled" from "assembled but ignored". Keeping
+no text here also means `forget --purge` has nothing to chase in these tables.
+"""
 
 from __future__ import annotations
 
-MIGRATIONS: list = []
+import sqlite_utils
+
+from agentstate.store.migrations import run_script
+
+
+def m301_packs(db: sqlite_utils.Database) -> None:
+    run_script(
+        db,
+        """
+        CREATE TABLE packs (
+            id TEXT PRIMARY KEY,
+            run TEXT REFERENCES runs(id),            -- NULL in no-run mode (--query only)
+            principal TEXT NOT NULL,
+            query TEXT NOT NULL,
+            budget INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,                 -- of the rendered text, same tokenizer
+            text_hash TEXT NOT NULL,                 -- sha256 of the rendered text
+            created TEXT NOT NULL,
+            allocation TEXT NOT NULL DEFAULT '[]'    -- JSON: per class tokens, items in/out
+        );
+        CREATE INDEX packs_run ON packs(run, created);
+        CREATE TABLE pack_items (
+            pack TEXT NOT NULL REFERENCES packs(id),
+            seq INTEGER NOT NULL,                    -- order considered
+            ref TEXT NOT NULL,                       -- mem:…@vN, evt:…, skill:…@vN, run:…, …
+            class TEXT NOT NULL,
+            score REAL NOT NULL,
+            tokens INTEGER NOT NULL,
+            decision TEXT NOT NULL,                  -- included|compressed|pointer|dropped
+            reason TEXT NOT NULL,
+            position INTEGER,                        -- order in the text; NULL when dropped
+            PRIMARY KEY (pack, seq)
+        );
+        CREATE INDEX pack_items_ref ON pack_items(ref);
+        """,
+    )
+
+
+MIGRATIONS = [("m301_packs", m301_packs)]

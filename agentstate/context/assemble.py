@@ -1,0 +1,310 @@
+"""`agentstate context`: assemble one budgeted, traceable context pack.
+
+gather candidates (sources.py) → allocate within the budget (budgeter.py) → place and render
+(placement.py, rendering.py) → store the manifest and the text's hash (manifest.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentstate.context import sources as src
+from agentstate.context.budgeter import allocate, class_order
+from agentstate.context.candidates import Candidate, ClassAllocation, ManifestEntry
+from agentstate.errors import InvalidInput, UsageError
+from agentstate.store.db import Store
+
+
+@dataclass
+class ContextPack:
+    ref: str | None                 # pack:… once stored
+    run: str | None
+    principal: str
+    query: str
+    budget: int
+    tokens: int
+    minimum: int                    # the smallest budget the pinned content allows
+    text: str
+    text_hash: str
+    created: str
+    manifest: list[ManifestEntry]
+    allocation: list[ClassAllocation]
+    withheld: dict[str, int] = field(default_factory=dict)  # read-gate counts by reason
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The --json shape: the text, the manifest (one row per candidate), the allocation."""
+        return {
+            "ref": self.ref, "run": self.run, "principal": self.principal,
+            "query": self.query, "budget": self.budget, "tokens": self.tokens,
+            "minimum": self.minimum, "text_hash": self.text_hash, "created": self.created,
+            "text": self.text,
+            "manifest": [
+                {"ref": e.ref, "class": e.cls, "kind": e.kind, "score": e.score,
+                 "tokens": e.tokens, "decision": e.decision, "reason": e.reason,
+                 "position": e.position, "flags": e.flags}
+                for e in self.manifest
+            ],
+            "allocation": [
+                {"class": a.cls, "tokens": a.tokens, "in": a.items_in,
+                 "compressed": a.items_compressed, "pointer": a.items_pointer,
+                 "out": a.items_out}
+                for a in self.allocation
+            ],
+            "withheld": self.withheld,
+        }
+
+
+def parse_budget(value: str | int | None, default: int) -> int:
+    """A budget from the command line: a positive whole number of tokens."""
+    if value is None:
+        return default
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        text = str(value).strip().replace("_", "")
+        try:
+            number = int(text)
+        except ValueError as exc:
+            raise UsageError(
+                f"--budget must be a whole number of tokens, got {value!r}"
+            ) from exc
+    if number <= 0:
+        raise InvalidInput(f"--budget must be a positive number of tokens, got {number}")
+    return number
+
+
+def build_context(
+    store: Store,
+    *,
+    run: str | None = None,
+    budget: int | str | None = None,
+    query: str | None = None,
+    system_file: str | None = None,
+    principal: str | None = None,
+    no_run: bool = False,
+    save: bool = True,
+) -> ContextPack:
+    """Assemble a context pack. With no run (no current run, or `no_run`) a query is needed."""
+    from agentstate.memory.model import resolve_principal
+    from agentstate.runs.log import current_run, get_run
+    from agentstate.tokens import counter_from_config
+
+    settings = src.ContextSettings.from_config(store.config)
+    default_budget = (store.config.get("context", {}) or {}).get("default_budget", 8000)
+    budget_n = parse_budget(budget, int(default_budget))
+    order = class_order(settings.classes)
+    who = resolve_principal(store, principal)
+    if query is not None:
+        if not query.strip():
+            raise InvalidInput("--query is empty")
+        from agentstate.safety import refuse_secrets
+
+        refuse_secrets(query, "the query")  # it is stored with the pack's manifest
+    # The system file is read (and rejected if missing or not text) before anything else.
+    system_path = system_file if system_file is not None else settings.system_file
+    system_base = store.work_tree if system_file is None else _cwd()
+    system = src.read_system_file(system_path, system_base) if system_path else None
+
+    the_run = None
+    if run:
+        the_run = get_run(store, run)
+    elif not no_run:
+        the_run = current_run(store)
+    if the_run is None and not query:
+        raise InvalidInput("no run to assemble context for: pass --run REF, start a run, "
+                           "or give --query TEXT for a pack without a run")
+
+    candidates: list[Candidate] = []
+    notes: list[str] = []
+    if system is not None:
+        cand = src.system_candidate(*system)
+        if cand:
+            candidates.append(cand)
+
+    skip: set[str] = set()  # refs already shown elsewhere (evidence duplicates)
+    scope_context: dict[str, Any] | None = None
+    older_events = 0
+    if the_run is not None:
+        state, drift_line, checkpoint = _task_state(store, the_run)
+        candidates += src.constraint_candidates(state.constraints)
+        task = src.task_candidates(state, the_run.ref, the_run.goal, drift_line, checkpoint)
+        candidates += task
+        skip |= {c.ref for c in candidates}
+        rows, older_events = _trajectory_rows(store, the_run, settings.trajectory_window)
+        trajectory = src.trajectory_candidates(rows, the_run.ref, settings.recent_full_events)
+        candidates += trajectory
+        skip |= {c.ref for c in trajectory}
+        scope_context = {"run": the_run.ref, "branch": the_run.branch,
+                         "paths": list(the_run.dirty_files)}
+        if not query:
+            query = " ".join([the_run.goal] + [q.text for q in state.open_questions])
+    assert query is not None
+    from agentstate.memory.model import list_user_preferences
+
+    prefs = list_user_preferences(store, who.name, scope_context)
+    pref_cands = src.preference_candidates(prefs)
+    candidates += pref_cands
+    skip |= {c.ref for c in pref_cands}
+
+    # Catalog: tool definitions from the config, skills matching the query (metadata only).
+    candidates += src.tool_candidates(store.config)
+    from agentstate.skills.catalog import match_skills
+
+    skills = match_skills(store, query, limit=settings.catalog_skills + 1) \
+        if settings.catalog_skills else []
+    more_skills = len(skills) > settings.catalog_skills or not skills
+    candidates += src.skill_candidates(skills[: settings.catalog_skills])
+
+    # Evidence: gated memories and past events of every run, ranked for the query.
+    withheld: dict[str, int] = {}
+    mem_cands, withheld = _memory_evidence(store, query, who.name, scope_context, settings,
+                                           skip)
+    candidates += mem_cands
+    candidates += _event_evidence(store, query, settings, skip | {c.ref for c in mem_cands})
+
+    candidates += src.index_hints(
+        query=query, run_ref=the_run.ref if the_run else None,
+        older_events=older_events, more_skills=more_skills and bool(_has_skills(store)),
+    )
+
+    _mark_duplicates(candidates, order)
+    counter = counter_from_config(store.config)
+    allocation = allocate(candidates, budget_n, counter.count, order=order)
+    text = allocation.text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    manifest = [
+        ManifestEntry(ref=c.ref, cls=c.cls, score=c.score, tokens=c.tokens,
+                      decision=c.decision, reason=c.reason, position=c.position,
+                      kind=c.kind, flags=list(c.flags))
+        for c in _manifest_order(allocation.candidates, order)
+    ]
+    pack = ContextPack(
+        ref=None, run=the_run.ref if the_run else None, principal=who.name, query=query,
+        budget=budget_n, tokens=allocation.tokens, minimum=allocation.minimum, text=text,
+        text_hash=digest, created=store.now(), manifest=manifest,
+        allocation=allocation.classes, withheld=withheld, notes=notes,
+    )
+    if save:
+        from agentstate.context.manifest import save_pack
+
+        pack.ref = save_pack(store, pack)
+    return pack
+
+
+def _mark_duplicates(candidates: list[Candidate], order: tuple[str, ...]) -> None:
+    """Evidence saying what a higher-priority fragment already says is a duplicate, and
+    trajectory events already pinned (the run's constraints) are not repeated."""
+    from agentstate.context.budgeter import priority_key
+
+    pinned_refs = {c.ref for c in candidates if c.cls == "pinned"}
+    seen: set[str] = set()
+    for cand in sorted(candidates, key=priority_key(order)):
+        if cand.decision:
+            continue
+        if cand.cls == "trajectory" and cand.ref in pinned_refs:
+            cand.drop("duplicate")
+        elif cand.cls == "evidence" and cand.norm and cand.norm in seen:
+            cand.drop("duplicate")
+        elif cand.norm:
+            seen.add(cand.norm)
+
+
+def _cwd():
+    from pathlib import Path
+
+    return Path.cwd()
+
+
+def _has_skills(store: Store) -> bool:
+    row = store.conn.execute(
+        "SELECT 1 FROM skill_versions WHERE status = 'published' LIMIT 1"
+    ).fetchone()
+    return row is not None
+
+
+def _manifest_order(candidates: list[Candidate], order: tuple[str, ...]) -> list[Candidate]:
+    """Manifest rows: placed fragments in text order, then the rest by priority."""
+    from agentstate.context.budgeter import priority_key
+
+    key = priority_key(order)
+    placed = sorted((c for c in candidates if c.position is not None),
+                    key=lambda c: c.position)
+    rest = sorted((c for c in candidates if c.position is None), key=key)
+    return placed + rest
+
+
+def _task_state(store: Store, run: Any) -> tuple[Any, str | None, Any]:
+    from agentstate.runs.checkpoint import last_checkpoint, recorded_version, working_state
+    from agentstate.runs.worktree import drift
+
+    state = working_state(store, run)
+    recorded, since = recorded_version(store, run)
+    moved = drift(store.work_tree, recorded)
+    return state, src.describe_drift(recorded, moved, since), last_checkpoint(store, run)
+
+
+def _trajectory_rows(store: Store, run: Any, window: int) -> tuple[list[tuple], int]:
+    """The run's newest `window` events (newest first) and how many older ones exist."""
+    if window <= 0:
+        total = store.conn.execute("SELECT count(*) FROM events WHERE run = ?",
+                                   (run.id,)).fetchone()[0]
+        return [], total
+    rows = store.conn.execute(
+        "SELECT id, kind, text, source, ts, seq FROM events WHERE run = ? "
+        "ORDER BY seq DESC LIMIT ?",
+        (run.id, window),
+    ).fetchall()
+    older = 0
+    if len(rows) == window:
+        older = store.conn.execute(
+            "SELECT count(*) FROM events WHERE run = ? AND seq < ?", (run.id, rows[-1][5])
+        ).fetchone()[0]
+    return [tuple(r) for r in rows], older
+
+
+def _event_evidence(store: Store, query: str, settings: src.ContextSettings,
+                    skip: set[str]) -> list[Candidate]:
+    from agentstate.memory.search import search_events
+
+    if not settings.evidence_events:
+        return []
+    try:
+        hits = search_events(store, query, limit=settings.evidence_events)
+    except InvalidInput:
+        return []  # nothing searchable in the query (only punctuation): no event evidence
+    ids = [h.ref.removeprefix("evt:") for h in hits]
+    superseded: set[str] = set()
+    if ids:
+        marks = ",".join("?" * len(ids))
+        superseded = {
+            f"evt:{r[0]}" for r in store.conn.execute(
+                f"SELECT supersedes FROM events WHERE supersedes IN ({marks})", ids
+            )
+        }
+    return src.event_evidence(hits, skip=skip, superseded=superseded,
+                              min_relevance=settings.min_relevance)
+
+
+def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict | None,
+                     settings: src.ContextSettings, skip: set[str]
+                     ) -> tuple[list[Candidate], dict[str, int]]:
+    """Memories through the read gate (`recall`), as evidence candidates.
+
+    The gate decides permission, scope, status, time and relevance; what it withholds comes
+    back only as counts by reason (never text or refs), kept in the pack's `withheld`.
+    """
+    from agentstate.memory.recall import recall
+
+    if not settings.evidence_memories:
+        return [], {}
+    try:
+        result = recall(store, query, limit=settings.evidence_memories, principal=principal,
+                        context=scope_context)
+    except InvalidInput:
+        # Only a query with nothing searchable lands here (the principal was checked
+        # already): no memory evidence rather than a failed pack.
+        return [], {}
+    return src.memory_evidence(result.hits, skip=skip), dict(result.withheld)

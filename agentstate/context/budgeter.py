@@ -1,0 +1,164 @@
+"""Budget allocation: who gets the window.
+
+1. Pinned fragments are included as they are, always. If the pack of pinned fragments alone
+   is larger than the budget, the budget is refused (BudgetTooSmall names the minimum).
+2. Every other candidate is visited in priority order — class first (the config's class
+   order), then score, then ref (so ties are deterministic) — and gets the best form that
+   still fits: whole, else its one-line compression, else (later, at index priority) a
+   pointer line in the index, else it is dropped for budget.
+3. Cost estimates are per fragment; the final answer is measured on the rendered text with the
+   project's tokenizer. While that measurement is over budget, the lowest-priority placed
+   fragment is demoted one step and the text measured again. The budget can therefore never
+   be exceeded, whatever the tokenizer does at fragment boundaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agentstate.context.candidates import CLASSES, Candidate, ClassAllocation
+from agentstate.context.placement import assign_positions
+from agentstate.context.rendering import render
+from agentstate.errors import BudgetTooSmall, InvalidInput
+
+Count = Callable[[str], int]
+
+
+@dataclass
+class Allocation:
+    text: str
+    tokens: int
+    minimum: int  # tokens of the pinned-only pack: the smallest budget accepted
+    candidates: list[Candidate]
+    classes: list[ClassAllocation]
+
+
+def class_order(configured: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """The configured class order; `pinned` always first, every class present once."""
+    order = [c for c in (configured or CLASSES) if c in CLASSES]
+    unknown = [c for c in (configured or []) if c not in CLASSES]
+    if unknown:
+        raise InvalidInput(f"[context] classes: unknown class {unknown[0]!r}; "
+                           f"expected some of {', '.join(CLASSES)}")
+    order = ["pinned"] + [c for c in order if c != "pinned"]
+    order += [c for c in CLASSES if c not in order]
+    return tuple(dict.fromkeys(order))
+
+
+def priority_key(order: tuple[str, ...]) -> Callable[[Candidate], tuple]:
+    rank = {c: i for i, c in enumerate(order)}
+    return lambda c: (rank[c.cls], -round(c.score, 9), c.ref, c.section)
+
+
+def allocate(
+    candidates: list[Candidate],
+    budget: int,
+    count: Count,
+    *,
+    order: tuple[str, ...] = CLASSES,
+    headers: dict[str, str] | None = None,
+) -> Allocation:
+    """Decide every candidate's form within `budget` tokens; return the text and decisions."""
+    if budget < 1:
+        raise InvalidInput(f"the budget must be a positive number of tokens, got {budget}")
+    headers = headers or {}
+    key = priority_key(order)
+    pinned = [c for c in candidates if c.cls == "pinned"]
+    for cand in pinned:
+        cand.decision, cand.reason, cand.form = "included", "pinned", cand.full
+    minimum = count(render(pinned, headers))
+    if minimum > budget:
+        raise BudgetTooSmall(budget, minimum, "the pinned instructions, constraints and "
+                             "preferences")
+
+    def header_cost(section: str) -> int:
+        from agentstate.context.candidates import SECTION_TITLES
+
+        return count(headers.get(section, SECTION_TITLES[section]) + "\n\n")
+
+    open_sections = {c.section for c in pinned}
+    used = minimum
+    # Candidates pre-dropped by a gate (permission, superseded, duplicate…) keep their reason.
+    live = sorted((c for c in candidates if c.cls != "pinned" and not c.decision), key=key)
+    hints = [c for c in live if c.cls == "index"]
+    ranked = [c for c in live if c.cls != "index"]
+    waiting: list[Candidate] = []  # did not fit whole or compressed: pointer candidates
+
+    def try_place(cand: Candidate, form: str, section: str) -> bool:
+        nonlocal used
+        cost = count(form + "\n") + (0 if section in open_sections else header_cost(section))
+        if used + cost > budget:
+            return False
+        used += cost
+        open_sections.add(section)
+        cand.form = form
+        return True
+
+    for cand in ranked:
+        compress_only = cand.full is None  # policy: older trajectory events are one line
+        if not compress_only and try_place(cand, cand.full, cand.section):
+            cand.decision, cand.reason = "included", "fits"
+        elif cand.compressed and cand.compressed != cand.full and try_place(
+            cand, cand.compressed, cand.section
+        ):
+            cand.decision = "compressed"
+            cand.reason = "older" if compress_only else "budget"
+        else:
+            waiting.append(cand)
+    # Index class: generic fetch hints first (one line covers many items), then pointers.
+    for cand in hints:
+        if cand.full and try_place(cand, cand.full, "index"):
+            cand.decision, cand.reason = "included", "fits"
+        else:
+            cand.drop("budget")
+    for n, cand in enumerate(waiting):
+        cand.decision = "pointer"  # placed_section is now `index`
+        if cand.pointer and try_place(cand, cand.pointer, "index"):
+            cand.reason = "budget"
+            cand.order = (1, n)
+        else:
+            cand.drop("budget")
+
+    text = render(candidates, headers)
+    tokens = count(text)
+    # Demotion order: the reverse of allocation — pointers last placed go first, then the
+    # lowest-priority whole or compressed fragments.
+    demotable = [c for c in reversed(waiting)] + [c for c in reversed(hints)] + list(
+        reversed(ranked)
+    )
+    while tokens > budget:
+        victim = next((c for c in demotable if c.form is not None
+                       and c.decision != "dropped"), None)
+        if victim is None:  # only pinned left: cannot happen, minimum <= budget
+            raise BudgetTooSmall(budget, tokens)
+        if victim.decision == "included" and victim.compressed and \
+                victim.compressed != victim.form and victim.cls != "index":
+            victim.decision, victim.reason, victim.form = "compressed", "budget", \
+                victim.compressed
+        else:
+            victim.drop("budget")
+        text = render(candidates, headers)
+        tokens = count(text)
+
+    assign_positions(candidates)
+    for cand in candidates:
+        source = cand.form if cand.form is not None else (cand.full or cand.compressed or "")
+        cand.tokens = count(source) if source else 0
+    return Allocation(text, tokens, minimum, candidates, summarise(candidates, order))
+
+
+def summarise(candidates: list[Candidate], order: tuple[str, ...]) -> list[ClassAllocation]:
+    """Per class: tokens placed and how many items went in, compressed, to pointers, out."""
+    rows = []
+    for cls in order:
+        mine = [c for c in candidates if c.cls == cls]
+        rows.append(ClassAllocation(
+            cls=cls,
+            tokens=sum(c.tokens for c in mine if c.decision != "dropped"),
+            items_in=sum(c.decision == "included" for c in mine),
+            items_compressed=sum(c.decision == "compressed" for c in mine),
+            items_pointer=sum(c.decision == "pointer" for c in mine),
+            items_out=sum(c.decision == "dropped" for c in mine),
+        ))
+    return rows

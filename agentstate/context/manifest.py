@@ -1,0 +1,116 @@
+"""Storing and reading pack manifests (`pack:ID`): the context layer's part of tracing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentstate.context.candidates import ManifestEntry
+from agentstate.errors import NotFound
+from agentstate.safety import refuse_secrets
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref, parse_ref
+
+
+@dataclass
+class StoredPack:
+    ref: str
+    run: str | None
+    principal: str
+    query: str
+    budget: int
+    tokens: int
+    text_hash: str
+    created: str
+    allocation: list[dict[str, Any]]
+    items: list[ManifestEntry] = field(default_factory=list)
+
+
+def save_pack(store: Store, pack: Any) -> str:
+    """Store the pack's manifest and text hash (never its text) in one transaction."""
+    # The query is user input written to the store: the same secret rule as every write path.
+    refuse_secrets(pack.query, "the context query")
+    pack_id = store.new_id()
+    run_id = pack.run.removeprefix("run:") if pack.run else None
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO packs (id, run, principal, query, budget, tokens, text_hash, created,"
+            " allocation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (pack_id, run_id, pack.principal, pack.query, pack.budget, pack.tokens,
+             pack.text_hash, pack.created, json.dumps(pack.as_dict()["allocation"])),
+        )
+        conn.executemany(
+            "INSERT INTO pack_items (pack, seq, ref, class, score, tokens, decision, reason,"
+            " position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (pack_id, n, e.ref, e.cls, e.score, e.tokens, e.decision, e.reason, e.position)
+                for n, e in enumerate(pack.manifest)
+            ],
+        )
+    return make_ref("pack", pack_id)
+
+
+def load_pack(store: Store, ref: str) -> StoredPack:
+    parsed = parse_ref(ref, expect="pack")
+    row = store.conn.execute(
+        "SELECT id, run, principal, query, budget, tokens, text_hash, created, allocation "
+        "FROM packs WHERE id = ?", (parsed.id,),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no pack {ref}")
+    items = [
+        ManifestEntry(ref=r[0], cls=r[1], score=r[2], tokens=r[3], decision=r[4],
+                      reason=r[5], position=r[6])
+        for r in store.conn.execute(
+            "SELECT ref, class, score, tokens, decision, reason, position FROM pack_items "
+            "WHERE pack = ? ORDER BY seq", (parsed.id,),
+        )
+    ]
+    return StoredPack(
+        ref=make_ref("pack", row[0]), run=make_ref("run", row[1]) if row[1] else None,
+        principal=row[2], query=row[3], budget=row[4], tokens=row[5], text_hash=row[6],
+        created=row[7], allocation=json.loads(row[8] or "[]"), items=items,
+    )
+
+
+@dataclass
+class PackUse:
+    """One pack's decision about a ref: how a fragment fared in that pack."""
+
+    pack: str
+    run: str | None
+    created: str
+    ref: str
+    decision: str
+    reason: str
+    position: int | None
+
+
+def packs_including(store: Store, refs: list[str], *, limit: int = 50) -> list[PackUse]:
+    """Packs whose manifest considered any of `refs` (newest first), with the decision."""
+    if not refs:
+        return []
+    marks = ",".join("?" * len(refs))
+    rows = store.conn.execute(
+        f"SELECT p.id, p.run, p.created, i.ref, i.decision, i.reason, i.position "
+        f"FROM pack_items i JOIN packs p ON p.id = i.pack WHERE i.ref IN ({marks}) "
+        f"ORDER BY p.created DESC, p.rowid DESC, i.seq LIMIT ?",
+        (*refs, limit),
+    ).fetchall()
+    return [
+        PackUse(pack=make_ref("pack", r[0]), run=make_ref("run", r[1]) if r[1] else None,
+                created=r[2], ref=r[3], decision=r[4], reason=r[5], position=r[6])
+        for r in rows
+    ]
+
+
+def packs_of_run(store: Store, run_id: str, *, limit: int = 50) -> list[dict[str, Any]]:
+    return [
+        {"pack": make_ref("pack", r[0]), "created": r[1], "budget": r[2], "tokens": r[3],
+         "text_hash": r[4]}
+        for r in store.conn.execute(
+            "SELECT id, created, budget, tokens, text_hash FROM packs WHERE run = ? "
+            "ORDER BY created DESC, rowid DESC LIMIT ?", (run_id, limit),
+        )
+    ]

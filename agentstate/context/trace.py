@@ -1,0 +1,339 @@
+"""`agentstate trace REF`: follow cross-layer references both ways.
+
+    pack  → its fragments (decision, reason, position) → memory versions → their evidence
+            (events, files at commits, the user)
+    mem   → every version of the chain, each with its evidence; the packs that considered it
+    evt   → the event; the packs that considered it; the memories drawn from it
+    skill → its versions; the runs that loaded each; the packs that listed it
+    run   → its packs and its skill loads
+
+With this a wrong answer can be diagnosed: the fact was never assembled (no pack lists it, or
+only as dropped), it was assembled but not used (included at some position), or its source is
+stale (a superseded version, an evidence event that a later one superseded).
+
+Reads only. The memory and skills tables are read through the memory API where it exists
+(get_chain) and with plain SELECTs for the reverse links (evidence → memory, version → loads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentstate.context.manifest import load_pack, packs_including, packs_of_run
+from agentstate.errors import NotFound
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref, parse_ref
+
+MAX_LISTED = 50  # per relation; the JSON says how many more there were
+
+
+@dataclass
+class TraceNode:
+    ref: str
+    relation: str           # how this node relates to its parent ("root" for the root)
+    summary: str            # one line a person reads
+    detail: dict[str, Any] = field(default_factory=dict)
+    children: list[TraceNode] = field(default_factory=list)
+
+
+def trace(store: Store, ref: str) -> TraceNode:
+    parsed = parse_ref(ref)
+    if parsed.kind == "pack":
+        return _trace_pack(store, str(parsed))
+    if parsed.kind == "mem":
+        return _trace_memory(store, str(parsed))
+    if parsed.kind == "evt":
+        return _trace_event(store, str(parsed))
+    if parsed.kind == "skill":
+        return _trace_skill(store, parsed.id, parsed.version)
+    return _trace_run(store, str(parsed))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _short(text: str, limit: int = 90) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _use_node(use: Any) -> TraceNode:
+    where = f" at position {use.position}" if use.position is not None else ""
+    run = f" ({use.run})" if use.run else ""
+    return TraceNode(
+        ref=use.pack, relation="considered in",
+        summary=f"{use.decision}{where}, reason {use.reason}{run}, {use.created[:19]}",
+        detail={"decision": use.decision, "reason": use.reason, "position": use.position,
+                "run": use.run, "created": use.created, "fragment": use.ref},
+    )
+
+
+def _event_row(store: Store, event_id: str) -> tuple | None:
+    return store.conn.execute(
+        "SELECT id, run, seq, kind, text, source, ts, resolves, supersedes FROM events "
+        "WHERE id = ?", (event_id,),
+    ).fetchone()
+
+
+def _event_node(store: Store, ref: str, relation: str) -> TraceNode:
+    row = _event_row(store, ref.removeprefix("evt:"))
+    if row is None:
+        return TraceNode(ref, relation, "event not found (purged or from another store)")
+    superseded_by = store.conn.execute(
+        "SELECT id FROM events WHERE supersedes = ? ORDER BY ts LIMIT 1", (row[0],)
+    ).fetchone()
+    detail = {"run": make_ref("run", row[1]), "seq": row[2], "kind": row[3],
+              "source": row[5], "ts": row[6]}
+    stale = ""
+    if superseded_by:
+        detail["superseded_by"] = make_ref("evt", superseded_by[0])
+        stale = f" — STALE: superseded by {detail['superseded_by']}"
+    return TraceNode(ref, relation,
+                     f"{row[3]} by {row[5]} in {detail['run']}, {row[6][:19]}: "
+                     f"{_short(row[4])}{stale}", detail)
+
+
+def _evidence_node(store: Store, evidence: Any) -> TraceNode:
+    if evidence.ref.startswith("evt:"):
+        node = _event_node(store, evidence.ref, "evidence")
+    elif evidence.ref == "user":
+        node = TraceNode("user", "evidence", "stated by the user")
+    else:
+        node = TraceNode(evidence.ref, "evidence", f"{evidence.kind} evidence")
+    node.detail.update({"added": evidence.added, "actor": evidence.actor})
+    return node
+
+
+def _memory_version_node(store: Store, memory: Any, relation: str,
+                         with_evidence: bool = True) -> TraceNode:
+    flags = f", {memory.status}" if memory.status != "active" else ""
+    text = "(purged)" if memory.purged else _short(memory.text)
+    node = TraceNode(
+        memory.ref, relation,
+        f"{memory.kind}{flags}, source {memory.source}, confidence {memory.confidence:.2f}, "
+        f"scope {memory.scope}: {text}",
+        {"status": memory.status, "kind": memory.kind, "key": memory.key,
+         "scope": memory.scope, "source": memory.source, "confidence": memory.confidence,
+         "created": memory.created, "last_confirmed": memory.last_confirmed,
+         "supersedes": memory.supersedes},
+    )
+    if with_evidence:
+        node.children = [_evidence_node(store, e) for e in memory.evidence[:MAX_LISTED]]
+        if memory.source.startswith("evt:") and all(
+            e.ref != memory.source for e in memory.evidence
+        ):
+            node.children.append(_event_node(store, memory.source, "source"))
+    return node
+
+
+def _memory_version(store: Store, ref: str) -> Any | None:
+    from agentstate.memory.model import get_memory
+
+    try:
+        return get_memory(store, ref)
+    except NotFound:
+        return None
+
+
+def _skill_version_node(store: Store, name: str, version: int, relation: str) -> TraceNode:
+    row = store.conn.execute(
+        "SELECT status, commit_sha, tree, description, published, revoked, revoke_reason "
+        "FROM skill_versions WHERE name = ? AND version = ?", (name, version),
+    ).fetchone()
+    ref = make_ref("skill", name, version)
+    if row is None:
+        return TraceNode(ref, relation, "skill version not found")
+    status, commit, tree, description, published, revoked, why = row
+    extra = f", revoked {revoked[:10]}: {why}" if status == "revoked" and revoked else ""
+    return TraceNode(ref, relation, f"{status}{extra} — {_short(description, 70)}",
+                     {"status": status, "commit": commit, "tree": tree,
+                      "published": published, "revoked": revoked})
+
+
+# ---------------------------------------------------------------- pack
+
+
+def _trace_pack(store: Store, ref: str) -> TraceNode:
+    pack = load_pack(store, ref)
+    placed = sum(1 for i in pack.items if i.decision != "dropped")
+    root = TraceNode(
+        pack.ref, "root",
+        f"context pack for {pack.run or '(no run)'}, {pack.tokens}/{pack.budget} tokens, "
+        f"{placed} of {len(pack.items)} candidates placed, {pack.created[:19]}",
+        {"run": pack.run, "principal": pack.principal, "query": pack.query,
+         "budget": pack.budget, "tokens": pack.tokens, "text_hash": pack.text_hash,
+         "created": pack.created, "allocation": pack.allocation},
+    )
+    for item in pack.items:
+        where = f"#{item.position} " if item.position is not None else ""
+        node = TraceNode(item.ref, "fragment",
+                         f"{where}{item.cls}: {item.decision} ({item.reason}), "
+                         f"{item.tokens} tokens, score {item.score:g}",
+                         {"class": item.cls, "decision": item.decision, "reason": item.reason,
+                          "position": item.position, "tokens": item.tokens,
+                          "score": item.score})
+        if item.ref.startswith("mem:"):
+            memory = _memory_version(store, item.ref)
+            if memory is not None:
+                node.children.append(_memory_version_node(store, memory, "memory version"))
+        elif item.ref.startswith("evt:"):
+            node.children.append(_event_node(store, item.ref, "event"))
+        elif item.ref.startswith("skill:"):
+            parsed = parse_ref(item.ref, expect="skill")
+            if parsed.version is not None:
+                node.children.append(
+                    _skill_version_node(store, parsed.id, parsed.version, "skill version"))
+        root.children.append(node)
+    return root
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _trace_memory(store: Store, ref: str) -> TraceNode:
+    from agentstate.memory.model import get_chain
+
+    parsed = parse_ref(ref, expect="mem")
+    chain = get_chain(store, ref)
+    if parsed.version is not None and all(m.version != parsed.version for m in chain):
+        raise NotFound(f"no memory {ref} (the chain has v1..v{chain[-1].version})")
+    chain_ref = make_ref("mem", parsed.id)
+    focus = [m for m in chain if parsed.version is None or m.version == parsed.version]
+    current = [m.ref for m in chain if m.status == "active"]
+    root = TraceNode(
+        ref, "root",
+        f"memory chain {chain_ref}: {len(chain)} version(s); current "
+        f"{', '.join(current) or 'none'}",
+        {"versions": [m.ref for m in chain], "current": current},
+    )
+    for memory in chain:
+        relation = "version" if memory in focus else "other version"
+        root.children.append(_memory_version_node(store, memory, relation,
+                                                  with_evidence=memory in focus))
+    refs = [m.ref for m in focus] + ([chain_ref] if parsed.version is None else [])
+    uses = packs_including(store, refs, limit=MAX_LISTED)
+    root.children += [_use_node(u) for u in uses]
+    if not uses:
+        root.children.append(TraceNode("-", "considered in", "no context pack considered it"))
+    return root
+
+
+# ---------------------------------------------------------------- event
+
+
+def _trace_event(store: Store, ref: str) -> TraceNode:
+    row = _event_row(store, ref.removeprefix("evt:"))
+    if row is None:
+        raise NotFound(f"no event {ref}")
+    root = _event_node(store, ref, "root")
+    root.detail["text"] = row[4]
+    if row[7]:
+        root.children.append(_event_node(store, make_ref("evt", row[7]), "resolves"))
+    if row[8]:
+        root.children.append(_event_node(store, make_ref("evt", row[8]), "supersedes"))
+    for other in store.conn.execute(
+        "SELECT id FROM events WHERE resolves = ? ORDER BY ts, seq LIMIT ?", (row[0], MAX_LISTED)
+    ):
+        root.children.append(_event_node(store, make_ref("evt", other[0]), "resolved by"))
+    # Memories drawn from it: as evidence, or as their source.
+    drawn = store.conn.execute(
+        "SELECT DISTINCT m.id, m.version FROM memories m WHERE m.row IN "
+        "(SELECT memory_row FROM memory_evidence WHERE ref = ?) OR m.source = ? "
+        "ORDER BY m.id, m.version LIMIT ?",
+        (ref, ref, MAX_LISTED),
+    ).fetchall()
+    for memory_id, version in drawn:
+        memory = _memory_version(store, make_ref("mem", memory_id, version))
+        if memory is not None:
+            root.children.append(_memory_version_node(store, memory, "drawn into",
+                                                      with_evidence=False))
+    for load in store.conn.execute(
+        "SELECT name, version FROM skill_loads WHERE event = ?", (row[0],)
+    ):
+        root.children.append(_skill_version_node(store, load[0], load[1], "loaded"))
+    uses = packs_including(store, [ref], limit=MAX_LISTED)
+    root.children += [_use_node(u) for u in uses]
+    if not uses:
+        root.children.append(TraceNode("-", "considered in", "no context pack considered it"))
+    return root
+
+
+# ---------------------------------------------------------------- skill
+
+
+def _trace_skill(store: Store, name: str, version: int | None) -> TraceNode:
+    versions = [
+        r[0] for r in store.conn.execute(
+            "SELECT version FROM skill_versions WHERE name = ? ORDER BY version", (name,)
+        )
+    ]
+    if not versions or (version is not None and version not in versions):
+        wanted = make_ref("skill", name, version)
+        raise NotFound(f"no skill version {wanted}" if versions else f"no skill {name!r}")
+    focus = [version] if version is not None else versions
+    root = TraceNode(make_ref("skill", name, version), "root",
+                     f"skill {name}: version(s) {', '.join(f'v{v}' for v in versions)}",
+                     {"versions": versions})
+    for v in focus:
+        node = _skill_version_node(store, name, v, "version")
+        loads = store.conn.execute(
+            "SELECT run, event, ts, tree FROM skill_loads WHERE name = ? AND version = ? "
+            "ORDER BY ts DESC LIMIT ?", (name, v, MAX_LISTED),
+        ).fetchall()
+        for run_id, event_id, ts, tree in loads:
+            run_ref = make_ref("run", run_id) if run_id else "(no run)"
+            goal = store.conn.execute("SELECT goal FROM runs WHERE id = ?",
+                                      (run_id,)).fetchone() if run_id else None
+            node.children.append(TraceNode(
+                run_ref, "loaded by",
+                f"{ts[:19]}, event {make_ref('evt', event_id) if event_id else '-'}"
+                + (f": {_short(goal[0], 60)}" if goal else ""),
+                {"event": make_ref("evt", event_id) if event_id else None, "ts": ts,
+                 "tree": tree},
+            ))
+        if not loads:
+            node.children.append(TraceNode("-", "loaded by", "no run loaded this version"))
+        for use in packs_including(store, [make_ref("skill", name, v)], limit=MAX_LISTED):
+            node.children.append(_use_node(use))
+        root.children.append(node)
+    return root
+
+
+# ---------------------------------------------------------------- run
+
+
+def _trace_run(store: Store, ref: str) -> TraceNode:
+    from agentstate.runs.log import get_run
+
+    run = get_run(store, ref)
+    count = store.conn.execute("SELECT count(*) FROM events WHERE run = ?",
+                               (run.id,)).fetchone()[0]
+    root = TraceNode(run.ref, "root",
+                     f"run ({run.status}), {count} event(s): {_short(run.goal)}",
+                     {"status": run.status, "goal": run.goal, "events": count,
+                      "created": run.created, "branch": run.branch, "head": run.head})
+    for pack in packs_of_run(store, run.id, limit=MAX_LISTED):
+        root.children.append(TraceNode(
+            pack["pack"], "pack",
+            f"{pack['tokens']}/{pack['budget']} tokens, {pack['created'][:19]}", pack))
+    for name, version, event_id, ts in store.conn.execute(
+        "SELECT name, version, event, ts FROM skill_loads WHERE run = ? ORDER BY ts LIMIT ?",
+        (run.id, MAX_LISTED),
+    ):
+        node = _skill_version_node(store, name, version, "loaded skill")
+        node.detail.update({"event": make_ref("evt", event_id) if event_id else None,
+                            "ts": ts})
+        root.children.append(node)
+    drawn = store.conn.execute(
+        "SELECT DISTINCT m.id, m.version FROM events e "
+        "JOIN memory_evidence me ON me.ref = 'evt:' || e.id "
+        "JOIN memories m ON m.row = me.memory_row WHERE e.run = ? "
+        "ORDER BY m.id, m.version LIMIT ?", (run.id, MAX_LISTED),
+    ).fetchall()
+    for memory_id, version in drawn:
+        memory = _memory_version(store, make_ref("mem", memory_id, version))
+        if memory is not None:
+            root.children.append(_memory_version_node(store, memory, "memory drawn from it",
+                                                      with_evidence=False))
+    return root
