@@ -86,6 +86,7 @@ class ResumePack:
     skills_note: str | None = None
     budget: dict[str, Any] | None = None
     omitted: list[str] = field(default_factory=list)
+    compressed: list[str] = field(default_factory=list)  # parts shown in their short form
     text: str = ""
     pinned_text: str = ""
 
@@ -436,6 +437,7 @@ def render_pack(
             if attempt is not None:
                 parts[parts.index(part)] = short  # keep identity checks consistent
                 part = short
+                pack.compressed.append(part.ref)
         if attempt is not None:
             included.append(part)
             text = attempt

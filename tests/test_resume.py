@@ -1,0 +1,162 @@
+"""The interrupted-task story: yesterday's session died; today's `resume` picks it up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import git, run_agentstate
+
+
+def _ref(cli, *args: str) -> str:
+    return cli.json(*args)["ref"]
+
+
+@pytest.fixture
+def story(cli, initialised):
+    """A run with every kind of state, checkpointed, then 'interrupted'."""
+    refs = {}
+    refs["run"] = cli.json(
+        "run", "start", "fix the flaky date parser test",
+        "-c", "do not change the public API", "-c", "stay on Python 3.11",
+    )["run"]["ref"]
+    refs["obs"] = _ref(cli, "log", "observation", "test_parse_date fails 1 run in 5",
+                       "--source", "tool:pytest")
+    refs["hyp"] = _ref(cli, "log", "hypothesis", "a race in the parser cache")
+    refs["hyp2"] = _ref(cli, "log", "hypothesis", "the timezone database is stale")
+    refs["diag"] = _ref(cli, "log", "diagnosis", "the cache key ignores the locale",
+                        "--resolves", refs["hyp"])
+    refs["decision"] = _ref(cli, "log", "decision", "include the locale in the cache key")
+    refs["q_open"] = _ref(cli, "log", "question", "does CI run with a different locale?")
+    refs["q_done"] = _ref(cli, "log", "question", "is the cache shared between threads?")
+    refs["answer"] = _ref(cli, "log", "answer", "no, it is per thread",
+                          "--resolves", refs["q_done"])
+    refs["verify"] = _ref(cli, "log", "verify", "run test_parse_date 50 times under de_DE")
+    refs["verify_done"] = _ref(cli, "log", "verify", "unit tests pass")
+    refs["verified"] = _ref(cli, "log", "verified", "42 passed",
+                            "--resolves", refs["verify_done"])
+    refs["checkpoint"] = cli.json("checkpoint", "--note", "fix written, not yet verified")["ref"]
+    return refs
+
+
+def test_resume_shows_the_working_state(cli, story, initialised):
+    proc = run_agentstate("resume", cwd=initialised)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "fix the flaky date parser test" in text
+    assert "do not change the public API" in text and "stay on Python 3.11" in text
+    assert "the cache key ignores the locale" in text
+    assert "run test_parse_date 50 times under de_DE" in text
+    assert "does CI run with a different locale?" in text
+    assert "fix written, not yet verified" in text
+    # Settled things are not listed as open/pending.
+    assert "is the cache shared between threads?" not in text
+    assert "unit tests pass" not in text
+    # The confirmed hypothesis is gone; the other is shown, and only as UNCONFIRMED.
+    assert "a race in the parser cache" not in text
+    hyp_lines = [line for line in text.splitlines() if "timezone database" in line]
+    assert hyp_lines == [f"- {story['hyp2']} UNCONFIRMED: the timezone database is stale"]
+    hyp_section = text.index("## Unconfirmed hypotheses")
+    assert text.index("timezone database") > hyp_section
+    assert text.index("## Confirmed diagnoses") < hyp_section
+    # Recent events are refs with a gist, not the transcript.
+    assert story["decision"] in text
+    assert "no drift" in text
+
+
+def test_resume_json_is_structured(cli, story):
+    pack = cli.json("resume")
+    assert pack["goal"] == "fix the flaky date parser test"
+    assert pack["run"]["ref"] == story["run"]
+    assert [c["text"] for c in pack["constraints"]] == ["do not change the public API",
+                                                        "stay on Python 3.11"]
+    assert [d["ref"] for d in pack["diagnoses"]] == [story["diag"]]
+    assert [h["ref"] for h in pack["hypotheses"]] == [story["hyp2"]]
+    assert [q["ref"] for q in pack["open_questions"]] == [story["q_open"]]
+    assert [v["ref"] for v in pack["pending_verifications"]] == [story["verify"]]
+    assert pack["checkpoint"]["ref"] == story["checkpoint"]
+    assert pack["checkpoint"]["note"] == "fix written, not yet verified"
+    assert pack["drift"]["any"] is False
+    recent = [e["ref"] for e in pack["recent_events"]]
+    assert story["decision"] in recent and story["obs"] in recent
+    # Things in their own sections are not repeated as recent events.
+    assert story["diag"] not in recent and story["checkpoint"] not in recent
+    assert pack["text"].startswith(f"# Resume {story['run']}")
+
+
+def test_drift_after_a_new_commit(cli, story, initialised):
+    (initialised / "parser.py").write_text("cache = {}\n")
+    git(initialised, "add", "parser.py")
+    git(initialised, "commit", "-q", "-m", "parser: key the cache by locale")
+    pack = cli.json("resume")
+    drift = pack["drift"]
+    assert drift["head_moved"] is True and drift["uncommitted"] == "unchanged"
+    assert len(drift["commits"]) == 1 and drift["commits"][0].endswith(
+        "parser: key the cache by locale")
+    assert drift["since"] == f"checkpoint {story['checkpoint']}"
+    assert "HEAD moved" in pack["text"] and "parser: key the cache by locale" in pack["text"]
+
+
+def test_drift_after_an_uncommitted_edit(cli, story, initialised):
+    (initialised / "README.md").write_text("edited\n")
+    drift = cli.json("resume")["drift"]
+    assert drift["head_moved"] is False
+    assert drift["uncommitted"] == "appeared" and drift["changed_files"] == ["README.md"]
+    cli.ok("checkpoint", "--note", "edit recorded")
+    assert cli.json("resume")["drift"]["any"] is False  # the checkpoint is the new baseline
+    (initialised / "README.md").write_text("edited again\n")
+    drift = cli.json("resume")["drift"]
+    assert drift["uncommitted"] == "changed"
+    text = cli.ok("resume").stdout
+    assert "uncommitted changes changed" in text and "README.md" in text
+    git(initialised, "checkout", "README.md")
+    assert cli.json("resume")["drift"]["uncommitted"] == "cleaned"
+
+
+def test_drift_without_checkpoint_is_since_run_start(cli, initialised):
+    cli.ok("run", "start", "goal")
+    (initialised / "new.txt").write_text("x")
+    drift = cli.json("resume")["drift"]
+    assert drift["since"].startswith("run start")
+    assert drift["uncommitted"] == "appeared" and drift["changed_files"] == ["new.txt"]
+
+
+def test_resume_picks_most_recent_unfinished_run_or_the_named_one(cli, initialised):
+    old = cli.json("run", "start", "old goal")["run"]["ref"]
+    new = cli.json("run", "start", "new goal")["run"]["ref"]
+    assert cli.json("resume")["run"]["ref"] == new
+    cli.ok("run", "end", new)
+    assert cli.json("resume")["run"]["ref"] == old
+    pack = cli.json("resume", new)
+    assert pack["run"]["ref"] == new and pack["run"]["status"] == "done"
+    cli.ok("run", "end", old)
+    result = cli("resume")
+    assert result.exit_code == 1 and "no unfinished run" in result.stderr
+
+
+def test_recent_events_count_comes_from_config(cli, initialised):
+    config = initialised / ".agentstate" / "config.toml"
+    config.write_text(config.read_text().replace("recent_events = 12", "recent_events = 3"))
+    cli.ok("run", "start", "goal")
+    for i in range(10):
+        cli.ok("log", "note", f"note {i}")
+    recent = cli.json("resume")["recent_events"]
+    assert [e["gist"] for e in recent] == ["note 7", "note 8", "note 9"]
+
+
+def test_resume_lists_matching_published_skills(cli, story, initialised, store):
+    store.db["skill_versions"].insert({
+        "name": "verify-flaky-test", "version": 2, "status": "published",
+        "description": "Run a flaky test many times to verify a fix",
+        "triggers": json.dumps(["flaky test", "verify fix"]), "created": store.now(),
+    })
+    store.db["skill_versions"].insert({
+        "name": "write-changelog", "version": 1, "status": "published",
+        "description": "Draft release notes", "triggers": "[]", "created": store.now(),
+    })
+    pack = cli.json("resume")
+    names = [s["name"] for s in pack["skills"]]
+    assert "verify-flaky-test" in names and "write-changelog" not in names
+    assert pack["skills"][0]["ref"] == "skill:verify-flaky-test@v2"
+    assert "skill:verify-flaky-test@v2" in pack["text"]

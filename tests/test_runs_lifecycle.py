@@ -1,0 +1,117 @@
+"""The run lifecycle through the CLI: start, log, list, show, events, checkpoint, end."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from tests.conftest import git
+
+
+def _ref(cli, *args: str) -> str:
+    return cli.json(*args)["ref"]
+
+
+def test_run_lifecycle(cli, initialised):
+    started = cli.json("run", "start", "fix the parser", "-c", "keep the API")
+    run = started["run"]["ref"]
+    assert run.startswith("run:") and len(started["constraints"]) == 1
+    assert started["run"]["head"] == git(initialised, "rev-parse", "HEAD").strip()
+    assert started["run"]["branch"] == "main"
+
+    q = _ref(cli, "log", "question", "which locale does CI use?")
+    a = _ref(cli, "log", "answer", "C.UTF-8", "--resolves", q, "--source", "tool:ci",
+             "--meta", "job=42")
+    v = _ref(cli, "log", "verify", "run the parser tests 50 times")
+
+    listed = cli.json("run", "list")
+    assert [r["ref"] for r in listed] == [run]
+    assert listed[0]["events"] == 4 and listed[0]["current"] is True
+
+    shown = cli.json("run", "show", run)
+    assert shown["counts"] == {"answer": 1, "constraint": 1, "question": 1, "verify": 1}
+    assert shown["open_questions"] == []  # answered
+    assert [i["ref"] for i in shown["pending_verifications"]] == [v]
+    human = cli.ok("run", "show").stdout
+    assert "pending verifications: 1" in human and v in human
+
+    events = cli.json("events", "--run", run)
+    assert [e["kind"] for e in events] == ["constraint", "question", "answer", "verify"]
+    answer = events[2]
+    assert set(answer) >= {"ref", "kind", "text", "source", "ts", "meta", "resolves",
+                           "supersedes"}
+    assert answer["ref"] == a and answer["resolves"] == q and answer["source"] == "tool:ci"
+    assert answer["meta"] == {"job": "42"}
+    assert [e["ref"] for e in cli.json("events", "--kind", "verify")] == [v]
+    assert [e["kind"] for e in cli.json("events", "--limit", "2")] == ["answer", "verify"]
+
+    ended = cli.json("run", "end", run, "--status", "done")
+    assert ended["status"] == "done" and ended["ended"]
+    assert cli.json("run", "list", "--status", "done")[0]["ref"] == run
+    assert cli.json("run", "list", "--status", "active") == []
+    # events of a finished run are still readable by ref
+    assert len(cli.json("events", "--run", run)) == 4
+
+
+def test_events_across_runs_and_current_run(cli, initialised):
+    first = cli.json("run", "start", "one")["run"]["ref"]
+    cli.ok("log", "note", "in one")
+    second = cli.json("run", "start", "two")["run"]["ref"]
+    cli.ok("log", "note", "in two")
+    assert [e["text"] for e in cli.json("events")] == ["in two"]  # the current run
+    assert [e["run"] for e in cli.json("events", "--all")] == [first, second]
+    assert cli.json("events", "--run", first)[0]["text"] == "in one"
+
+
+def test_checkpoint_stores_pointers_and_snapshot(cli, initialised):
+    run = cli.json("run", "start", "goal", "-c", "c1")["run"]["ref"]
+    q = _ref(cli, "log", "question", "open?")
+    v = _ref(cli, "log", "verify", "check it")
+    d = _ref(cli, "log", "diagnosis", "the cause")
+    (initialised / "work.py").write_text("x = 1\n")
+    cp = cli.json("checkpoint", "--note", "half way")
+    assert cp["ref"].startswith("evt:") and cp["run"] == run
+    assert cp["note"] == "half way"
+    state = cp["state"]
+    assert state["open_questions"] == [q]
+    assert state["pending_verifications"] == [v]
+    assert state["diagnoses"] == [d]
+    assert state["goal"] == "goal" and len(state["constraints"]) == 1
+    assert state["last_event_seq"] == 4  # the constraint, q, v, d
+    assert cp["event_seq"] == 5  # the checkpoint event itself
+    assert cp["worktree"]["dirty_files"] == ["work.py"]
+    # It is also a `checkpoint` event in the timeline.
+    kinds = [e["kind"] for e in cli.json("events")]
+    assert kinds[-1] == "checkpoint"
+    shown = cli.json("run", "show")
+    assert shown["last_checkpoint"]["ref"] == cp["ref"]
+
+
+def test_supersedes_replaces_in_working_state(cli, initialised):
+    cli.ok("run", "start", "goal")
+    old = _ref(cli, "log", "constraint", "use python 3.10")
+    new = _ref(cli, "log", "constraint", "use python 3.11", "--supersedes", old)
+    pack = cli.json("resume")
+    texts = [c["text"] for c in pack["constraints"]]
+    assert texts == ["use python 3.11"]
+    assert pack["constraints"][0]["replaces"] == old
+    assert new in pack["text"] and old in pack["text"]  # "replaces evt:old" shown
+    assert "use python 3.10" not in pack["text"]
+
+
+def test_run_end_twice_fails_and_changes_nothing(cli, initialised):
+    run = cli.json("run", "start", "goal")["run"]["ref"]
+    cli.ok("run", "end", run, "--status", "abandoned")
+    db = sqlite3.connect(initialised / ".agentstate" / "state.db")
+    before = db.execute("SELECT status, ended, updated FROM runs").fetchall()
+    result = cli("run", "end", run, "--status", "done")
+    assert result.exit_code == 1
+    assert "already ended" in result.stderr and "\n" not in result.stderr.strip()
+    assert db.execute("SELECT status, ended, updated FROM runs").fetchall() == before
+
+
+def test_run_end_rejects_unknown_status(cli, initialised):
+    run = cli.json("run", "start", "goal")["run"]["ref"]
+    result = cli("run", "end", run, "--status", "finished", "--json")
+    assert result.exit_code == 1
+    assert result.json()["error"]["code"] == "invalid_input"
+    assert cli.json("run", "show", run)["run"]["status"] == "active"
