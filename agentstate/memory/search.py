@@ -37,7 +37,7 @@ from typing import Any
 from agentstate.errors import InvalidInput
 
 # In more than this fraction of indexed texts a term is "common" (low IDF).
-COMMON_FRACTION = 0.2
+COMMON_FRACTION = 0.05
 # Below this many indexed texts, IDF is too noisy to prune anything.
 MIN_DOCS_FOR_PRUNING = 50
 # Substring scans (1-2 character CJK queries) look at no more than this many newest rows.
@@ -154,6 +154,7 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES) -> QueryPlan:
         df = _document_frequencies(conn, corpus, content)
         content = [w for w in content if df[w] > 0] or content
         limit = COMMON_FRACTION * plan.indexed
+        content.sort(key=lambda w: df[w])  # rarest first: the AND fallback drops from the end
         rare = [w for w in content if df[w] <= limit]
         common = [w for w in content if df[w] > limit]
         if rare:
@@ -180,9 +181,11 @@ def _match_words(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
         return []
     expression = f" {plan.operator} ".join(_quote(w) for w in plan.words)
     rows = _run_match(conn, corpus.words, expression, cap, join, where, values)
-    if not rows and plan.operator == "AND":
-        # No text has every common term: fall back to the rarest two, either of them.
-        expression = " OR ".join(_quote(w) for w in plan.words[:2])
+    required = list(plan.words)
+    while not rows and plan.operator == "AND" and len(required) > 1:
+        # No text has every common term: drop the most common one and try again.
+        required.pop()
+        expression = " AND ".join(_quote(w) for w in required)
         rows = _run_match(conn, corpus.words, expression, cap, join, where, values)
     return rows
 

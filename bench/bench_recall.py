@@ -1,0 +1,133 @@
+"""`recall` wall time at 1,000 and 100,000 memories, through the real CLI (a subprocess).
+
+Stores are built fast with direct inserts in one transaction (the FTS triggers index them as
+they go), not with 100k CLI calls. Texts mix a Zipf-like vocabulary with a few very common
+words, so "common-words" queries hit a large share of the store. Reported: the median of
+several runs per query, and the ratio large/small measured in this same run.
+Targets (issue 3): under 0.3 s at 100,000 and growth under 1.5x.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SIZES = (1_000, 100_000)
+REPEATS = 5
+QUERIES = {
+    "rare words": "flaky migration timeout",
+    "common words": "the project uses the test command for the build",
+    "chinese": "数据库迁移",
+    "no match": "zzzqqq",
+}
+COMMON = ["project", "uses", "test", "command", "build", "code", "file", "run"]
+CJK = ["数据库迁移必须向后兼容", "测试命令是 make test", "部署前运行集成测试", "配置文件在根目录"]
+
+
+def _vocabulary(rng: random.Random, n: int = 5000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = {"".join(rng.choice(letters) for _ in range(rng.randint(4, 9))) for _ in range(n)}
+    return sorted(words) + ["flaky", "migration", "timeout"]
+
+
+def build_store(path: Path, n: int, seed: int = 1) -> Path:
+    """An initialised store at `path` with `n` active memories (plus some other statuses)."""
+    from agentstate.store.db import open_store
+    from agentstate.store.init import init_store
+
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q"], cwd=path, check=True)
+    init_store(target=path)
+    store = open_store(start=path)
+    rng = random.Random(seed)
+    vocab = _vocabulary(rng)
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    statuses = ["active"] * 16 + ["superseded", "candidate", "forgotten", "contested"]
+    with store.transaction() as conn:
+        rows = []
+        for i in range(n):
+            words = rng.choices(vocab, weights, k=rng.randint(6, 16))
+            words += rng.sample(COMMON, rng.randint(0, 3))
+            rng.shuffle(words)
+            text = " ".join(words)
+            if i % 50 == 0:
+                text = rng.choice(CJK) + " " + text
+            status = rng.choice(statuses)
+            ts = f"2026-01-{1 + i % 28:02d}T00:00:00.000000Z"
+            rows.append((f"b{i:09d}", 1, "fact", None, "repo", text, f"h{i}", "user", status,
+                         0.8, None, ts, ts, 1, None, "owner", "bench"))
+        conn.executemany(
+            "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, status,"
+            " confidence, valid_until, created, last_confirmed, evidence_count, supersedes,"
+            " principal, status_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+            " ?)",
+            rows,
+        )
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    return path
+
+
+def _time_cli(cwd: Path, query: str) -> float:
+    env = dict(os.environ, NO_COLOR="1")
+    samples = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "agentstate", "recall", query, "--json"],
+                             cwd=cwd, env=env, capture_output=True, text=True)
+        samples.append(time.perf_counter() - start)
+        if out.returncode != 0:
+            raise RuntimeError(f"recall failed: {out.stderr.strip()}")
+    return statistics.median(samples)
+
+
+def _time_inprocess(cwd: Path, query: str) -> float:
+    """The read gate alone (no interpreter start-up): what the context engine pays."""
+    from agentstate.memory.recall import recall
+    from agentstate.store.db import open_store
+
+    store = open_store(start=cwd)
+    samples = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        recall(store, query)
+        samples.append(time.perf_counter() - start)
+    store.close()
+    return statistics.median(samples)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        stores = {}
+        for n in SIZES:
+            start = time.perf_counter()
+            stores[n] = build_store(Path(tmp) / f"s{n}", n)
+            print(f"built {n:>7,} memories in {time.perf_counter() - start:.1f} s")
+        base = subprocess.run([sys.executable, "-c", "pass"], capture_output=True)
+        start = time.perf_counter()
+        for _ in range(REPEATS):
+            subprocess.run([sys.executable, "-c", "pass"], capture_output=True, check=False)
+        python = (time.perf_counter() - start) / REPEATS
+        del base
+        print(f"python -c pass: {python:.3f} s")
+        print(f"{'query':<14} {'1k cli':>8} {'100k cli':>9} {'ratio':>6}   "
+              f"{'1k gate':>8} {'100k gate':>9} {'ratio':>6}")
+        small, large = SIZES
+        for label, query in QUERIES.items():
+            cli = [_time_cli(stores[n], query) for n in SIZES]
+            gate = [_time_inprocess(stores[n], query) for n in SIZES]
+            flag = "" if cli[1] < 0.3 and cli[1] / cli[0] < 1.5 else "  <-- over target"
+            print(f"{label:<14} {cli[0]:>8.3f} {cli[1]:>9.3f} {cli[1] / cli[0]:>6.2f}   "
+                  f"{gate[0]:>8.4f} {gate[1]:>9.4f} {gate[1] / max(gate[0], 1e-6):>6.2f}{flag}")
+        print(f"(sizes {small:,} and {large:,}; medians of {REPEATS}; cli = whole "
+              "`agentstate recall --json` process)")
+
+
+if __name__ == "__main__":
+    main()
