@@ -146,6 +146,12 @@ def connect(db_path: Path) -> sqlite_utils.Database:
         conn.execute("PRAGMA synchronous = NORMAL")
         # Touch the schema: a file that is not a database fails here, not mid-command.
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        # A read-only .agentstate/ or an unopenable file is not corruption: say what it is.
+        text = str(exc)
+        if "readonly" in text or "read-only" in text or "unable to open" in text:
+            raise translate_sqlite_error(exc, db_path.parent) from exc
+        raise CorruptStore(f"{db_path} is not a usable SQLite database ({exc})") from exc
     except sqlite3.DatabaseError as exc:
         raise CorruptStore(f"{db_path} is not a usable SQLite database ({exc})") from exc
     return sqlite_utils.Database(conn)

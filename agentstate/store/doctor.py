@@ -66,6 +66,10 @@ def check_database(root: Path) -> list[Check]:
         conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
+        text = str(exc)
+        if "readonly" in text or "unable to open" in text:
+            return [Check("database", FAIL, f"cannot open {db_path}: the store is read-only or "
+                                            f"not accessible ({exc})")]
         return [Check("database", FAIL, f"{db_path} is not a usable SQLite database ({exc})")]
     checks = []
     try:

@@ -1,0 +1,82 @@
+"""`agentstate doctor`: reports health, exits non-zero when something is broken."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from tests.conftest import git
+
+
+def _checks(data: dict) -> dict:
+    return {c["name"]: c for c in data["checks"]}
+
+
+def test_doctor_on_a_healthy_store(cli, initialised):
+    data = cli.json("doctor")
+    assert data["healthy"] is True
+    checks = _checks(data)
+    assert set(checks) == {"config", "schema", "integrity", "wal", "tokenizer", "skills"}
+    assert checks["schema"]["status"] == "ok" and checks["schema"]["data"]["pending"] == []
+    assert checks["integrity"]["detail"] == "PRAGMA integrity_check: ok"
+    assert checks["wal"]["status"] == "ok"
+    assert "SHA-256 verified" in checks["tokenizer"]["detail"]
+    assert checks["skills"]["status"] == "ok" and checks["skills"]["data"]["head"]
+    human = cli.ok("doctor").stdout
+    assert "healthy" in human and "integrity" in human
+
+
+def test_doctor_reports_pending_migrations_without_applying_them(cli, initialised):
+    db_path = initialised / ".agentstate" / "state.db"
+    db = sqlite3.connect(db_path)
+    last = db.execute("SELECT name FROM _migrations ORDER BY rowid DESC LIMIT 1").fetchone()[0]
+    db.execute("DELETE FROM _migrations WHERE name = ?", (last,))
+    db.commit()
+    data = cli.json("doctor")  # a warning, not a failure
+    schema = _checks(data)["schema"]
+    assert schema["status"] == "warn" and schema["data"]["pending"] == [last]
+    assert db.execute("SELECT count(*) FROM _migrations WHERE name = ?", (last,)).fetchone()[0] == 0
+
+
+def test_doctor_fails_on_broken_config_dirty_skills_and_bad_db(cli, initialised):
+    root = initialised / ".agentstate"
+    (root / "skills" / "stray.txt").write_text("uncommitted")
+    data = cli.json("doctor")
+    assert _checks(data)["skills"]["status"] == "warn"
+    assert "stray.txt" in _checks(data)["skills"]["detail"]
+
+    (root / "config.toml").write_text("[tokens\nbroken = ")
+    result = cli("doctor", "--json")
+    assert result.exit_code == 1
+    payload = result.json()
+    assert payload["ok"] is False and payload["error"]["code"] == "unhealthy"
+    assert _checks(payload["data"])["config"]["status"] == "fail"
+    assert "config" in payload["error"]["message"]
+
+    (root / "config.toml").write_text("")
+    git(root / "skills", "init", "-q")  # still a repo
+    import shutil
+
+    shutil.rmtree(root / "skills" / ".git")
+    result = cli("doctor")
+    assert result.exit_code == 1
+    assert "FAIL skills" in result.stdout and "not its own git repository" in result.stdout
+
+    for extra in root.glob("state.db-*"):
+        extra.unlink()
+    (root / "state.db").write_bytes(b"garbage" * 200)
+    result = cli("doctor", "--json")
+    assert result.exit_code == 1
+    assert _checks(result.json()["data"])["database"]["status"] == "fail"
+
+
+def test_doctor_fails_on_wrong_journal_mode_and_bad_tokenizer_config(cli, initialised):
+    root = initialised / ".agentstate"
+    db = sqlite3.connect(root / "state.db")
+    db.execute("PRAGMA journal_mode = DELETE")
+    db.close()
+    (root / "config.toml").write_text('[tokens]\ncalibration = 50\n')
+    result = cli("doctor", "--json")
+    assert result.exit_code == 1
+    checks = _checks(result.json()["data"])
+    assert checks["wal"]["status"] == "fail" and checks["tokenizer"]["status"] == "fail"
+    assert checks["integrity"]["status"] == "ok"

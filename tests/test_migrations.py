@@ -1,0 +1,107 @@
+"""Named migrations: from a blank database and from every older prefix of the list."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+import sqlite_utils
+
+from agentstate.store.migrations import (
+    all_migrations,
+    applied_migrations,
+    apply_migrations,
+    pending_migrations,
+    schema_version,
+)
+
+NAMES = [name for name, _ in all_migrations()]
+
+
+def _schema(db: sqlite_utils.Database) -> list[tuple]:
+    return sorted(
+        (row[0], row[1], " ".join((row[2] or "").split()))
+        for row in db.conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+    )
+
+
+def _fresh(path) -> sqlite_utils.Database:
+    return sqlite_utils.Database(sqlite3.connect(path, isolation_level=None))
+
+
+@pytest.fixture(scope="module")
+def reference_schema(tmp_path_factory):
+    db = _fresh(tmp_path_factory.mktemp("ref") / "ref.db")
+    apply_migrations(db)
+    return _schema(db)
+
+
+def test_names_are_unique_and_prefixed_by_domain():
+    assert len(set(NAMES)) == len(NAMES)
+    assert NAMES[0] == "m001_runs_events"
+    for name in NAMES:
+        assert name[0] == "m" and name[1:4].isdigit() and name[4] == "_", name
+
+
+def test_blank_database_gets_every_migration(tmp_path, reference_schema):
+    db = _fresh(tmp_path / "blank.db")
+    assert schema_version(db) == "(blank)"
+    assert apply_migrations(db) == NAMES
+    assert applied_migrations(db) == NAMES and pending_migrations(db) == []
+    assert schema_version(db) == NAMES[-1]
+    assert apply_migrations(db) == []  # idempotent
+    assert _schema(db) == reference_schema
+
+
+@pytest.mark.parametrize("upto", NAMES)
+def test_upgrade_from_every_older_prefix(tmp_path, reference_schema, upto):
+    db = _fresh(tmp_path / "old.db")
+    first = apply_migrations(db, upto=upto)
+    assert first == NAMES[: NAMES.index(upto) + 1]
+    # A store written by the older version holds data that must survive the upgrade.
+    db.conn.execute("INSERT INTO runs (id, goal, status, created, updated) "
+                    "VALUES ('abcd1234', 'old goal', 'active', 't', 't')")
+    db.conn.execute("INSERT INTO events (id, run, seq, kind, text, source, ts) "
+                    "VALUES ('evt00001', 'abcd1234', 1, 'note', 'kept', 'user', 't')")
+    rest = apply_migrations(db)
+    assert first + rest == NAMES
+    assert _schema(db) == reference_schema
+    assert db.conn.execute("SELECT text FROM events").fetchone()[0] == "kept"
+
+
+def test_a_failing_migration_leaves_nothing_behind(tmp_path, monkeypatch):
+    from agentstate.store import migrations
+
+    def broken(db):
+        db.conn.execute("CREATE TABLE half_done (x)")
+        raise sqlite3.OperationalError("boom")
+
+    real = migrations.all_migrations
+    monkeypatch.setattr(migrations, "all_migrations",
+                        lambda: [*real(), ("m999_broken", broken)])
+    db = _fresh(tmp_path / "x.db")
+    with pytest.raises(sqlite3.OperationalError):
+        apply_migrations(db)
+    assert "half_done" not in db.table_names()
+    assert applied_migrations(db) == NAMES  # the good ones stay applied
+
+
+def test_commands_upgrade_an_older_store(cli, initialised):
+    db_path = initialised / ".agentstate" / "state.db"
+    db = sqlite3.connect(db_path)
+    names = [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY rowid")]
+    db.close()
+    if len(names) < 2:
+        pytest.skip("only one migration exists")
+    # Roll the record back to the first migration's schema: drop what later ones made.
+    fresh = tmp = initialised / "older.db"
+    older = _fresh(tmp)
+    apply_migrations(older, upto=names[0])
+    older.conn.close()
+    db_path.unlink()
+    for extra in db_path.parent.glob("state.db-*"):
+        extra.unlink()
+    fresh.rename(db_path)
+    cli.ok("run", "start", "goal on an upgraded store")
+    assert applied_migrations(_fresh(db_path)) == NAMES
