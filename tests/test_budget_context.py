@@ -1,0 +1,172 @@
+"""Property tests for the context budgeter over random stores, queries and budgets.
+
+For every generated store: the rendered text never exceeds the budget (same tokenizer);
+pinned content appears byte-identical; every manifest candidate has a decision and a reason;
+the same inputs give the same text and manifest; a refused budget names a minimum that works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentstate.context.assemble import build_context
+from agentstate.context.candidates import DECISIONS, REASONS
+from agentstate.errors import BudgetTooSmall
+from agentstate.memory.write import remember
+from agentstate.runs.log import append_event, end_run, start_run
+from agentstate.store.clock import Clock, IdSource
+from agentstate.store.db import open_store
+from agentstate.store.init import init_store
+from agentstate.tokens import counter_from_config
+
+WORDS = ["login", "test", "fixture", "timeout", "database", "flaky", "retry", "cache", "parser",
+         "token", "budget", "migration", "schema", "deploy", "branch", "commit", "python",
+         "日志", "测试", "超时", "naïve", "café", "the", "a", "of", "ünïcödé", "x" * 30]
+KINDS = ["observation", "decision", "diagnosis", "hypothesis", "question", "verify", "note"]
+
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=40).map(" ".join)
+multiline = st.lists(texts, min_size=1, max_size=4).map("\n".join)
+
+
+@st.composite
+def stores(draw):
+    runs = draw(st.lists(
+        st.tuples(
+            texts,                                                   # goal
+            st.lists(multiline, max_size=3),                         # constraints
+            st.lists(st.tuples(st.sampled_from(KINDS), multiline), max_size=25),  # events
+        ),
+        min_size=1, max_size=3,
+    ))
+    memories = draw(st.lists(
+        st.tuples(st.sampled_from(["fact", "preference", "procedure"]), texts,
+                  st.sampled_from(["user", "model", "tool:pytest"]),
+                  st.sampled_from([None, "k1", "k2"])),
+        max_size=8,
+    ))
+    system = draw(st.one_of(st.none(), multiline))
+    query = draw(st.one_of(st.none(), texts))
+    budget = draw(st.one_of(st.integers(1, 200), st.integers(200, 4000)))
+    return runs, memories, system, query, budget
+
+
+def build_store(root: Path, runs, memories, system):
+    init_store(target=root)
+    store = open_store(root / ".agentstate", clock=Clock(datetime(2026, 1, 15, tzinfo=UTC)),
+                       ids=IdSource(seed=1))
+    last = None
+    for n, (goal, constraints, events) in enumerate(runs):
+        run, _ = start_run(store, goal, [c for c in constraints if c.strip()])
+        for kind, text in events:
+            append_event(store, run.ref, kind, text, source="user")
+        if n < len(runs) - 1:
+            end_run(store, run.ref, "done")
+        last = run
+    for kind, text, source, key in memories:
+        evidence = ["user"] if source == "user" else []
+        remember(store, text, kind=kind, source=source, key=key, evidence=evidence)
+    system_path = None
+    if system is not None:
+        system_path = root / "system.md"
+        system_path.write_text(system, encoding="utf-8")
+    return store, last, system_path
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(stores())
+def test_budget_pinned_manifest_and_determinism(case):
+    runs, memories, system, query, budget = case
+    root = Path(tempfile.mkdtemp(prefix="ctxprop"))
+    try:
+        store, run, system_path = build_store(root, runs, memories, system)
+        counter = counter_from_config(store.config)
+        kwargs = dict(run=run.ref, budget=budget, query=query,
+                      system_file=str(system_path) if system_path else None)
+        try:
+            pack = build_context(store, **kwargs)
+        except BudgetTooSmall as exc:
+            assert exc.minimum > budget
+            # The named minimum is enough: at that budget the pack is built.
+            at_min = build_context(store, **{**kwargs, "budget": exc.minimum}, save=False)
+            assert counter.count(at_min.text) <= exc.minimum
+            return
+        # 1. never over budget, measured on the rendered text with the same tokenizer
+        assert counter.count(pack.text) == pack.tokens <= budget
+        # 2. pinned content byte-identical
+        from agentstate.memory.model import list_user_preferences
+        from agentstate.runs.checkpoint import working_state
+
+        pinned = [c.text for c in working_state(store, run).constraints]
+        pinned += [p.text for p in list_user_preferences(store)]
+        if system is not None and system.strip():
+            pinned.append(system)
+        for text in pinned:
+            assert text in pack.text
+        # 3. every candidate has a decision and a reason; positions number the text 1..n
+        positions = []
+        for entry in pack.manifest:
+            assert entry.decision in DECISIONS and entry.reason in REASONS, entry
+            assert entry.ref
+            if entry.decision == "dropped":
+                assert entry.position is None
+            else:
+                positions.append(entry.position)
+            if entry.cls == "pinned":
+                assert entry.decision == "included"
+        assert sorted(positions) == list(range(1, len(positions) + 1))
+        # 4. same inputs, same pack
+        again = build_context(store, **kwargs, save=False)
+        assert again.text == pack.text
+        assert again.manifest == pack.manifest
+        # 5. stored: manifest rows and the hash of the text
+        row = store.conn.execute("SELECT text_hash, tokens FROM packs WHERE id = ?",
+                                 (pack.ref.split(":")[1],)).fetchone()
+        assert row == (hashlib.sha256(pack.text.encode()).hexdigest(), pack.tokens)
+        count = store.conn.execute("SELECT count(*) FROM pack_items WHERE pack = ?",
+                                   (pack.ref.split(":")[1],)).fetchone()[0]
+        assert count == len(pack.manifest)
+        store.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["pinned", "task", "evidence", "trajectory"]),
+                          multiline, st.floats(0, 1)), min_size=1, max_size=30),
+       st.integers(1, 600))
+def test_allocate_never_exceeds_budget_on_synthetic_candidates(items, budget):
+    """The allocator alone, with adversarial fragments (long, multi-line, CJK)."""
+    from agentstate.context.budgeter import allocate
+    from agentstate.context.candidates import Candidate
+    from agentstate.context.compression import compress_line
+
+    counter = counter_from_config({})
+    section = {"pinned": "constraints", "task": "task", "evidence": "evidence",
+               "trajectory": "trajectory"}
+    candidates = [
+        Candidate(ref=f"evt:{n:08d}", cls=cls, section=section[cls], score=score,
+                  full=f"- [evt:{n:08d}] {text}",
+                  compressed=compress_line(f"evt:{n:08d}", text),
+                  pointer=f"- evt:{n:08d}: `agentstate trace evt:{n:08d}`", order=(n,))
+        for n, (cls, text, score) in enumerate(items)
+    ]
+    try:
+        result = allocate(candidates, budget, counter.count)
+    except BudgetTooSmall as exc:
+        assert exc.minimum > budget
+        return
+    assert counter.count(result.text) == result.tokens <= budget
+    for cand in candidates:
+        assert cand.decision in DECISIONS and cand.reason in REASONS
+        if cand.decision == "compressed":
+            assert cand.ref in cand.form  # compression keeps the ref
+        if cand.decision == "pointer":
+            assert cand.ref in cand.form

@@ -1,0 +1,253 @@
+"""`agentstate context`: placement, compression, no-run mode, output forms and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentstate.context.assemble import build_context
+from agentstate.context.compression import compress_line, first_sentence
+from agentstate.errors import BudgetTooSmall, InvalidInput, NotFound, UsageError
+from agentstate.memory.write import remember
+from agentstate.runs.log import append_event, end_run, start_run
+from agentstate.tokens import counter_from_config
+from tests.conftest import run_agentstate
+
+
+@pytest.fixture
+def story(store, repo):
+    """One finished run with history and one active run with task state."""
+    old, _ = start_run(store, "speed up the parser", ["keep the public API"])
+    append_event(store, old.ref, "observation",
+                 "the parser cache was invalidated on every call", source="tool:pytest")
+    append_event(store, old.ref, "diagnosis", "cache key included the timestamp")
+    end_run(store, old.ref, "done")
+    run, constraints = start_run(store, "fix the flaky login test",
+                                 ["never push to main", "keep python 3.10 support"])
+    obs = append_event(store, run.ref, "observation",
+                       "login test fails one run in five with a timeout", source="tool:pytest")
+    q = append_event(store, run.ref, "question", "is the session fixture shared?")
+    v = append_event(store, run.ref, "verify", "run the login test twenty times")
+    append_event(store, run.ref, "hypothesis", "the fixture races on the database")
+    for n in range(30):
+        append_event(store, run.ref, "note", f"step {n}: looked at module login_{n}. "
+                     "Nothing unusual there, moving on to the next module in the list.")
+    remember(store, "the login test uses a shared session fixture", kind="fact",
+             source="user")
+    remember(store, "answer in short sentences", kind="preference", source="user")
+    (repo / "SYSTEM.md").write_text("You are careful.\nNever invent test results.\n")
+    return {"run": run, "constraints": constraints, "obs": obs, "question": q, "verify": v,
+            "old": old}
+
+
+def sections(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("## ")]
+
+
+def test_placement_pinned_first_task_last_evidence_between(store, story):
+    pack = build_context(store, budget=4000, system_file="SYSTEM.md")
+    heads = sections(pack.text)
+    assert heads[0] == "## System instructions"
+    assert heads[1].startswith("## Constraints")
+    assert heads[2] == "## User preferences"
+    assert heads[-1] == "## Task state (restated)"
+    assert heads[3] == "## Goal"
+    evidence = next(i for i, h in enumerate(heads) if h.startswith("## Evidence"))
+    trajectory = next(i for i, h in enumerate(heads) if h.startswith("## Trajectory"))
+    assert 2 < evidence < trajectory < len(heads) - 1
+    # the text starts with the system file, byte for byte
+    assert pack.text.startswith("## System instructions\nYou are careful.\n"
+                                "Never invent test results.\n")
+    # the restated task state carries the goal, open question and pending verification
+    tail = pack.text[pack.text.index("## Task state"):]
+    assert "fix the flaky login test" in tail
+    assert story["question"].ref in tail and story["verify"].ref in tail
+    assert "hypothesis (UNCONFIRMED" in tail
+    # positions follow the text order (first occurrence of each placed evidence ref)
+    placed = [e for e in pack.manifest if e.position is not None and e.cls == "evidence"]
+    assert placed
+    offsets = [pack.text.index(e.ref) for e in sorted(placed, key=lambda e: e.position)]
+    assert offsets == sorted(offsets)
+
+
+def test_evidence_ordered_by_score_and_from_every_run(store, story):
+    pack = build_context(store, budget=4000, query="parser cache timestamp")
+    evidence = [e for e in pack.manifest if e.cls == "evidence" and e.decision != "dropped"]
+    assert evidence, pack.manifest
+    scores = [e.score for e in sorted(evidence, key=lambda e: e.position)]
+    assert scores == sorted(scores, reverse=True)
+    # the finished run's diagnosis is found as evidence for the current run's pack
+    old_refs = {r[0] for r in store.conn.execute(
+        "SELECT 'evt:' || id FROM events WHERE run = ?", (story["old"].id,))}
+    assert old_refs & {e.ref for e in evidence}
+
+
+def test_trajectory_newest_whole_older_compressed_with_refs(store, story):
+    pack = build_context(store, budget=6000)
+    trajectory = [e for e in pack.manifest if e.cls == "trajectory"]
+    whole = [e for e in trajectory if e.decision == "included"]
+    older = [e for e in trajectory if e.decision == "compressed"]
+    assert len(whole) == store.config["context"]["recent_full_events"]
+    assert older and all(e.reason == "older" for e in older)
+    for entry in older:
+        line = next(x for x in pack.text.splitlines() if entry.ref in x)
+        assert line.startswith(f"- [{entry.ref}")
+        assert "…" in line or len(line) < 200
+
+
+def test_small_budget_compresses_and_points_but_keeps_refs(store, story):
+    big = build_context(store, budget=6000, save=False)
+    small = build_context(store, budget=260, save=False)
+    assert small.tokens <= 260 < big.tokens
+    decisions = {e.decision for e in small.manifest}
+    assert "dropped" in decisions
+    for entry in small.manifest:
+        if entry.decision in ("compressed", "pointer"):
+            assert entry.ref in small.text
+        if entry.decision == "dropped":
+            assert entry.reason
+    # the constraints survive any budget that is accepted at all
+    for c in story["constraints"]:
+        assert c.text in small.text
+
+
+def test_budget_below_pinned_minimum_names_it(store, story):
+    with pytest.raises(BudgetTooSmall) as info:
+        build_context(store, budget=5, system_file="SYSTEM.md")
+    minimum = info.value.minimum
+    assert minimum > 5
+    ok = build_context(store, budget=minimum, system_file="SYSTEM.md")
+    assert ok.tokens <= minimum
+    with pytest.raises(BudgetTooSmall):
+        build_context(store, budget=minimum - 1, system_file="SYSTEM.md")
+
+
+def test_no_run_mode_with_query_only(store, story):
+    end_run(store, story["run"].ref, "done")
+    pack = build_context(store, query="login fixture timeout", budget=2000)
+    assert pack.run is None
+    heads = sections(pack.text)
+    assert "## Goal" not in heads and "## Task state (restated)" not in heads
+    assert not any(h.startswith("## Trajectory") for h in heads)
+    assert "the login test uses a shared session fixture" in pack.text
+    with pytest.raises(InvalidInput, match="--query"):
+        build_context(store, budget=2000)
+
+
+def test_no_run_flag_ignores_current_run(store, story):
+    pack = build_context(store, query="parser", no_run=True, budget=2000)
+    assert pack.run is None and "## Task state" not in pack.text
+
+
+def test_compression_is_extractive_and_deterministic():
+    text = "First sentence here. Second one is long " + "word " * 100
+    assert first_sentence(text) == "First sentence here. …"
+    line = compress_line("evt:abcd1234 · note", "x " * 500)
+    assert line.startswith("- [evt:abcd1234 · note] ") and line.endswith("…")
+    assert len(line) < 200
+    assert compress_line("r", "日志测试。第二句") == compress_line("r", "日志测试。第二句")
+    assert first_sentence("short") == "short"
+
+
+def test_parse_budget_errors(store, story):
+    with pytest.raises(UsageError):
+        build_context(store, budget="abc")
+    for bad in (0, -5, "0", "-1"):
+        with pytest.raises(InvalidInput):
+            build_context(store, budget=bad)
+
+
+def test_system_file_missing_or_binary(store, story, repo):
+    with pytest.raises(NotFound, match="not found"):
+        build_context(store, budget=1000, system_file="nope.md")
+    (repo / "bin.md").write_bytes(b"\x00\x01\x02binary")
+    with pytest.raises(InvalidInput, match="not text"):
+        build_context(store, budget=1000, system_file="bin.md")
+    (repo / "latin.md").write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(InvalidInput, match="UTF-8"):
+        build_context(store, budget=1000, system_file="latin.md")
+
+
+def test_tool_definitions_and_skills_in_catalog(store, story):
+    store.config["tools"]["definitions"] = [
+        {"name": "pytest", "description": "run the test suite"}]
+    store.conn.execute(
+        "INSERT INTO skill_versions (name, version, status, description, triggers, created) "
+        "VALUES ('verify-login', 1, 'published', 'Verify the login test is stable', "
+        "'[\"login test\"]', '2026-01-01')")
+    pack = build_context(store, budget=4000)
+    catalog = pack.text[pack.text.index("## Skills and tools"):]
+    assert "tool:pytest — run the test suite" in catalog
+    assert "skill:verify-login@v1 — Verify the login test is stable" in catalog
+    assert "SKILL.md" not in catalog
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def test_cli_markdown_json_and_explain(cli, initialised):
+    cli.ok("run", "start", "fix the flaky login test", "-c", "never push to main")
+    cli.ok("log", "question", "is the session fixture shared?")
+    text = cli.ok("context", "--budget", "800").stdout
+    assert text.startswith("## Constraints")
+    data = cli.json("context", "--budget", "800")
+    assert data["ref"].startswith("pack:") and data["tokens"] <= 800
+    assert data["text"] == text  # same inputs, same text
+    row = data["manifest"][0]
+    assert set(row) >= {"ref", "class", "score", "tokens", "decision", "reason", "position"}
+    explained = cli.ok("context", "--budget", "800", "--explain").stdout
+    assert "allocation" in explained and "trajectory" in explained and "pinned" in explained
+
+
+@pytest.mark.parametrize("args, code, needle", [
+    (["--budget", "0"], 1, "positive"),
+    (["--budget", "-5"], 1, "positive"),
+    (["--budget", "abc"], 2, "whole number"),
+    (["--run", "run:zzzzzzzzzz"], 1, "no run"),
+    (["--run", "evt:zzzz"], 1, "expected run"),
+    (["--system", "missing.md"], 1, "not found"),
+    (["--as", "nobody"], 1, "not declared"),
+])
+def test_cli_bad_input(cli, initialised, args, code, needle):
+    cli.ok("run", "start", "goal")
+    result = cli("context", *args)
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
+    payload = cli("context", *args, "--json").json()
+    assert payload["ok"] is False
+
+
+def test_cli_budget_below_minimum_exit_3_subprocess(initialised):
+    (initialised / "sys.md").write_text("Follow the house rules. " * 40)
+    run_agentstate("run", "start", "goal", "-c", "rule one", cwd=initialised)
+    proc = run_agentstate("context", "--budget", "20", "--system", "sys.md", cwd=initialised)
+    assert proc.returncode == 3
+    assert "minimum" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_agentstate("context", "--budget", "20", "--system", "sys.md", "--json",
+                          cwd=initialised)
+    error = json.loads(proc.stdout)["error"]
+    assert error["code"] == "budget_too_small" and error["details"]["minimum"] > 20
+    minimum = error["details"]["minimum"]
+    proc = run_agentstate("context", "--budget", str(minimum), "--system", "sys.md",
+                          cwd=initialised)
+    assert proc.returncode == 0, proc.stderr
+    assert counter_from_config({}).count(proc.stdout) <= minimum
+
+
+def test_cli_binary_system_file(cli, initialised):
+    cli.ok("run", "start", "goal")
+    (initialised / "x.bin").write_bytes(b"\x89PNG\x00\x00")
+    result = cli("context", "--system", "x.bin")
+    assert result.exit_code == 1 and "not text" in result.stderr
+
+
+def test_secret_in_query_refused_nothing_stored(cli, initialised):
+    cli.ok("run", "start", "goal")
+    result = cli("context", "--query", "AKIAABCDEFGHIJKLMNOP")
+    assert result.exit_code == 3
+    import sqlite3
+
+    db = sqlite3.connect(initialised / ".agentstate" / "state.db")
+    assert db.execute("SELECT count(*) FROM packs").fetchone()[0] == 0
