@@ -28,6 +28,10 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("OpenAI-style API key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}")),
     ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
     ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b")),
+    ("GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}")),
+    ("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    ("PyPI token", re.compile(r"\bpypi-AgE[A-Za-z0-9_\-]{40,}")),
+    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
     ("Stripe key", re.compile(r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}\b")),
     ("JSON web token",
      re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
@@ -130,6 +134,13 @@ _INJECTION_PATTERNS = [
         r"\b(?:publish|approve|install)\s+(?:this|the following|a new)\s+skill\b",
         r"\bas an ai (?:agent|assistant),? you must\b",
         r"\bdo not (?:tell|inform) the user\b",
+        r"\b(?:forget|override|bypass) (?:all |any |your |the )?(?:previous |prior )?"
+        r"(?:instructions|rules|guidelines|safety)\b",
+        # Chinese and Japanese forms of "ignore the previous instructions" / "you are now".
+        r"(?:忽略|无视|忽視|無視)(?:掉)?(?:之前|以上|上面|前面|先前|所有|全部)?的?(?:所有|全部)?"
+        r"(?:指令|指示|提示|规则|規則)",
+        r"(?:以前|前)の(?:指示|命令)を(?:無視|忘れ)",
+        r"你现在是|你現在是",
     )
 ]
 
