@@ -239,7 +239,34 @@ def search_memory_rows(store: Any, query: str, *, cap: int = 200,
             conn, "SELECT row, text FROM memories ORDER BY row DESC LIMIT ?", [], plan.short_cjk
         )
     combined = _combine(words, grams, scan)
+    if combined:
+        marks = ",".join("?" * len(combined))
+        texts = dict(conn.execute(f"SELECT row, text FROM memories WHERE row IN ({marks})",
+                                  list(combined)))
+        combined = _with_coverage(plan, combined, texts)
     return sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:cap]
+
+
+def coverage(plan: QueryPlan, text: str) -> float:
+    """Share of the query's (kept) terms a text contains: word terms by token, CJK segments
+    by the share of their bigrams present. BM25's IDF is nearly flat on small stores (FTS5
+    clamps it), so this keeps a one-word overlap from looking as good as a full match."""
+    parts: list[float] = []
+    if plan.words:
+        have = set(split_query(text)[0])
+        parts.extend(1.0 if w in have else 0.0 for w in plan.words)
+    for seg in plan.cjk + plan.short_cjk:
+        grams = [seg[i:i + 2] for i in range(max(1, len(seg) - 1))]
+        parts.append(sum(1 for g in grams if g in text) / len(grams))
+    return sum(parts) / len(parts) if parts else 1.0
+
+
+def _with_coverage(plan: QueryPlan, scores: dict[int, float], texts: dict[int, str]
+                   ) -> dict[int, float]:
+    adjusted = {row: value * max(0.1, coverage(plan, texts.get(row) or ""))
+                for row, value in scores.items()}
+    best = max(adjusted.values(), default=0.0)
+    return {row: value / best for row, value in adjusted.items()} if best > 0 else adjusted
 
 
 def _substring_scan(conn: Any, sql: str, values: list, segments: list[str]
@@ -318,18 +345,19 @@ def search_events(
                f"{where} ORDER BY m.row DESC LIMIT ?")
         scan = _substring_scan(conn, sql, values, plan.short_cjk)
     combined = _combine(words, grams, scan)
-    best = sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:limit]
-    if not best:
+    if not combined:
         return []
-    marks = ",".join("?" * len(best))
+    marks = ",".join("?" * len(combined))
     rows = {
         r[0]: r
         for r in conn.execute(
             "SELECT m.row, e.id, e.run, e.kind, e.text, e.source, e.ts FROM event_search_map m "
             f"JOIN events e ON e.id = m.event_id WHERE m.row IN ({marks})",
-            [row for row, _ in best],
+            list(combined),
         )
     }
+    combined = _with_coverage(plan, combined, {row: r[4] for row, r in rows.items()})
+    best = sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:limit]
     return [
         EventHit(ref=f"evt:{r[1]}", run=f"run:{r[2]}", kind=r[3], text=r[4], source=r[5],
                  ts=r[6], score=round(score, 4))
