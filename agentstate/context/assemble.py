@@ -172,7 +172,9 @@ def build_context(
 
     _mark_duplicates(candidates, order)
     counter = counter_from_config(store.config)
-    allocation = allocate(candidates, budget_n, counter.count, order=order)
+    reserve = min(settings.index_reserve, budget_n // 20)
+    allocation = allocate(candidates, budget_n, counter.count, order=order,
+                          index_reserve=reserve)
     text = allocation.text
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     manifest = [

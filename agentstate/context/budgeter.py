@@ -58,8 +58,14 @@ def allocate(
     *,
     order: tuple[str, ...] = CLASSES,
     headers: dict[str, str] | None = None,
+    index_reserve: int = 0,
 ) -> Allocation:
-    """Decide every candidate's form within `budget` tokens; return the text and decisions."""
+    """Decide every candidate's form within `budget` tokens; return the text and decisions.
+
+    `index_reserve` tokens are kept back from the classes above the index, so the index of
+    what did not fit (the way to fetch it just in time) is not always crowded out by a long
+    trajectory; whatever the index does not use is simply left over.
+    """
     if budget < 1:
         raise InvalidInput(f"the budget must be a positive number of tokens, got {budget}")
     headers = headers or {}
@@ -85,10 +91,12 @@ def allocate(
     ranked = [c for c in live if c.cls != "index"]
     waiting: list[Candidate] = []  # did not fit whole or compressed: pointer candidates
 
+    limit = budget - max(0, min(index_reserve, budget - minimum))
+
     def try_place(cand: Candidate, form: str, section: str) -> bool:
         nonlocal used
         cost = count(form + "\n") + (0 if section in open_sections else header_cost(section))
-        if used + cost > budget:
+        if used + cost > limit:
             return False
         used += cost
         open_sections.add(section)
@@ -107,6 +115,7 @@ def allocate(
         else:
             waiting.append(cand)
     # Index class: generic fetch hints first (one line covers many items), then pointers.
+    limit = budget
     for cand in hints:
         if cand.full and try_place(cand, cand.full, "index"):
             cand.decision, cand.reason = "included", "fits"

@@ -33,6 +33,7 @@ class ContextSettings:
     evidence_events: int = 30
     evidence_memories: int = 30
     catalog_skills: int = 10
+    index_reserve: int = 200  # at most this many tokens (and 5% of the budget) for the index
     min_relevance: float = 0.2
     classes: list[str] = field(default_factory=list)
 
@@ -42,7 +43,7 @@ class ContextSettings:
         settings = cls(classes=list(section.get("classes", [])))
         settings.system_file = str(section.get("system_file", "") or "")
         for name in ("recent_full_events", "trajectory_window", "evidence_events",
-                     "evidence_memories", "catalog_skills"):
+                     "evidence_memories", "catalog_skills", "index_reserve"):
             value = section.get(name, getattr(settings, name))
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise InvalidInput(f"[context] {name} must be a whole number >= 0, "
