@@ -1,0 +1,91 @@
+"""The shared full-text search: events by trigger and backfill, CJK, pruning, bad queries."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from agentstate.errors import InvalidInput
+from agentstate.memory.search import EVENTS, plan_query, search_events, split_query
+from agentstate.runs.log import append_event, start_run
+
+
+def test_events_are_indexed_by_trigger_and_filtered_by_run(store):
+    a, _ = start_run(store, "first")
+    b, _ = start_run(store, "second")
+    e1 = append_event(store, a.ref, "observation", "the upload endpoint returns 413 for big files")
+    e2 = append_event(store, b.ref, "observation", "upload limits are set in nginx.conf")
+    append_event(store, b.ref, "note", "lunch")
+    hits = search_events(store, "upload")
+    assert {h.ref for h in hits} == {e1.ref, e2.ref}
+    assert [h.ref for h in search_events(store, "upload", run_id=a.id)] == [e1.ref]
+    assert [h.ref for h in search_events(store, "upload", exclude_run_id=a.ref)] == [e2.ref]
+    assert [h.ref for h in search_events(store, "upload", kinds=["note"])] == []
+    hit = search_events(store, "413 big files")[0]
+    assert (hit.ref, hit.run, hit.kind, hit.source) == (e1.ref, a.ref, "observation", "user")
+    assert 0 < hit.score <= 1 and hit.ts
+
+
+def test_event_search_cjk(store):
+    run, _ = start_run(store, "调查")
+    e = append_event(store, run.ref, "observation", "登录接口在高并发时返回错误")
+    append_event(store, run.ref, "observation", "the login page works")
+    assert [h.ref for h in search_events(store, "登录接口")] == [e.ref]
+    assert [h.ref for h in search_events(store, "并发")] == [e.ref]
+
+
+def test_migration_backfills_events_logged_before_it(tmp_path):
+    from agentstate.store.db import connect
+    from agentstate.store.migrations import apply_migrations
+
+    path = tmp_path / "state.db"
+    db = connect(path)
+    apply_migrations(db, upto="m001_runs_events")
+    db.conn.execute("INSERT INTO runs (id, goal, status, created, updated) "
+                    "VALUES ('r0000001', 'g', 'active', 't', 't')")
+    db.conn.execute("INSERT INTO events (id, run, seq, kind, text, source, ts) VALUES "
+                    "('e0000001', 'r0000001', 1, 'note', 'legacy quokka observation', 'user', 't')")
+    applied = apply_migrations(db)
+    assert "m101_memories" in applied and "m102_event_search" in applied
+
+    class Shim:
+        conn = db.conn
+
+    hits = search_events(Shim(), "quokka")
+    assert [h.ref for h in hits] == ["evt:e0000001"]
+    db.conn.execute("DELETE FROM events WHERE id = 'e0000001'")
+    assert search_events(Shim(), "quokka") == []
+    db.conn.close()
+
+
+@pytest.mark.parametrize("query", ["", "   ", "!!!", "...?", "()[]{}", "—"])
+def test_queries_without_words_are_invalid(store, query):
+    with pytest.raises(InvalidInput):
+        search_events(store, query)
+
+
+def test_split_query_handles_mixed_scripts():
+    words, cjk = split_query("Fix the 数据库 migration in café.py テスト")
+    assert words == ["fix", "the", "migration", "in", "cafe", "py"]
+    assert cjk == ["数据库", "テスト"]
+
+
+def test_stop_words_and_common_terms_are_pruned(store):
+    run, _ = start_run(store, "g")
+    with store.transaction():
+        for i in range(80):
+            append_event(store, run.ref, "note", f"build step {i} finished for the project")
+        append_event(store, run.ref, "note", "build step for the walrus target failed")
+    plan = plan_query(store, "the build walrus", EVENTS)
+    assert plan.stop_words == ["the"] and plan.common == ["build"] and plan.words == ["walrus"]
+    assert search_events(store, "the build walrus")[0].text.startswith("build step for the walrus")
+    assert len(search_events(store, "the", limit=5)) == 5  # only stop words: still searched
+
+
+def test_fts_tables_exist_with_expected_tokenizers(store):
+    conn: sqlite3.Connection = store.conn
+    sql = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE name IN "
+                            "('memories_fts', 'memories_tri', 'events_fts', 'events_tri')"))
+    assert "remove_diacritics" in sql["memories_fts"] and "trigram" in sql["memories_tri"]
+    assert "remove_diacritics" in sql["events_fts"] and "trigram" in sql["events_tri"]
