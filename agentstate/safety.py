@@ -40,7 +40,9 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "password assignment",
         re.compile(
-            r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token"
+            # (?<=_) too: DB_PASSWORD=… and MY_API_KEY=… have no word boundary before the name.
+            r"(?i)(?:\b|(?<=_))(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token"
+            r"|auth[_-]?token"
             r"|client[_-]?secret|private[_-]?key)\b\s*[:=]\s*['\"]?[^\s'\"]{4,}"
         ),
     ),
