@@ -224,12 +224,13 @@ def create_checkpoint(
 
 
 def last_checkpoint(store: Store, run: Run) -> Checkpoint | None:
-    rows = list(
-        store.db.query(
-            "SELECT * FROM checkpoints WHERE run = ? ORDER BY event_seq DESC LIMIT 1", (run.id,)
-        )
+    cursor = store.conn.execute(
+        "SELECT * FROM checkpoints WHERE run = ? ORDER BY event_seq DESC LIMIT 1", (run.id,)
     )
-    return _row_to_checkpoint(rows[0]) if rows else None
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return _row_to_checkpoint(dict(zip([d[0] for d in cursor.description], row, strict=True)))
 
 
 def list_checkpoints(store: Store, run_ref: str | None = None) -> list[Checkpoint]:

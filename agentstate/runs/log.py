@@ -109,8 +109,12 @@ def row_to_event(row: dict) -> Event:
 
 
 def _one(store: Store, sql: str, params: tuple) -> dict | None:
-    rows = list(store.db.query(sql, params))
-    return rows[0] if rows else None
+    # The raw connection, not sqlite_utils' query(): this sits on every command's hot path.
+    cursor = store.conn.execute(sql, params)
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return dict(zip([d[0] for d in cursor.description], row, strict=True))
 
 
 # ---------------------------------------------------------------- runs

@@ -419,6 +419,7 @@ def render_pack(
                                               "and open questions")
 
     def fit(included: list[_Part]) -> str | None:
+        """The exact text for this selection if it fits (refs listed, else counted)."""
         chosen = {id(p) for p in included}
         dropped = [p for p in parts if id(p) not in chosen]
         for mode in ("refs", "count"):
@@ -427,20 +428,51 @@ def render_pack(
                 return text
         return None
 
+    # Greedy selection on per-part token estimates (tokenising the whole text once per
+    # candidate would be quadratic), then an exact check of the composed text that drops
+    # the lowest-priority part until it fits. Estimates add a little slack per part.
+    pinned_tokens = count(pinned)
+    header_cost = {section: count("\n" + title) + 2 for section, title in SECTION_TITLES.items()}
+    omitted_header = count("\n## Omitted for budget\n- ") + 2
+    count_mode = count(f"- 999 part(s); see `agentstate events --run {run_ref}`") + 2
+
+    def cost(part: _Part) -> int:
+        return count("\n".join(part.lines)) + 2
+
+    ref_cost = {id(p): count(p.ref + ", ") for p in parts}
+    remaining_refs = sum(ref_cost.values())
     included: list[_Part] = []
-    text = minimal
-    for part in parts:
-        attempt = fit([*included, part])
-        if attempt is None and part.fallback:
-            short = _Part(part.section, part.ref, part.fallback)
-            attempt = fit([*included, short])
-            if attempt is not None:
-                parts[parts.index(part)] = short  # keep identity checks consistent
-                part = short
-                pack.compressed.append(part.ref)
-        if attempt is not None:
-            included.append(part)
-            text = attempt
+    used = pinned_tokens
+    sections: set[str] = set()
+
+    def estimate(extra: int, refs_left: int, left: int) -> int:
+        omitted = min(refs_left, count_mode) + omitted_header if left else 0
+        return used + extra + omitted
+
+    for index, part in enumerate(parts):
+        left_after = len(parts) - len(included) - 1
+        options = [part] + ([_Part(part.section, part.ref, part.fallback)] if part.fallback
+                            else [])
+        for option in options:
+            extra = cost(option) + (0 if option.section in sections
+                                    else header_cost[option.section])
+            refs_left = remaining_refs - ref_cost[id(part)]
+            if estimate(extra, refs_left, left_after) <= budget:
+                if option is not part:
+                    ref_cost[id(option)] = ref_cost[id(part)]
+                    parts[index] = option  # keep identity checks consistent
+                    pack.compressed.append(option.ref)
+                included.append(option)
+                used += extra
+                remaining_refs = refs_left
+                sections.add(option.section)
+                break
+    text = fit(included)
+    while text is None:
+        dropped_part = included.pop()  # the lowest priority included so far
+        if dropped_part.ref in pack.compressed:
+            pack.compressed.remove(dropped_part.ref)
+        text = fit(included)
     chosen = {id(p) for p in included}
     omitted = [p for p in parts if id(p) not in chosen]
     pack.text = text

@@ -1,0 +1,122 @@
+"""Wall time of `agentstate resume` on a run of 10,000 events, next to `agentstate --help` and
+`python -c pass`, all measured in this same run as subprocesses (median of several).
+
+The store is built through the Python API: the run with `start_run`, then the events in one
+transaction with a single executemany (the same columns `append_event` writes), so the
+build takes a second rather than a minute. The log is realistic: questions with answers,
+verifies with results, hypotheses confirmed by diagnoses, corrections via `supersedes`, tool
+events, checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EVENTS = 10_000
+REPEATS = 7
+TARGET_S = 0.3
+AGENTSTATE = str(Path(sys.executable).with_name("agentstate"))
+
+
+def build_store(root: Path, events: int = EVENTS) -> str:
+    from agentstate.runs.checkpoint import create_checkpoint
+    from agentstate.runs.log import start_run
+    from agentstate.runs.worktree import snapshot
+    from agentstate.store.clock import IdSource
+    from agentstate.store.db import open_store
+    from agentstate.store.init import init_store
+
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
+    (root / "app.py").write_text("print('hi')\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b", GIT_COMMITTER_NAME="b",
+               GIT_COMMITTER_EMAIL="b@b")
+    subprocess.run(["git", "add", "."], cwd=root, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", "one"], cwd=root, check=True, env=env)
+    init_store(target=root)
+    store = open_store(start=root, ids=IdSource(seed=1))
+    rng = random.Random(1)
+    run, _ = start_run(store, "Make the importer handle 10k-line transcripts",
+                       [f"constraint number {i}: keep the public API stable" for i in range(5)],
+                       worktree=snapshot(root))
+    rows, open_targets = [], {"question": [], "verify": [], "hypothesis": []}
+    words = "cache parser import budget token event run drift commit locale test".split()
+    for seq in range(6, events + 1):  # constraints took seqs 1-5
+        eid = store.new_id()
+        roll = rng.random()
+        kind, resolves, supersedes = "observation", None, None
+        if roll < 0.08:
+            kind = rng.choice(["question", "verify", "hypothesis"])
+            open_targets[kind].append(eid)
+        elif roll < 0.15 and open_targets["question"]:
+            kind, resolves = "answer", open_targets["question"].pop(0)
+        elif roll < 0.20 and open_targets["verify"]:
+            kind, resolves = rng.choice(["verified", "failed"]), open_targets["verify"].pop(0)
+        elif roll < 0.22 and open_targets["hypothesis"]:
+            kind, resolves = "diagnosis", open_targets["hypothesis"].pop(0)
+        elif roll < 0.25 and rows:
+            kind, supersedes = "note", rows[-1][0]
+        elif roll < 0.45:
+            kind = "tool"
+        elif roll < 0.55:
+            kind = "decision"
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(5, 40)))
+        meta = json.dumps({"exit_code": rng.choice([0, 0, 1])}) if kind == "tool" else "{}"
+        rows.append((eid, run.id, seq, kind, f"{kind} {seq}: {text}", "model",
+                     store.now(), meta, resolves, supersedes))
+    with store.transaction() as conn:
+        conn.executemany(
+            "INSERT INTO events (id, run, seq, kind, text, source, ts, meta, resolves, "
+            "supersedes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    create_checkpoint(store, run.ref, "halfway through", worktree=snapshot(root))
+    store.close()
+    (root / "app.py").write_text("print('changed')\n")  # some drift to report
+    return run.ref
+
+
+def median_time(argv: list[str], cwd: Path, repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True)
+        times.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            raise SystemExit(f"{argv} failed: {proc.stderr.decode()[:300]}")
+    return statistics.median(times)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-resume-") as tmp:
+        root = Path(tmp)
+        started = time.perf_counter()
+        run_ref = build_store(root)
+        print(f"built a run of {EVENTS:,} events in {time.perf_counter() - started:.1f} s")
+        cases = [
+            ("python -c pass", [sys.executable, "-c", "pass"]),
+            ("agentstate --help", [AGENTSTATE, "--help"]),
+            ("agentstate resume", [AGENTSTATE, "resume"]),
+            ("agentstate resume --json", [AGENTSTATE, "resume", "--json"]),
+            ("agentstate resume --budget 2000", [AGENTSTATE, "resume", "--budget", "2000"]),
+            (f"agentstate resume {run_ref}", [AGENTSTATE, "resume", run_ref]),
+        ]
+        results = {name: median_time(argv, root) for name, argv in cases}
+    base = results["python -c pass"]
+    print(f"{'command':36} {'median s':>9} {'x python':>9}")
+    for name, seconds in results.items():
+        print(f"{name:36} {seconds:9.3f} {seconds / base:9.1f}")
+    resume = results["agentstate resume"]
+    verdict = "meets" if resume < TARGET_S else "MISSES"
+    print(f"resume on {EVENTS:,} events: {resume:.3f} s ({verdict} the {TARGET_S} s target); "
+          f"resume / --help = {resume / results['agentstate --help']:.2f}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    main()
