@@ -7,6 +7,12 @@ import json
 from agentstate.skills.catalog import list_catalog, match_skills, tokens
 
 
+def _clear(store):
+    # The store fixture runs `init`, which publishes the shipped skills; these tests build
+    # their own catalog.
+    store.conn.execute("DELETE FROM skill_versions")
+
+
 def _row(store, name, version, status, description, triggers):
     store.db["skill_versions"].insert(
         {
@@ -18,11 +24,13 @@ def _row(store, name, version, status, description, triggers):
 
 
 def test_empty_store_matches_nothing(store):
+    _clear(store)
     assert match_skills(store, "run the tests") == []
     assert list_catalog(store) == []
 
 
 def test_only_current_published_versions_are_matched(store):
+    _clear(store)
     _row(store, "verify-tests", 1, "published", "Run the test suite.", ["run the tests"])
     _row(store, "verify-tests", 2, "revoked", "Run the test suite v2.", ["run the tests"])
     _row(store, "draft-thing", 1, "candidate", "Run the tests differently.", ["run the tests"])
@@ -35,6 +43,7 @@ def test_only_current_published_versions_are_matched(store):
 
 
 def test_ranking_prefers_triggers_and_is_deterministic(store):
+    _clear(store)
     _row(store, "verify-tests", 1, "published", "Verify a repository through its tests.",
          ["run the tests", "check tests pass"])
     _row(store, "record-memory", 1, "published", "Record a memory with its evidence.",

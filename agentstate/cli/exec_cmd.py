@@ -1,1 +1,77 @@
-"""Commands of this domain (to be filled in)."""
+"""`agentstate exec -- CMD [ARGS...]`: run one command through the one tool layer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agentstate.cli import app
+from agentstate.cli.common import JsonOption, RunOption, cli_store, fail, handle_errors
+from agentstate.output import emit
+
+
+@app.command(
+    "exec",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+@handle_errors
+def exec_command(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="The command and its arguments, after `--`.", show_default=False),
+    ] = None,
+    run: RunOption = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="Kill the command after this many seconds "
+                                       "(default: [tools] timeout in config.toml)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a command under the [tools] policy and log it as a `tool` event.
+
+    The command runs without a shell (pipes and `&&` are plain arguments). Its output streams
+    through; the event keeps the command, exit code, duration and a redacted output excerpt.
+    Exit code: the command's own exit code; 3 when the policy denies it; 1 when it is not
+    found; 124 when it times out. Without an active run only the tool_calls row is written.
+    """
+    from agentstate.errors import NotFound, Refused, UsageError
+    from agentstate.tools.runner import TIMEOUT_EXIT, run_tool
+
+    argv = list(command or [])
+    if not argv:
+        raise UsageError("no command given (usage: agentstate exec [--run REF] -- CMD [ARGS...])")
+    with cli_store() as store:
+        result = run_tool(store, argv, run_ref=run, timeout=timeout, echo=not as_json)
+    logged = result.event or f"tool call {result.call_id} (no active run, no event)"
+    if not result.allowed:
+        fail(Refused(f"{result.reason}; logged as {logged}",
+                     details={"event": result.event, "tool_call": result.call_id}), as_json)
+    if result.not_found:
+        fail(NotFound(f"{result.reason}; logged as {logged}",
+                      details={"event": result.event, "tool_call": result.call_id}), as_json)
+    data = {
+        "command": result.argv,
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "duration_ms": result.duration_ms,
+        "event": result.event,
+        "tool_call": result.call_id,
+        "run": result.run,
+        "stdout": result.stdout if as_json else None,
+        "stderr": result.stderr if as_json else None,
+        "output_digest": result.output_digest,
+    }
+    if as_json:
+        emit("exec", data, as_json=True)
+    else:
+        from agentstate.output import info
+
+        if result.timed_out:
+            info(f"agentstate: {result.reason}; logged as {logged}")
+        elif result.event is None:
+            info(f"agentstate: no active run; logged as {logged}")
+    if result.timed_out:
+        raise typer.Exit(TIMEOUT_EXIT)
+    raise typer.Exit(result.exit_code or 0)

@@ -1,1 +1,533 @@
-"""Commands of this domain (to be filled in)."""
+"""`agentstate skill …`: skills as versioned releases (thin layer over agentstate.skills)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentstate.cli import app
+from agentstate.cli.common import (
+    JsonOption,
+    RunOption,
+    cli_store,
+    fail,
+    handle_errors,
+    parse_key_values,
+    store_override,
+)
+from agentstate.output import emit
+
+skill_app = typer.Typer(
+    help="Skills as versioned releases: new, validate, propose, test, publish, revoke, list, "
+    "load, match, history, diff, export. A skill is SKILL.md (Agent Skills format) plus "
+    "skill.toml (triggers, steps, acceptance...); the registry is .agentstate/skills/ (git).",
+    no_args_is_help=True,
+)
+app.add_typer(skill_app, name="skill")
+
+ParamOption = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", help="NAME=VALUE for a skill input (repeatable)."),
+]
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@contextmanager
+def _optional_store():
+    """The store when there is one; None otherwise (validate works without one)."""
+    from agentstate.errors import StoreMissing
+    from agentstate.store.db import open_store
+
+    try:
+        store = open_store(store_override())
+    except StoreMissing:
+        store = None
+    try:
+        yield store
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _config_without_store() -> dict[str, Any]:
+    """Policy for validation outside a store: a committed .agentstate/config.toml above the
+    working directory (as in a CI checkout, where state.db is not committed), else defaults."""
+    from agentstate.config import CONFIG_NAME, DEFAULTS, load_config
+
+    here = Path.cwd().resolve()
+    for candidate in (here, *here.parents):
+        path = candidate / ".agentstate" / CONFIG_NAME
+        if path.is_file():
+            return load_config(path)
+    import copy
+
+    return copy.deepcopy(DEFAULTS)
+
+
+def _refused_with_reasons(exc, as_json: bool) -> None:
+    """Human mode: the refusal's first clause, then each reason on its own line."""
+    reasons = exc.details.get("reasons", [])
+    if not as_json and reasons:
+        from agentstate.errors import Refused
+        from agentstate.output import stderr_console
+
+        head = exc.message.split(": ", 1)[0]
+        console = stderr_console()
+        console.print(f"error: {head}:", markup=False, highlight=False)
+        for reason in reasons:
+            console.print(f"  - {reason}", markup=False, highlight=False)
+        raise typer.Exit(Refused.exit_code)
+    fail(exc, as_json)
+
+
+# ---------------------------------------------------------------- new
+
+
+@skill_app.command("new")
+@handle_errors
+def skill_new(
+    name: Annotated[str, typer.Argument(help="Lowercase letters, digits and hyphens.")],
+    description: Annotated[
+        str | None, typer.Option(help="One line: what it does and when to use it.")
+    ] = None,
+    path: Annotated[
+        Path | None,
+        typer.Option("--path", help="Write the scaffold into DIR/NAME instead of the "
+                                    "registry (e.g. a skills/ folder in your repository)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write a valid skill scaffold (SKILL.md, skill.toml, scripts/check.py).
+
+    Without --path it becomes a candidate in the registry (.agentstate/skills/NAME/):
+    edit it, then `skill test NAME` and `skill publish NAME`.
+    """
+    from agentstate.skills.lifecycle import new_skill
+
+    if path is not None:
+        result = new_skill(None, name, description=description, path=path)
+    else:
+        with cli_store() as store:
+            result = new_skill(store, name, description=description)
+
+    def human(console, r):
+        console.print(f"{r.ref or r.name}: scaffold written to {r.path}")
+        for file in r.files:
+            console.print(f"  {file}")
+
+    emit("skill new", result, as_json=as_json, human=human)
+
+
+# ---------------------------------------------------------------- validate
+
+
+@skill_app.command("validate")
+@handle_errors
+def skill_validate(
+    targets: Annotated[
+        list[str] | None,
+        typer.Argument(help="Skill names (registry drafts), skill folders, or files inside "
+                            "them (as pre-commit passes them). Default: every registry draft.",
+                       show_default=False),
+    ] = None,
+    spec_only: Annotated[
+        bool, typer.Option("--spec-only", help="Only the Agent Skills SKILL.md rules "
+                                               "(for folders without skill.toml).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Check skills against every rule; each problem names its file and line.
+
+    SKILL.md: front matter present and valid YAML; name (1-64 chars, a-z 0-9 and single
+    hyphens, equal to the folder); description (1-1024 chars); license, compatibility
+    (<= 500), metadata (strings), allowed-tools (a string, and nothing the [tools] policy
+    denies); no other key; referenced files exist. skill.toml: valid TOML, known keys,
+    triggers, outputs, steps, failure handling and acceptance present; every program is
+    declared in required_tools, on PATH and allowed by [tools] (or declared in [tools]
+    definitions); placeholders declared; scripts and resources exist; no secrets.
+    Exit 1 when any error is found (warnings do not fail). Works without a store, so it can
+    run as the pre-commit hook `agentstate-skill-validate`.
+    """
+    from agentstate.errors import InvalidInput
+    from agentstate.skills.lifecycle import validate_targets
+
+    with _optional_store() as store:
+        config = store.config if store is not None else _config_without_store()
+        reports = validate_targets(store, config, list(targets or []), spec_only=spec_only)
+    errors = sum(len(r.errors) for r in reports)
+    data = [
+        {"path": r.path, "name": r.name, "ok": r.ok,
+         "problems": [{"file": p.file, "line": p.line, "severity": p.severity, "rule": p.rule,
+                       "message": p.message} for p in r.problems]}
+        for r in reports
+    ]
+    if errors:
+        bad = sum(1 for r in reports if not r.ok)
+        message = f"{errors} error(s) in {bad} of {len(reports)} skill(s)"
+        if not as_json:
+            from agentstate.output import stdout_console
+
+            console = stdout_console()
+            for report in reports:
+                for problem in report.problems:
+                    console.print(str(problem), markup=False, highlight=False)
+        fail(InvalidInput(message, details={"reports": data}), as_json)
+
+    def human(console, rows):
+        if not rows:
+            console.print("no skills to validate")
+        for report, row in zip(reports, rows, strict=True):
+            for problem in report.problems:
+                console.print(str(problem), markup=False, highlight=False)
+            console.print(f"ok  {row['path']}", markup=False, highlight=False)
+
+    emit("skill validate", data, as_json=as_json, human=human)
+
+
+# ---------------------------------------------------------------- propose / test / publish
+
+
+@skill_app.command("propose")
+@handle_errors
+def skill_propose(
+    from_run: Annotated[str, typer.Option("--from-run", help="A finished run (run:…).")],
+    name: Annotated[str, typer.Option("--name", help="Name of the new skill.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Distil a candidate skill from a finished run's successful tool calls.
+
+    goal → description; successful calls in order → steps; verification-like calls →
+    acceptance. Absolute paths, temp dirs, timestamps and ids become parameters. Provenance
+    points at the run and its events; untrusted or injected content means the candidate can
+    only be published with a human --approve.
+    """
+    from agentstate.skills.propose import propose_from_run
+
+    with cli_store() as store:
+        proposal = propose_from_run(store, from_run, name)
+
+    def human(console, p):
+        console.print(f"{p.ref} (candidate) written to {p.path}, from {p.run}")
+        console.print("steps:")
+        for step in p.steps:
+            console.print(f"  $ {step}", markup=False)
+        console.print("acceptance:")
+        for cmd in p.acceptance:
+            console.print(f"  $ {cmd}", markup=False)
+        if p.parameters:
+            console.print("parameters (accidental state stripped): "
+                          + ", ".join("{" + k + "}" for k in p.parameters), markup=False)
+        if p.needs_approval:
+            console.print("publishing needs a human --approve:")
+            for reason in p.needs_approval:
+                console.print(f"  - {reason}", markup=False)
+        console.print(f"next: review it, `agentstate skill test {p.name}`, "
+                      f"`agentstate skill publish {p.name}`", markup=False)
+
+    emit("skill propose", proposal, as_json=as_json, human=human)
+
+
+@skill_app.command("test")
+@handle_errors
+def skill_test(
+    target: Annotated[str, typer.Argument(help="NAME (the draft) or NAME@vN (a release).")],
+    run: RunOption = None,
+    param: ParamOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run the acceptance commands through the tool layer and record the result.
+
+    Each command is checked by the [tools] policy and logged as a tool event (in the current
+    run, if any). Exit 0 when every command exits as expected, 1 otherwise.
+    """
+    from agentstate.errors import AgentStateError
+    from agentstate.skills.lifecycle import test_skill
+
+    with cli_store() as store:
+        report = test_skill(store, target, run_ref=run, params=parse_key_values(param, "--param"))
+    if not report.passed:
+        if not as_json:
+            from agentstate.output import stdout_console
+
+            _print_test(stdout_console(), report)
+        failed = [r.command for r in report.results if not r.ok]
+        fail(AgentStateError(f"{report.name}: acceptance failed: {', '.join(failed)}",
+                             details={"report": _jsonable(report)}), as_json)
+    emit("skill test", report, as_json=as_json, human=_print_test)
+
+
+def _jsonable(value):
+    from agentstate.output import to_jsonable
+
+    return to_jsonable(value)
+
+
+def _print_test(console, report) -> None:
+    for result in report.results:
+        mark = "ok  " if result.ok else "FAIL"
+        where = result.event or f"tool call {result.tool_call}"
+        console.print(f"{mark} $ {result.command} → {result.status} ({where})", markup=False)
+        if not result.ok and result.excerpt:
+            for line in result.excerpt.splitlines()[-10:]:
+                console.print(f"     {line}", markup=False)
+    verdict = "passed" if report.passed else "failed"
+    console.print(f"{report.name} ({report.tested}, tree {(report.tree or '')[:12]}): {verdict}",
+                  markup=False)
+
+
+@skill_app.command("publish")
+@handle_errors
+def skill_publish(
+    target: Annotated[str, typer.Argument(help="NAME: publish the draft as the next version.")],
+    approve: Annotated[
+        bool, typer.Option("--approve", help="Approve, as a human, a candidate built from "
+                                             "untrusted content (recorded with the version).")
+    ] = False,
+    run: RunOption = None,
+    param: ParamOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Publish the draft: commit its folder, tag NAME/vN, record the version — together.
+
+    Refused (exit 3, with every reason) unless validation passes and the acceptance commands
+    pass for this exact content (run now unless `skill test` already passed them). Content
+    from untrusted sources or that reads as injected instructions needs --approve from a
+    principal with write = ["*"] (the owner by default; AGENTSTATE_PRINCIPAL=agent may not).
+    """
+    from agentstate.errors import Refused
+    from agentstate.skills.lifecycle import publish_skill
+
+    with cli_store() as store:
+        try:
+            result = publish_skill(store, target, approve=approve, run_ref=run,
+                                   params=parse_key_values(param, "--param"))
+        except Refused as exc:
+            _refused_with_reasons(exc, as_json)
+            return
+
+    def human(console, r):
+        console.print(f"{r.ref} published (commit {r.commit[:12]}, tag {r.tag}, "
+                      f"tree {r.tree[:12]})", markup=False)
+        if r.approver:
+            console.print(f"approved by {r.approver}", markup=False)
+            for reason in r.reasons:
+                console.print(f"  - {reason}", markup=False)
+
+    emit("skill publish", result, as_json=as_json, human=human)
+
+
+@skill_app.command("revoke")
+@handle_errors
+def skill_revoke(
+    target: Annotated[str, typer.Argument(help="NAME (every version) or NAME@vN.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why it is withdrawn (recorded).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Withdraw a version (or every version): no new loads, out of the catalog and exports.
+
+    History stays (rows, commits, tags). After revoking NAME@vN the current version is the
+    highest remaining published one (the previous release), or none.
+    """
+    from agentstate.skills.lifecycle import revoke_skill
+
+    with cli_store() as store:
+        result = revoke_skill(store, target, reason)
+
+    def human(console, r):
+        console.print(f"revoked {', '.join(r.revoked)}: {r.reason}", markup=False)
+        console.print(f"current version now: {r.current or 'none (out of the catalog)'}",
+                      markup=False)
+        for target_name in r.exports_updated:
+            console.print(f"export {target_name} updated", markup=False)
+
+    emit("skill revoke", result, as_json=as_json, human=human)
+
+
+# ---------------------------------------------------------------- catalog
+
+
+@skill_app.command("list")
+@handle_errors
+def skill_list(
+    all_: Annotated[
+        bool, typer.Option("--all", help="Also skills with no published version "
+                                         "(candidates, revoked).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """The catalog: name, current version, status and a one-line description."""
+    from agentstate.skills.catalog import list_catalog
+
+    with cli_store() as store:
+        entries = list_catalog(store, include_all=all_)
+
+    def human(console, rows):
+        if not rows:
+            console.print("no published skills (see `agentstate skill new`, `skill propose`)")
+            return
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False)
+        table.add_column("ref", no_wrap=True)
+        table.add_column("status", no_wrap=True)
+        table.add_column("description", no_wrap=True, overflow="ellipsis")
+        for e in rows:
+            table.add_row(e.ref, e.status, _short(e.description, 80))
+        console.print(table)
+
+    emit("skill list", entries, as_json=as_json, human=human)
+
+
+@skill_app.command("match")
+@handle_errors
+def skill_match(
+    task: Annotated[str, typer.Argument(help="The task, in words.")],
+    limit: Annotated[int, typer.Option(help="At most this many skills.")] = 3,
+    as_json: JsonOption = False,
+) -> None:
+    """Discovery: published skills ranked by their triggers and description for a task."""
+    from agentstate.errors import InvalidInput
+    from agentstate.skills.catalog import match_skills
+
+    if limit < 1:
+        raise InvalidInput("--limit must be at least 1")
+    with cli_store() as store:
+        matches = match_skills(store, task, limit=limit)
+
+    def human(console, rows):
+        if not rows:
+            console.print("no published skill matches")
+            return
+        for m in rows:
+            console.print(f"{m.ref}  {m.score:.2f}  {_short(m.description, 90)}", markup=False)
+
+    emit("skill match", matches, as_json=as_json, human=human)
+
+
+@skill_app.command("load")
+@handle_errors
+def skill_load(
+    target: Annotated[str, typer.Argument(help="NAME (current version) or NAME@vN.")],
+    run: RunOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a published skill's body and resources; record the load against its version.
+
+    Appends a `skill_load` event (version and tree hash) to the run (the current one by
+    default) and a skill_loads row. Revoked versions do not load (exit 3).
+    """
+    from agentstate.skills.load import load_skill
+
+    with cli_store() as store:
+        loaded = load_skill(store, target, run_ref=run)
+        work_tree = str(store.work_tree)
+
+    def human(console, s):
+        trust = f"approved by {s.approver}" if s.approver else "published"
+        console.print(f"<!-- agentstate {s.ref} · {trust} · tree {s.tree[:12]} -->",
+                      markup=False, highlight=False)
+        console.print(f"<!-- {{skill}} = {s.folder} ; {{repo}} = {work_tree} -->",
+                      markup=False, highlight=False)
+        console.print(s.body.rstrip(), markup=False, highlight=False)
+        if s.resources:
+            console.print(f"\nResources (in {s.folder}):", markup=False)
+            for rel in s.resources:
+                console.print(f"  {rel}", markup=False)
+        console.print("\nRun its commands through the tool layer: agentstate exec -- COMMAND",
+                      markup=False)
+        recorded = f"{s.event} in {s.run}" if s.event else "no active run: load row only"
+        console.print(f"<!-- end {s.ref}; load recorded: {recorded} -->", markup=False,
+                      highlight=False)
+
+    emit("skill load", loaded, as_json=as_json, human=human)
+
+
+@skill_app.command("history")
+@handle_errors
+def skill_history_cmd(
+    name: Annotated[str, typer.Argument(help="Skill name.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Every version of a skill: status, commit, approver, revocation, loads; and tests."""
+    from agentstate.skills.lifecycle import skill_history
+
+    with cli_store() as store:
+        history = skill_history(store, name)
+
+    def human(console, h):
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False)
+        for col in ("ref", "status", "commit", "published", "approver", "loads", "note"):
+            table.add_column(col, no_wrap=col != "note")
+        for v in h.versions:
+            note = f"revoked: {v.revoke_reason}" if v.status == "revoked" else \
+                v.provenance.get("origin", "")
+            table.add_row(v.ref, v.status, (v.commit or "")[:10], (v.published or "")[:19],
+                          v.approver or "", str(v.loads), _short(note, 50))
+        console.print(table)
+        console.print(f"current: {h.current or 'none'}", markup=False)
+        if h.draft_changed:
+            console.print(f"draft in {h.draft} differs from the current version", markup=False)
+
+    emit("skill history", history, as_json=as_json, human=human)
+
+
+@skill_app.command("diff")
+@handle_errors
+def skill_diff_cmd(
+    name: Annotated[str, typer.Argument(help="Skill name.")],
+    version_a: Annotated[str, typer.Argument(help="vN")],
+    version_b: Annotated[str, typer.Argument(help="vM")],
+    as_json: JsonOption = False,
+) -> None:
+    """The git diff between two released versions of a skill."""
+    from agentstate.skills.lifecycle import skill_diff
+
+    with cli_store() as store:
+        text = skill_diff(store, name, version_a, version_b)
+    emit("skill diff", {"name": name, "from": version_a, "to": version_b, "diff": text},
+         as_json=as_json,
+         human=lambda c, d: c.print(d["diff"] or "(no differences)", markup=False,
+                                    highlight=False))
+
+
+@skill_app.command("export")
+@handle_errors
+def skill_export(
+    target: Annotated[
+        str, typer.Option("--target", help="agents (.agents/skills/) or claude "
+                                           "(.claude/skills/).")
+    ],
+    as_json: JsonOption = False,
+) -> None:
+    """Write current published versions where agents discover skills; remove revoked ones.
+
+    Only folders agentstate exported are ever replaced or removed (tracked in
+    .agentstate-export.json); a hand-made skill of the same name is left alone.
+    """
+    from agentstate.skills.export import export_skills
+
+    with cli_store() as store:
+        result = export_skills(store, target)
+
+    def human(console, r):
+        console.print(f"exported to {r.path}", markup=False)
+        for ref in r.written:
+            console.print(f"  wrote {ref}", markup=False)
+        for ref in r.unchanged:
+            console.print(f"  unchanged {ref}", markup=False)
+        for name in r.removed:
+            console.print(f"  removed {name} (no current published version)", markup=False)
+        for name in r.skipped:
+            console.print(f"  skipped {name} (a folder not written by agentstate)", markup=False)
+
+    emit("skill export", result, as_json=as_json, human=human)
+

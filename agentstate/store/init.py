@@ -75,4 +75,10 @@ def _complete(root: Path, result: InitResult) -> InitResult:
         result.created.append(f"{DB_NAME} migrations: {', '.join(applied)}")
     if ensure_registry(root / "skills"):
         result.created.append("skills/ (git repository)")
+    # Shipped skills (top-level skills/ in the source): published once; a second init finds
+    # them installed and changes nothing (see agentstate/skills/shipped.py).
+    from agentstate.skills.shipped import install_into
+
+    for ref in install_into(root):
+        result.created.append(f"skill {ref} (shipped, published)")
     return result

@@ -1,0 +1,131 @@
+"""`skill load`: hand a published version's body to the agent and record the load.
+
+The body and resources are read from the release (the tag), never from the draft. Each load
+appends a `skill_load` event to the run (with the version and tree hash) and a `skill_loads`
+row: the skill-instance → skill-version reference `agentstate trace skill:NAME@vN` follows.
+Resources are checked out under `.agentstate/cache/skills/NAME/vN/` so scripts can be run
+(through `agentstate exec`, never directly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentstate.errors import InvalidInput, NotFound, Refused
+from agentstate.runs.log import append_event, current_run, resolve_run
+from agentstate.skills import manifest as mf
+from agentstate.skills import registry
+from agentstate.skills.lifecycle import (
+    _release_dir,
+    _rows,
+    current_version,
+    get_version,
+    parse_target,
+)
+from agentstate.store.db import Store
+
+
+@dataclass
+class LoadedSkill:
+    ref: str
+    name: str
+    version: int
+    tree: str
+    commit: str
+    description: str
+    body: str
+    folder: str  # where the release's files are checked out
+    resources: list[str] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
+    approver: str | None = None
+    event: str | None = None
+    run: str | None = None
+    load_id: str = ""
+
+
+def _pick_version(store: Store, target: str):
+    name, version = parse_target(target)
+    if version is not None:
+        row = get_version(store, name, version)
+        if row.status == "revoked":
+            current = current_version(store, name)
+            hint = f"; the current version is {current.ref}" if current else ""
+            raise Refused(f"{row.ref} is revoked ({row.revoke_reason}){hint}")
+        if row.status == "candidate":
+            raise InvalidInput(f"{row.ref} is a candidate, not published; only published "
+                               "versions load")
+        return row
+    row = current_version(store, name)
+    if row is not None:
+        return row
+    rows = _rows(store, name)
+    if not rows:
+        raise NotFound(f"no skill named {name!r} (see `agentstate skill list`)")
+    if any(r["status"] == "revoked" for r in rows):
+        raise Refused(f"skill {name!r} is revoked; no version may be loaded")
+    raise InvalidInput(f"skill {name!r} has no published version yet (publish it first)")
+
+
+def load_skill(store: Store, target: str, *, run_ref: str | None = None) -> LoadedSkill:
+    row = _pick_version(store, target)
+    run = resolve_run(store, run_ref) if run_ref else current_run(store)
+    if run is not None and run.status != "active":
+        raise InvalidInput(f"{run.ref} has ended ({run.status}); name an active run")
+    text = registry.read_version_file(store.skills_path, row.name, row.version,
+                                      mf.SKILL_MD).decode("utf-8", errors="replace")
+    split = mf.split_front_matter(text)
+    body = split[1] if split and split[2] > 0 else text
+    folder = _release_dir(store, row)
+    files = registry.version_files(store.skills_path, row.name, row.version)
+    resources = [f for f in files if f not in (mf.SKILL_MD, mf.SKILL_TOML)]
+    contract = mf.load_folder(folder).contract
+    steps = []
+    if contract:
+        for step in contract.steps:
+            steps.append({"do": step.do, "run": step.run.text if step.run else None})
+    loaded = LoadedSkill(
+        ref=row.ref, name=row.name, version=row.version, tree=row.tree or "",
+        commit=row.commit or "", description=row.description, body=body.strip() + "\n",
+        folder=str(folder), resources=resources, steps=steps, approver=row.approver,
+    )
+    load_id = store.new_id()
+    with store.transaction():
+        event = None
+        if run is not None:
+            event = append_event(
+                store, run.ref, "skill_load",
+                f"loaded {row.ref} (tree {loaded.tree[:12]})",
+                source="tool:agentstate",
+                meta={"skill": row.ref, "name": row.name, "version": row.version,
+                      "tree": loaded.tree, "commit": loaded.commit, "skill_load": load_id},
+                allow_system_kinds=True,
+            )
+        store.db["skill_loads"].insert({
+            "id": load_id, "run": run.id if run else None, "name": row.name,
+            "version": row.version, "tree": loaded.tree, "event": event.id if event else None,
+            "ts": store.now(),
+        })
+    loaded.event = event.ref if event else None
+    loaded.run = run.ref if run else None
+    loaded.load_id = load_id
+    return loaded
+
+
+def loads_of(store: Store, target: str) -> list[dict]:
+    """Every recorded load of a skill version (for trace: skill version → runs)."""
+    from agentstate.store.refs import make_ref
+
+    name, version = parse_target(target)
+    sql = "SELECT * FROM skill_loads WHERE name = ?"
+    params: list = [name]
+    if version is not None:
+        sql += " AND version = ?"
+        params.append(version)
+    out = []
+    for row in store.db.query(sql + " ORDER BY ts, rowid", params):
+        out.append({
+            "id": row["id"], "skill": make_ref("skill", row["name"], row["version"]),
+            "tree": row["tree"], "run": make_ref("run", row["run"]) if row["run"] else None,
+            "event": make_ref("evt", row["event"]) if row["event"] else None, "ts": row["ts"],
+        })
+    return out

@@ -1,0 +1,364 @@
+"""The one tool layer: policy check → run (no shell) → log a `tool` event and a tool_calls row.
+
+`agentstate exec`, `skill test` (acceptance commands) and skill scripts all go through
+`run_tool`; there is no second channel around the `[tools]` policy.
+
+What is logged: the command (secrets redacted), whether it was allowed and why, its exit code,
+duration, whether it timed out, a sha256 digest of its full output and an excerpt (head and
+tail, secrets redacted). Without an active run there is no run to append an event to, so only
+the tool_calls row is written (its `event` is NULL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from agentstate.errors import InvalidInput
+from agentstate.runs.log import Run, append_event, current_run, resolve_run
+from agentstate.safety import find_secrets, redact_secrets
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref
+from agentstate.tools.policy import check_command, program_name
+
+EXCERPT_HEAD = 1500
+EXCERPT_TAIL = 1500
+KEEP_BYTES = 64 * 1024  # per stream, head and tail each, kept in memory for the result
+TIMEOUT_EXIT = 124  # what `timeout(1)` uses; documented for `agentstate exec`
+MASK = "***"  # short on purpose: "[REDACTED]" after "password=" would itself look like one
+
+
+@dataclass
+class ToolResult:
+    argv: list[str]
+    program: str
+    allowed: bool
+    reason: str
+    exit_code: int | None = None
+    duration_ms: int = 0
+    timed_out: bool = False
+    not_found: bool = False
+    stdout: str = ""  # head and tail of the output (at most 2 x KEEP_BYTES each)
+    stderr: str = ""
+    excerpt: str = ""  # what was logged (redacted)
+    output_digest: str | None = None
+    call_id: str = ""
+    event: str | None = None  # evt:… when a run was active
+    run: str | None = None
+    cwd: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.allowed and not self.timed_out and not self.not_found and self.exit_code == 0
+
+    @property
+    def status(self) -> str:
+        if not self.allowed:
+            return "denied"
+        if self.not_found:
+            return "not found"
+        if self.timed_out:
+            return "timed out"
+        return f"exit {self.exit_code}"
+
+
+def redact(text: str) -> str:
+    """Redact secrets; if a pattern still matches afterwards, withhold the text entirely."""
+    cleaned = redact_secrets(text, mask=MASK)
+    if find_secrets(cleaned):
+        return "(withheld: contains what looks like a secret)"
+    return cleaned
+
+
+def command_line(argv: list[str]) -> str:
+    return shlex.join(argv)
+
+
+class _Capture:
+    """Reads one stream to the end: keeps head and tail, hashes everything, optionally echoes."""
+
+    def __init__(self, stream: IO[bytes], echo: IO[bytes] | None) -> None:
+        self.stream = stream
+        self.echo = echo
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.digest = hashlib.sha256()
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        for data in iter(lambda: self.stream.read1(65536), b""):
+            self.total += len(data)
+            self.digest.update(data)
+            chunk = data
+            if len(self.head) < KEEP_BYTES:
+                room = KEEP_BYTES - len(self.head)
+                self.head.extend(chunk[:room])
+                chunk = chunk[room:]
+            if chunk:
+                self.tail.extend(chunk)
+                if len(self.tail) > KEEP_BYTES:
+                    del self.tail[: len(self.tail) - KEEP_BYTES]
+            if self.echo is not None:
+                try:
+                    self.echo.write(data)
+                    self.echo.flush()
+                except (OSError, ValueError):
+                    self.echo = None
+        self.stream.close()
+
+    def text(self) -> str:
+        data = bytes(self.head)
+        if self.tail:
+            if self.total > len(self.head) + len(self.tail):
+                data += b"\n[... output cut ...]\n"
+            data += bytes(self.tail)
+        return data.decode("utf-8", errors="replace")
+
+
+def _excerpt(stdout: str, stderr: str) -> str:
+    text = stdout
+    if stderr.strip():
+        text = (text + "\n" if text.strip() else "") + "[stderr]\n" + stderr
+    text = text.strip()
+    if len(text) > EXCERPT_HEAD + EXCERPT_TAIL:
+        text = text[:EXCERPT_HEAD] + "\n[...]\n" + text[-EXCERPT_TAIL:]
+    return redact(text)
+
+
+def _source(program: str) -> str:
+    # Event sources are tool:NAME with a restricted alphabet; g++ becomes tool:g__.
+    return "tool:" + (re.sub(r"[^A-Za-z0-9_.\-/]", "_", program)[:100] or "unknown")
+
+
+def _target_run(store: Store, run_ref: str | None) -> Run | None:
+    if run_ref:
+        run = resolve_run(store, run_ref)
+        if run.status != "active":
+            raise InvalidInput(f"{run.ref} has ended ({run.status}); name an active run")
+        return run
+    return current_run(store)
+
+
+def _resolve_cwd(store: Store, cwd: str | Path | None) -> Path:
+    where = Path(cwd) if cwd is not None else Path.cwd()
+    if not where.is_dir():
+        raise InvalidInput(f"working directory {where} does not exist")
+    return where.resolve()
+
+
+def run_tool(
+    store: Store,
+    argv: list[str],
+    run_ref: str | None = None,
+    timeout: float | None = None,
+    cwd: str | Path | None = None,
+    *,
+    purpose: str | None = None,
+    echo: bool = False,
+    env: dict[str, str] | None = None,
+) -> ToolResult:
+    """Check the policy, run `argv` without a shell, log it, and return what happened.
+
+    Never raises for the command's own failure (denied, missing, non-zero, timeout): the
+    result says so and the call is logged. Raises InvalidInput for an empty command, a bad
+    timeout, a missing working directory or an ended run (checked before anything runs).
+    With `echo`, output streams to this process's stdout/stderr as it arrives.
+    """
+    argv = [str(a) for a in argv]
+    if not argv or not argv[0]:
+        raise InvalidInput("no command given (usage: agentstate exec -- CMD [ARGS...])")
+    if timeout is None:
+        timeout = float(store.config.get("tools", {}).get("timeout", 600) or 0) or None
+    elif timeout <= 0:
+        raise InvalidInput(f"timeout must be a positive number of seconds, got {timeout}")
+    run = _target_run(store, run_ref)
+    where = _resolve_cwd(store, cwd)
+    program = program_name(argv[0])
+    decision = check_command(store.config, argv)
+    result = ToolResult(argv=argv, program=program, allowed=decision.allowed,
+                        reason=decision.reason, cwd=str(where))
+    if decision.allowed:
+        _execute(result, argv, where, timeout, echo, env)
+    _log(store, result, run, purpose)
+    return result
+
+
+def _execute(
+    result: ToolResult,
+    argv: list[str],
+    where: Path,
+    timeout: float | None,
+    echo: bool,
+    env: dict[str, str] | None,
+) -> None:
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    executable = argv[0]
+    if os.sep not in executable and shutil.which(executable, path=full_env.get("PATH")) is None:
+        result.not_found = True
+        result.reason = f"command not found: {executable} (not on PATH)"
+        return
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=where, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=None if echo else subprocess.DEVNULL,
+            # Own process group, so a timeout kills the command's children too.
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        result.not_found = True
+        result.reason = f"command not found: {executable}"
+        return
+    except PermissionError:
+        result.not_found = True
+        result.reason = f"cannot execute {executable}: permission denied"
+        return
+    except OSError as exc:
+        result.not_found = True
+        result.reason = f"cannot execute {executable}: {exc.strerror or exc}"
+        return
+    out = _Capture(proc.stdout, sys.stdout.buffer if echo else None)  # type: ignore[arg-type]
+    err = _Capture(proc.stderr, sys.stderr.buffer if echo else None)  # type: ignore[arg-type]
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        result.timed_out = True
+        result.reason = f"timed out after {timeout:g}s (process group killed)"
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.wait()
+    except KeyboardInterrupt:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        raise
+    out.thread.join(timeout=5)
+    err.thread.join(timeout=5)
+    result.duration_ms = int((time.monotonic() - started) * 1000)
+    result.exit_code = None if result.timed_out else proc.returncode
+    result.stdout, result.stderr = out.text(), err.text()
+    combined = hashlib.sha256(out.digest.digest() + err.digest.digest())
+    result.output_digest = "sha256:" + combined.hexdigest()
+    result.excerpt = _excerpt(result.stdout, result.stderr)
+
+
+def _log(store: Store, result: ToolResult, run: Run | None, purpose: str | None) -> None:
+    cmd = [redact(a) for a in result.argv]
+    line = redact(command_line(result.argv))
+    if not result.allowed:
+        text = f"denied: $ {line} ({result.reason})"
+    elif result.not_found:
+        text = f"not run: $ {line} ({result.reason})"
+    elif result.timed_out:
+        text = f"$ {line} → timed out after {result.duration_ms / 1000:.1f}s"
+    else:
+        text = f"$ {line} → exit {result.exit_code} in {result.duration_ms / 1000:.2f}s"
+    call_id = store.new_id()
+    meta = {
+        "command": cmd,
+        "program": result.program,
+        "allowed": result.allowed,
+        "reason": redact(result.reason),
+        "exit_code": result.exit_code,
+        "duration_ms": result.duration_ms,
+        "timed_out": result.timed_out,
+        "not_found": result.not_found,
+        "output_digest": result.output_digest,
+        "excerpt": result.excerpt,
+        "tool_call": call_id,
+    }
+    if purpose:
+        meta["purpose"] = purpose
+    with store.transaction():
+        event = None
+        if run is not None:
+            event = append_event(
+                store, run.ref, "tool", text, source=_source(result.program), meta=meta,
+                allow_system_kinds=True,
+            )
+        store.db["tool_calls"].insert(
+            {
+                "id": call_id,
+                "event": event.id if event else None,
+                "run": run.id if run else None,
+                "command": json.dumps(cmd, ensure_ascii=False),
+                "program": result.program,
+                "allowed": int(result.allowed),
+                "reason": None if result.ok else redact(result.reason),
+                "exit_code": result.exit_code,
+                "duration_ms": result.duration_ms,
+                "timed_out": int(result.timed_out),
+                "output_digest": result.output_digest,
+                "excerpt": result.excerpt,
+                "cwd": result.cwd,
+                "purpose": purpose,
+                "ts": store.now(),
+            }
+        )
+    result.call_id = call_id
+    result.event = event.ref if event else None
+    result.run = run.ref if run else None
+
+
+def list_tool_calls(store: Store, run_ref: str | None = None, limit: int = 50) -> list[dict]:
+    """Recent tool calls (newest first), optionally of one run."""
+    sql = "SELECT * FROM tool_calls"
+    params: list = []
+    if run_ref:
+        sql += " WHERE run = ?"
+        params.append(resolve_run(store, run_ref).id)
+    sql += " ORDER BY ts DESC, rowid DESC LIMIT ?"
+    params.append(limit)
+    rows = []
+    for row in store.db.query(sql, params):
+        row["command"] = json.loads(row["command"])
+        row["event"] = make_ref("evt", row["event"]) if row["event"] else None
+        row["run"] = make_ref("run", row["run"]) if row["run"] else None
+        rows.append(row)
+    return rows
+
+
+@dataclass
+class Availability:
+    tool: str
+    on_path: bool
+    allowed: bool
+    declared: bool = False
+    reason: str = ""
+    problems: list[str] = field(default_factory=list)
+
+
+def tool_availability(config: dict, tool: str) -> Availability:
+    """Can the tool layer run this tool here: on PATH and allowed, or declared in [tools]?"""
+    from agentstate.tools.policy import declared_tools
+
+    if tool in declared_tools(config):
+        return Availability(tool, on_path=False, allowed=True, declared=True,
+                            reason="declared in [tools] definitions")
+    on_path = shutil.which(tool) is not None
+    decision = check_command(config, [tool])
+    problems = []
+    if not on_path:
+        problems.append(f"required tool {tool!r} is not on PATH")
+    if not decision.allowed:
+        problems.append(f"required tool {tool!r} is not allowed: {decision.reason}")
+    return Availability(tool, on_path=on_path, allowed=decision.allowed,
+                        reason=decision.reason, problems=problems)
