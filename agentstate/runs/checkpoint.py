@@ -22,7 +22,6 @@ from typing import Any
 
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, get_run, resolve_run
-from agentstate.safety import refuse_secrets
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
@@ -191,6 +190,8 @@ def create_checkpoint(
     if note is not None and not note:
         raise InvalidInput("the checkpoint note is empty")
     if note:
+        from agentstate.safety import refuse_secrets
+
         refuse_secrets(note, "the checkpoint note")
     run = resolve_run(store, run_ref)
     if run.status != "active":

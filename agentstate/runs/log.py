@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound
-from agentstate.safety import refuse_secrets
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref, parse_ref
 from agentstate.store.sources import validate_source
@@ -165,6 +164,8 @@ def start_run(
     goal = (goal or "").strip()
     if not goal:
         raise InvalidInput("the goal is empty")
+    from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
+
     refuse_secrets(goal, "the goal")
     constraint_texts = [c.strip() for c in constraints or []]
     if any(not c for c in constraint_texts):
@@ -306,6 +307,8 @@ def append_event(
         raise InvalidInput(f"the event text is longer than {MAX_EVENT_CHARS} characters")
     source = validate_source(source)
     meta = validate_meta(meta)
+    from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
+
     refuse_secrets(text, "the event text")
     meta_json = json.dumps(meta, ensure_ascii=False, sort_keys=True)
     refuse_secrets(meta_json, "the event meta")

@@ -225,7 +225,9 @@ def build_pack(
         skills=skills,
         skills_note=skills_note,
     )
-    render_pack(pack, budget=budget, count=count or _store_counter(store))
+    if count is None and budget is not None:
+        count = _store_counter(store)
+    render_pack(pack, budget=budget, count=count or len)
     return pack
 
 

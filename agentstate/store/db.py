@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from agentstate.config import CONFIG_NAME, load_config
 from agentstate.errors import AgentStateError, CorruptStore, StoreMissing
 from agentstate.store.clock import Clock, IdSource, clock_from_env, ids_from_env
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 STORE_DIR = ".agentstate"
 DB_NAME = "state.db"
@@ -154,7 +155,35 @@ def connect(db_path: Path) -> sqlite_utils.Database:
         raise CorruptStore(f"{db_path} is not a usable SQLite database ({exc})") from exc
     except sqlite3.DatabaseError as exc:
         raise CorruptStore(f"{db_path} is not a usable SQLite database ({exc})") from exc
-    return sqlite_utils.Database(conn)
+    return LazyDatabase(conn)  # type: ignore[return-value]
+
+
+class LazyDatabase:
+    """A sqlite_utils.Database that is imported and built on first use.
+
+    Importing sqlite_utils costs 60-90 ms (click, dateutil, plugin entry points) and the hot
+    read paths (`resume`, `context`) need only the raw connection, which `.conn` gives at
+    once. Anything else (`db["t"].insert(...)`, `db.query(...)`, `db.table_names()`) builds
+    the real Database on the same connection and delegates to it.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._real: Any = None
+
+    @property
+    def real(self) -> sqlite_utils.Database:
+        if self._real is None:
+            import sqlite_utils
+
+            self._real = sqlite_utils.Database(self.conn)
+        return self._real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.real[name]
 
 
 def open_store(

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import sqlite_utils
+if TYPE_CHECKING:  # sqlite_utils is slow to import; only the migrations themselves need it
+    import sqlite_utils
 
-Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
+Migration = tuple[str, Callable[["sqlite_utils.Database"], None]]
+# The modules whose MIGRATIONS all_migrations() concatenates (see code_stamp()).
+_SCHEMA_DOMAINS = ("runs", "memory", "skills", "context")
 
 
 def run_script(db: sqlite_utils.Database, script: str) -> None:
@@ -46,9 +51,51 @@ def all_migrations() -> list[Migration]:
 
 
 def applied_migrations(db: sqlite_utils.Database) -> list[str]:
-    if "_migrations" not in db.table_names():
+    conn = db.conn
+    if not conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+    ).fetchone():
         return []
-    return [row["name"] for row in db.query("SELECT name FROM _migrations ORDER BY rowid")]
+    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+
+
+def code_stamp() -> str:
+    """Size and mtime of this module and of every domain's schema.py.
+
+    Any new migration changes one of these files, so a store whose recorded stamp equals
+    the code's has nothing pending: opening it then skips importing the schema modules
+    (and sqlite_utils with them), which keeps every command's start-up fast. "" when the
+    files cannot be stat'ed (then the full check always runs).
+    """
+    base = Path(__file__).resolve().parent.parent
+    files = [Path(__file__).resolve()] + [base / d / "schema.py" for d in _SCHEMA_DOMAINS]
+    parts = []
+    for path in files:
+        try:
+            info = path.stat()
+        except OSError:
+            return ""
+        parts.append(f"{path.parent.name}/{path.name}:{info.st_size}:{info.st_mtime_ns}")
+    return "|".join(parts)
+
+
+def _stored_stamp(conn: sqlite3.Connection) -> str | None:
+    try:
+        row = conn.execute("SELECT stamp FROM _schema_stamp WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:  # no such table: an older store
+        return None
+    return row[0] if row else None
+
+
+def _remember_stamp(conn: sqlite3.Connection, stamp: str) -> None:
+    if not stamp:
+        return
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS _schema_stamp "
+                     "(id INTEGER PRIMARY KEY CHECK (id = 1), stamp TEXT NOT NULL)")
+        conn.execute("INSERT OR REPLACE INTO _schema_stamp (id, stamp) VALUES (1, ?)", (stamp,))
+    except sqlite3.OperationalError:
+        pass  # read-only or busy: the fast path is an optimisation, the full check still ran
 
 
 def pending_migrations(db: sqlite_utils.Database) -> list[Migration]:
@@ -61,10 +108,14 @@ def apply_migrations(db: sqlite_utils.Database, upto: str | None = None) -> list
 
     `upto` stops after the named migration (tests use it to build older schemas).
     """
+    conn = db.conn
+    stamp = code_stamp() if upto is None else ""
+    if stamp and _stored_stamp(conn) == stamp:
+        return []  # up to date with this code: nothing to import or check
     pending = pending_migrations(db)
     if not pending:
+        _remember_stamp(conn, stamp)
         return []
-    conn = db.conn
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
@@ -86,7 +137,8 @@ def apply_migrations(db: sqlite_utils.Database, upto: str | None = None) -> list
             raise
         applied.append(name)
         if upto == name:
-            break
+            return applied
+    _remember_stamp(conn, stamp)
     return applied
 
 
