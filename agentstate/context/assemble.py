@@ -125,12 +125,14 @@ def build_context(
             candidates.append(cand)
 
     skip: set[str] = set()  # refs already shown elsewhere (evidence duplicates)
+    task_more: dict[str, int] = {}
     scope_context: dict[str, Any] | None = None
     older_events = 0
     if the_run is not None:
         state, drift_line, checkpoint = _task_state(store, the_run)
         candidates += src.constraint_candidates(state.constraints)
-        task = src.task_candidates(state, the_run.ref, the_run.goal, drift_line, checkpoint)
+        task, task_more = src.task_candidates(state, the_run.ref, the_run.goal, drift_line,
+                                              checkpoint, per_group=settings.task_items)
         candidates += task
         skip |= {c.ref for c in candidates}
         rows, older_events = _trajectory_rows(store, the_run, settings.trajectory_window)
@@ -140,7 +142,12 @@ def build_context(
         scope_context = {"run": the_run.ref, "branch": the_run.branch,
                          "paths": list(the_run.dirty_files)}
         if not query:
-            query = " ".join([the_run.goal] + [q.text for q in state.open_questions])
+            # Bounded: the goal and the newest few open questions (a run with hundreds of
+            # open questions must not turn into a query of thousands of terms).
+            newest = state.open_questions[-settings.query_questions:] \
+                if settings.query_questions else []
+            query = _bounded_query([the_run.goal] + [q.text for q in reversed(newest)],
+                                   settings.query_words)
     assert query is not None
     from agentstate.memory.model import list_user_preferences
 
@@ -166,7 +173,7 @@ def build_context(
     candidates += _event_evidence(store, query, settings, skip | {c.ref for c in mem_cands})
 
     candidates += src.index_hints(
-        query=query, run_ref=the_run.ref if the_run else None,
+        query=query, run_ref=the_run.ref if the_run else None, task_more=task_more,
         older_events=older_events, more_skills=more_skills and bool(_has_skills(store)),
     )
 
@@ -194,6 +201,17 @@ def build_context(
 
         pack.ref = save_pack(store, pack)
     return pack
+
+
+def _bounded_query(parts: list[str], max_words: int) -> str:
+    """Join the parts, keeping at most `max_words` distinct words (goal first, then the
+    newest questions): every extra term makes the full-text search score more rows."""
+    seen: list[str] = []
+    for part in parts:
+        for word in part.split():
+            if word.casefold() not in (w.casefold() for w in seen):
+                seen.append(word)
+    return " ".join(seen[:max_words]) if max_words else " ".join(seen)
 
 
 def _mark_duplicates(candidates: list[Candidate], order: tuple[str, ...]) -> None:
@@ -274,7 +292,8 @@ def _event_evidence(store: Store, query: str, settings: src.ContextSettings,
     if not settings.evidence_events:
         return []
     try:
-        hits = search_events(store, query, limit=settings.evidence_events)
+        focused = _rarest_terms(store, query, settings.evidence_terms)
+        hits = search_events(store, focused, limit=settings.evidence_events) if focused else []
     except InvalidInput:
         return []  # nothing searchable in the query (only punctuation): no event evidence
     ids = [h.ref.removeprefix("evt:") for h in hits]
@@ -288,6 +307,39 @@ def _event_evidence(store: Store, query: str, settings: src.ContextSettings,
         }
     return src.event_evidence(hits, skip=skip, superseded=superseded,
                               min_relevance=settings.min_relevance)
+
+
+def _rarest_terms(store: Store, query: str, keep: int) -> str:
+    """The query reduced to its `keep` rarest word terms in the event index (plus any CJK
+    segments), for the event search.
+
+    FTS5 ranks by scoring every row that matches any OR'd term, so a long query full of
+    middling-frequency words costs time in proportion to the store. The rarest terms carry
+    nearly all of BM25's weight; keeping only them bounds the candidate set. Rarity is
+    measured with a capped count (at most RARITY_CAP index entries read per term), so this
+    step costs the same on a store of a thousand events and of a hundred thousand; terms that
+    occur in no event are dropped (they cannot match).
+    """
+    from agentstate.memory.search import STOP_WORDS, split_query
+
+    words, cjk = split_query(query)
+    content = [w for w in words if w not in STOP_WORDS] or words
+    if not content and not cjk:
+        raise InvalidInput(f"the query {query!r} has no words to search for")
+    if keep and len(content) > keep:
+        frequency = {}
+        for word in content:
+            quoted = '"' + word.replace('"', '""') + '"'
+            frequency[word] = store.conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM events_fts WHERE events_fts MATCH ? "
+                "LIMIT ?)", (quoted, RARITY_CAP),
+            ).fetchone()[0]
+        present = [w for w in content if frequency[w] > 0]
+        content = sorted(present, key=lambda w: (frequency[w], w))[:keep]
+    return " ".join(content + cjk)
+
+
+RARITY_CAP = 500
 
 
 def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict | None,

@@ -34,6 +34,10 @@ class ContextSettings:
     evidence_memories: int = 30
     catalog_skills: int = 10
     index_reserve: int = 200  # at most this many tokens (and 5% of the budget) for the index
+    task_items: int = 25      # newest items per task-state group; the rest via the index
+    query_questions: int = 5  # newest open questions added to the default query
+    query_words: int = 40     # the default query keeps at most this many distinct words
+    evidence_terms: int = 12  # the event search uses the query's N rarest terms
     min_relevance: float = 0.2
     classes: list[str] = field(default_factory=list)
 
@@ -43,7 +47,8 @@ class ContextSettings:
         settings = cls(classes=list(section.get("classes", [])))
         settings.system_file = str(section.get("system_file", "") or "")
         for name in ("recent_full_events", "trajectory_window", "evidence_events",
-                     "evidence_memories", "catalog_skills", "index_reserve"):
+                     "evidence_memories", "catalog_skills", "index_reserve", "task_items",
+                     "query_questions", "query_words", "evidence_terms"):
             value = section.get(name, getattr(settings, name))
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise InvalidInput(f"[context] {name} must be a whole number >= 0, "
@@ -182,7 +187,10 @@ TASK_ORDER = ["goal", "worktree", "diagnoses", "failed_verifications", "hypothes
 
 
 def task_candidates(state: Any, run_ref: str, goal: str, drift_line: str | None,
-                    checkpoint: Any | None) -> list[Candidate]:
+                    checkpoint: Any | None, per_group: int = 25
+                    ) -> tuple[list[Candidate], dict[str, int]]:
+    """Task-state candidates (the newest `per_group` of each group) and, per group, how many
+    older items were left for the index to point at."""
     out = [
         Candidate(ref=run_ref, cls="task", section="goal", score=1.0, full=goal, kind="goal",
                   compressed=compress_line(run_ref, goal, 300)),
@@ -195,9 +203,12 @@ def task_candidates(state: Any, run_ref: str, goal: str, drift_line: str | None,
         out.append(Candidate(ref=f"worktree:{run_ref}", cls="task", section="task", score=0.75,
                              full=f"- work tree: {drift_line}",
                              order=(TASK_ORDER.index("worktree"), 0), kind="worktree"))
+    more: dict[str, int] = {}
     for group, (base, label) in TASK_GROUPS.items():
         items = getattr(state, group)
-        for n, item in enumerate(reversed(items)):  # newest first within a group
+        if len(items) > per_group:
+            more[label] = len(items) - per_group
+        for n, item in enumerate(list(reversed(items))[:per_group]):  # newest first
             about = getattr(item, "about", None)
             suffix = f" (settles {about})" if about else ""
             full = f"- {label} [{item.ref}]{suffix} {_indent(item.text)}"
@@ -217,7 +228,7 @@ def task_candidates(state: Any, run_ref: str, goal: str, drift_line: str | None,
             pointer=pointer_line(checkpoint.ref, "checkpoint"),
             order=(TASK_ORDER.index("checkpoint"), 0), kind="checkpoint",
         ))
-    return out
+    return out, more
 
 
 def describe_drift(recorded: dict, drift: Any, since: str) -> str:
@@ -348,8 +359,13 @@ def trajectory_candidates(rows: list[tuple], run_ref: str, recent_full: int) -> 
 
 
 def index_hints(*, query: str | None, run_ref: str | None, older_events: int,
-                more_skills: bool) -> list[Candidate]:
+                more_skills: bool, task_more: dict[str, int] | None = None
+                ) -> list[Candidate]:
     hints: list[tuple[str, str]] = []
+    if run_ref and task_more:
+        counts = ", ".join(f"{n} more {label}" for label, n in task_more.items())
+        hints.append(("cmd:resume", f"- task state not listed ({counts}): "
+                                    f"`agentstate resume {run_ref}`"))
     if query:
         shown = query if len(query) <= 80 else query[:80].rsplit(" ", 1)[0]
         hints.append(("cmd:recall", f"- more memories for this query: "
