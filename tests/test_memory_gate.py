@@ -37,36 +37,38 @@ def log(cli, kind, text, *args) -> str:
 # ---------------------------------------------------------------- validation → exit 1
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["", "--kind", "fact"], "empty"),
-        (["   ", "--kind", "fact"], "empty"),
-        (["x", "--kind", "rumour"], "unknown memory kind"),
-        (["x", "--kind", "fact", "--scope", "galaxy"], "unknown scope"),
-        (["x", "--kind", "fact", "--scope", "run:abcdef1234"], "does not exist"),
-        (["x", "--kind", "fact", "--scope", "path:/etc/*"], "unknown scope"),
-        (["x", "--kind", "fact", "--ttl", "5x"], "invalid ttl"),
-        (["x", "--kind", "fact", "--ttl", "0d"], "invalid ttl"),
-        (["x", "--kind", "fact", "--ttl", "3d", "--until", "2030-01-01"], "not both"),
-        (["x", "--kind", "fact", "--until", "2020-01-01"], "not in the future"),
-        (["x", "--kind", "fact", "--until", "someday"], "ISO 8601"),
-        (["x", "--kind", "fact", "--evidence", "evt:abcdef1234"], "does not exist"),
-        (["x", "--kind", "fact", "--evidence", "file:README.md@0000000"], "does not exist"),
-        (["x", "--kind", "fact", "--evidence", "file:nope.txt@HEAD"], "does not exist"),
-        (["x", "--kind", "fact", "--evidence", "hearsay"], "invalid evidence"),
-        (["x", "--kind", "fact", "--source", "oracle"], "invalid source"),
-        (["x", "--kind", "fact", "--key", "bad key!"], "invalid key"),
-        (["x" * 4001, "--kind", "fact"], "limit is 4000"),
-    ],
-)
-def test_validation_errors_exit_1_and_change_nothing(cli, initialised, args, message):
-    result = cli("remember", *args, "--json")
-    assert result.exit_code == 1, result.stdout
-    error = result.json()["error"]
-    assert error["code"] == "invalid_input"
-    assert message in error["message"]
-    assert counts(initialised) == (0, 0, 0)
+VALIDATION = [
+    (["", "--kind", "fact"], "empty"),
+    (["   ", "--kind", "fact"], "empty"),
+    (["x", "--kind", "rumour"], "unknown memory kind"),
+    (["x", "--kind", "fact", "--scope", "galaxy"], "unknown scope"),
+    (["x", "--kind", "fact", "--scope", "run:abcdef1234"], "does not exist"),
+    (["x", "--kind", "fact", "--scope", "path:/etc/*"], "unknown scope"),
+    (["x", "--kind", "fact", "--ttl", "5x"], "invalid ttl"),
+    (["x", "--kind", "fact", "--ttl", "0d"], "invalid ttl"),
+    (["x", "--kind", "fact", "--ttl", "3d", "--until", "2030-01-01"], "not both"),
+    (["x", "--kind", "fact", "--until", "2020-01-01"], "not in the future"),
+    (["x", "--kind", "fact", "--until", "someday"], "ISO 8601"),
+    (["x", "--kind", "fact", "--evidence", "evt:abcdef1234"], "does not exist"),
+    (["x", "--kind", "fact", "--evidence", "file:README.md@0000000"], "does not exist"),
+    (["x", "--kind", "fact", "--evidence", "file:nope.txt@HEAD"], "does not exist"),
+    (["x", "--kind", "fact", "--evidence", "hearsay"], "invalid evidence"),
+    (["x", "--kind", "fact", "--source", "oracle"], "invalid source"),
+    (["x", "--kind", "fact", "--key", "bad key!"], "invalid key"),
+    (["x" * 4001, "--kind", "fact"], "limit is 4000"),
+]
+
+
+def test_validation_errors_exit_1_and_change_nothing(cli, initialised):
+    # One store for every case (each `init` costs a git repository); each case must leave
+    # it untouched.
+    for args, message in VALIDATION:
+        result = cli("remember", *args, "--json")
+        assert result.exit_code == 1, (args, result.stdout)
+        error = result.json()["error"]
+        assert error["code"] == "invalid_input", args
+        assert message in error["message"], (args, error["message"])
+        assert counts(initialised) == (0, 0, 0), args
 
 
 def test_undeclared_principal_is_an_error(cli, initialised):
@@ -98,24 +100,24 @@ SECRETS = [
 ]
 
 
-@pytest.mark.parametrize("secret", SECRETS)
-def test_secrets_are_refused_and_nothing_is_stored_anywhere(cli, initialised, secret):
-    run = start_run(cli)
+def test_secrets_are_refused_and_nothing_is_stored_anywhere(cli, initialised):
+    start_run(cli)
     before_events = db(initialised).execute("SELECT count(*) FROM events").fetchone()[0]
-    result = cli("remember", f"the deploy uses {secret} for prod", "--kind", "fact", "--json")
-    assert result.exit_code == 3
-    payload = result.json()
-    assert payload["error"]["code"] == "refused"
-    assert secret not in result.stdout and secret not in result.stderr
-    assert counts(initialised) == (0, 0, 0)
-    conn = db(initialised)
-    assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == before_events
-    conn.close()
-    for name in ("state.db", "state.db-wal"):
-        path = initialised / ".agentstate" / name
-        if path.exists():
-            assert secret.encode() not in path.read_bytes()
-    assert run
+    for secret in SECRETS:
+        result = cli("remember", f"the deploy uses {secret} for prod", "--kind", "fact",
+                     "--json")
+        assert result.exit_code == 3, secret
+        payload = result.json()
+        assert payload["error"]["code"] == "refused"
+        assert secret not in result.stdout and secret not in result.stderr
+        assert counts(initialised) == (0, 0, 0)
+        conn = db(initialised)
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == before_events
+        conn.close()
+        for name in ("state.db", "state.db-wal"):
+            path = initialised / ".agentstate" / name
+            if path.exists():
+                assert secret.encode() not in path.read_bytes(), secret
 
 
 def test_secret_in_key_or_evidence_is_refused(cli, initialised):
@@ -179,16 +181,21 @@ INJECTIONS = [
 ]
 
 
-@pytest.mark.parametrize("text", INJECTIONS)
-def test_instructions_from_untrusted_sources_are_quarantined(cli, initialised, text):
+def test_instructions_from_untrusted_sources_are_quarantined(cli, initialised):
+    for text in INJECTIONS:
+        _check_quarantined(cli, text)
+
+
+def _check_quarantined(cli, text):
     data = rem(cli, text, "--kind", "fact", "--source", "tool:web_fetch")
     assert data["status"] == "quarantined"
     assert data["action"] == "quarantined"
     recalled = cli.json("recall", text)
     assert all(h["status"] != "quarantined" for h in recalled["hits"])
-    assert recalled["withheld"].get("quarantined") == 1
+    assert recalled["withheld"].get("quarantined", 0) >= 1
     shown = cli.json("recall", text, "--include", "quarantined")["hits"]
-    assert shown and shown[0]["flags"] == ["included:quarantined"]
+    assert shown and shown[0]["ref"] == data["ref"]
+    assert shown[0]["flags"] == ["included:quarantined"]
     history = cli.json("memory", "history", data["ref"])
     assert history[0]["op"] == "quarantine"
     # The history explains the decision without repeating the text.
