@@ -354,3 +354,12 @@ def test_scopes_and_ttl_forms(cli, initialised):
         .startswith("2026-01-22")
     assert rem(cli, "until", "--kind", "event", "--until", "2026-03-01")["memory"][
         "valid_until"].startswith("2026-03-01")
+
+
+def test_new_value_replaces_an_expired_one_whatever_its_authority(cli, initialised):
+    old = rem(cli, "the freeze ends friday", "--kind", "fact", "--key", "freeze", "--ttl", "1d")
+    later = {"AGENTSTATE_NOW": "2026-01-20T09:00:00Z"}
+    new = rem(cli, "the freeze ends next month", "--kind", "fact", "--key", "freeze",
+              "--source", "model", "-e", "file:README.md@HEAD", env=later)
+    assert new["action"] == "superseded" and new["replaced"] == old["ref"]
+    assert "expired" in new["reason"]

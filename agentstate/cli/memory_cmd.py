@@ -344,12 +344,13 @@ def run_distill(
             key = f" key={p.key}" if p.key else ""
             _say(console, f"{i + 1}. {p.kind}{key} ({p.why}): {_short(p.text, 160)}")
             _say(console, f"   evidence: {', '.join(p.evidence)}")
-            if r.accepted:
-                w = r.accepted[i]
-                _say(console, f"   → {w.ref} {w.action} ({w.status})")
+        for w in r.accepted:
+            _say(console, f"kept {w.ref}: {w.action} ({w.status})")
+        for item in r.rejected:
+            _say(console, f"not kept #{item['proposal']} ({item['source']}): {item['error']}")
         if r.skipped:
             _say(console, "not proposed: " + ", ".join(f"{n} {k}" for k, n in r.skipped.items()))
-        if r.proposals and not r.accepted:
+        if r.proposals and not r.accepted and not r.rejected:
             _say(console, f"run `agentstate run distill {r.run} --accept` to keep them")
 
     emit("run distill", result, as_json=as_json, human=human)

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentstate.errors import AgentStateError
 from agentstate.memory.versions import WriteResult
 
 _ENTRY = re.compile(r"\b(test|tests|pytest|tox|nox|check|lint|ruff|mypy|build|compile|verify)\b")
@@ -47,6 +48,7 @@ class DistillResult:
     run_status: str
     proposals: list[Proposal]
     accepted: list[WriteResult] = field(default_factory=list)
+    rejected: list[dict] = field(default_factory=list)  # proposals the write gate refused
     skipped: dict[str, int] = field(default_factory=dict)  # event kind → count not proposed
 
 
@@ -113,9 +115,14 @@ def distill(store: Any, run_ref: str, *, accept: bool = False,
     result = DistillResult(run.ref, run.status, proposals, skipped=skipped)
     if accept:
         with store.transaction():
-            for proposal in proposals:
-                result.accepted.append(remember(
-                    store, proposal.text, kind=proposal.kind, key=proposal.key,
-                    source=proposal.source, evidence=proposal.evidence, principal=principal,
-                ))
+            for index, proposal in enumerate(proposals):
+                try:
+                    result.accepted.append(remember(
+                        store, proposal.text, kind=proposal.kind, key=proposal.key,
+                        source=proposal.source, evidence=proposal.evidence, principal=principal,
+                    ))
+                except AgentStateError as exc:
+                    # remember() rolled back its own savepoint; the other proposals stand.
+                    result.rejected.append({"proposal": index + 1, "source": proposal.source,
+                                            "error": exc.message})
     return result

@@ -141,6 +141,10 @@ def resolve_conflict(store: Any, new_row: dict, current: dict, actor: str
     one. Returns (action, reason, replaced ref, contested ref)."""
     rows = chain_rows(store, new_row["id"])
     new_row = next(r for r in rows if r["row"] == new_row["row"])
+    if current["valid_until"] and current["valid_until"] <= store.now():
+        reason = f"replaces {vref(current)}, which expired at {current['valid_until']}"
+        replaced = make_current(store, new_row, rows, actor, "expired value", reason)
+        return "superseded", reason, ", ".join(replaced) or None, None
     if new_row["source"] == "user":
         reason = f"user correction of {vref(current)}: the user's value is current"
         replaced = make_current(store, new_row, rows, actor, "user correction", reason)
