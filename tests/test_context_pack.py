@@ -251,3 +251,22 @@ def test_secret_in_query_refused_nothing_stored(cli, initialised):
 
     db = sqlite3.connect(initialised / ".agentstate" / "state.db")
     assert db.execute("SELECT count(*) FROM packs").fetchone()[0] == 0
+
+
+def test_resolved_and_superseded_events_are_not_evidence(store, story):
+    run = story["run"]
+    # In the current run: a question about the parser cache, answered; a superseded note.
+    q = append_event(store, run.ref, "question", "does the parser cache survive a reload?")
+    append_event(store, run.ref, "answer", "yes, the parser cache survives a reload",
+                 resolves=q.ref)
+    wrong = append_event(store, run.ref, "note", "parser cache lives in /tmp/parser-cache")
+    append_event(store, run.ref, "note", "parser cache lives in ~/.cache/parser",
+                 supersedes=wrong.ref)
+    # Push them out of the trajectory window so they compete as evidence only.
+    store.config["context"]["trajectory_window"] = 0
+    store.config["context"]["recent_full_events"] = 0
+    pack = build_context(store, budget=4000, query="parser cache reload tmp", save=False)
+    reasons = {e.ref: e.reason for e in pack.manifest if e.cls == "evidence"}
+    assert reasons.get(q.ref) == "stale"
+    assert reasons.get(wrong.ref) == "superseded"
+    assert "/tmp/parser-cache" not in pack.text

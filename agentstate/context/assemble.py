@@ -298,6 +298,7 @@ def _event_evidence(store: Store, query: str, settings: src.ContextSettings,
         return []  # nothing searchable in the query (only punctuation): no event evidence
     ids = [h.ref.removeprefix("evt:") for h in hits]
     superseded: set[str] = set()
+    resolved: set[str] = set()
     if ids:
         marks = ",".join("?" * len(ids))
         superseded = {
@@ -305,7 +306,12 @@ def _event_evidence(store: Store, query: str, settings: src.ContextSettings,
                 f"SELECT supersedes FROM events WHERE supersedes IN ({marks})", ids
             )
         }
-    return src.event_evidence(hits, skip=skip, superseded=superseded,
+        resolved = {
+            f"evt:{r[0]}" for r in store.conn.execute(
+                f"SELECT resolves FROM events WHERE resolves IN ({marks})", ids
+            )
+        }
+    return src.event_evidence(hits, skip=skip, superseded=superseded, resolved=resolved,
                               min_relevance=settings.min_relevance)
 
 

@@ -34,7 +34,7 @@ DECISIONS = ("included", "compressed", "pointer", "dropped")
 # drops.
 REASONS = (
     "pinned", "fits", "older", "budget", "stale", "superseded", "permission",
-    "low relevance", "duplicate", "unconfirmed", "quarantined",
+    "low relevance", "duplicate",
 )
 
 

@@ -37,7 +37,7 @@ class ContextSettings:
     task_items: int = 25      # newest items per task-state group; the rest via the index
     query_questions: int = 5  # newest open questions added to the default query
     query_words: int = 40     # the default query keeps at most this many distinct words
-    evidence_terms: int = 12  # the event search uses the query's N rarest terms
+    evidence_terms: int = 8   # the event search uses the query's N rarest terms
     min_relevance: float = 0.2
     classes: list[str] = field(default_factory=list)
 
@@ -292,8 +292,15 @@ def skill_candidates(matches: list[Any]) -> list[Candidate]:
 EVENT_WEIGHT = 0.8  # a raw event ranks a little below a gated, curated memory
 
 
+# An event of these kinds that a later event resolved is stale as evidence: the question
+# was answered, the verification ran, the hypothesis was settled — the resolving event says
+# what holds now.
+STALE_WHEN_RESOLVED = ("question", "verify", "hypothesis")
+
+
 def event_evidence(hits: list[Any], *, skip: set[str], superseded: set[str],
-                   min_relevance: float) -> list[Candidate]:
+                   min_relevance: float, resolved: set[str] | None = None
+                   ) -> list[Candidate]:
     best = max((h.score for h in hits), default=0.0) or 1.0
     out = []
     for hit in hits:
@@ -315,6 +322,8 @@ def event_evidence(hits: list[Any], *, skip: set[str], superseded: set[str],
             cand.drop("duplicate")
         elif hit.ref in superseded:
             cand.drop("superseded")
+        elif hit.kind in STALE_WHEN_RESOLVED and hit.ref in (resolved or set()):
+            cand.drop("stale")
         elif relative < min_relevance:
             cand.drop("low relevance")
         out.append(cand)
