@@ -248,10 +248,11 @@ def skill_test(
     run, if any). Exit 0 when every command exits as expected, 1 otherwise.
     """
     from agentstate.errors import AgentStateError
-    from agentstate.skills.lifecycle import test_skill
+    from agentstate.skills.lifecycle import run_acceptance
 
     with cli_store() as store:
-        report = test_skill(store, target, run_ref=run, params=parse_key_values(param, "--param"))
+        report = run_acceptance(store, target, run_ref=run,
+                                params=parse_key_values(param, "--param"))
     if not report.passed:
         if not as_json:
             from agentstate.output import stdout_console

@@ -410,7 +410,7 @@ class AcceptanceResult:
 
 
 @dataclass
-class TestReport:
+class AcceptanceReport:
     name: str
     tree: str | None
     passed: bool
@@ -443,8 +443,8 @@ def param_values(contract: mf.Contract, folder: Path, repo: Path, tmp_dir: Path,
     return values
 
 
-def test_skill(store: Store, target: str, *, run_ref: str | None = None,
-               params: dict[str, str] | None = None) -> TestReport:
+def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
+                   params: dict[str, str] | None = None) -> AcceptanceReport:
     """Run the acceptance commands through the tool layer and record the result.
 
     NAME tests the draft in the registry work tree; NAME@vN tests a released version (checked
@@ -506,7 +506,7 @@ def test_skill(store: Store, target: str, *, run_ref: str | None = None,
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
     passed = all(r.ok for r in results)
-    report = TestReport(name=name, tree=tree, passed=passed, results=results, tested=tested,
+    report = AcceptanceReport(name=name, tree=tree, passed=passed, results=results, tested=tested,
                         id=store.new_id())
     run_id = None
     if results and results[0].event:
@@ -677,7 +677,7 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
             if passed and passed["passed"]:
                 test_id = passed["id"]
             else:
-                report_ = test_skill(store, name, run_ref=run_ref, params=params)
+                report_ = run_acceptance(store, name, run_ref=run_ref, params=params)
                 test_id = report_.id
                 if report_.tree != tree:
                     reasons.append("the draft changed while it was being tested")
