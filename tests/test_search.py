@@ -89,3 +89,26 @@ def test_fts_tables_exist_with_expected_tokenizers(store):
                             "('memories_fts', 'memories_tri', 'events_fts', 'events_tri')"))
     assert "remove_diacritics" in sql["memories_fts"] and "trigram" in sql["memories_tri"]
     assert "remove_diacritics" in sql["events_fts"] and "trigram" in sql["events_tri"]
+
+
+def test_short_cjk_queries_use_trigram_prefixes_not_only_the_recent_scan(store, monkeypatch):
+    import agentstate.memory.search as search
+
+    run, _ = start_run(store, "g")
+    old = append_event(store, run.ref, "note", "配置迁移脚本在 tools 目录")
+    for i in range(5):
+        append_event(store, run.ref, "note", f"unrelated note {i}")
+    monkeypatch.setattr(search, "SCAN_LIMIT", 1)  # the substring scan sees only the newest
+    assert [h.ref for h in search_events(store, "迁移")] == [old.ref]
+    assert [h.ref for h in search_events(store, "迁")] == [old.ref]
+
+
+def test_all_common_terms_take_the_newest_matches(store):
+    run, _ = start_run(store, "g")
+    with store.transaction():
+        for i in range(60):
+            append_event(store, run.ref, "note", f"deploy service number {i}")
+    plan = plan_query(store, "deploy service", EVENTS)
+    assert plan.newest_first and plan.operator == "AND" and plan.common == []
+    hits = search_events(store, "deploy service", limit=3)
+    assert [h.text for h in hits] == [f"deploy service number {i}" for i in (59, 58, 57)]

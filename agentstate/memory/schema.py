@@ -162,7 +162,20 @@ def m102_event_search(db: sqlite_utils.Database) -> None:
     )
 
 
+def m103_trigram_vocab(db: sqlite_utils.Database) -> None:
+    """Vocabularies of the trigram indexes: one- and two-character CJK queries look up the
+    trigrams that start with them (a range scan) instead of scanning texts."""
+    run_script(
+        db,
+        """
+        CREATE VIRTUAL TABLE memories_tri_vocab USING fts5vocab(memories_tri, 'row');
+        CREATE VIRTUAL TABLE events_tri_vocab USING fts5vocab(events_tri, 'row');
+        """,
+    )
+
+
 MIGRATIONS = [
     ("m101_memories", m101_memories),
     ("m102_event_search", m102_event_search),
+    ("m103_trigram_vocab", m103_trigram_vocab),
 ]

@@ -41,7 +41,9 @@ COMMON_FRACTION = 0.05
 # Below this many indexed texts, IDF is too noisy to prune anything.
 MIN_DOCS_FOR_PRUNING = 50
 # Substring scans (1-2 character CJK queries) look at no more than this many newest rows.
-SCAN_LIMIT = 20_000
+SCAN_LIMIT = 2_000
+# A 1-2 character CJK query looks up at most this many trigrams that start with it.
+PREFIX_TRIGRAMS = 100
 
 STOP_WORDS = frozenset(
     """a about above after again all also am an and any are as at be because been before being
@@ -68,13 +70,14 @@ class Corpus:
     words: str  # FTS5 word index
     trigrams: str  # FTS5 trigram index
     vocab: str  # fts5vocab(row) over the word index
+    tri_vocab: str  # fts5vocab(row) over the trigram index
     count_sql: str  # how many texts are indexed
 
 
-MEMORIES = Corpus("memories_fts", "memories_tri", "memories_vocab", "SELECT max(row) FROM memories")
-EVENTS = Corpus(
-    "events_fts", "events_tri", "events_vocab", "SELECT max(row) FROM event_search_map"
-)
+MEMORIES = Corpus("memories_fts", "memories_tri", "memories_vocab", "memories_tri_vocab",
+                  "SELECT max(row) FROM memories")
+EVENTS = Corpus("events_fts", "events_tri", "events_vocab", "events_tri_vocab",
+                "SELECT max(row) FROM event_search_map")
 
 
 @dataclass
@@ -84,6 +87,8 @@ class QueryPlan:
     query: str
     words: list[str] = field(default_factory=list)  # terms used in the word index
     operator: str = "OR"  # how the word terms combine
+    # Every word term is common: rank the newest matches instead of scoring them all.
+    newest_first: bool = False
     cjk: list[str] = field(default_factory=list)  # CJK segments of 3+ characters
     short_cjk: list[str] = field(default_factory=list)  # 1-2 characters: substring scan
     stop_words: list[str] = field(default_factory=list)
@@ -160,8 +165,11 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES) -> QueryPlan:
         if rare:
             plan.common = common
             content = rare
-        elif len(common) > 1:
-            plan.operator = "AND"  # every term is common: require them all
+        else:
+            # Every term is common: require them all, and take the newest matches rather
+            # than BM25-scoring a large share of the store (coverage still ranks them).
+            plan.operator = "AND" if len(common) > 1 else "OR"
+            plan.newest_first = True
     plan.words = content
     return plan
 
@@ -180,13 +188,14 @@ def _match_words(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
     if not plan.words:
         return []
     expression = f" {plan.operator} ".join(_quote(w) for w in plan.words)
-    rows = _run_match(conn, corpus.words, expression, cap, join, where, values)
+    newest = plan.newest_first
+    rows = _run_match(conn, corpus.words, expression, cap, join, where, values, newest)
     required = list(plan.words)
     while not rows and plan.operator == "AND" and len(required) > 1:
         # No text has every common term: drop the most common one and try again.
         required.pop()
         expression = " AND ".join(_quote(w) for w in required)
-        rows = _run_match(conn, corpus.words, expression, cap, join, where, values)
+        rows = _run_match(conn, corpus.words, expression, cap, join, where, values, newest)
     return rows
 
 
@@ -196,6 +205,17 @@ def _match_trigrams(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
     grams: list[str] = []
     for seg in plan.cjk:
         grams.extend(seg[i:i + 3] for i in range(len(seg) - 2))
+    for seg in plan.short_cjk:
+        # Too short to be a trigram: the indexed trigrams that start with it (a range scan
+        # of the trigram vocabulary). Occurrences at the very end of a text have no such
+        # trigram; the bounded substring scan catches those among recent texts.
+        grams.extend(
+            term for (term,) in conn.execute(
+                f"SELECT term FROM {corpus.tri_vocab} WHERE term >= ? AND term < ? "
+                "ORDER BY term LIMIT ?",
+                (seg, seg + "\U0010ffff", PREFIX_TRIGRAMS),
+            )
+        )
     if not grams:
         return []
     expression = " OR ".join(_quote(g) for g in dict.fromkeys(grams))
@@ -203,12 +223,14 @@ def _match_trigrams(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
 
 
 def _run_match(conn: Any, table: str, expression: str, cap: int, join: str, where: str,
-               values: tuple) -> list[tuple[int, float]]:
-    """Top `cap` rows of one FTS5 index by BM25; `join`/`where` narrow them (e.g. by run)."""
+               values: tuple, newest: bool = False) -> list[tuple[int, float]]:
+    """Top `cap` rows of one FTS5 index by BM25 (or the newest `cap` matches, which FTS5
+    reads straight off the end of its doclists); `join`/`where` narrow them (e.g. by run)."""
     extra = f"AND {where}" if where else ""
+    score, order = ("-1.0", f"{table}.rowid DESC") if newest else (f"bm25({table})", "s")
     sql = (
-        f"SELECT {table}.rowid, bm25({table}) AS s FROM {table} {join} "
-        f"WHERE {table} MATCH ? {extra} ORDER BY s LIMIT ?"
+        f"SELECT {table}.rowid, {score} AS s FROM {table} {join} "
+        f"WHERE {table} MATCH ? {extra} ORDER BY {order} LIMIT ?"
     )
     return [(row, score) for row, score in conn.execute(sql, (expression, *values, cap))]
 
