@@ -78,7 +78,7 @@ def test_include_brings_back_named_statuses_only(cli, initialised):
 def test_permission_is_withheld_and_counted(cli, initialised):
     config = initialised / ".agentstate" / "config.toml"
     config.write_text(config.read_text() + '\n[principals.reader]\nread = ["repo"]\nwrite = []\n')
-    rem(cli, "team prefers squash merges", "--kind", "preference", "--scope", "user")
+    private = rem(cli, "team prefers squash merges", "--kind", "preference", "--scope", "user")
     rem(cli, "squash merges keep history linear", "--kind", "fact")
     as_reader = cli.json("recall", "squash merges", "--as", "reader")
     assert len(as_reader["hits"]) == 1 and as_reader["hits"][0]["scope"] == "repo"
@@ -86,6 +86,11 @@ def test_permission_is_withheld_and_counted(cli, initialised):
     env = {"AGENTSTATE_PRINCIPAL": "reader"}
     assert cli.json("recall", "squash merges", env=env)["withheld"] == {"permission": 1}
     assert len(cli.json("recall", "squash merges")["hits"]) == 2  # owner reads everything
+    assert [m["scope"] for m in cli.json("memory", "list", "--as", "reader")] == ["repo"]
+    assert cli("memory", "show", private["ref"], "--as", "reader").exit_code == 3
+    assert cli("memory", "history", private["ref"], "--as", "reader").exit_code == 3
+    assert cli.json("memory", "show", private["ref"])["ref"] == private["ref"]
+    assert len(cli.json("recall", "squash merges", "--scope", "user:*,user")["hits"]) == 1
     bad = cli("recall", "squash", "--as", "ghost", "--json")
     assert bad.exit_code == 1 and "not declared" in bad.json()["error"]["message"]
 

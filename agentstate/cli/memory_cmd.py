@@ -209,13 +209,15 @@ def memory_list(
     scope: Annotated[str | None, typer.Option(
         help="Exact scope, e.g. repo or branch:main.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Most rows.")] = None,
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List memory versions, newest first."""
+    """List memory versions the principal may read, newest first."""
     from agentstate.memory.model import list_memories
 
     with cli_store() as store:
-        found = list_memories(store, status=status, kind=kind, scope=scope, limit=limit)
+        found = list_memories(store, status=status, kind=kind, scope=scope, limit=limit,
+                              principal=principal)
 
     def human(console, memories) -> None:
         if not memories:
@@ -233,13 +235,15 @@ def memory_list(
 @handle_errors
 def memory_show(
     ref: Annotated[str, typer.Argument(help="mem:ID or mem:ID@vN.")],
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show a memory: the version chain, evidence and status of each version."""
-    from agentstate.memory.model import get_chain, get_memory
+    from agentstate.memory.model import check_readable, get_chain, get_memory
 
     with cli_store() as store:
         focus = get_memory(store, ref)
+        check_readable(store, focus, principal)
         chain = get_chain(store, ref)
     data = {"ref": focus.ref, "current": focus, "versions": chain}
 
@@ -266,13 +270,15 @@ def memory_show(
 @handle_errors
 def memory_history(
     ref: Annotated[str, typer.Argument(help="mem:ID (whole chain) or mem:ID@vN.")],
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The audit trail: every gate decision with its actor, reason, time and text hash."""
-    from agentstate.memory.model import get_history
+    from agentstate.memory.model import check_readable, get_history, get_memory
 
     with cli_store() as store:
         entries = get_history(store, ref)
+        check_readable(store, get_memory(store, ref), principal)
 
     def human(console, rows) -> None:
         for h in rows:

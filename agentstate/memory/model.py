@@ -348,6 +348,15 @@ def get_chain(store: Any, ref: str) -> list[Memory]:
     return memories_from_rows(store, rows)
 
 
+def check_readable(store: Any, memory: Memory, principal: str | None) -> None:
+    """For inspection commands: the principal must be allowed to read the memory's scope."""
+    from agentstate.errors import Refused
+
+    who = resolve_principal(store, principal)
+    if not who.can_read(memory.scope):
+        raise Refused(f"principal {who.name!r} may not read scope {memory.scope!r}")
+
+
 def memory_evidence(store: Any, ref: str) -> dict[str, list[Evidence]]:
     """For `trace`: every version ref of the chain → its evidence refs."""
     return {m.ref: m.evidence for m in get_chain(store, ref)}
@@ -385,9 +394,12 @@ def record_history(store: Any, memory_id: str, version: int | None, op: str, act
 
 
 def list_memories(store: Any, *, status: str | None = None, kind: str | None = None,
-                  scope: str | None = None, limit: int | None = None) -> list[Memory]:
+                  scope: str | None = None, limit: int | None = None,
+                  principal: str | None = None) -> list[Memory]:
     """Memory versions, newest first. Default: current (active and contested, not expired);
-    `status` may be any stored status, `expired`, or `all`."""
+    `status` may be any stored status, `expired`, or `all`. Only scopes the principal may
+    read are listed."""
+    who = resolve_principal(store, principal)
     where, params = [], []
     if status in (None, "current"):
         where.append("status IN ('active', 'contested')")
@@ -416,7 +428,8 @@ def list_memories(store: Any, *, status: str | None = None, kind: str | None = N
     if limit:
         sql += " LIMIT ?"
         params.append(limit)
-    found = memories_from_rows(store, _rows(store, sql, params))
+    found = [m for m in memories_from_rows(store, _rows(store, sql, params))
+             if who.can_read(m.scope)]
     if status in (None, "current"):
         found = [m for m in found if m.status != "expired"]
     return found

@@ -20,6 +20,7 @@ store); on very large stores they are a lower bound.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,7 +107,8 @@ def recall(
 ) -> RecallResult:
     """Memories relevant to `query` that the principal may read, through the read gate.
 
-    `kinds`/`scopes` filter (not counted as withheld); `include` lets named withheld statuses
+    `kinds`/`scopes` filter (scopes may be patterns such as `branch:*`; filtered items are
+    not counted as withheld); `include` lets named withheld statuses
     through (flagged `included:STATUS`); `context` = {"run", "branch", "paths"} for scope
     applicability and specificity. Raises InvalidInput for an empty or punctuation-only
     query, an unknown kind or include value; an undeclared principal is InvalidInput too.
@@ -139,7 +141,7 @@ def recall(
             continue
         if kinds and row["kind"] not in kinds:
             continue
-        if scopes and row["scope"] not in scopes:
+        if scopes and not any(fnmatch.fnmatchcase(row["scope"], p) for p in scopes):
             continue
         if not who.can_read(row["scope"]):
             reason = "permission"
