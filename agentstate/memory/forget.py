@@ -144,8 +144,14 @@ def _purge(store: Any, rows: list[dict], why: str, actor: str, result: ForgetRes
         result.scrubbed = _scrub_elsewhere(conn, texts)
     from agentstate.memory.search import optimize_indexes
 
+    # Merge only the indexes that saw deletions: on a large store 'optimize' rewrites the
+    # whole index, so the event indexes are left alone unless event text was scrubbed.
+    touched = {name.split(".", 1)[0] for name in result.scrubbed}
+    names = ["memories_fts", "memories_tri"]
+    if "events" in touched:
+        names += ["events_fts", "events_tri"]
     with store.transaction():
-        optimize_indexes(conn)
+        optimize_indexes(conn, None if touched - {"events"} else names)
     result.wal_truncated = _compact(conn)
     result.vacuumed = True
 

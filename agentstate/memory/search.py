@@ -388,7 +388,7 @@ def search_events(
     ]
 
 
-def optimize_indexes(conn: Any) -> list[str]:
+def optimize_indexes(conn: Any, only: list[str] | None = None) -> list[str]:
     """Merge every FTS5 index in the database into one segment ('optimize').
 
     After a purge this drops the deleted entries from the index b-trees, so the erased
@@ -401,6 +401,8 @@ def optimize_indexes(conn: Any) -> list[str]:
             "AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5(%'"
         )
     ]
+    if only is not None:
+        names = [name for name in names if name in only]
     for name in names:
         conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
     return names
