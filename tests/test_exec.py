@@ -1,0 +1,122 @@
+"""`agentstate exec` and `run_tool`: policy, logging, redaction, exit codes, timeouts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentstate.errors import InvalidInput
+from agentstate.runs.log import end_run, list_events, start_run
+from agentstate.tools.runner import run_tool
+from tests.conftest import run_agentstate
+
+PY = "python3"  # allowed by the default policy (sys.executable may be python3.11)
+
+
+def calls(store):
+    return list(store.db.query("SELECT * FROM tool_calls ORDER BY rowid"))
+
+
+def test_run_tool_logs_event_and_row(store):
+    run, _ = start_run(store, "try the tool layer")
+    result = run_tool(store, [PY, "-c", "print('hello'); import sys; sys.exit(4)"])
+    assert (result.allowed, result.exit_code, result.ok) == (True, 4, False)
+    assert result.stdout == "hello\n" and result.run == run.ref
+    [event] = list_events(store, run.ref, kind="tool")
+    assert event.ref == result.event and event.source == "tool:" + result.program
+    assert "→ exit 4" in event.text
+    assert event.meta["exit_code"] == 4 and event.meta["excerpt"] == "hello"
+    assert event.meta["command"][0] == PY and event.meta["output_digest"].startswith("sha256:")
+    [row] = calls(store)
+    assert row["event"] == event.id and row["run"] == run.id and row["allowed"] == 1
+    assert json.loads(row["command"])[1:] == ["-c", "print('hello'); import sys; sys.exit(4)"]
+
+
+def test_secrets_are_redacted_in_command_and_output(store):
+    start_run(store, "redaction")
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    result = run_tool(store, [PY, "-c", f"print('token={token}')", token])
+    assert result.ok and token in result.stdout  # the caller sees the real output
+    [event] = list_events(store, result.run, kind="tool")
+    stored = json.dumps(event.meta) + event.text + json.dumps(calls(store)[0])
+    assert token not in stored and "***" in event.meta["excerpt"]
+
+
+def test_denied_and_missing_commands_are_logged_without_running(store, tmp_path):
+    start_run(store, "policy")
+    marker = tmp_path / "ran"
+    denied = run_tool(store, ["curl", "-o", str(marker), "https://example.invalid"])
+    assert not denied.allowed and "deny rule 'curl'" in denied.reason
+    assert not marker.exists()
+    store.config["tools"]["allow"].append("no-such-program-x1")
+    missing = run_tool(store, ["no-such-program-x1", "--flag"])
+    assert missing.allowed and missing.not_found and "not on PATH" in missing.reason
+    rows = calls(store)
+    assert [(r["allowed"], r["exit_code"]) for r in rows] == [(0, None), (1, None)]
+    texts = [e.text for e in list_events(store, kind="tool")]
+    assert texts[0].startswith("denied: $ curl") and texts[1].startswith("not run: $ no-such")
+
+
+def test_timeout_kills_the_process_group(store, tmp_path):
+    start_run(store, "timeout")
+    child = tmp_path / "child-finished"
+    script = (f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+              f"\"import time; time.sleep(1); open({str(child)!r}, 'w')\"]); time.sleep(30)")
+    result = run_tool(store, [PY, "-c", script], timeout=0.5)
+    assert result.timed_out and result.exit_code is None and not result.ok
+    assert result.duration_ms < 5000
+    assert calls(store)[0]["timed_out"] == 1
+    import time
+
+    time.sleep(1.3)  # the grandchild would have written the file by now if it survived
+    assert not child.exists()
+
+
+def test_without_a_run_only_the_tool_call_row_is_written(store):
+    result = run_tool(store, [PY, "-c", "pass"])
+    assert result.ok and result.event is None and result.run is None
+    assert calls(store)[0]["event"] is None
+    with pytest.raises(InvalidInput, match="timeout"):
+        run_tool(store, [PY], timeout=0)
+    with pytest.raises(InvalidInput, match="no command"):
+        run_tool(store, [])
+
+
+def test_ended_run_is_refused_before_running(store, tmp_path):
+    run, _ = start_run(store, "ended")
+    end_run(store, run.ref, "done")
+    marker = tmp_path / "ran"
+    with pytest.raises(InvalidInput, match="has ended"):
+        run_tool(store, [PY, "-c", f"open({str(marker)!r}, 'w')"], run_ref=run.ref)
+    assert not marker.exists() and calls(store) == []
+
+
+def test_cli_exit_codes(cli, repo, initialised):
+    # Real subprocesses where the exit code is the point.
+    propagated = run_agentstate("exec", "--", "python3", "-c",
+                                "import sys; print('out'); sys.exit(7)", cwd=repo)
+    assert propagated.returncode == 7 and propagated.stdout == "out\n"
+    assert "no active run" in propagated.stderr
+    cli.ok("run", "start", "exec from the CLI")
+    denied = cli("exec", "--", "ssh", "example.invalid")
+    assert denied.exit_code == 3 and "deny rule 'ssh'" in denied.stderr
+    assert "logged as evt:" in denied.stderr
+    not_allowed = cli("exec", "--", "perl", "-e", "1")
+    assert not_allowed.exit_code == 3 and "not in [tools] allow" in not_allowed.stderr
+    config = repo / ".agentstate" / "config.toml"
+    config.write_text(config.read_text().replace('"agentstate"]', '"agentstate", "nope-x1"]'))
+    missing = cli("exec", "--", "nope-x1")
+    assert missing.exit_code == 1 and "command not found: nope-x1" in missing.stderr
+    timed = cli("exec", "--timeout", "0.3", "--", "python3", "-c", "import time; time.sleep(10)")
+    assert timed.exit_code == 124 and "timed out" in timed.stderr
+    usage = cli("exec")
+    assert usage.exit_code == 2 and "no command given" in usage.stderr
+    payload = cli("exec", "--json", "--", "python3", "-c", "print(1)").json()["data"]
+    assert payload["exit_code"] == 0 and payload["stdout"] == "1\n"
+    assert payload["event"].startswith("evt:")
+    denied_json = cli("exec", "--json", "--", "curl", "x")
+    assert denied_json.exit_code == 3 and denied_json.json()["error"]["code"] == "refused"
+    events = cli.json("events", "--kind", "tool")
+    assert [e["meta"]["exit_code"] for e in events] == [None, None, None, None, 0, None]
+    assert [e["meta"]["allowed"] for e in events] == [False, False, True, True, True, False]
