@@ -64,8 +64,19 @@ def build_store(root: Path, runs, memories, system):
     last = None
     for n, (goal, constraints, events) in enumerate(runs):
         run, _ = start_run(store, goal, [c for c in constraints if c.strip()])
+        logged = []
         for kind, text in events:
-            append_event(store, run.ref, kind, text, source="user")
+            # Link some events the way agents do: answers, results, corrections.
+            target = next((e for e in reversed(logged) if e.kind in ("question", "verify")),
+                          None)
+            if kind == "note" and target is not None:
+                settle = "answer" if target.kind == "question" else "failed"
+                logged.append(append_event(store, run.ref, settle, text, resolves=target.ref))
+            elif kind == "decision" and logged:
+                logged.append(append_event(store, run.ref, "decision", text,
+                                           supersedes=logged[-1].ref))
+            else:
+                logged.append(append_event(store, run.ref, kind, text, source="user"))
         if n < len(runs) - 1:
             end_run(store, run.ref, "done")
         last = run

@@ -270,3 +270,15 @@ def test_resolved_and_superseded_events_are_not_evidence(store, story):
     assert reasons.get(q.ref) == "stale"
     assert reasons.get(wrong.ref) == "superseded"
     assert "/tmp/parser-cache" not in pack.text
+
+
+def test_preferences_pinned_only_for_principals_who_may_read_them(store, story):
+    remember(store, "reply in British English", kind="preference", source="user",
+             scope="user")
+    owner = build_context(store, budget=4000, save=False)
+    agent = build_context(store, budget=4000, principal="agent", save=False)
+    assert "reply in British English" in owner.text
+    assert "reply in British English" not in agent.text
+    assert agent.principal == "agent"
+    with pytest.raises(InvalidInput, match="not declared"):
+        build_context(store, budget=4000, principal="nobody")
