@@ -85,13 +85,18 @@ classes = ["pinned", "task", "catalog", "evidence", "trajectory", "index"]
 
 [tools]
 # The one tool layer (`agentstate exec`, skill tests and scripts) checks these.
-# A command is allowed when its program name is in `allow` and no `deny` entry is a prefix
-# of the command line.
+# Rules are command prefixes written like command lines ("git", "git push", "rm -rf /"); a
+# rule matches when its words are the first words of the command, the first compared by
+# program name (/usr/bin/curl matches "curl"). `deny` wins over `allow`; "*" in `allow`
+# allows everything not denied. Commands never run through a shell. A guardrail, not a
+# sandbox: an allowed interpreter can still do anything you can.
 allow = ["git", "make", "pytest", "python", "python3", "ls", "cat", "echo", "true", "false",
          "grep", "rg", "npm", "cargo", "go", "ruff", "agentstate"]
 deny = ["rm -rf /", "curl", "wget", "ssh", "scp"]
+# Default time limit in seconds (agentstate exec exits 124 when it is reached).
 timeout = 600
 # Tool definitions shown in the context catalog: [{name = "...", description = "..."}]
+# (a name listed here also satisfies a skill's required_tools without being on PATH)
 definitions = []
 
 [retention]
