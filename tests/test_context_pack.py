@@ -208,6 +208,10 @@ def test_cli_markdown_json_and_explain(cli, initialised):
     (["--run", "evt:zzzz"], 1, "expected run"),
     (["--system", "missing.md"], 1, "not found"),
     (["--as", "nobody"], 1, "not declared"),
+    (["--no-run"], 1, "--query"),
+    (["--no-run", "--run", "run:zzzzzzzzzz", "--query", "x"], 2, "contradict"),
+    (["--query", "  "], 1, "empty"),
+    (["--query", "!!!", "--budget", "500"], 1, "no words"),
 ])
 def test_cli_bad_input(cli, initialised, args, code, needle):
     cli.ok("run", "start", "goal")

@@ -103,11 +103,17 @@ def build_context(
         from agentstate.safety import refuse_secrets
 
         refuse_secrets(query, "the query")  # it is stored with the pack's manifest
+        from agentstate.memory.search import split_query
+
+        if split_query(query) == ([], []):
+            raise InvalidInput(f"the query {query!r} has no words to search for")
     # The system file is read (and rejected if missing or not text) before anything else.
     system_path = system_file if system_file is not None else settings.system_file
     system_base = store.work_tree if system_file is None else _cwd()
     system = src.read_system_file(system_path, system_base) if system_path else None
 
+    if run and no_run:
+        raise UsageError("--run and --no-run contradict each other; give one")
     the_run = None
     if run:
         the_run = get_run(store, run)
