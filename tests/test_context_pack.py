@@ -286,3 +286,15 @@ def test_preferences_pinned_only_for_principals_who_may_read_them(store, story):
     assert agent.principal == "agent"
     with pytest.raises(InvalidInput, match="not declared"):
         build_context(store, budget=4000, principal="nobody")
+
+
+def test_chinese_query_finds_memories_and_events(store, story):
+    remember(store, "数据库迁移必须向后兼容", kind="fact", source="user")
+    append_event(store, story["run"].ref, "observation", "数据库迁移脚本在测试环境运行成功",
+                 source="tool:migrate")
+    store.config["context"]["trajectory_window"] = 0
+    store.config["context"]["recent_full_events"] = 0
+    pack = build_context(store, query="数据库迁移", budget=3000, save=False)
+    evidence = pack.text[pack.text.index("## Evidence"):]
+    assert "数据库迁移必须向后兼容" in evidence
+    assert "数据库迁移脚本在测试环境运行成功" in evidence
