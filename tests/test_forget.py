@@ -106,3 +106,17 @@ def test_purge_after_tombstone_and_scrubs_events_it_came_from(cli, initialised):
     assert b"ZEBRA-GATEWAY" not in raw_bytes(initialised)
     event = cli.json("events", "--run", run)[0]
     assert event["ref"] == evt and event["text"] == "[purged]"
+
+
+def test_forgetting_a_contested_version_restores_the_current_confidence(cli, initialised):
+    old = rem(cli, "the queue is rabbitmq", "--kind", "fact", "--key", "queue")
+    new = rem(cli, "the queue is kafka", "--kind", "fact", "--key", "queue",
+              "--source", "model", "-e", "user")
+    assert new["action"] == "contested"
+    lowered = cli.json("memory", "show", old["ref"])["current"]["confidence"]
+    assert lowered < old["memory"]["confidence"]
+    cli.ok("forget", new["ref"], "--reason", "kafka was a guess")
+    restored = cli.json("memory", "show", old["ref"])["current"]["confidence"]
+    assert restored == old["memory"]["confidence"]
+    hits = cli.json("recall", "queue")["hits"]
+    assert [h["ref"] for h in hits] == [old["ref"]] and hits[0]["contested_by"] == []

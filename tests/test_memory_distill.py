@@ -8,8 +8,12 @@ from tests.test_memory_gate import log, start_run
 def _tool_event(store, run_ref, command, exit_code):
     from agentstate.runs.log import append_event
 
-    return append_event(store, run_ref, "tool", command, source=f"tool:{command.split()[0]}",
-                        meta={"exit_code": exit_code}, allow_system_kinds=True).ref
+    # The shape the tool layer logs: a summary line, argv and the exit code in meta.
+    return append_event(store, run_ref, "tool", f"$ {command} → exit {exit_code} in 0.42s",
+                        source=f"tool:{command.split()[0]}",
+                        meta={"command": command.split(), "exit_code": exit_code,
+                              "allowed": True, "timed_out": False},
+                        allow_system_kinds=True).ref
 
 
 def test_distill_proposes_confirmed_facts_only(cli, initialised):

@@ -18,6 +18,7 @@ Without `accept` nothing is stored. With it, every proposal goes through the wri
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,9 +84,9 @@ def propose(store: Any, run_ref: str) -> tuple[Any, list[Proposal], dict[str, in
             proposals.append(Proposal("fact", f"Verified: {check.text} — {event.text}", event.ref,
                                       [event.ref, check.ref], why="passed verification"))
         elif event.kind == "tool":
-            command = event.text.strip()
+            command = _command(event)
             if event.meta.get("exit_code") == 0 and not event.meta.get("timed_out") \
-                    and _ENTRY.search(command.lower()):
+                    and event.meta.get("allowed", True) and _ENTRY.search(command.lower()):
                 tools[command] = Proposal(
                     "procedure", f"`{command}` works in this repository (exit 0)", event.ref,
                     [event.ref], key=_key_for(command), why="successful tool run",
@@ -96,6 +97,16 @@ def propose(store: Any, run_ref: str) -> tuple[Any, list[Proposal], dict[str, in
             skipped[event.kind] = skipped.get(event.kind, 0) + 1
     proposals.extend(tools.values())
     return run, proposals, skipped
+
+
+def _command(event: Any) -> str:
+    """The command line of a tool event: the tool layer keeps argv in meta["command"] (its
+    text is a summary such as "$ make test → exit 0 in 1.2s")."""
+    argv = event.meta.get("command")
+    if isinstance(argv, list) and argv:
+        return shlex.join(str(a) for a in argv)
+    text = event.text.strip().removeprefix("$ ")
+    return text.split(" → ", 1)[0]
 
 
 def _key_for(command: str) -> str | None:

@@ -120,7 +120,24 @@ def forget(
                 )
                 record_history(store, row["id"], row["version"], "forget", who.name, why,
                                row["text"], prior_status=row["status"])
+                if row["status"] == "contested":
+                    _contest_rejected(store, row, who.name)
     return result
+
+
+def _contest_rejected(store: Any, row: dict, actor: str) -> None:
+    """Forgetting a contested version rejects the contradiction: the current version gets
+    back the confidence the contest took from it."""
+    from agentstate.memory.versions import CURRENT_CONTEST_FACTOR, bounded
+
+    for other in chain_rows(store, row["id"]):
+        if other["status"] == "active" and other["row"] != row["row"]:
+            restored = bounded(other["confidence"] / CURRENT_CONTEST_FACTOR)
+            store.conn.execute("UPDATE memories SET confidence = ? WHERE row = ?",
+                               (restored, other["row"]))
+            record_history(store, other["id"], other["version"], "contest_rejected", actor,
+                           f"contest by {make_ref('mem', row['id'], row['version'])} rejected;"
+                           " confidence restored", None)
 
 
 def _refs(rows: list[dict]) -> list[str]:

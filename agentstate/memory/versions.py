@@ -56,7 +56,7 @@ class WriteResult:
 
 
 def bounded(value: float) -> float:
-    return round(max(0.01, min(MAX_CONFIDENCE, value)), 3)
+    return round(max(0.01, min(MAX_CONFIDENCE, value)), 6)  # shown rounded to 3
 
 
 def initial_confidence(source: str, evidence_count: int) -> float:
