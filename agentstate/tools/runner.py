@@ -294,24 +294,27 @@ def _log(store: Store, result: ToolResult, run: Run | None, purpose: str | None)
                 store, run.ref, "tool", text, source=_source(result.program), meta=meta,
                 allow_system_kinds=True,
             )
-        store.db["tool_calls"].insert(
-            {
-                "id": call_id,
-                "event": event.id if event else None,
-                "run": run.id if run else None,
-                "command": json.dumps(cmd, ensure_ascii=False),
-                "program": result.program,
-                "allowed": int(result.allowed),
-                "reason": None if result.ok else redact(result.reason),
-                "exit_code": result.exit_code,
-                "duration_ms": result.duration_ms,
-                "timed_out": int(result.timed_out),
-                "output_digest": result.output_digest,
-                "excerpt": result.excerpt,
-                "cwd": result.cwd,
-                "purpose": purpose,
-                "ts": store.now(),
-            }
+        row = {
+            "id": call_id,
+            "event": event.id if event else None,
+            "run": run.id if run else None,
+            "command": json.dumps(cmd, ensure_ascii=False),
+            "program": result.program,
+            "allowed": int(result.allowed),
+            "reason": None if result.ok else redact(result.reason),
+            "exit_code": result.exit_code,
+            "duration_ms": result.duration_ms,
+            "timed_out": int(result.timed_out),
+            "output_digest": result.output_digest,
+            "excerpt": result.excerpt,
+            "cwd": result.cwd,
+            "purpose": purpose,
+            "ts": store.now(),
+        }
+        # Plain SQL: `exec` is on every agent's hot path; sqlite-utils costs ~90 ms to import.
+        store.conn.execute(
+            f"INSERT INTO tool_calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            tuple(row.values()),
         )
     result.call_id = call_id
     result.event = event.ref if event else None
