@@ -112,3 +112,27 @@ def test_all_common_terms_take_the_newest_matches(store):
     assert plan.newest_first and plan.operator == "AND" and plan.common == []
     hits = search_events(store, "deploy service", limit=3)
     assert [h.text for h in hits] == [f"deploy service number {i}" for i in (59, 58, 57)]
+
+
+def test_every_older_memory_schema_upgrades(tmp_path):
+    from agentstate.memory.schema import MIGRATIONS
+    from agentstate.store.db import connect
+    from agentstate.store.migrations import apply_migrations
+
+    for name, _ in MIGRATIONS:
+        db = connect(tmp_path / f"{name}.db")
+        apply_migrations(db, upto=name)
+        db.conn.execute("INSERT INTO memories (id, version, kind, scope, text, norm_hash, "
+                        "source, status, confidence, created, last_confirmed, principal) VALUES "
+                        "('m0000001', 1, 'fact', 'repo', '旧的记忆 about wombats', 'h', 'user', "
+                        "'active', 0.9, 't', 't', 'owner')")
+        apply_migrations(db)
+
+        class Shim:
+            conn = db.conn
+            config: dict = {}
+
+        from agentstate.memory.search import search_memory_rows
+
+        assert search_memory_rows(Shim(), "wombats") and search_memory_rows(Shim(), "记忆")
+        db.conn.close()
