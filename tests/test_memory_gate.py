@@ -363,3 +363,19 @@ def test_new_value_replaces_an_expired_one_whatever_its_authority(cli, initialis
               "--source", "model", "-e", "file:README.md@HEAD", env=later)
     assert new["action"] == "superseded" and new["replaced"] == old["ref"]
     assert "expired" in new["reason"]
+
+
+def test_contested_value_that_gathers_evidence_becomes_current(cli, initialised):
+    run = start_run(cli)
+    e1, e2, e3 = (log(cli, "observation", f"ci log {i}", "--run", run) for i in range(3))
+    old = rem(cli, "ci uses 4 workers", "--kind", "fact", "--key", "workers",
+              "--source", "tool:ci", "-e", e1, "-e", e2)
+    new = rem(cli, "ci uses 8 workers", "--kind", "fact", "--key", "workers",
+              "--source", "tool:ci", "-e", e3)
+    assert new["action"] == "contested"
+    again = rem(cli, "ci uses 8 workers", "--kind", "fact", "--key", "workers",
+                "--source", "tool:ci", "-e", "user")
+    assert again["ref"] == new["ref"] and again["status"] == "active"
+    assert "becomes current" in again["reason"]
+    shown = cli.json("memory", "show", old["ref"].split("@")[0])["versions"]
+    assert [v["status"] for v in shown] == ["superseded", "active"]

@@ -45,9 +45,11 @@ from agentstate.memory.versions import (
     bounded,
     initial_confidence,
     insert_version,
+    make_current,
     resolve_conflict,
     set_status,
     vref,
+    wins_over,
 )
 from agentstate.safety import find_injection, refuse_secrets
 from agentstate.store.sources import validate_source
@@ -202,6 +204,18 @@ def _refresh(store: Any, row: dict, refs: list[tuple[str, str]], valid_until: st
                        initial_confidence(fresh["source"], fresh["evidence_count"]))
         record_history(store, row["id"], row["version"], "promote", actor, why, None)
         reason += "; " + why
+    elif row["status"] == "contested" and added:
+        # More agreeing evidence for a contested value: re-apply the authority rule.
+        rows = chain_rows(store, row["id"])
+        fresh = next(r for r in rows if r["row"] == row["row"])
+        cur = next((r for r in reversed(rows) if r["status"] == "active"), None)
+        if cur is not None and wins_over(fresh["source"], fresh["evidence_count"], cur):
+            why = (f"now has at least the evidence of {vref(cur)} "
+                   f"({cur['evidence_count']} ≤ {fresh['evidence_count']}): it becomes current")
+            make_current(store, fresh, rows, actor, "more evidence", why)
+            record_history(store, row["id"], row["version"], "promote", actor, why, None)
+            reason += "; " + why
+            action = "superseded"
     memory = get_memory(store, vref(row))
     return WriteResult(action, memory.ref, memory.status, reason, memory, evidence_added=added)
 
