@@ -358,3 +358,25 @@ def test_cli_flow_and_exit_codes(cli, initialised):
     scaffold = cli.json("skill", "new", "outside", "--path", str(initialised / "myskills"))
     assert scaffold["ref"] is None
     assert (initialised / "myskills" / "outside" / "SKILL.md").exists()
+
+
+def test_concurrent_publishes_both_land(store, repo):
+    new_skill(store, "alpha", description="First concurrent skill.")
+    new_skill(store, "beta", description="Second concurrent skill.")
+    import os
+
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "agentstate", "skill", "publish", name],
+                         cwd=repo, env=dict(os.environ), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for name in ("alpha", "beta")
+    ]
+    outcomes = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    assert [o[2] for o in outcomes] == [0, 0], outcomes
+    assert {"alpha/v1", "beta/v1"} <= set(tags(store))
+    assert {r["name"] for r in store.db.query(
+        "SELECT name FROM skill_versions WHERE status = 'published'")} >= {"alpha", "beta"}
+    # Each release commit holds only its own folder.
+    for name in ("alpha", "beta"):
+        changed = git(store.skills_path, "show", "--name-only", "--format=", f"{name}/v1")
+        assert {line.split("/")[0] for line in changed.splitlines()} == {name}

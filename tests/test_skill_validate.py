@@ -261,3 +261,15 @@ def test_cli_validate_reports_file_and_line(cli, initialised, tmp_path):
     assert cli("skill", "validate").exit_code in (0, 1)
     missing = cli("skill", "validate", str(tmp_path / "nowhere"))
     assert missing.exit_code == 1 and "no skill folder or file" in missing.stderr
+
+
+@pytest.mark.parametrize("description", ["Check: the docs", "# not a comment", "'quoted'",
+                                         "ends with colon:", "[brackets] and {braces}", "ok"])
+def test_scaffold_keeps_any_one_line_description(tmp_path, description):
+    folder = tmp_path / NAME
+    write_scaffold(folder, NAME, description)
+    report = validate_folder(folder, config())
+    assert report.ok, [str(p) for p in report.problems]
+    from agentstate.skills.manifest import load_folder
+
+    assert load_folder(folder).description == description

@@ -279,8 +279,11 @@ class NewSkill:
 
 def write_scaffold(dest: Path, name: str, description: str) -> list[str]:
     title = name.replace("-", " ").capitalize()
+    # Plain when YAML reads it back unchanged, else a double-quoted (JSON-style) scalar.
+    plain = re.fullmatch(r"[A-Za-z0-9(][^:#\n]*[^:\s]", description) is not None
+    quoted = description if plain else json.dumps(description, ensure_ascii=False)
     files = {
-        mf.SKILL_MD: SCAFFOLD_MD.format(name=name, description=description, title=title),
+        mf.SKILL_MD: SCAFFOLD_MD.format(name=name, description=quoted, title=title),
         mf.SKILL_TOML: SCAFFOLD_TOML.format(trigger=name.replace("-", " ")),
         "scripts/check.py": SCAFFOLD_SCRIPT.format(name=name),
     }
@@ -307,8 +310,8 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
     description = (description or f"Describe what {name} does and when to use it.").strip()
     if len(description) > mf.DESCRIPTION_MAX:
         raise InvalidInput(f"the description is longer than {mf.DESCRIPTION_MAX} characters")
-    if "\n" in description or description.startswith(("'", '"', "[", "{", "&", "*", "!")):
-        raise InvalidInput("the description must be one line of plain text")
+    if "\n" in description or "\r" in description:
+        raise InvalidInput("the description must be one line")
     refuse_secrets(description, "the description")
     if path is not None:
         dest = path / name
