@@ -379,3 +379,16 @@ def test_contested_value_that_gathers_evidence_becomes_current(cli, initialised)
     assert "becomes current" in again["reason"]
     shown = cli.json("memory", "show", old["ref"].split("@")[0])["versions"]
     assert [v["status"] for v in shown] == ["superseded", "active"]
+
+
+def test_no_command_echoes_a_secret_back(cli, initialised):
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    stored = rem(cli, "a harmless fact", "--kind", "fact", "--source", "model")
+    for args in (["memory", "confirm", stored["ref"], "--evidence", secret],
+                 ["forget", "--key", secret], ["forget", "--query", f"key {secret}"],
+                 ["memory", "correct", stored["ref"], f"now {secret}"]):
+        result = cli(*args)
+        assert result.exit_code == 3, args
+        assert secret not in result.stdout + result.stderr
+    recalled = cli("recall", f"where is {secret}")
+    assert recalled.exit_code == 0 and secret not in recalled.stdout + recalled.stderr

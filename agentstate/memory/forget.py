@@ -87,8 +87,9 @@ def forget(
     principal: str | None = None,
 ) -> ForgetResult:
     """Tombstone (default) or purge the memories named by a ref, a key or a query."""
-    if reason:
-        refuse_secrets(reason, "the reason")
+    for what, value in (("the reason", reason), ("the key", key), ("the query", query)):
+        if value:
+            refuse_secrets(value, what)  # before any message could echo it
     why = (reason or "").strip() or ("purged on request" if purge else "forgotten on request")
     who = resolve_principal(store, principal)
     rows = _select_targets(store, ref, key, query, scope, principal)

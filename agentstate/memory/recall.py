@@ -39,6 +39,7 @@ from agentstate.memory.model import (
     row_to_memory,
 )
 from agentstate.memory.scopes import scope_applies
+from agentstate.safety import redact_secrets
 from agentstate.store.clock import parse_ts
 from agentstate.store.refs import make_ref
 
@@ -173,7 +174,8 @@ def recall(
     hits.sort(key=lambda h: (-h.score, h.ref))
     hits = _place_contested(hits)[:limit]
     return RecallResult(
-        query=plan.query, principal=who.name, hits=hits,
+        # The answer never echoes a secret back.
+        query=redact_secrets(plan.query), principal=who.name, hits=hits,
         withheld={k: withheld[k] for k in sorted(withheld)}, matched_nothing=not hits,
         pruned_terms=plan.stop_words + plan.common,
     )

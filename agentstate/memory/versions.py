@@ -214,6 +214,7 @@ def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None 
     against the current version); a contested version confirmed this way becomes current."""
     if not evidence:
         raise InvalidInput("confirm needs at least one --evidence REF")
+    refuse_secrets(" ".join(evidence), "the evidence")
     who = resolve_principal(store, principal)
     target = get_memory(store, ref)
     if target.status == "quarantined":
