@@ -373,15 +373,11 @@ def skill_list(
         if not rows:
             console.print("no published skills (see `agentstate skill new`, `skill propose`)")
             return
-        from rich.table import Table
-
-        table = Table(box=None, pad_edge=False)
-        table.add_column("ref", no_wrap=True)
-        table.add_column("status", no_wrap=True)
-        table.add_column("description", no_wrap=True, overflow="ellipsis")
+        width = max(len(e.ref) for e in rows)
         for e in rows:
-            table.add_row(e.ref, e.status, _short(e.description, 80))
-        console.print(table)
+            status = "" if e.status == "published" else f" [{e.status}]"
+            console.print(f"{e.ref:<{width}}  {_short(e.description, 100)}{status}",
+                          markup=False, highlight=False)
 
     emit("skill list", entries, as_json=as_json, human=human)
 
@@ -463,17 +459,19 @@ def skill_history_cmd(
         history = skill_history(store, name)
 
     def human(console, h):
-        from rich.table import Table
-
-        table = Table(box=None, pad_edge=False)
-        for col in ("ref", "status", "commit", "published", "approver", "loads", "note"):
-            table.add_column(col, no_wrap=col != "note")
         for v in h.versions:
-            note = f"revoked: {v.revoke_reason}" if v.status == "revoked" else \
-                v.provenance.get("origin", "")
-            table.add_row(v.ref, v.status, (v.commit or "")[:10], (v.published or "")[:19],
-                          v.approver or "", str(v.loads), _short(note, 50))
-        console.print(table)
+            line = f"{v.ref}  {v.status:<9}  "
+            if v.commit:
+                line += f"commit {v.commit[:10]}  published {(v.published or '')[:19]}  "
+            line += f"loads {v.loads}"
+            if v.approver:
+                line += f"  approved by {v.approver}"
+            console.print(line, markup=False, highlight=False)
+            if v.status == "revoked":
+                console.print(f"    revoked {(v.revoked or '')[:19]} by {v.revoked_by}: "
+                              f"{v.revoke_reason}", markup=False, highlight=False)
+            for reason in v.reasons:
+                console.print(f"    approval needed: {reason}", markup=False, highlight=False)
         console.print(f"current: {h.current or 'none'}", markup=False)
         if h.draft_changed:
             console.print(f"draft in {h.draft} differs from the current version", markup=False)

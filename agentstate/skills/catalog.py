@@ -58,6 +58,9 @@ class CatalogEntry:
 def one_line(text: str, limit: int = ONE_LINE) -> str:
     """The first sentence or line of a description, cut at `limit` characters."""
     first = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    end = first.find(". ")
+    if end >= 20:  # the first sentence, when it is a real one
+        first = first[: end + 1]
     if len(first) > limit:
         first = first[: limit - 1].rstrip() + "…"
     return first
