@@ -30,6 +30,16 @@ DEFAULTS: dict[str, Any] = {
         "default_budget": 8000,
         "recent_full_events": 8,
         "classes": ["pinned", "task", "catalog", "evidence", "trajectory", "index"],
+        # Bounds on what one pack considers (see agentstate.context.sources.ContextSettings).
+        "trajectory_window": 40,
+        "evidence_events": 30,
+        "evidence_memories": 30,
+        "catalog_skills": 10,
+        "index_reserve": 200,
+        "task_items": 25,
+        "query_questions": 5,
+        "query_words": 40,
+        "evidence_terms": 8,
     },
     "tools": {
         "allow": ["git", "make", "pytest", "python", "python3", "ls", "cat", "echo", "true",
@@ -82,6 +92,16 @@ default_budget = 8000
 recent_full_events = 8
 # Priority classes, highest first.
 classes = ["pinned", "task", "catalog", "evidence", "trajectory", "index"]
+# Bounds on what one pack considers, so assembly costs the same on any store size:
+# trajectory_window = 40   # newest events of the run looked at (older: an index hint)
+# evidence_events = 30     # event hits from the full-text search (every run)
+# evidence_memories = 30   # memory hits through the read gate
+# catalog_skills = 10      # matching published skills listed
+# index_reserve = 200      # tokens (at most 5% of the budget) kept for the index
+# task_items = 25          # newest items per task-state group
+# query_questions = 5      # open questions added to the default query
+# query_words = 40         # distinct words kept in the default query
+# evidence_terms = 8       # the event search uses the query's rarest N terms
 
 [tools]
 # The one tool layer (`agentstate exec`, skill tests and scripts) checks these.
