@@ -32,7 +32,6 @@ class ContextPack:
     manifest: list[ManifestEntry]
     allocation: list[ClassAllocation]
     withheld: dict[str, int] = field(default_factory=dict)  # read-gate counts by reason
-    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """The --json shape: the text, the manifest (one row per candidate), the allocation."""
@@ -124,7 +123,6 @@ def build_context(
                            "or give --query TEXT for a pack without a run")
 
     candidates: list[Candidate] = []
-    notes: list[str] = []
     if system is not None:
         cand = src.system_candidate(*system)
         if cand:
@@ -172,7 +170,6 @@ def build_context(
     candidates += src.skill_candidates(skills[: settings.catalog_skills])
 
     # Evidence: gated memories and past events of every run, ranked for the query.
-    withheld: dict[str, int] = {}
     mem_cands, withheld = _memory_evidence(store, query, who.name, scope_context, settings,
                                            skip)
     candidates += mem_cands
@@ -200,7 +197,7 @@ def build_context(
         ref=None, run=the_run.ref if the_run else None, principal=who.name, query=query,
         budget=budget_n, tokens=allocation.tokens, minimum=allocation.minimum, text=text,
         text_hash=digest, created=store.now(), manifest=manifest,
-        allocation=allocation.classes, withheld=withheld, notes=notes,
+        allocation=allocation.classes, withheld=withheld,
     )
     if save:
         from agentstate.context.manifest import save_pack
@@ -213,9 +210,11 @@ def _bounded_query(parts: list[str], max_words: int) -> str:
     """Join the parts, keeping at most `max_words` distinct words (goal first, then the
     newest questions): every extra term makes the full-text search score more rows."""
     seen: list[str] = []
+    folded: set[str] = set()
     for part in parts:
         for word in part.split():
-            if word.casefold() not in (w.casefold() for w in seen):
+            if word.casefold() not in folded:
+                folded.add(word.casefold())
                 seen.append(word)
     return " ".join(seen[:max_words]) if max_words else " ".join(seen)
 
