@@ -380,3 +380,15 @@ def test_concurrent_publishes_both_land(store, repo):
     for name in ("alpha", "beta"):
         changed = git(store.skills_path, "show", "--name-only", "--format=", f"{name}/v1")
         assert {line.split("/")[0] for line in changed.splitlines()} == {name}
+
+
+def test_check_registry_finds_drift_between_git_and_database(store, demo):
+    publish_skill(store, "demo")
+    assert lifecycle.check_registry(store) == []
+    git(store.skills_path, "tag", "stray/v1")
+    store.conn.execute("UPDATE skill_versions SET tree = 'abc' WHERE name = 'verify-tests'")
+    problems = lifecycle.check_registry(store)
+    assert "tag stray/v1 has no release row in the database" in problems
+    assert any(p.startswith("tag verify-tests/v1: folder tree") for p in problems)
+    git(store.skills_path, "tag", "-d", "demo/v1")
+    assert any("has no tag demo/v1" in p for p in lifecycle.check_registry(store))

@@ -9,12 +9,14 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.skills.lifecycle import publish_skill
 from agentstate.skills.manifest import validate_folder
-from agentstate.skills.propose import propose_from_run
+from agentstate.skills.propose import _Stripper, propose_from_run
 from agentstate.tools.runner import run_tool
 
 
@@ -116,3 +118,30 @@ def test_propose_bad_input(store):
         propose_from_run(store, run.ref, "Not_A_Name")
     with pytest.raises(InvalidInput, match="already exists"):
         propose_from_run(store, run.ref, "verify-tests")
+
+
+SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    where=st.sampled_from(["repo", "tmp", "home"]),
+    parts=st.lists(SEGMENT, min_size=1, max_size=4),
+    stamp=st.datetimes(),
+    sha=st.integers(min_value=16**7, max_value=16**12).map(lambda n: f"{n:x}"),
+    flag=st.sampled_from(["", "--out=", "path="]),
+)
+def test_no_accidental_state_survives_stripping(where, parts, stamp, sha, flag):
+    work_tree = Path("/srv/work/project")
+    stripper = _Stripper(work_tree)
+    stripper.home = "/home/alice"
+    root = {"repo": str(work_tree), "tmp": tempfile.gettempdir(), "home": "/home/alice"}[where]
+    path = root + "/" + "/".join(parts)
+    when = stamp.isoformat(timespec="seconds")
+    out = [stripper.strip(flag + path), stripper.strip(when), stripper.strip(f"rev={sha}")]
+    text = " ".join(out)
+    assert root not in text and when not in text
+    if any(c.isalpha() for c in sha) and any(c.isdigit() for c in sha):
+        assert sha not in text
+    assert out[0].startswith(flag)
+    assert set(stripper.params) <= {"path", "timestamp", "commit"}

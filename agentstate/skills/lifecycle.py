@@ -862,3 +862,37 @@ def skill_diff(store: Store, name: str, va: str, vb: str) -> str:
         numbers.append(row.version)
     return registry.diff_versions(store.skills_path, name, numbers[0], numbers[1])
 
+
+
+# ---------------------------------------------------------------- consistency
+
+
+def check_registry(store: Store) -> list[str]:
+    """Problems between the database mirror and the git registry (empty: consistent).
+
+    Every released row (published or revoked) must have its tag pointing at its commit with
+    the recorded tree; every `<name>/v<N>` tag must have a row. Meant for `agentstate doctor`.
+    """
+    problems = []
+    tag_list = registry.list_tags(store.skills_path)
+    rows = list(store.db.query(
+        "SELECT name, version, status, commit_sha, tree FROM skill_versions "
+        "WHERE status != 'candidate' ORDER BY name, version"))
+    released = {registry.tag_name(r["name"], r["version"]): r for r in rows}
+    repo_path = store.skills_path
+    for tag, row in released.items():
+        if tag not in tag_list:
+            problems.append(f"{make_ref('skill', row['name'], row['version'])} "
+                            f"({row['status']}) has no tag {tag} in the registry")
+            continue
+        commit, tree = registry.tag_target(repo_path, row["name"], row["version"])
+        if commit != row["commit_sha"]:
+            problems.append(f"tag {tag} points at {commit[:12]}, the database says "
+                            f"{str(row['commit_sha'])[:12]}")
+        elif tree != row["tree"]:
+            problems.append(f"tag {tag}: folder tree {str(tree)[:12]} differs from the "
+                            f"recorded {str(row['tree'])[:12]}")
+    for tag in tag_list:
+        if re.fullmatch(r"[a-z0-9-]+/v[0-9]+", tag) and tag not in released:
+            problems.append(f"tag {tag} has no release row in the database")
+    return problems

@@ -216,6 +216,20 @@ def tag_exists(path: Path, name: str, version: int) -> bool:
     return tag_name(name, version) in list_tags(path)
 
 
+def tag_target(path: Path, name: str, version: int) -> tuple[str, str | None]:
+    """(commit a release tag points at, tree of the skill's folder in it)."""
+    import git
+
+    repo = _repo(path)
+    tag = tag_name(name, version)
+    commit = repo.git.rev_parse(f"{tag}^{{commit}}")
+    try:
+        tree = repo.git.rev_parse(f"{commit}:{name}")
+    except git.GitCommandError:
+        tree = None
+    return commit, tree
+
+
 def version_files(path: Path, name: str, version: int) -> list[str]:
     """Paths (relative to the skill folder) in a released version."""
     import git
