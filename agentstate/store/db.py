@@ -8,6 +8,7 @@ processes write at once) and foreign keys on.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -184,6 +185,26 @@ class LazyDatabase:
 
     def __getitem__(self, name: str) -> Any:
         return self.real[name]
+
+    # The two read calls that hot paths make (catalog, recall) are served directly, with
+    # sqlite_utils' results: dict rows, executed at once and fetched lazily.
+    def table_names(self, fts4: bool = False, fts5: bool = False) -> list[str]:
+        if fts4 or fts5:
+            return self.real.table_names(fts4=fts4, fts5=fts5)
+        return [r[0] for r in self.conn.execute(
+            "select name from sqlite_master where type = 'table'")]
+
+    def query(self, sql: str, params: Any = None) -> Iterator[dict]:
+        if _PLAIN_SELECT.match(sql):  # reads only: no savepoint guard needed
+            args = (params,) if params is not None else ()
+            cursor = self.conn.execute(sql, *args)
+            keys = [d[0] for d in cursor.description or ()]
+            if keys and len(set(keys)) == len(keys):
+                return (dict(zip(keys, row, strict=True)) for row in cursor)
+        return self.real.query(sql, params)  # writes, PRAGMAs, duplicate column names
+
+
+_PLAIN_SELECT = re.compile(r"\s*select\b", re.IGNORECASE)
 
 
 def open_store(
