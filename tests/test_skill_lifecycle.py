@@ -392,3 +392,21 @@ def test_check_registry_finds_drift_between_git_and_database(store, demo):
     assert any(p.startswith("tag verify-tests/v1: folder tree") for p in problems)
     git(store.skills_path, "tag", "-d", "demo/v1")
     assert any("has no tag demo/v1" in p for p in lifecycle.check_registry(store))
+
+
+def test_add_imports_a_folder_as_an_untrusted_candidate(store, repo):
+    source = repo / "skills" / "repo-skill"
+    lifecycle.write_scaffold(source, "repo-skill", "A skill kept in the repository.")
+    added = lifecycle.add_skill(store, source)
+    assert added.ref == "skill:repo-skill@v1"
+    assert (store.skills_path / "repo-skill" / "skill.toml").exists()
+    with pytest.raises(Refused, match="files imported from file:skills/repo-skill@"):
+        publish_skill(store, "repo-skill")
+    assert publish_skill(store, "repo-skill", approve=True).approver == "owner"
+    assert lifecycle.add_skill(store, source).files == []  # identical: nothing to do
+    bump(source)
+    with pytest.raises(InvalidInput, match="--replace"):
+        lifecycle.add_skill(store, source)
+    assert lifecycle.add_skill(store, source, replace=True).ref == "skill:repo-skill@v2"
+    with pytest.raises(InvalidInput, match="not a skill folder"):
+        lifecycle.add_skill(store, repo)

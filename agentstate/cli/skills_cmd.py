@@ -125,6 +125,30 @@ def skill_new(
     emit("skill new", result, as_json=as_json, human=human)
 
 
+@skill_app.command("add")
+@handle_errors
+def skill_add(
+    path: Annotated[Path, typer.Argument(help="A skill folder (with SKILL.md), e.g. from "
+                                              "your repository's skills/.")],
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite a different draft of the same name.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Copy a skill folder into the registry as a candidate (then test and publish it).
+
+    Its files are untrusted input: publishing it needs a human --approve.
+    """
+    from agentstate.skills.lifecycle import add_skill
+
+    with cli_store() as store:
+        result = add_skill(store, path, replace=replace)
+    emit("skill add", result, as_json=as_json,
+         human=lambda c, r: c.print(f"{r.ref}: candidate in {r.path}; publish with "
+                                    f"`agentstate skill publish {r.name} --approve`",
+                                    markup=False))
+
+
 # ---------------------------------------------------------------- validate
 
 

@@ -341,6 +341,67 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
                     files=files)
 
 
+# ---------------------------------------------------------------- add (import a folder)
+
+
+def add_skill(store: Store, path: Path, *, replace: bool = False) -> NewSkill:
+    """Copy a skill folder (e.g. from the repository's own skills/) into the registry as a
+    candidate. Its files are untrusted input, so publishing it needs a human --approve."""
+    import subprocess
+
+    folder = path.resolve()
+    if not folder.is_dir() or not (folder / mf.SKILL_MD).is_file():
+        raise InvalidInput(f"{path} is not a skill folder (no SKILL.md)")
+    name = folder.name
+    problems = mf.check_name(name)
+    if problems:
+        raise InvalidInput(f"folder name: {problems[0]}")
+    dest = draft_path(store, name)
+    if dest.resolve() == folder:
+        raise InvalidInput(f"{path} is already the registry draft")
+    if dest.exists() and not replace:
+        if registry.tree_hash(dest) == registry.tree_hash(folder):
+            row = _candidate(store, name) or (_rows(store, name) or [None])[-1]
+            return NewSkill(name=name, path=str(dest), files=[],
+                            ref=make_ref("skill", name, row["version"]) if row else None)
+        raise InvalidInput(f"the registry already has a draft {name!r} that differs; pass "
+                           "--replace to overwrite the draft (releases are not touched)")
+    try:
+        rel = folder.relative_to(store.work_tree).as_posix()
+    except ValueError:
+        rel = str(folder)
+    head = subprocess.run(["git", "-C", str(store.work_tree), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False).stdout.strip()
+    source = f"file:{rel}@{head or 'worktree'}"
+    principal, may_approve = principal_name(store)
+    files = [f.relative_to(folder).as_posix() for f in mf.skill_files(folder)]
+    with registry_lock(store):
+        staging = dest.with_name(dest.name + ".add-agentstate")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(folder, staging, symlinks=True,
+                        ignore=shutil.ignore_patterns(*mf.IGNORED_PARTS, "*.pyc"))
+        backup = dest.with_name(dest.name + ".old-agentstate")
+        shutil.rmtree(backup, ignore_errors=True)
+        if dest.exists():
+            dest.rename(backup)
+        try:
+            staging.rename(dest)
+            row = _upsert_candidate(store, name, mf.load_folder(dest), {
+                "origin": "import", "path": rel, "principal": principal,
+                "principal_may_approve": may_approve, "sources": [source],
+                "untrusted": [f"files imported from {source}"], "injection": [],
+            })
+        except BaseException:
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.rmtree(staging, ignore_errors=True)
+            if backup.exists():
+                backup.rename(dest)
+            raise
+        shutil.rmtree(backup, ignore_errors=True)
+    return NewSkill(name=name, path=str(dest), ref=make_ref("skill", name, row["version"]),
+                    files=sorted(files))
+
+
 # ---------------------------------------------------------------- validate
 
 
