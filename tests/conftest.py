@@ -22,9 +22,16 @@ from agentstate.store.init import init_store
 FIXED_NOW = "2026-01-15T09:00:00Z"
 
 
+@pytest.fixture(scope="session")
+def token_cache(tmp_path_factory):
+    """One tokenizer cache for the whole session (each test has its own HOME)."""
+    return tmp_path_factory.mktemp("token-cache")
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory, monkeypatch):
+def isolated_home(tmp_path_factory, monkeypatch, token_cache):
     home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("AGENTSTATE_CACHE_DIR", str(token_cache))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")

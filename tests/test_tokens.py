@@ -1,0 +1,46 @@
+"""The one token counter: offline, hash-checked, calibrated, cached safely."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from agentstate import tokens
+from agentstate.errors import InvalidInput
+from agentstate.tokens import TokenCounter, counter_from_config
+
+
+def test_counts_with_bundled_encoding():
+    counter = TokenCounter()
+    assert counter.count("") == 0
+    assert counter.count("hello world") == 2
+    assert counter.count("你好，世界") > 0
+
+
+def test_calibration_rounds_up():
+    assert TokenCounter(calibration=1.15).count("hello world") == 3  # ceil(2 * 1.15)
+
+
+@pytest.mark.parametrize("value", ["abc", 0, 50])
+def test_bad_calibration_is_refused(value):
+    with pytest.raises(InvalidInput):
+        counter_from_config({"tokens": {"calibration": value}})
+
+
+def test_unknown_encoding_is_a_clear_error():
+    with pytest.raises(InvalidInput):
+        TokenCounter(encoding="no_such_encoding").count("x")
+
+
+def test_damaged_cache_is_ignored_and_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTSTATE_CACHE_DIR", str(tmp_path))
+    first = tokens._cached_ranks()
+    (cache,) = tmp_path.glob("*.marshal")
+    raw = bytearray(cache.read_bytes())
+    raw[100] ^= 0xFF  # flip a byte inside the payload: the digest no longer matches
+    cache.write_bytes(bytes(raw))
+    rebuilt = tokens._cached_ranks()
+    assert rebuilt == first
+    repaired = cache.read_bytes()
+    assert hashlib.sha256(repaired[32:]).digest() == repaired[:32]
