@@ -109,9 +109,9 @@ CHAPTERS: list[Chapter] = [
     ]),
     Chapter("Today: a new session picks the task up", [
         Cmd(["resume"]),
-        Say("The same pack within 230 tokens: the pinned parts stay, the rest is dropped "
+        Say("The same pack within 300 tokens: the pinned parts stay, the rest is dropped "
             "lowest priority first and listed by ref:"),
-        Cmd(["resume", "--budget", "230"]),
+        Cmd(["resume", "--budget", "300"]),
         Say("Too small a budget is refused (exit 3) with the minimum it needs:"),
         Cmd(["resume", "--budget", "40"], expect=3),
         Cmd(["log", "answer", "Yes: CI uses LANG=C.UTF-8, laptops de_DE", "--resolves",

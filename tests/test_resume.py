@@ -160,3 +160,16 @@ def test_resume_lists_matching_published_skills(cli, story, initialised, store):
     assert "verify-flaky-test" in names and "write-changelog" not in names
     assert pack["skills"][0]["ref"] == "skill:verify-flaky-test@v2"
     assert "skill:verify-flaky-test@v2" in pack["text"]
+
+
+def test_drift_names_new_and_no_longer_dirty_files(cli, initialised):
+    cli.ok("run", "start", "goal")
+    (initialised / "fix.py").write_text("x = 1\n")
+    cli.ok("checkpoint", "--note", "fix written")
+    git(initialised, "add", "fix.py")
+    git(initialised, "commit", "-q", "-m", "add the fix")
+    (initialised / "notes.md").write_text("later\n")
+    text = cli.ok("resume").stdout
+    assert "- HEAD moved to" in text and "add the fix" in text
+    assert "  - notes.md (new)" in text
+    assert "- no longer uncommitted (committed or reverted): 1 file(s)\n  - fix.py" in text

@@ -289,7 +289,7 @@ def _section(title: str, items: list[StateItem], empty: str) -> list[str]:
 def pinned_lines(pack: ResumePack) -> list[str]:
     run = pack.run
     header = (
-        f"# Resume {run['ref']} ({run['status']}, started {run['created'][:16]}Z, "
+        f"# Resume {run['ref']} ({run['status']}, started {_when(run['created'])}, "
         f"{run['events']} events)"
     )
     goal_lines = pack.goal.splitlines() or [""]
@@ -342,9 +342,26 @@ def _drift_parts(drift: dict[str, Any]) -> list[_Part]:
                  "changed": "uncommitted changes changed",
                  "cleaned": "uncommitted changes cleaned (committed or discarded)"}
         line = f"- {words.get(state, state)}" + (f": {len(files)} file(s)" if files else "")
-        full += [line, *_listing(files, "files")]
+        before = set((drift.get("recorded") or {}).get("dirty_files") or [])
+        marked = [f if f in before or state == "appeared" else f"{f} (new)" for f in files]
+        gone = sorted(before - set(files))
+        full += [line, *_listing(marked, "files")]
+        if gone:
+            full += [f"- no longer uncommitted (committed or reverted): {len(gone)} file(s)",
+                     *_listing(gone, "files")]
         short.append(line)
     return [_Part("drift", "drift", full, fallback=short if short != full else None)]
+
+
+def _skill_ref(skill: SkillHit) -> str:
+    if skill.ref:
+        return skill.ref
+    return f"skill:{skill.name}@v{skill.version}" if skill.version else f"skill:{skill.name}"
+
+
+def _when(ts: str) -> str:
+    """A stored timestamp to the minute: enough to order things, short in a pack."""
+    return f"{ts[:16]}Z" if len(ts) >= 16 else ts
 
 
 def optional_parts(pack: ResumePack) -> list[_Part]:
@@ -357,16 +374,16 @@ def optional_parts(pack: ResumePack) -> list[_Part]:
         cp = pack.checkpoint
         note = (cp.get("note") or "(no note)").splitlines() or [""]
         parts.append(_Part("checkpoint", cp["ref"], [
-            f"- {cp['ref']} at {cp['created']} ({cp['events_since']} event(s) since): {note[0]}",
+            f"- {cp['ref']} at {_when(cp['created'])} ({cp['events_since']} event(s) since): "
+            f"{note[0]}",
             *(f"  {line}" for line in note[1:]),
         ]))
     parts += [_Part("hypotheses", i.ref, _item_lines(i, "UNCONFIRMED: "))
               for i in pack.hypotheses]
     for skill in pack.skills:
-        version = f" v{skill.version}" if skill.version not in (None, "") else ""
-        parts.append(_Part("skills", skill.ref or f"skill:{skill.name}",
-                           [f"- {skill.ref or skill.name}{version}: {skill.description}"]))
-    parts += [_Part("recent", e.ref, [f"- {e.ref} {e.kind} {e.ts}: {e.gist}"])
+        ref = _skill_ref(skill)
+        parts.append(_Part("skills", ref, [f"- {ref}: {skill.description}"]))
+    parts += [_Part("recent", e.ref, [f"- {e.ref} {e.kind} {_when(e.ts)}: {e.gist}"])
               for e in pack.recent_events]
     return parts
 
@@ -487,7 +504,7 @@ def render_pack(
     pack.failed_verifications = [i for i in pack.failed_verifications if i.ref in kept]
     pack.hypotheses = [i for i in pack.hypotheses if i.ref in kept]
     pack.recent_events = [e for e in pack.recent_events if e.ref in kept]
-    pack.skills = [s for s in pack.skills if (s.ref or f"skill:{s.name}") in kept]
+    pack.skills = [s for s in pack.skills if _skill_ref(s) in kept]
     if pack.checkpoint and pack.checkpoint["ref"] not in kept:
         pack.checkpoint = None
     if "drift" not in kept:
