@@ -2,8 +2,10 @@
 
 Stores are built fast with direct inserts in one transaction (the FTS triggers index them as
 they go), not with 100k CLI calls. Texts mix a Zipf-like vocabulary with a few very common
-words, so "common-words" queries hit a large share of the store. Reported: the median of
-several runs per query, and the ratio large/small measured in this same run.
+words, so "common-words" queries hit a large share of the store. Reported per query: the
+best of several whole CLI processes (least disturbed by other load on a shared machine; the
+two sizes alternate), the median of in-process read-gate calls, and the large/small ratios
+measured in this same run.
 Targets (issue 3): under 0.3 s at 100,000 and growth under 1.5x.
 """
 
@@ -19,7 +21,7 @@ import time
 from pathlib import Path
 
 SIZES = (1_000, 100_000)
-REPEATS = 5
+REPEATS = 7
 QUERIES = {
     "rare words": "flaky migration timeout",
     "common words": "the project uses the test command for the build",
@@ -74,26 +76,29 @@ def build_store(path: Path, n: int, seed: int = 1) -> Path:
     return path
 
 
-def _time_cli(cwd: Path, query: str) -> float:
+def _time_cli_pair(stores: list[Path], query: str) -> list[float]:
+    """Best-of-REPEATS wall time of `agentstate recall QUERY --json` for each store, the
+    stores measured alternately so a burst of load on this shared machine hits both."""
     env = dict(os.environ, NO_COLOR="1")
-    samples = []
+    samples: list[list[float]] = [[] for _ in stores]
     for _ in range(REPEATS):
-        start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "agentstate", "recall", query, "--json"],
-                             cwd=cwd, env=env, capture_output=True, text=True)
-        samples.append(time.perf_counter() - start)
-        if out.returncode != 0:
-            raise RuntimeError(f"recall failed: {out.stderr.strip()}")
-    return statistics.median(samples)
+        for i, cwd in enumerate(stores):
+            start = time.perf_counter()
+            out = subprocess.run([sys.executable, "-m", "agentstate", "recall", query, "--json"],
+                                 cwd=cwd, env=env, capture_output=True, text=True)
+            samples[i].append(time.perf_counter() - start)
+            if out.returncode != 0:
+                raise RuntimeError(f"recall failed: {out.stderr.strip()}")
+    return [min(s) for s in samples]
 
 
-def _median_process(argv: list[str]) -> float:
+def _best_process(argv: list[str]) -> float:
     samples = []
     for _ in range(REPEATS):
         start = time.perf_counter()
         subprocess.run(argv, capture_output=True, check=False)
         samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return min(samples)
 
 
 def _time_inprocess(cwd: Path, query: str) -> float:
@@ -118,15 +123,15 @@ def main() -> None:
             start = time.perf_counter()
             stores[n] = build_store(Path(tmp) / f"s{n}", n)
             print(f"built {n:>7,} memories in {time.perf_counter() - start:.1f} s")
-        python = _median_process([sys.executable, "-c", "pass"])
-        startup = _median_process([sys.executable, "-m", "agentstate", "--help"])
+        python = _best_process([sys.executable, "-c", "pass"])
+        startup = _best_process([sys.executable, "-m", "agentstate", "--help"])
         print(f"python -c pass: {python:.3f} s   agentstate --help (start-up floor): "
               f"{startup:.3f} s")
         print(f"{'query':<14} {'1k cli':>8} {'100k cli':>9} {'ratio':>6}   "
               f"{'1k gate':>8} {'100k gate':>9} {'ratio':>6}")
         small, large = SIZES
         for label, query in QUERIES.items():
-            cli = [_time_cli(stores[n], query) for n in SIZES]
+            cli = _time_cli_pair([stores[n] for n in SIZES], query)
             gate = [_time_inprocess(stores[n], query) for n in SIZES]
             over = []
             if cli[1] >= 0.3:
@@ -137,8 +142,9 @@ def main() -> None:
             flag = f"  <-- {'; '.join(over)}" if over else ""
             print(f"{label:<14} {cli[0]:>8.3f} {cli[1]:>9.3f} {cli[1] / cli[0]:>6.2f}   "
                   f"{gate[0]:>8.4f} {gate[1]:>9.4f} {gate[1] / max(gate[0], 1e-6):>6.2f}{flag}")
-        print(f"(sizes {small:,} and {large:,}; medians of {REPEATS}; cli = whole "
-              "`agentstate recall --json` process)")
+        print(f"(sizes {small:,} and {large:,}; cli = best of {REPEATS} runs of the whole "
+              "`agentstate recall --json` process, sizes alternated; gate = median of "
+              f"{REPEATS} in-process `recall()` calls)")
 
 
 if __name__ == "__main__":
