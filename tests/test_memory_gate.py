@@ -392,3 +392,14 @@ def test_no_command_echoes_a_secret_back(cli, initialised):
         assert secret not in result.stdout + result.stderr
     recalled = cli("recall", f"where is {secret}")
     assert recalled.exit_code == 0 and secret not in recalled.stdout + recalled.stderr
+
+
+@pytest.mark.parametrize("command", [["remember"], ["recall"], ["forget"], ["memory"],
+                                     ["memory", "list"], ["memory", "show"],
+                                     ["memory", "history"], ["memory", "correct"],
+                                     ["memory", "confirm"], ["run", "distill"]])
+def test_every_memory_command_has_help(cli, command):
+    result = cli(*command, "--help")
+    assert result.exit_code == 0
+    expected = "correct" if command == ["memory"] else "--json"
+    assert expected in result.stdout
