@@ -410,3 +410,19 @@ def test_add_imports_a_folder_as_an_untrusted_candidate(store, repo):
     assert lifecycle.add_skill(store, source, replace=True).ref == "skill:repo-skill@v2"
     with pytest.raises(InvalidInput, match="not a skill folder"):
         lifecycle.add_skill(store, repo)
+
+
+def test_shipped_skills_are_package_data():
+    """The wheel carries skills/ as agentstate/bundled_skills (a symlink in the source tree,
+    followed by setuptools); an editable install reads it through the same link."""
+    import tomllib
+
+    import agentstate
+    from agentstate.skills.shipped import shipped_root
+
+    root = Path(__file__).resolve().parent.parent
+    link = Path(agentstate.__file__).parent / "bundled_skills"
+    assert link.is_symlink() and link.resolve() == (root / "skills").resolve()
+    assert shipped_root() == link
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "bundled_skills/**/*" in pyproject["tool"]["setuptools"]["package-data"]["agentstate"]
