@@ -136,3 +136,14 @@ def test_every_older_memory_schema_upgrades(tmp_path):
 
         assert search_memory_rows(Shim(), "wombats") and search_memory_rows(Shim(), "记忆")
         db.conn.close()
+
+
+def test_long_queries_keep_a_bounded_number_of_terms(store):
+    from agentstate.memory.search import MAX_TERMS
+
+    run, _ = start_run(store, "g")
+    append_event(store, run.ref, "note", "word7 and word42 appear here")
+    query = " ".join(f"word{i}" for i in range(100))
+    plan = plan_query(store, query, EVENTS)
+    assert len(plan.words) == MAX_TERMS and len(plan.dropped) == 100 - MAX_TERMS
+    assert search_events(store, query)[0].text.startswith("word7")

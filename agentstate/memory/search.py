@@ -42,6 +42,8 @@ COMMON_FRACTION = 0.05
 MIN_DOCS_FOR_PRUNING = 50
 # Substring scans (1-2 character CJK queries) look at no more than this many newest rows.
 SCAN_LIMIT = 2_000
+# Most word terms (rarest first) and CJK segments one query searches for.
+MAX_TERMS = 24
 # A 1-2 character CJK query looks up at most this many trigrams that start with it.
 PREFIX_TRIGRAMS = 100
 
@@ -93,6 +95,7 @@ class QueryPlan:
     short_cjk: list[str] = field(default_factory=list)  # 1-2 characters: substring scan
     stop_words: list[str] = field(default_factory=list)
     common: list[str] = field(default_factory=list)  # pruned as low-IDF
+    dropped: list[str] = field(default_factory=list)  # beyond MAX_TERMS
     indexed: int = 0
 
     @property
@@ -170,7 +173,11 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES) -> QueryPlan:
             # than BM25-scoring a large share of the store (coverage still ranks them).
             plan.operator = "AND" if len(common) > 1 else "OR"
             plan.newest_first = True
-    plan.words = content
+    # A long query (a goal plus open questions, or a whole memory checked for near
+    # duplicates) keeps its MAX_TERMS rarest terms: more would only slow the OR query down.
+    plan.dropped = content[MAX_TERMS:]
+    plan.words = content[:MAX_TERMS]
+    plan.cjk = plan.cjk[:MAX_TERMS]
     return plan
 
 
