@@ -426,3 +426,24 @@ def test_shipped_skills_are_package_data():
     assert shipped_root() == link
     pyproject = tomllib.loads((root / "pyproject.toml").read_text())
     assert "bundled_skills/**/*" in pyproject["tool"]["setuptools"]["package-data"]["agentstate"]
+
+
+def test_skill_run_executes_release_steps_through_the_tool_layer(store, demo):
+    from agentstate.skills.load import run_skill_steps
+
+    publish_skill(store, "demo")
+    run, _ = start_run(store, "run the demo skill")
+    result = run_skill_steps(store, "demo", params={"target": "README.md"})
+    assert result.ok and [s.step for s in result.steps] == [1]
+    assert "checked README.md" in result.steps[0].stdout
+    [event] = list_events(store, run.ref, kind="tool")
+    assert event.meta["purpose"] == "skill:demo@v1 step 1" and event.ref == result.steps[0].event
+    # {skill} is the release's folder, not the draft.
+    assert "/cache/skills/demo/v1/" in event.meta["command"][1]
+    failed = run_skill_steps(store, "demo", params={"target": "missing-file"})
+    assert not failed.ok and failed.steps[0].status == "exit 1"
+    with pytest.raises(InvalidInput, match="unknown parameter"):
+        run_skill_steps(store, "demo", params={"nope": "x"})
+    revoke_skill(store, "demo", "withdrawn")
+    with pytest.raises(Refused, match="revoked"):
+        run_skill_steps(store, "demo")

@@ -470,6 +470,46 @@ def skill_load(
     emit("skill load", loaded, as_json=as_json, human=human)
 
 
+@skill_app.command("run")
+@handle_errors
+def skill_run(
+    target: Annotated[str, typer.Argument(help="NAME (current version) or NAME@vN.")],
+    step: Annotated[int | None, typer.Option("--step", help="Only step N (1-based).")] = None,
+    param: ParamOption = None,
+    run: RunOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a published skill's step commands through the tool layer, stopping at the first
+    failure. `{skill}` is the release's folder; inputs come from --param or their defaults.
+
+    Exit 0 when every step ran and exited 0, 1 otherwise (each step is a logged tool call).
+    """
+    from agentstate.errors import AgentStateError
+    from agentstate.skills.load import run_skill_steps
+
+    with cli_store() as store:
+        result = run_skill_steps(store, target, step=step,
+                                 params=parse_key_values(param, "--param"), run_ref=run)
+
+    def human(console, r):
+        for s in r.steps:
+            mark = "ok  " if s.ok else "FAIL"
+            console.print(f"{mark} step {s.step}: $ {s.command} → {s.status} "
+                          f"({s.event or 'tool call ' + s.tool_call})", markup=False)
+            for line in (s.stdout + s.stderr).rstrip().splitlines()[-20:]:
+                console.print(f"     {line}", markup=False, highlight=False)
+
+    if not result.ok:
+        if not as_json:
+            from agentstate.output import stdout_console
+
+            human(stdout_console(), result)
+        failed = next(s for s in result.steps if not s.ok)
+        fail(AgentStateError(f"{result.ref}: step {failed.step} failed ({failed.status})",
+                             details={"result": _jsonable(result)}), as_json)
+    emit("skill run", result, as_json=as_json, human=human)
+
+
 @skill_app.command("history")
 @handle_errors
 def skill_history_cmd(

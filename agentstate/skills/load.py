@@ -10,6 +10,7 @@ Resources are checked out under `.agentstate/cache/skills/NAME/vN/` so scripts c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agentstate.errors import InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, current_run, resolve_run
@@ -129,3 +130,78 @@ def loads_of(store: Store, target: str) -> list[dict]:
             "event": make_ref("evt", row["event"]) if row["event"] else None, "ts": row["ts"],
         })
     return out
+
+
+@dataclass
+class StepRun:
+    step: int
+    do: str
+    command: str
+    ok: bool
+    status: str
+    event: str | None
+    tool_call: str
+    stdout: str = ""
+    stderr: str = ""
+
+
+@dataclass
+class SkillRun:
+    ref: str
+    steps: list[StepRun] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(s.ok for s in self.steps)
+
+
+def run_skill_steps(store: Store, target: str, *, step: int | None = None,
+                    params: dict[str, str] | None = None,
+                    run_ref: str | None = None) -> SkillRun:
+    """Run a published version's step commands (all, in order, or step N) through the one
+    tool layer, with `{skill}` pointing at the release's files. Stops at the first failure.
+
+    This is how a skill's scripts run: never directly, always policy-checked and logged.
+    Revoked versions are refused like loads.
+    """
+    import tempfile
+
+    from agentstate.skills.lifecycle import fill_params, param_values
+    from agentstate.tools.runner import run_tool
+
+    row = _pick_version(store, target)
+    folder = _release_dir(store, row)
+    contract = mf.load_folder(folder).contract
+    if contract is None:
+        raise InvalidInput(f"{row.ref} has no readable skill.toml")
+    runnable = [(i, s) for i, s in enumerate(contract.steps, 1) if s.run is not None]
+    if step is not None:
+        if not 1 <= step <= len(contract.steps):
+            raise InvalidInput(f"{row.ref} has steps 1-{len(contract.steps)}, not {step}")
+        runnable = [(i, s) for i, s in runnable if i == step]
+        if not runnable:
+            raise InvalidInput(f"step {step} of {row.ref} has no command (it is done by hand: "
+                               f"{contract.steps[step - 1].do})")
+    result = SkillRun(ref=row.ref)
+    with tempfile.TemporaryDirectory(prefix=f"agentstate-{row.name}-") as tmp:
+        values = param_values(contract, folder, store.work_tree, Path(tmp), params)
+        for index, item in runnable:
+            assert item.run is not None
+            argv = fill_params(item.run.argv, values)
+            missing = sorted(mf.command_params(argv))
+            if missing:
+                raise InvalidInput(f"step {index} needs a value for "
+                                   f"{', '.join('{' + m + '}' for m in missing)}: pass "
+                                   "--param NAME=VALUE")
+            cwd = folder if item.run.cwd == "skill" else store.work_tree
+            done = run_tool(store, argv, run_ref=run_ref, cwd=cwd,
+                            purpose=f"{row.ref} step {index}")
+            result.steps.append(StepRun(
+                step=index, do=item.do, command=item.run.text, ok=done.ok,
+                status=done.status if done.allowed and not done.not_found else done.reason,
+                event=done.event, tool_call=done.call_id, stdout=done.stdout,
+                stderr=done.stderr,
+            ))
+            if not done.ok:
+                break
+    return result
