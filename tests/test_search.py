@@ -147,3 +147,19 @@ def test_long_queries_keep_a_bounded_number_of_terms(store):
     plan = plan_query(store, query, EVENTS)
     assert len(plan.words) == MAX_TERMS and len(plan.dropped) == 100 - MAX_TERMS
     assert search_events(store, query)[0].text.startswith("word7")
+
+
+def test_index_check_and_rebuild(store):
+    from agentstate.memory.search import check_indexes, rebuild_indexes
+    from agentstate.memory.write import remember
+
+    run, _ = start_run(store, "g")
+    append_event(store, run.ref, "note", "the narwhal migration finished")
+    remember(store, "narwhals live in the north", kind="fact")
+    assert check_indexes(store.conn) == []
+    store.conn.execute("DELETE FROM event_search_map")  # damage: events lose their index rows
+    assert any("not indexed" in p for p in check_indexes(store.conn))
+    rebuild_indexes(store)
+    assert check_indexes(store.conn) == []
+    assert [h.text for h in search_events(store, "narwhal migration")] == [
+        "the narwhal migration finished"]

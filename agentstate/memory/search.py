@@ -30,6 +30,7 @@ Public API (stable; the context engine calls it):
 from __future__ import annotations
 
 import re
+import sqlite3
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -413,3 +414,39 @@ def optimize_indexes(conn: Any, only: list[str] | None = None) -> list[str]:
     for name in names:
         conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
     return names
+
+
+def check_indexes(conn: Any) -> list[str]:
+    """FTS5 'integrity-check' on the memory and event indexes; returns problems (for doctor).
+
+    For the external-content memory indexes this also compares the index with the rows."""
+    problems = []
+    for name in ("memories_fts", "memories_tri", "events_fts", "events_tri"):
+        try:
+            conn.execute(f"INSERT INTO {name}({name}) VALUES ('integrity-check')")
+        except sqlite3.Error as exc:
+            problems.append(f"{name}: {exc}")
+    missing = conn.execute(
+        "SELECT count(*) FROM events e LEFT JOIN event_search_map m ON m.event_id = e.id "
+        "WHERE m.row IS NULL"
+    ).fetchone()[0]
+    if missing:
+        problems.append(f"events_fts: {missing} event(s) not indexed")
+    return problems
+
+
+def rebuild_indexes(store: Any) -> None:
+    """Rebuild every memory and event index from the tables (repair after damage)."""
+    conn = store.conn
+    with store.transaction():
+        for name in ("memories_fts", "memories_tri"):
+            conn.execute(f"INSERT INTO {name}({name}) VALUES ('rebuild')")
+        for name in ("events_fts", "events_tri"):
+            conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
+        conn.execute("INSERT INTO event_search_map(event_id) SELECT e.id FROM events e "
+                     "WHERE NOT EXISTS (SELECT 1 FROM event_search_map m "
+                     "WHERE m.event_id = e.id) ORDER BY e.ts, e.run, e.seq")
+        conn.execute("DELETE FROM event_search_map WHERE event_id NOT IN (SELECT id FROM events)")
+        for name in ("events_fts", "events_tri"):
+            conn.execute(f"INSERT INTO {name}(rowid, text) SELECT m.row, e.text "
+                         "FROM event_search_map m JOIN events e ON e.id = m.event_id")
