@@ -25,6 +25,9 @@ Public API (stable; the context engine calls it):
   → list[EventHit]
 - `search_memory_rows(store, query, *, cap=200)` → list[(memory row, relevance)]
 - `plan_query(store, query, corpus)` → QueryPlan (for explanations)
+- `split_query(text)`, `STOP_WORDS` (the context engine uses them to pick query terms)
+- `check_indexes(conn)` → problems (for doctor); `rebuild_indexes(store)` (repair)
+- `optimize_indexes(conn)` (used by purge)
 """
 
 from __future__ import annotations
