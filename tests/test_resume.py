@@ -173,3 +173,27 @@ def test_drift_names_new_and_no_longer_dirty_files(cli, initialised):
     assert "- HEAD moved to" in text and "add the fix" in text
     assert "  - notes.md (new)" in text
     assert "- no longer uncommitted (committed or reverted): 1 file(s)\n  - fix.py" in text
+
+
+def test_drift_reports_rewritten_history(cli, initialised):
+    cli.ok("run", "start", "goal")
+    (initialised / "a.txt").write_text("a\n")
+    git(initialised, "add", "a.txt")
+    git(initialised, "commit", "-q", "-m", "first try")
+    cli.ok("checkpoint")
+    git(initialised, "commit", "-q", "--amend", "-m", "first try, amended")
+    drift = cli.json("resume")["drift"]
+    assert drift["head_moved"] and drift["history_rewritten"]
+    assert "history rewritten" in cli.ok("resume").stdout
+
+
+def test_resume_outside_git_says_drift_is_unknown(tmp_path, monkeypatch):
+    from tests.conftest import Cli
+
+    monkeypatch.chdir(tmp_path)
+    cli = Cli()
+    cli.ok("init")
+    cli.ok("run", "start", "no git here")
+    pack = cli.json("resume")
+    assert pack["drift"]["known"] is False
+    assert "unknown (not a git work tree)" in pack["text"]
