@@ -447,3 +447,13 @@ def test_skill_run_executes_release_steps_through_the_tool_layer(store, demo):
     revoke_skill(store, "demo", "withdrawn")
     with pytest.raises(Refused, match="revoked"):
         run_skill_steps(store, "demo")
+
+
+def test_an_agent_cannot_publish_its_own_edit_of_a_release(store, demo, monkeypatch):
+    publish_skill(store, "demo")
+    bump(demo)
+    monkeypatch.setenv("AGENTSTATE_PRINCIPAL", "agent")
+    with pytest.raises(Refused, match="edited after skill:demo@v1"):
+        publish_skill(store, "demo")
+    monkeypatch.delenv("AGENTSTATE_PRINCIPAL")
+    assert publish_skill(store, "demo").version == 2  # the owner may (no approval needed)

@@ -623,9 +623,15 @@ class PublishResult:
 def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | None) -> list[str]:
     """Why this draft needs a human --approve (empty: it does not)."""
     reasons: list[str] = []
-    if candidate is None and current_version(store, name) is None:
+    current = current_version(store, name)
+    if candidate is None and current is None:
         reasons.append("nothing records where this draft came from (not created by `skill "
                        "new` or `skill propose`): treat its files as untrusted")
+    elif candidate is None:
+        principal, may_approve = principal_name(store)
+        if not may_approve:
+            reasons.append(f"the draft was edited after {current.ref} and is being published "
+                           f"by principal {principal!r}, which may not approve skills")
     provenance = json.loads(candidate["provenance"]) if candidate else {}
     creator = provenance.get("principal")
     if creator and provenance.get("principal_may_approve") is False:

@@ -78,6 +78,9 @@ def install_shipped(store: Store) -> InstallResult:
             if rows:
                 last = rows[-1]
                 origin = json.loads(last["provenance"] or "{}").get("origin")
+                if last["status"] == "revoked":
+                    result.skipped[name] = "revoked here; a newer shipped version is not forced"
+                    continue
                 if origin != "shipped" or last["status"] != "published":
                     result.skipped[name] = "a skill of this name exists that is not the shipped one"
                     continue
