@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, RunOption, cli_store, handle_errors
+from agentstate.cli.common import JsonOption, cli_store, handle_errors
 from agentstate.output import emit
 
 import_app = typer.Typer(help="Import events from files.", no_args_is_help=True)
@@ -25,7 +25,9 @@ def import_jsonl(
     file: Annotated[Path, typer.Argument(help="One JSON object per line: kind, text, and "
                                               "optional ts, source, meta, id, resolves, "
                                               "supersedes.")],
-    run: RunOption = None,
+    run: Annotated[
+        str | None, typer.Option("--run", help="Import into this active run (run:…).")
+    ] = None,
     goal: Annotated[
         str | None, typer.Option(help="Create a new run with this goal for the import.")
     ] = None,
