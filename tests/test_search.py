@@ -163,3 +163,15 @@ def test_index_check_and_rebuild(store):
     assert check_indexes(store.conn) == []
     assert [h.text for h in search_events(store, "narwhal migration")] == [
         "the narwhal migration finished"]
+
+
+def test_word_fragments_match_when_no_whole_word_does(store):
+    from agentstate.memory.recall import recall
+    from agentstate.memory.write import remember
+
+    run, _ = start_run(store, "g")
+    event = append_event(store, run.ref, "note", "settings live in myconfig.yaml")
+    stored = remember(store, "run pytest with -x to stop early", kind="procedure")
+    assert [h.ref for h in search_events(store, "config")] == [event.ref]
+    assert [h.ref for h in recall(store, "pytes").hits] == [stored.ref]
+    assert recall(store, "qzx").matched_nothing

@@ -272,12 +272,26 @@ def search_memory_rows(store: Any, query: str, *, cap: int = 200,
             conn, "SELECT row, text FROM memories ORDER BY row DESC LIMIT ?", [], plan.short_cjk
         )
     combined = _combine(words, grams, scan)
+    if not combined:
+        combined = _normalised(_match_fragments(conn, MEMORIES, plan, cap))
     if combined:
         marks = ",".join("?" * len(combined))
         texts = dict(conn.execute(f"SELECT row, text FROM memories WHERE row IN ({marks})",
                                   list(combined)))
         combined = _with_coverage(plan, combined, texts)
     return sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:cap]
+
+
+def _match_fragments(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
+                     join: str = "", where: str = "", values: tuple = ()
+                     ) -> list[tuple[int, float]]:
+    """Fallback when no whole word matched: the words (3+ characters) as substrings, through
+    the trigram index — `pytes` finds `pytest`, `config` finds `myconfig.yaml`."""
+    fragments = [w for w in plan.words if len(w) >= 3]
+    if not fragments:
+        return []
+    expression = " OR ".join(_quote(w) for w in fragments)
+    return _run_match(conn, corpus.trigrams, expression, cap, join, where, values)
 
 
 def coverage(plan: QueryPlan, text: str) -> float:
@@ -287,7 +301,9 @@ def coverage(plan: QueryPlan, text: str) -> float:
     parts: list[float] = []
     if plan.words:
         have = set(split_query(text)[0])
-        parts.extend(1.0 if w in have else 0.0 for w in plan.words)
+        folded = fold(text)
+        # A whole word counts fully; a fragment of a longer word (the fallback) half.
+        parts.extend(1.0 if w in have else 0.5 if w in folded else 0.0 for w in plan.words)
     for seg in plan.cjk + plan.short_cjk:
         grams = [seg[i:i + 2] for i in range(max(1, len(seg) - 1))]
         parts.append(sum(1 for g in grams if g in text) / len(grams))
@@ -378,6 +394,10 @@ def search_events(
                f"{where} ORDER BY m.row DESC LIMIT ?")
         scan = _substring_scan(conn, sql, values, plan.short_cjk)
     combined = _combine(words, grams, scan)
+    if not combined:
+        combined = _normalised(
+            _match_fragments(conn, EVENTS, plan, cap, joined(EVENTS.trigrams), where, bound)
+        )
     if not combined:
         return []
     marks = ",".join("?" * len(combined))
