@@ -52,8 +52,10 @@ def import_jsonl(
     if run and goal:
         raise UsageError("pass either --run or --goal, not both")
     path = file.expanduser()
-    if not path.is_file():
+    if not path.exists():
         raise InvalidInput(f"no such file: {file}")
+    if not path.is_file():
+        raise InvalidInput(f"not a regular file: {file}")
     size = path.stat().st_size
     with cli_store() as store:
         progress = None
