@@ -13,6 +13,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
@@ -88,6 +89,12 @@ def tokens(text: str) -> list[str]:
     ]
 
 
+@lru_cache(maxsize=16384)
+def _token_set(text: str) -> frozenset[str]:
+    # Catalog texts repeat across calls in one process (context assembly, benchmarks).
+    return frozenset(tokens(text))
+
+
 def score_skill(
     query: set[str], name: str, description: str, triggers: list[str]
 ) -> float:
@@ -103,7 +110,7 @@ def score_skill(
         return 0.0
     trigger_scores = []
     for phrase in triggers:
-        words = set(tokens(phrase))
+        words = _token_set(phrase)
         if not words:
             continue
         covered = len(words & query) / len(words)
@@ -115,9 +122,9 @@ def score_skill(
     total = 0.0
     if trigger_scores:
         total += trigger_scores[0] + 0.25 * sum(trigger_scores[1:])
-    name_words = set(tokens(name.replace("-", " ")))
+    name_words = _token_set(name.replace("-", " "))
     total += 0.8 * len(name_words & query)
-    desc_words = set(tokens(description)) - name_words
+    desc_words = _token_set(description) - name_words
     if desc_words:
         total += 1.2 * len(desc_words & query) / math.sqrt(len(desc_words))
     return round(total, 4)
