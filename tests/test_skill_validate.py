@@ -273,3 +273,14 @@ def test_scaffold_keeps_any_one_line_description(tmp_path, description):
     from agentstate.skills.manifest import load_folder
 
     assert load_folder(folder).description == description
+
+
+def test_cli_validate_without_a_store_reads_a_committed_policy(cli, repo):
+    # A CI checkout: config.toml is committed, state.db is not.
+    (repo / ".agentstate").mkdir()
+    (repo / ".agentstate" / "config.toml").write_text('[tools]\nallow = ["git"]\n')
+    write_scaffold(repo / "skills" / NAME, NAME, "Fine.")
+    result = cli("skill", "validate", f"skills/{NAME}/skill.toml")
+    assert result.exit_code == 1
+    assert "[tool-denied]" in result.stdout and "python3" in result.stdout
+    assert f"skills/{NAME}/skill.toml:8:" in result.stdout

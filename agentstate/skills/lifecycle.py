@@ -410,8 +410,10 @@ def resolve_targets(store: Store | None, targets: list[str]) -> list[Path]:
     if not targets:
         if store is None:
             raise InvalidInput("no store here: name skill folders or files to validate")
+        staging = (".new-agentstate", ".add-agentstate", ".old-agentstate", ".tmp-agentstate")
         return sorted(p for p in store.skills_path.iterdir()
-                      if p.is_dir() and not p.name.startswith("."))
+                      if p.is_dir() and not p.name.startswith(".")
+                      and not p.name.endswith(staging))
     folders: list[Path] = []
     for target in targets:
         path = Path(target)
