@@ -66,6 +66,7 @@ def test_publish_creates_commit_tag_and_row_together(store, demo):
     assert (row["status"], row["commit_sha"], row["tree"]) == ("published", result.commit,
                                                               result.tree)
     assert json.loads(row["provenance"])["origin"] == "new"
+    assert json.loads(row["provenance"])["acceptance_test"] == result.test != ""
     assert [e.ref for e in list_catalog(store) if e.name == "demo"] == ["skill:demo@v1"]
 
 

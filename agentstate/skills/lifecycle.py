@@ -767,6 +767,8 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
         "origin": "edited", "principal": principal,
         "previous": current.ref if current else None,
     }
+    # Which recorded acceptance run (skill_tests.id) let this content through.
+    provenance = {**provenance, "acceptance_test": test_id}
     prepared = _Prepared(name=name, version=version, tree=tree, folder=folder,
                          approver=approver, reasons=trust, provenance=provenance, test=test_id)
     return release(store, [prepared])[0]
