@@ -440,7 +440,7 @@ def test_skill_run_executes_release_steps_through_the_tool_layer(store, demo):
     [event] = list_events(store, run.ref, kind="tool")
     assert event.meta["purpose"] == "skill:demo@v1 step 1" and event.ref == result.steps[0].event
     # {skill} is the release's folder, not the draft.
-    assert "/cache/skills/demo/v1/" in event.meta["command"][1]
+    assert "/skills/.releases/demo/v1/" in event.meta["command"][1]
     failed = run_skill_steps(store, "demo", params={"target": "missing-file"})
     assert not failed.ok and failed.steps[0].status == "exit 1"
     with pytest.raises(InvalidInput, match="unknown parameter"):

@@ -600,7 +600,9 @@ def last_test(store: Store, name: str, tree: str | None) -> dict | None:
 
 def _release_dir(store: Store, row: SkillVersion) -> Path:
     """A released version checked out under .agentstate/cache (rebuilt if it drifted)."""
-    dest = store.root / "cache" / "skills" / row.name / f"v{row.version}"
+    # Inside the registry folder (ignored by the host repository's .gitignore for
+    # .agentstate/skills/, and excluded from the registry's own git by info/exclude).
+    dest = store.skills_path / registry.CACHE_DIR / row.name / f"v{row.version}"
     if not dest.is_dir() or registry.tree_hash(dest) != row.tree:
         registry.materialize(store.skills_path, row.name, row.version, dest)
     return dest

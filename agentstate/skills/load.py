@@ -3,7 +3,7 @@
 The body and resources are read from the release (the tag), never from the draft. Each load
 appends a `skill_load` event to the run (with the version and tree hash) and a `skill_loads`
 row: the skill-instance → skill-version reference `agentstate trace skill:NAME@vN` follows.
-Resources are checked out under `.agentstate/cache/skills/NAME/vN/` so scripts can be run
+Resources are checked out under `.agentstate/skills/.releases/NAME/vN/` so scripts can be run
 (through `agentstate exec`, never directly).
 """
 

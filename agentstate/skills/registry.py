@@ -18,7 +18,8 @@ from pathlib import Path
 from agentstate.errors import AgentStateError, CorruptStore, NotFound
 
 IGNORED = ("__pycache__", ".DS_Store")
-EXCLUDE = "# agentstate: never part of a skill release\n__pycache__/\n*.pyc\n.DS_Store\n"
+CACHE_DIR = ".releases"  # released versions checked out for load/run/test (not content)
+EXCLUDE_LINES = ("__pycache__/", "*.pyc", ".DS_Store", f"/{CACHE_DIR}/")
 
 
 def ensure_registry(path: Path) -> bool:
@@ -49,10 +50,12 @@ def _ensure_exclude(path: Path) -> None:
     exclude = path / ".git" / "info" / "exclude"
     try:
         current = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-        if "__pycache__/" not in current:
+        missing = [line for line in EXCLUDE_LINES if line not in current.splitlines()]
+        if missing:
             exclude.parent.mkdir(parents=True, exist_ok=True)
-            exclude.write_text(current + ("\n" if current and not current.endswith("\n") else "")
-                               + EXCLUDE, encoding="utf-8")
+            prefix = "\n" if current and not current.endswith("\n") else ""
+            exclude.write_text(current + prefix + "# agentstate: never part of a release\n"
+                               + "\n".join(missing) + "\n", encoding="utf-8")
     except OSError:
         pass  # a read-only registry still validates and loads
 
@@ -63,6 +66,7 @@ def _repo(path: Path):
     if not (path / ".git").exists():
         raise CorruptStore(f"the skills registry {path} is not a git repository "
                            "(run `agentstate init` to create it)")
+    _ensure_exclude(path)  # registries made by older versions get the newer lines too
     try:
         return git.Repo(path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
