@@ -56,3 +56,9 @@ def test_hook_runs_as_pre_commit_runs_it(repo, tmp_path):
     committed = sh(repo, "git", "commit", "-m", "add skills", env=env)
     assert committed.returncode == 0, committed.stdout + committed.stderr
     assert "validate agent skills" in committed.stdout + committed.stderr
+
+
+def test_manifest_is_valid_for_pre_commit():
+    done = sh(ROOT, sys.executable, "-m", "pre_commit", "validate-manifest",
+              ".pre-commit-hooks.yaml")
+    assert done.returncode == 0, done.stdout + done.stderr
