@@ -203,3 +203,19 @@ def test_read_only_store(cli, active, repo, args):
     assert "read-only" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert _db_digest(initialised) == before
+
+
+def test_doctor_on_a_read_only_store(cli, active, repo):
+    root = repo / ".agentstate"
+    paths = [root, *root.rglob("*")]
+    modes = {p: p.stat().st_mode for p in paths}
+    try:
+        for p in paths:
+            p.chmod(p.stat().st_mode & ~0o222)
+        proc = _without_privileges(["doctor"], repo)
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "FAIL writable: not writable: .agentstate, state.db" in proc.stdout
+    assert "Traceback" not in proc.stderr

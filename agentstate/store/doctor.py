@@ -155,9 +155,28 @@ def check_skills_repo(root: Path) -> Check:
     return Check("skills", OK, f"git repository at {head}, clean, {len(tags)} tag(s)", data)
 
 
+def check_git() -> Check:
+    """git is needed for work-tree versions and drift, and for the skills registry."""
+    try:
+        out = subprocess.run(["git", "--version"], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return Check("git", FAIL, "git is not on PATH (work-tree drift and skills need it)")
+    return Check("git", OK, out.stdout.strip() or "git found")
+
+
+def check_writable(root: Path) -> Check:
+    """A read-only store fails every write; say so up front."""
+    import os
+
+    blocked = [p.name for p in (root, root / DB_NAME) if p.exists() and not os.access(p, os.W_OK)]
+    if blocked:
+        return Check("writable", FAIL, f"not writable: {', '.join(blocked)}")
+    return Check("writable", OK, "the store directory and database are writable")
+
+
 def diagnose(root: Path) -> Report:
     """Run every check against the store at `root` (the .agentstate directory)."""
     config_check, config = check_config(root)
-    checks = [config_check, *check_database(root), check_tokenizer(config),
-              check_skills_repo(root)]
+    checks = [config_check, *check_database(root), check_writable(root),
+              check_tokenizer(config), check_skills_repo(root), check_git()]
     return Report(store=str(root), checks=checks)
