@@ -403,3 +403,19 @@ def test_every_memory_command_has_help(cli, command):
     assert result.exit_code == 0
     expected = "correct" if command == ["memory"] else "--json"
     assert expected in result.stdout
+
+
+def test_a_principal_can_be_kept_from_claiming_the_user_as_source(cli, initialised):
+    config = initialised / ".agentstate" / "config.toml"
+    config.write_text(config.read_text() + '\n[principals.bot]\nread = ["*"]\nwrite = ["repo"]\n'
+                      'sources = ["model", "tool:*", "evt:*"]\n')
+    denied = cli("remember", "tabs over spaces", "--kind", "fact", "--as", "bot")
+    assert denied.exit_code == 3 and "may not claim source 'user'" in denied.stderr
+    assert cli("remember", "x is y", "--kind", "fact", "--source", "model", "-e", "user",
+               "--as", "bot").exit_code == 3
+    stored = rem(cli, "the linter is ruff", "--kind", "fact", "--source", "tool:ruff",
+                 "--as", "bot")
+    assert stored["status"] == "candidate"
+    assert cli("memory", "confirm", stored["ref"], "-e", "user", "--as", "bot").exit_code == 3
+    assert cli("memory", "correct", stored["ref"], "no", "--as", "bot").exit_code == 3
+    assert counts(initialised)[0] == 1

@@ -211,12 +211,26 @@ class Principal:
     name: str
     read: list[str]
     write: list[str]
+    # Optional `sources = [...]` in the principal's config: the sources (and `user`
+    # evidence) it may claim. Unset = any, so an agent's principal can be kept from
+    # writing as `user` (the highest authority) by listing e.g. ["model", "tool:*"].
+    sources: list[str] | None = None
 
     def can_read(self, scope: str) -> bool:
         return _scope_allowed(scope, self.read)
 
     def can_write(self, scope: str) -> bool:
         return _scope_allowed(scope, self.write)
+
+    def can_claim(self, source: str) -> bool:
+        return self.sources is None or _scope_allowed(source, self.sources)
+
+    def check_claim(self, source: str, what: str = "source") -> None:
+        from agentstate.errors import Refused
+
+        if not self.can_claim(source):
+            raise Refused(f"principal {self.name!r} may not claim {what} {source!r} "
+                          f"(sources: {', '.join(self.sources or []) or 'none'})")
 
 
 def _scope_allowed(scope: str, patterns: list[str]) -> bool:
@@ -236,9 +250,12 @@ def resolve_principal(store: Any, name: str | None = None) -> Principal:
             f"principal {chosen!r} is not declared in config.toml [principals] (declared: {names})"
         )
     read, write = entry.get("read", []), entry.get("write", [])
-    if not isinstance(read, list) or not isinstance(write, list):
-        raise InvalidInput(f"[principals.{chosen}] read and write must be lists of scopes")
-    return Principal(chosen, [str(s) for s in read], [str(s) for s in write])
+    sources = entry.get("sources")
+    if not isinstance(read, list) or not isinstance(write, list) or not (
+            sources is None or isinstance(sources, list)):
+        raise InvalidInput(f"[principals.{chosen}] read, write and sources must be lists")
+    return Principal(chosen, [str(s) for s in read], [str(s) for s in write],
+                     None if sources is None else [str(s) for s in sources])
 
 
 # ---------------------------------------------------------------- reading back

@@ -186,6 +186,7 @@ def correct(store: Any, ref: str, text: str, *, principal: str | None = None,
         raise InvalidInput(f"{target.ref} is forgotten; remember the new value instead")
     if not who.can_write(target.scope):
         raise Refused(f"principal {who.name!r} may not write scope {target.scope!r}")
+    who.check_claim("user", "a user correction as")
     with store.transaction():
         rows = chain_rows(store, target.id)
         cur = current_version(rows, store.now())
@@ -227,6 +228,8 @@ def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None 
     if not who.can_write(target.scope):
         raise Refused(f"principal {who.name!r} may not write scope {target.scope!r}")
     checked = [validate_evidence(store, e) for e in dict.fromkeys(evidence)]
+    if any(kind == "user" for _, kind in checked):
+        who.check_claim("user", "evidence")
     with store.transaction():
         row = _row(store, target)
         added = add_evidence(store, row["row"], checked, who.name)

@@ -112,6 +112,9 @@ def remember(
     if not who.can_write(scope):
         raise Refused(f"principal {who.name!r} may not write scope {scope!r} "
                       f"(write: {', '.join(who.write) or 'nothing'})")
+    who.check_claim(source)
+    if any(kind == "user" for _, kind in refs):
+        who.check_claim("user", "evidence")
 
     status, reason = "active", "passed the write gate"
     phrases = find_injection(text) if source != "user" else []
