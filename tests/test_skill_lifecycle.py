@@ -95,7 +95,7 @@ def test_database_failure_rolls_back_commit_and_tag(store, demo, monkeypatch):
 def test_git_failure_leaves_no_commit_and_no_row(store, demo):
     head_before = git(store.skills_path, "rev-parse", "HEAD")
     git(store.skills_path, "tag", "demo/v1")  # a stray tag makes the tag transaction fail
-    with pytest.raises(CorruptStore, match="already has a tag"):
+    with pytest.raises(CorruptStore, match="already has tag demo/v1"):
         publish_skill(store, "demo")
     assert git(store.skills_path, "rev-parse", "HEAD") == head_before
     assert git(store.skills_path, "rev-parse", "demo/v1") == head_before  # stray tag unmoved

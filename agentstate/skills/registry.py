@@ -176,8 +176,13 @@ def commit_releases(
         detail = str(getattr(exc, "stderr", "") or "")
         tags = ", ".join(tag_name(*r) for r in releases)
         if "exists" in detail:
-            raise CorruptStore(f"the registry already has a tag among {tags} but the database "
-                               "has no release for it; nothing was published") from exc
+            existing = [t for t in (tag_name(*r) for r in releases) if t in list_tags(path)]
+            named = ", ".join(existing) or tags
+            raise CorruptStore(
+                f"the registry already has tag {named} but the database has no release for it "
+                "(a publish interrupted after tagging, or a replaced state.db); nothing was "
+                f"published. Inspect it with `git -C {path} show {named.split(', ')[0]}`; "
+                "delete it with `git tag -d` there to publish this version again") from exc
         raise _git_error(exc, f"publishing {tags}") from exc
     except BaseException:
         _restore(repo, previous if committed else None, [])
