@@ -99,7 +99,7 @@ def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Ite
             yield ImportLine(number, data)
 
 
-def _check_record(data: Any, id_map: dict[str, str]) -> dict[str, Any]:
+def _check_record(data: Any, id_map: dict[str, str], *, scan: bool = True) -> dict[str, Any]:
     """Validate one record's shape; raises InvalidInput naming the problem."""
     if not isinstance(data, dict):
         raise InvalidInput("not a JSON object")
@@ -124,9 +124,11 @@ def _check_record(data: Any, id_map: dict[str, str]) -> dict[str, Any]:
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise InvalidInput("meta must be an object")
-    # Checked here, before a run is created for the record; append_event checks again.
-    refuse_secrets(text, "the text")
-    refuse_secrets(json.dumps(meta, ensure_ascii=False), "the meta")
+    if scan:
+        # Checked here only while no run exists yet, so a refused first record does not
+        # create one; append_event scans every record anyway.
+        refuse_secrets(text, "the text")
+        refuse_secrets(json.dumps(meta, ensure_ascii=False), "the meta")
     if "id" in data and not isinstance(data["id"], str | int):
         raise InvalidInput("id must be a string or number")
     links = {}
@@ -198,7 +200,7 @@ def import_events(
     def one(position: int | str, data: Any, error: str | None) -> None:
         if error is not None:
             raise InvalidInput(error)
-        record = _check_record(data, id_map)
+        record = _check_record(data, id_map, scan=run is None)
         key = import_key(data.get("id", position), data)
         target = ensure_run()
         existing = store.conn.execute(
