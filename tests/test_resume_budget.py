@@ -7,8 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentstate.errors import BudgetTooSmall
+from agentstate.runs.checkpoint import create_checkpoint
 from agentstate.runs.log import append_event, start_run
-from agentstate.runs.resume import build_pack
+from agentstate.runs.resume import SkillHit, build_pack
 from agentstate.tokens import counter_from_config
 
 # Letters without digits/capitals: never trips the secret scanner's high-entropy rule.
@@ -31,6 +32,9 @@ def run_contents(draw):
             st.tuples(st.sampled_from(["observation", "decision", "diagnosis", "hypothesis",
                                        "question", "verify", "note"]), TEXT),
             max_size=25)),
+        "checkpoint": draw(st.none() | TEXT),
+        "skills": [SkillHit(f"skill-{i}", 1, text, f"skill:skill-{i}@v1", 1.0)
+                   for i, text in enumerate(draw(st.lists(TEXT, max_size=3)))],
     }
 
 
@@ -41,10 +45,13 @@ def test_budget_is_never_exceeded_and_pinned_parts_are_kept(store, contents, bud
     run, _ = start_run(store, contents["goal"], contents["constraints"])
     for kind, text in contents["events"]:
         append_event(store, run.ref, kind, text)
+    if contents["checkpoint"] is not None:
+        create_checkpoint(store, run.ref, contents["checkpoint"])
+    skills = contents["skills"]
     count = counter_from_config(store.config).count
-    full = build_pack(store, run.ref, drift=DRIFT, skills=[])
+    full = build_pack(store, run.ref, drift=DRIFT, skills=list(skills))
     try:
-        pack = build_pack(store, run.ref, budget=budget, drift=DRIFT, skills=[])
+        pack = build_pack(store, run.ref, budget=budget, drift=DRIFT, skills=list(skills))
     except BudgetTooSmall as exc:
         assert exc.minimum > budget
         assert exc.minimum >= count(full.pinned_text)
@@ -57,6 +64,11 @@ def test_budget_is_never_exceeded_and_pinned_parts_are_kept(store, contents, bud
         assert pack.omitted or pack.compressed
     if pack.omitted:
         assert "## Omitted for budget" in pack.text
+    # Whatever was kept is still listed in the structured pack, and nothing is both.
+    kept_refs = {i.ref for i in pack.diagnoses + pack.hypotheses} | {
+        s.ref for s in pack.skills} | {e.ref for e in pack.recent_events}
+    assert not kept_refs & set(pack.omitted)
+    assert all(ref in pack.text for ref in kept_refs)
 
 
 def test_budget_drops_lowest_priority_first_and_lists_refs(store):
