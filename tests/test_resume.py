@@ -197,3 +197,16 @@ def test_resume_outside_git_says_drift_is_unknown(tmp_path, monkeypatch):
     pack = cli.json("resume")
     assert pack["drift"]["known"] is False
     assert "unknown (not a git work tree)" in pack["text"]
+
+
+def test_failed_verification_is_listed_once(cli, initialised):
+    cli.ok("run", "start", "goal")
+    v = _ref(cli, "log", "verify", "the tests pass")
+    f = _ref(cli, "log", "failed", "3 tests fail", "--resolves", v, "--source", "tool:pytest")
+    pack = cli.json("resume")
+    assert [i["ref"] for i in pack["failed_verifications"]] == [f]
+    assert pack["failed_verifications"][0]["about"] == v
+    assert pack["pending_verifications"] == []
+    assert f not in [e["ref"] for e in pack["recent_events"]]
+    assert pack["text"].count(f) == 1
+    assert "## Failed verifications" in pack["text"]

@@ -108,10 +108,14 @@ def _gist(text: str) -> str:
     return first if len(first) <= GIST_CHARS else first[: GIST_CHARS - 1] + "…"
 
 
-def recent_events(store: Store, run: Run, limit: int) -> list[RecentEvent]:
-    """The most relevant of the run's newest events: weighted by kind, then recency."""
+def recent_events(store: Store, run: Run, limit: int,
+                  exclude: set[str] | None = None) -> list[RecentEvent]:
+    """The most relevant of the run's newest events: weighted by kind, then recency.
+
+    `exclude` holds refs already shown elsewhere in the pack (failed verifications)."""
     if limit <= 0:
         return []
+    exclude = exclude or set()
     marks = ",".join("?" * len(_SHOWN_ELSEWHERE))
     window = limit * 4
     rows = store.conn.execute(
@@ -120,6 +124,7 @@ def recent_events(store: Store, run: Run, limit: int) -> list[RecentEvent]:
         f"(SELECT 1 FROM events s WHERE s.supersedes = e.id) ORDER BY e.seq DESC LIMIT ?",
         (run.id, *_SHOWN_ELSEWHERE, window),
     ).fetchall()
+    rows = [r for r in rows if make_ref("evt", r[0]) not in exclude]
     scored = []
     for position, (eid, kind, ts, text, meta) in enumerate(rows):
         recency = 1.0 - position / max(len(rows), 1)
@@ -221,7 +226,8 @@ def build_pack(
         hypotheses=state.hypotheses,
         drift=drift if drift is not None else _drift_dict(store, run),
         checkpoint=checkpoint_dict,
-        recent_events=recent_events(store, run, limit),
+        recent_events=recent_events(store, run, limit,
+                                    exclude={i.ref for i in state.failed_verifications}),
         skills=skills,
         skills_note=skills_note,
     )
@@ -388,8 +394,10 @@ def optional_parts(pack: ResumePack) -> list[_Part]:
     return parts
 
 
-def _compose(pinned: str, parts: list[_Part], omitted: list[_Part], mode: str,
+def _compose(pinned: str, parts: list[_Part], omitted: list[_Part], listed_refs: int | None,
              run_ref: str) -> str:
+    """The markdown: pinned text, the chosen parts by section, then the omitted refs (all of
+    them, or the first `listed_refs` and a count of the rest)."""
     by_section: dict[str, list[_Part]] = {}
     for part in parts:
         by_section.setdefault(part.section, []).append(part)
@@ -403,10 +411,14 @@ def _compose(pinned: str, parts: list[_Part], omitted: list[_Part], mode: str,
             lines += part.lines
     if omitted:
         lines += ["", "## Omitted for budget"]
-        if mode == "refs":
-            lines.append("- " + ", ".join(p.ref for p in omitted))
+        listed = len(omitted) if listed_refs is None else min(listed_refs, len(omitted))
+        refs = ", ".join(p.ref for p in omitted[:listed])
+        rest = len(omitted) - listed
+        if not rest:
+            lines.append(f"- {refs}")
         else:
-            lines.append(f"- {len(omitted)} part(s); see `agentstate events --run {run_ref}`")
+            more = f"{refs} and {rest} more" if refs else f"{rest} part(s)"
+            lines.append(f"- {more}; see `agentstate events --run {run_ref}`")
     return pinned + "\n".join(lines) + "\n" if lines else pinned
 
 
@@ -421,7 +433,7 @@ def render_pack(
     pack.pinned_text = pinned
     parts = optional_parts(pack)
     run_ref = pack.run["ref"]
-    full = _compose(pinned, parts, [], "refs", run_ref)
+    full = _compose(pinned, parts, [], None, run_ref)
     if budget is None:
         pack.text = full
         return
@@ -431,21 +443,32 @@ def render_pack(
         pack.budget = {"budget": budget, "tokens": full_tokens, "minimum": None,
                        "pinned_tokens": count(pinned)}
         return
-    minimal = _compose(pinned, [], parts, "count", run_ref)
+    minimal = _compose(pinned, [], parts, 0, run_ref)
     minimum = count(minimal)
     if minimum > budget:
         raise BudgetTooSmall(budget, minimum, "the goal, constraints, pending verifications "
                                               "and open questions")
 
     def fit(included: list[_Part]) -> str | None:
-        """The exact text for this selection if it fits (refs listed, else counted)."""
+        """The exact text for this selection if it fits: every omitted ref listed, or as
+        many as fit (binary search) with a count of the rest."""
         chosen = {id(p) for p in included}
         dropped = [p for p in parts if id(p) not in chosen]
-        for mode in ("refs", "count"):
-            text = _compose(pinned, included, dropped, mode, run_ref)
-            if count(text) <= budget:
-                return text
-        return None
+        text = _compose(pinned, included, dropped, None, run_ref)
+        if count(text) <= budget:
+            return text
+        best = _compose(pinned, included, dropped, 0, run_ref)
+        if count(best) > budget:
+            return None
+        low, high = 0, len(dropped) - 1  # invariant: `low` refs fit
+        while low < high:
+            middle = (low + high + 1) // 2
+            attempt = _compose(pinned, included, dropped, middle, run_ref)
+            if count(attempt) <= budget:
+                low, best = middle, attempt
+            else:
+                high = middle - 1
+        return best
 
     # Greedy selection on per-part token estimates (tokenising the whole text once per
     # candidate would be quadratic), then an exact check of the composed text that drops
