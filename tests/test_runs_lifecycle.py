@@ -84,6 +84,8 @@ def test_checkpoint_stores_pointers_and_snapshot(cli, initialised):
     assert kinds[-1] == "checkpoint"
     shown = cli.json("run", "show")
     assert shown["last_checkpoint"]["ref"] == cp["ref"]
+    assert shown["recorded_version"]["since"] == f"checkpoint {cp['ref']}"
+    assert shown["recorded_version"]["dirty_files"] == ["work.py"]
 
 
 def test_supersedes_replaces_in_working_state(cli, initialised):

@@ -136,7 +136,7 @@ def run_show(
 ) -> None:
     """Show a run: its goal, work-tree version, event counts by kind, open questions,
     pending verifications and last checkpoint."""
-    from agentstate.runs.checkpoint import last_checkpoint, working_state
+    from agentstate.runs.checkpoint import last_checkpoint, recorded_version, working_state
     from agentstate.runs.log import resolve_run
 
     with cli_store() as store:
@@ -146,13 +146,16 @@ def run_show(
             (run.id,)))
         state = working_state(store, run)
         checkpoint = last_checkpoint(store, run)
+        recorded, since = recorded_version(store, run)
     data = {
         "run": run,
         "counts": counts,
         "events": state.event_count,
         "open_questions": state.open_questions,
         "pending_verifications": state.pending_verifications,
+        "failed_verifications": state.failed_verifications,
         "last_checkpoint": checkpoint,
+        "recorded_version": {"since": since, **recorded},
     }
 
     def human(console, _):
@@ -167,13 +170,19 @@ def run_show(
         summary = ", ".join(f"{k} {n}" for k, n in counts.items()) or "none"
         console.print(f"  events: {state.event_count} ({summary})", markup=False)
         for title, items in (("open questions", state.open_questions),
-                             ("pending verifications", state.pending_verifications)):
+                             ("pending verifications", state.pending_verifications),
+                             ("failed verifications", state.failed_verifications)):
+            if title.startswith("failed") and not items:
+                continue
             console.print(f"  {title}: {len(items)}")
             for item in items:
                 console.print(f"    {item.ref} {_short(item.text)}", markup=False)
         if checkpoint:
             console.print(f"  last checkpoint: {checkpoint.ref} at {checkpoint.created}"
                           + (f": {checkpoint.note}" if checkpoint.note else ""), markup=False)
+        head = (recorded.get("head") or "(no commit)")[:12]
+        console.print(f"  last recorded version ({since}): "
+                      f"{recorded.get('branch') or '(no branch)'} @ {head}", markup=False)
 
     emit("run show", data, as_json=as_json, human=human)
 
