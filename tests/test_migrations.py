@@ -107,24 +107,6 @@ def test_commands_upgrade_an_older_store(cli, initialised):
     assert applied_migrations(_fresh(db_path)) == NAMES
 
 
-def test_schema_stamp_skips_the_check_when_nothing_changed(tmp_path, monkeypatch):
-    from agentstate.store import migrations
-
-    db = _fresh(tmp_path / "s.db")
-    apply_migrations(db)
-    stored = db.conn.execute("SELECT stamp FROM _schema_stamp").fetchone()[0]
-    assert stored == migrations.code_stamp() != ""
-
-    def explode():
-        raise AssertionError("the schema modules should not be consulted")
-
-    monkeypatch.setattr(migrations, "all_migrations", explode)
-    assert apply_migrations(db) == []  # fast path: stamp matches
-    monkeypatch.setattr(migrations, "code_stamp", lambda: "changed code")
-    with pytest.raises(AssertionError):
-        apply_migrations(db)  # a different stamp means a full check
-
-
 def test_opening_a_store_does_not_import_sqlite_utils(initialised):
     import subprocess
     import sys

@@ -8,9 +8,12 @@ no text here also means `forget --purge` has nothing to chase in these tables.
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from agentstate.store.migrations import run_script
+
+if TYPE_CHECKING:  # annotations only: importing sqlite_utils costs ~100 ms at start-up
+    import sqlite_utils
 
 
 def m301_packs(db: sqlite_utils.Database) -> None:

@@ -21,9 +21,12 @@ Append new migrations; never rename shipped ones.
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from agentstate.store.migrations import run_script
+
+if TYPE_CHECKING:  # annotations only: importing sqlite_utils costs ~100 ms at start-up
+    import sqlite_utils
 
 WORD_TOKENIZER = "unicode61 remove_diacritics 2"
 

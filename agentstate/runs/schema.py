@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from agentstate.store.migrations import run_script
+
+if TYPE_CHECKING:  # annotations only: importing sqlite_utils costs ~100 ms at start-up
+    import sqlite_utils
 
 
 def m001_runs_events(db: sqlite_utils.Database) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # sqlite_utils is slow to import; only the migrations themselves need it
@@ -57,46 +56,6 @@ def applied_migrations(db: sqlite_utils.Database) -> list[str]:
     return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
 
 
-def code_stamp() -> str:
-    """Size and mtime of this module and of every domain's schema.py.
-
-    Any new migration changes one of these files, so a store whose recorded stamp equals
-    the code's has nothing pending: opening it then skips importing the schema modules
-    (and sqlite_utils with them), which keeps every command's start-up fast. "" when the
-    files cannot be stat'ed (then the full check always runs).
-    """
-    base = Path(__file__).resolve().parent.parent
-    # Every agentstate/*/schema.py, so a domain added later is covered without a list here.
-    files = [Path(__file__).resolve(), *sorted(base.glob("*/schema.py"))]
-    parts = []
-    for path in files:
-        try:
-            info = path.stat()
-        except OSError:
-            return ""
-        parts.append(f"{path.parent.name}/{path.name}:{info.st_size}:{info.st_mtime_ns}")
-    return "|".join(parts)
-
-
-def _stored_stamp(conn: sqlite3.Connection) -> str | None:
-    try:
-        row = conn.execute("SELECT stamp FROM _schema_stamp WHERE id = 1").fetchone()
-    except sqlite3.OperationalError:  # no such table: an older store
-        return None
-    return row[0] if row else None
-
-
-def _remember_stamp(conn: sqlite3.Connection, stamp: str) -> None:
-    if not stamp:
-        return
-    try:
-        conn.execute("CREATE TABLE IF NOT EXISTS _schema_stamp "
-                     "(id INTEGER PRIMARY KEY CHECK (id = 1), stamp TEXT NOT NULL)")
-        conn.execute("INSERT OR REPLACE INTO _schema_stamp (id, stamp) VALUES (1, ?)", (stamp,))
-    except sqlite3.OperationalError:
-        pass  # read-only or busy: the fast path is an optimisation, the full check still ran
-
-
 def pending_migrations(db: sqlite_utils.Database) -> list[Migration]:
     done = set(applied_migrations(db))
     return [m for m in all_migrations() if m[0] not in done]
@@ -108,12 +67,8 @@ def apply_migrations(db: sqlite_utils.Database, upto: str | None = None) -> list
     `upto` stops after the named migration (tests use it to build older schemas).
     """
     conn = db.conn
-    stamp = code_stamp() if upto is None else ""
-    if stamp and _stored_stamp(conn) == stamp:
-        return []  # up to date with this code: nothing to import or check
     pending = pending_migrations(db)
     if not pending:
-        _remember_stamp(conn, stamp)
         return []
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
@@ -137,7 +92,6 @@ def apply_migrations(db: sqlite_utils.Database, upto: str | None = None) -> list
         applied.append(name)
         if upto == name:
             return applied
-    _remember_stamp(conn, stamp)
     return applied
 
 
