@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentstate.cli import app
+from agentstate.cli import app, load_commands
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.store.init import init_store
 
 FIXED_NOW = "2026-01-15T09:00:00Z"
+
+load_commands()  # in-process tests drive the full command tree
 
 
 @pytest.fixture(scope="session")

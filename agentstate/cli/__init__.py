@@ -48,19 +48,62 @@ def root(
     ctx.obj = {"dir": directory}
 
 
-def main() -> None:
-    app()
-
-
-# Each module adds its commands to `app` (or to a sub-app) when imported; they need `app`
-# defined above, hence the imports at the bottom.
-from agentstate.cli import (  # noqa: E402, F401, I001
-    init_cmd,
-    runs_cmd,
-    import_cmd,
-    doctor_cmd,
-    memory_cmd,
-    skills_cmd,
-    exec_cmd,
-    context_cmd,
+# Which modules define each top-level command. `main()` imports only the modules the command
+# line needs: building every command's parameters costs ~50 ms per call, and agents call
+# agentstate on every turn. `--help`, no command or an unknown one load everything, so help
+# and "no such command" stay complete. A test checks this table against what the modules
+# actually register.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "init": ("init_cmd",),
+    "run": ("runs_cmd", "memory_cmd"),  # memory_cmd adds `run distill`
+    "log": ("runs_cmd",),
+    "events": ("runs_cmd",),
+    "checkpoint": ("runs_cmd",),
+    "resume": ("runs_cmd",),
+    "import": ("import_cmd",),
+    "doctor": ("doctor_cmd",),
+    "remember": ("memory_cmd",),
+    "recall": ("memory_cmd",),
+    "forget": ("memory_cmd",),
+    "memory": ("memory_cmd",),
+    "skill": ("skills_cmd",),
+    "exec": ("exec_cmd",),
+    "context": ("context_cmd",),
+    "trace": ("context_cmd",),
+}
+ALL_MODULES = (
+    "init_cmd", "runs_cmd", "import_cmd", "doctor_cmd", "memory_cmd", "skills_cmd",
+    "exec_cmd", "context_cmd",
 )
+_ROOT_OPTIONS_WITH_VALUE = {"--dir"}
+
+
+def modules_for(argv: list[str]) -> tuple[str, ...]:
+    """The command modules needed for this command line (all of them when unsure)."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in _ROOT_OPTIONS_WITH_VALUE:
+            skip = True
+            continue
+        if arg.startswith("-"):
+            continue
+        return COMMAND_MODULES.get(arg, ALL_MODULES)
+    return ALL_MODULES
+
+
+def load_commands(modules: tuple[str, ...] = ALL_MODULES) -> None:
+    """Import command modules; each registers its commands on `app` when first imported."""
+    import importlib
+
+    for name in modules:
+        importlib.import_module(f"agentstate.cli.{name}")
+
+
+def main() -> None:
+    import sys
+
+    load_commands(modules_for(sys.argv[1:]))
+    app()
