@@ -16,7 +16,7 @@ def test_doctor_on_a_healthy_store(cli, initialised):
     assert data["healthy"] is True
     checks = _checks(data)
     assert set(checks) == {"config", "schema", "integrity", "wal", "writable", "tokenizer",
-                           "skills", "git"}
+                           "skills", "git", "search", "registry"}
     assert all(c["status"] == "ok" for c in checks.values()), checks
     assert checks["schema"]["status"] == "ok" and checks["schema"]["data"]["pending"] == []
     assert checks["integrity"]["detail"] == "PRAGMA integrity_check: ok"
@@ -43,7 +43,8 @@ def test_doctor_fails_on_broken_config_dirty_skills_and_bad_db(cli, initialised)
     root = initialised / ".agentstate"
     (root / "skills" / "stray.txt").write_text("uncommitted")
     data = cli.json("doctor")
-    assert _checks(data)["skills"]["status"] == "warn"
+    # An unpublished draft in the registry's work tree is normal, and reported.
+    assert _checks(data)["skills"]["status"] == "ok"
     assert "stray.txt" in _checks(data)["skills"]["detail"]
 
     (root / "config.toml").write_text("[tokens\nbroken = ")
@@ -82,3 +83,25 @@ def test_doctor_fails_on_wrong_journal_mode_and_bad_tokenizer_config(cli, initia
     checks = _checks(result.json()["data"])
     assert checks["wal"]["status"] == "fail" and checks["tokenizer"]["status"] == "fail"
     assert checks["integrity"]["status"] == "ok"
+
+
+def test_doctor_fails_when_registry_tags_and_database_disagree(cli, initialised):
+    skills = initialised / ".agentstate" / "skills"
+    git(skills, "tag", "-d", "verify-tests/v1")
+    result = cli("doctor", "--json")
+    assert result.exit_code == 1
+    registry = _checks(result.json()["data"])["registry"]
+    assert registry["status"] == "fail" and "verify-tests/v1" in registry["detail"]
+
+
+def test_doctor_fails_when_an_event_is_missing_from_the_search_index(cli, initialised):
+    cli.ok("run", "start", "index check")
+    cli.ok("log", "note", "an indexed note")
+    db = sqlite3.connect(initialised / ".agentstate" / "state.db")
+    db.execute("DELETE FROM event_search_map")
+    db.commit()
+    db.close()
+    result = cli("doctor", "--json")
+    assert result.exit_code == 1
+    search = _checks(result.json()["data"])["search"]
+    assert search["status"] == "fail" and "not indexed" in search["detail"]

@@ -150,8 +150,10 @@ def check_skills_repo(root: Path) -> Check:
     tags = [t for t in _git(path, "tag", "--list").stdout.splitlines() if t]
     data = {"head": head, "dirty": dirty, "tags": len(tags)}
     if dirty:
-        return Check("skills", WARN, f"git repository at {head}, {len(dirty)} uncommitted "
-                                     f"change(s): {', '.join(dirty[:5])}", data)
+        # Drafts and proposed candidates live in the work tree until they are published.
+        return Check("skills", OK, f"git repository at {head}, {len(tags)} tag(s); "
+                                   f"{len(dirty)} unpublished draft path(s): "
+                                   f"{', '.join(dirty[:5])}", data)
     return Check("skills", OK, f"git repository at {head}, clean, {len(tags)} tag(s)", data)
 
 
@@ -174,9 +176,60 @@ def check_writable(root: Path) -> Check:
     return Check("writable", OK, "the store directory and database are writable")
 
 
+def check_search_indexes(root: Path) -> Check:
+    """FTS5 integrity of the memory and event indexes.
+
+    FTS5's integrity-check is phrased as an INSERT, so it needs a writable connection; it runs
+    inside a transaction that is rolled back, leaving the store exactly as it was.
+    """
+    from agentstate.memory.search import check_indexes
+
+    try:
+        conn = sqlite3.connect(str(root / DB_NAME), isolation_level=None, timeout=10)
+    except sqlite3.Error as exc:
+        return Check("search", WARN, f"not checked: {exc}")
+    try:
+        conn.execute("BEGIN")
+        problems = check_indexes(conn)
+    except sqlite3.Error as exc:
+        return Check("search", WARN, f"not checked: {exc}")
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.close()
+    if any("readonly" in p for p in problems):
+        return Check("search", WARN, "not checked: the store is read-only")
+    if problems:
+        return Check("search", FAIL, "; ".join(problems[:3]), {"problems": problems})
+    return Check("search", OK, "memory and event full-text indexes consistent")
+
+
+def check_registry_mirror(root: Path, config: dict) -> Check:
+    """Every released skill version in the database has its tag at the recorded commit/tree."""
+    from agentstate.skills.lifecycle import check_registry
+    from agentstate.store.db import LazyDatabase, Store
+
+    try:
+        conn = sqlite3.connect(f"file:{root / DB_NAME}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        return Check("registry", WARN, f"not checked: {exc}")
+    store = Store(root=root, db=LazyDatabase(conn), config=config)  # type: ignore[arg-type]
+    try:
+        problems = check_registry(store)
+    except (sqlite3.Error, AgentStateError, OSError) as exc:
+        return Check("registry", WARN, f"not checked: {exc}")
+    finally:
+        conn.close()
+    if problems:
+        return Check("registry", FAIL, "; ".join(problems[:3]), {"problems": problems})
+    return Check("registry", OK, "database mirror matches the registry's tags")
+
+
 def diagnose(root: Path) -> Report:
     """Run every check against the store at `root` (the .agentstate directory)."""
     config_check, config = check_config(root)
     checks = [config_check, *check_database(root), check_writable(root),
               check_tokenizer(config), check_skills_repo(root), check_git()]
+    if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):
+        checks += [check_search_indexes(root), check_registry_mirror(root, config)]
     return Report(store=str(root), checks=checks)
