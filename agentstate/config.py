@@ -22,7 +22,12 @@ DEFAULTS: dict[str, Any] = {
     "principals": {
         "default": "owner",
         "owner": {"read": ["*"], "write": ["*"]},
-        "agent": {"read": ["repo", "branch:*", "path:*", "run:*"], "write": ["run:*", "repo"]},
+        "agent": {
+            "read": ["repo", "branch:*", "path:*", "run:*"],
+            "write": ["run:*", "repo"],
+            # An agent cannot claim the user's authority for what it writes.
+            "sources": ["model", "tool:*", "file:*", "evt:*"],
+        },
     },
     "memory": {"max_chars": 4000, "min_relevance": 0.2},
     "context": {
@@ -77,6 +82,8 @@ write = ["*"]
 [principals.agent]
 read = ["repo", "branch:*", "path:*", "run:*"]
 write = ["run:*", "repo"]
+# The sources this principal may claim: an agent cannot write with the user's authority.
+sources = ["model", "tool:*", "file:*", "evt:*"]
 
 [memory]
 # Longest memory text accepted by the write gate, in characters.
