@@ -53,7 +53,6 @@ DEFAULTS: dict[str, Any] = {
         "timeout": 600,
         "definitions": [],
     },
-    "retention": {"events_days": 0},
 }
 
 TEMPLATE = """\
@@ -125,10 +124,6 @@ timeout = 600
 # Tool definitions shown in the context catalog: [{name = "...", description = "..."}]
 # (a name listed here also satisfies a skill's required_tools without being on PATH)
 definitions = []
-
-[retention]
-# Age out events older than this many days (0 keeps them forever).
-events_days = 0
 """
 
 
