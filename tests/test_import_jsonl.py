@@ -145,3 +145,20 @@ def test_large_file_imports_with_progress(cli, initialised):
     data = cli.json("import", "jsonl", str(path))
     assert data["imported"] == 3000
     assert cli.json("import", "jsonl", str(path))["duplicates"] == 3000
+
+
+def test_same_import_with_goal_twice_adds_nothing(cli, initialised):
+    # The same command line run twice (a script re-run) must not create a second run with
+    # copies of every event: the file's earlier import with this goal is found again.
+    path = _write(initialised / "session.jsonl", GOOD)
+    first = cli.json("import", "jsonl", str(path), "--goal", "Review the session")
+    again = cli.json("import", "jsonl", str(path), "--goal", "Review the session")
+    assert again["run"] == first["run"] and again["created_run"] is False
+    assert (again["imported"], again["duplicates"]) == (0, 5)
+    # Without --goal, the run that earlier import created is used, as `--help` says.
+    plain = cli.json("import", "jsonl", str(path))
+    assert plain["run"] == first["run"] and plain["imported"] == 0
+    assert _count(initialised) == 5
+    # Another goal asks for another run on purpose.
+    other = cli.json("import", "jsonl", str(path), "--goal", "Another look")
+    assert other["created_run"] and other["run"] != first["run"]

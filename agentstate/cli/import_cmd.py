@@ -29,7 +29,8 @@ def import_jsonl(
         str | None, typer.Option("--run", help="Import into this active run (run:…).")
     ] = None,
     goal: Annotated[
-        str | None, typer.Option(help="Create a new run with this goal for the import.")
+        str | None, typer.Option(help="Create a new run with this goal for the import "
+                                      "(the same file with the same goal again reuses it).")
     ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Any malformed or refused line is an error and "
@@ -39,10 +40,11 @@ def import_jsonl(
 ) -> None:
     """Import events from a JSONL file. Idempotent: importing the same file again adds nothing.
 
-    Target run: --run REF; or --goal TEXT for a new run; otherwise the run an earlier import
-    of this same file created, or else a new run named "imported from FILE" (which becomes
-    the current run). Malformed lines are skipped, counted and reported on stderr (exit 0);
-    with --strict they are an error (exit 1; exit 3 for a secret) and nothing is imported.
+    Target run: --run REF; or --goal TEXT for a new run (the same file with the same goal
+    again reuses it); otherwise the run an earlier import of this same file created, or else
+    a new run named "imported from FILE" (which becomes the current run). Malformed lines are
+    skipped, counted and reported on stderr (exit 0); with --strict they are an error (exit 1;
+    exit 3 for a secret) and nothing is imported.
     """
     from agentstate.errors import InvalidInput, UsageError
     from agentstate.output import stderr_console, warn

@@ -161,10 +161,11 @@ def import_events(
     """Import records into a run. The one import path: agent-transcript importers call it.
 
     Which run: `run_ref` if given; otherwise the run an earlier import of the same `origin`
-    (e.g. the file's absolute path) created, so re-importing a file stays idempotent;
-    otherwise a new run with `goal` (default: "imported from <origin>"), created only when
-    the first record is stored. Plain dicts are records whose identity is their position.
-    `label` names a record in messages ("line" for files).
+    (e.g. the file's absolute path) created — with `goal`, only if that run has this goal —
+    so re-importing a file stays idempotent; otherwise a new run with `goal` (default:
+    "imported from <origin>"), created only when the first record is stored. Plain dicts are
+    records whose identity is their position. `label` names a record in messages ("line" for
+    files).
 
     Writes are committed in batches of `batch_size` (one transaction each). With
     `strict`, the whole import is one transaction and the first malformed or refused record
@@ -178,10 +179,14 @@ def import_events(
         raise InvalidInput(f"{run.ref} has ended ({run.status}); import into an active run")
     origin_key = f"import_run:{hashlib.sha256(origin.encode()).hexdigest()[:24]}" if origin \
         else None
-    if run is None and origin_key and not goal:
+    if run is None and origin_key:
         row = store.conn.execute("SELECT value FROM kv WHERE key = ?", (origin_key,)).fetchone()
         if row and row[0]:
-            run = get_run(store, make_ref("run", row[0]))
+            earlier = get_run(store, make_ref("run", row[0]))
+            # With a goal, the earlier run counts only if it has that goal: the same command
+            # run twice adds nothing, while another goal asks for another run on purpose.
+            if not goal or earlier.goal == goal:
+                run = earlier
     id_map: dict[str, str] = {}
 
     def ensure_run() -> Run:
@@ -190,7 +195,7 @@ def import_events(
             title = goal or f"imported from {origin or 'records'}"
             run, _ = start_run(store, title, worktree=worktree)
             result.created_run = True
-            if origin_key and not goal:
+            if origin_key:
                 store.conn.execute(
                     "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
                     "SET value = excluded.value", (origin_key, run.id),
