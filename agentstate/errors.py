@@ -14,6 +14,12 @@ class AgentStateError(Exception):
     code = "error"
 
     def __init__(self, message: str, *, details: dict | None = None) -> None:
+        # Messages often quote the offending argument ("unknown kind 'x'"); when that argument
+        # is a secret pasted in the wrong place, the message must not echo it. Imported here:
+        # safety imports this module.
+        from agentstate.safety import redact_secrets
+
+        message = redact_secrets(message)
         super().__init__(message)
         self.message = message
         self.details = details or {}

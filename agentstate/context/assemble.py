@@ -56,6 +56,9 @@ class ContextPack:
         }
 
 
+MAX_BUDGET = 1_000_000_000
+
+
 def parse_budget(value: str | int | None, default: int) -> int:
     """A budget from the command line: a positive whole number of tokens."""
     if value is None:
@@ -72,6 +75,9 @@ def parse_budget(value: str | int | None, default: int) -> int:
             ) from exc
     if number <= 0:
         raise InvalidInput(f"--budget must be a positive number of tokens, got {number}")
+    if number > MAX_BUDGET:
+        # Stored in an SQLite INTEGER; far beyond any model's window anyway.
+        raise InvalidInput(f"--budget must be at most {MAX_BUDGET} tokens, got {number}")
     return number
 
 

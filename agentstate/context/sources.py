@@ -132,6 +132,12 @@ def read_system_file(path_text: str, base: Path) -> tuple[str, str]:
         raise InvalidInput(
             f"system instructions file is not UTF-8 text (byte {exc.start}): {path_text}"
         ) from exc
+    # The text goes to the model verbatim and its path into the stored manifest: a secret in
+    # either would leak, and pinned text may not be altered, so the pack is refused instead.
+    from agentstate.safety import refuse_secrets
+
+    refuse_secrets(path_text, "the system instructions path")
+    refuse_secrets(text, "the system instructions file")
     return path_text, text
 
 

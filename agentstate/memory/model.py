@@ -35,7 +35,8 @@ WITHHELD_REASONS = ("permission", "out_of_scope", "expired", "superseded", "cand
                     "quarantined", "forgotten", "low_relevance")
 
 BASE_CONFIDENCE = {"user": 0.95, "file": 0.8, "tool": 0.8, "evt": 0.8, "model": 0.5}
-_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,79}$")
+# Letters and digits of any script (测试命令 is as good a key as test-command).
+_KEY = re.compile(r"[^\W_][\w.:/-]{0,79}")
 _TTL = re.compile(r"^([1-9][0-9]{0,6})([smhdw])$")
 _TTL_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _BRANCH = re.compile(r"^[A-Za-z0-9._/\-]{1,200}$")
@@ -118,7 +119,7 @@ def validate_key(key: str | None) -> str | None:
     if key is None:
         return None
     key = key.strip()
-    if not _KEY.match(key):
+    if not _KEY.fullmatch(key):
         raise InvalidInput(
             f"invalid key {key!r}: 1-80 letters, digits, '.', '_', ':', '/' or '-'"
         )

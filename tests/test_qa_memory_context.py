@@ -1,0 +1,69 @@
+"""Acceptance findings for memory (issue 3) and context (issue 4), driven from the CLI."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+GH_TOKEN = "ghp_R4nd0mT0k3nV4lu3Abcdefghij0123456789"
+
+
+def _packs(repo) -> int:
+    db = sqlite3.connect(repo / ".agentstate" / "state.db")
+    try:
+        return db.execute("SELECT count(*) FROM packs").fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_secret_in_system_file_is_refused_not_echoed(cli, initialised):
+    cli.ok("run", "start", "goal", "--constraint", "keep the API")
+    (initialised / "AGENTS.md").write_text(f"Push with the token {GH_TOKEN}\n")
+    result = cli("context", "--system", "AGENTS.md", "--budget", "2000")
+    assert result.exit_code == 3
+    assert GH_TOKEN not in result.stdout and GH_TOKEN not in result.stderr
+    assert "secret" in result.stderr
+    assert _packs(initialised) == 0
+
+
+def test_huge_budget_is_a_clear_error_not_a_traceback(cli, initialised):
+    cli.ok("run", "start", "goal")
+    result = cli("context", "--budget", "9" * 25, "--json")
+    assert result.exit_code == 1
+    assert result.json()["error"]["code"] == "invalid_input"
+    assert "Traceback" not in result.stderr
+    assert _packs(initialised) == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("remember", "x", "--kind", "fact", "--as", GH_TOKEN),
+        ("remember", "x", "--kind", "fact", "--until", GH_TOKEN),
+        ("remember", "x", "--kind", "fact", "--ttl", GH_TOKEN),
+        ("remember", "x", "--kind", GH_TOKEN),
+        ("recall", "foo", "--include", GH_TOKEN),
+        ("memory", "show", f"mem:{GH_TOKEN}"),
+        ("memory", "list", "--status", GH_TOKEN),
+        ("trace", GH_TOKEN),
+    ],
+)
+def test_error_messages_never_echo_a_secret(cli, initialised, args):
+    result = cli(*args)
+    assert result.exit_code in (1, 3)
+    assert GH_TOKEN not in result.stderr and GH_TOKEN not in result.stdout
+    as_json = cli(*args, "--json")
+    assert GH_TOKEN not in as_json.stdout
+    assert as_json.json()["ok"] is False
+
+
+def test_keys_may_be_written_in_any_script(cli, initialised):
+    first = cli.json("remember", "测试用 make test 运行", "--kind", "fact", "--key", "测试命令")
+    assert first["memory"]["key"] == "测试命令"
+    again = cli.json("remember", "测试用 tox 运行", "--kind", "fact", "--key", "测试命令")
+    # A new value for the same key is a new version of the same chain (a user correction).
+    assert again["ref"] == first["ref"].replace("@v1", "@v2")
+    assert cli("forget", "--key", "测试命令", "--dry-run").exit_code == 0
+    # Keys still reject punctuation and spaces.
+    assert cli("remember", "x", "--kind", "fact", "--key", "two words").exit_code == 1
