@@ -105,5 +105,31 @@ def load_commands(modules: tuple[str, ...] = ALL_MODULES) -> None:
 def main() -> None:
     import sys
 
-    load_commands(modules_for(sys.argv[1:]))
-    app()
+    argv = sys.argv[1:]
+    load_commands(modules_for(argv))
+    own = argv[: argv.index("--")] if "--" in argv else argv  # after `--`: exec's command
+    if "--json" not in own:
+        app()
+        return
+    # With --json, a usage error (a bad option value, a missing argument) is reported in the
+    # error envelope on stdout like every other error, so a caller reading stdout always gets
+    # exactly one JSON document; the exit code stays 2.
+    try:
+        from typer._click.exceptions import ClickException
+    except ImportError:  # older Typer used click itself
+        from click.exceptions import ClickException
+    from agentstate.output import envelope_error, print_json
+
+    try:
+        code = app(standalone_mode=False)
+    except ClickException as exc:
+        from agentstate.cli.common import context_command
+
+        print_json(envelope_error(context_command(getattr(exc, "ctx", None)),
+                                  "usage" if exc.exit_code == 2 else "error",
+                                  exc.format_message()))
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print_json(envelope_error("agentstate", "aborted", "aborted"))
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -33,10 +33,17 @@ def current_context() -> typer.Context | None:
 def command_name() -> str:
     """`run start`, `memory show`…: the command path without the program name."""
     ctx = current_context()
-    if ctx is None:
-        return "agentstate"
-    parts = ctx.command_path.split()
-    return " ".join(parts[1:]) or parts[0]
+    return context_command(ctx) if ctx is not None else "agentstate"
+
+
+def context_command(ctx: Any) -> str:
+    """The sub-command names of a click context, e.g. `run show` (never the program name,
+    which is `python -m agentstate` when run as a module)."""
+    parts = []
+    while ctx is not None and ctx.parent is not None:
+        parts.append(ctx.info_name)
+        ctx = ctx.parent
+    return " ".join(reversed(parts)) or "agentstate"
 
 
 def store_override() -> str | None:

@@ -1,0 +1,47 @@
+"""Acceptance checks of the foundation and skills issues, run as a user runs the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_agentstate
+
+
+@pytest.mark.parametrize("args", [
+    ("events", "--limit", "abc", "--json"),            # a value of the wrong type
+    ("resume", "--json", "--budget", "x"),
+    ("skill", "propose", "--from-run", "run:abc", "--json"),  # a missing required option
+    ("log", "--json", "note"),                           # a missing argument
+    ("run", "list", "--json", "--no-such-option"),
+])
+def test_usage_errors_with_json_print_one_envelope(initialised, args):
+    proc = run_agentstate(*args, cwd=initialised)
+    assert proc.returncode == 2, proc.stderr
+    envelope = json.loads(proc.stdout)  # exactly one JSON document on stdout
+    assert envelope["ok"] is False and envelope["version"] == 1
+    assert envelope["error"]["code"] == "usage" and envelope["error"]["message"]
+    assert envelope["command"] == " ".join(a for a in args[:2] if not a.startswith("-")
+                                           and a not in ("note",))
+    assert "Traceback" not in proc.stderr
+
+
+def test_usage_errors_without_json_keep_the_usage_text(initialised):
+    proc = run_agentstate("events", "--limit", "abc", cwd=initialised)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "Usage: " in proc.stderr and "--limit" in proc.stderr
+
+
+def test_json_after_double_dash_belongs_to_the_command(initialised):
+    # `exec -- prog --json`: the flag is the child's, and agentstate still reports as usual.
+    proc = run_agentstate("exec", "--", "echo", "--json", cwd=initialised)
+    assert proc.returncode == 0 and proc.stdout == "--json\n"
+
+
+def test_error_envelope_names_the_command_also_under_python_m(initialised):
+    # run_agentstate runs `python -m agentstate`, whose program name has spaces in it.
+    proc = run_agentstate("run", "show", "run:zzzzzzzzzz", "--json", cwd=initialised)
+    assert proc.returncode == 1
+    envelope = json.loads(proc.stdout)
+    assert envelope["command"] == "run show" and envelope["error"]["code"] == "not_found"
