@@ -67,3 +67,28 @@ def test_keys_may_be_written_in_any_script(cli, initialised):
     assert cli("forget", "--key", "测试命令", "--dry-run").exit_code == 0
     # Keys still reject punctuation and spaces.
     assert cli("remember", "x", "--kind", "fact", "--key", "two words").exit_code == 1
+
+
+def test_purge_says_where_the_text_would_go_and_where_it_stays(cli, initialised):
+    text = "the staging host is kestrel-42"
+    cli.ok("remember", text, "--kind", "fact", "--key", "staging")
+    other = cli.json("remember", f"remember that {text} behind the VPN", "--kind", "fact")
+    cli.ok("run", "start", "purge test")
+    cli.ok("log", "observation", f"note: {text} (from the wiki)")
+
+    dry = cli.json("forget", "--key", "staging", "--purge", "--dry-run")
+    # The dry run lists the collateral erasure (the event) without doing it …
+    assert dry["scrubbed"] == {"events.text": 1}
+    assert text in cli.ok("events").stdout
+    # … and names the other memory that still holds the text, which a purge leaves alone.
+    assert dry["still_in"] == [other["ref"]]
+    human = cli.ok("forget", "--key", "staging", "--purge")
+    assert "would" not in human.stdout
+    assert other["ref"] in human.stdout + human.stderr
+    db = (initialised / ".agentstate" / "state.db").read_bytes()
+    assert db.count(text.encode()) >= 1  # only because the other memory keeps it
+    cli.ok("forget", other["ref"].split("@")[0], "--purge")
+    for name in ("state.db", "state.db-wal"):
+        path = initialised / ".agentstate" / name
+        if path.exists():
+            assert text.encode() not in path.read_bytes()

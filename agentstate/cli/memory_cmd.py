@@ -190,8 +190,11 @@ def forget_cmd(
         if r.skipped:
             _say(console, f"  already forgotten: {', '.join(r.skipped)}")
         if r.scrubbed:
-            _say(console, "  also erased from: " + ", ".join(
-                f"{name} ({n})" for name, n in r.scrubbed.items()))
+            _say(console, ("  would also erase from: " if r.dry_run else "  also erased from: ")
+                 + ", ".join(f"{name} ({n})" for name, n in r.scrubbed.items()))
+        if r.still_in:
+            _say(console, "  the text is still held by other memories (forget them too to "
+                          "erase it from the file): " + ", ".join(r.still_in))
         if r.vacuumed:
             _say(console, "  search indexes merged, database vacuumed, WAL truncated")
         _say(console, f"  reason: {r.reason}")

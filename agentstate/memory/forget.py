@@ -36,6 +36,9 @@ class ForgetResult:
     reason: str
     skipped: list[str] = field(default_factory=list)  # already forgotten (tombstone mode)
     scrubbed: dict[str, int] = field(default_factory=dict)  # other table.column → rows
+    # Other memories whose own text holds the purged text: a purge never rewrites another
+    # memory, so the bytes stay in the file until they are forgotten too. Said, not hidden.
+    still_in: list[str] = field(default_factory=list)
     vacuumed: bool = False
     wal_truncated: bool | None = None
 
@@ -107,6 +110,11 @@ def forget(
                                "; nothing changed (use --purge to erase the text)")
     result = ForgetResult(targets=_refs(todo), dry_run=dry_run, purge=purge, reason=why,
                           skipped=[r for r in _refs(rows) if r not in _refs(todo)])
+    if purge:
+        texts = _purge_texts(todo)
+        result.still_in = _other_memories_holding(store.conn, texts, rows)
+        if dry_run:
+            result.scrubbed = _scrub_elsewhere(store.conn, texts, count_only=True)
     if dry_run:
         return result
     if purge:
@@ -148,7 +156,7 @@ def _refs(rows: list[dict]) -> list[str]:
 def _purge(store: Any, rows: list[dict], why: str, actor: str, result: ForgetResult) -> None:
     conn = store.conn
     conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left readable
-    texts = sorted({r["text"] for r in rows if r["text"]}, key=len, reverse=True)
+    texts = _purge_texts(rows)
     with store.transaction():
         for row in rows:
             conn.execute(
@@ -183,8 +191,30 @@ def _fts_shadow_prefixes(conn: sqlite3.Connection) -> list[str]:
     ]
 
 
-def _scrub_elsewhere(conn: sqlite3.Connection, texts: list[str]) -> dict[str, int]:
-    """Replace the purged text in every other ordinary table's text columns."""
+def _purge_texts(rows: list[dict]) -> list[str]:
+    return sorted({r["text"] for r in rows if r["text"]}, key=len, reverse=True)
+
+
+def _other_memories_holding(conn: sqlite3.Connection, texts: list[str],
+                            rows: list[dict]) -> list[str]:
+    """Versions outside `rows` whose text is, or (long texts) contains, a purged text."""
+    skip = {r["row"] for r in rows}
+    found: dict[int, str] = {}
+    for text in texts:
+        if len(text) >= PURGE_SUBSTRING_MIN:
+            sql, arg = "SELECT row, id, version FROM memories WHERE instr(text, ?) > 0", text
+        else:
+            sql, arg = "SELECT row, id, version FROM memories WHERE text = ?", text
+        for row, memory_id, version in conn.execute(sql, (arg,)):
+            if row not in skip:
+                found[row] = make_ref("mem", memory_id, version)
+    return sorted(found.values())
+
+
+def _scrub_elsewhere(conn: sqlite3.Connection, texts: list[str],
+                     count_only: bool = False) -> dict[str, int]:
+    """Replace the purged text in every other ordinary table's text columns (or, with
+    `count_only`, count the rows a purge would change, for --dry-run)."""
     if not texts:
         return {}
     shadows = _fts_shadow_prefixes(conn)
@@ -205,6 +235,15 @@ def _scrub_elsewhere(conn: sqlite3.Connection, texts: list[str]) -> dict[str, in
         ]
         for column in columns:
             for text in texts:
+                if count_only:
+                    test = (f'instr("{column}", ?) > 0' if len(text) >= PURGE_SUBSTRING_MIN
+                            else f'"{column}" = ?')
+                    n = conn.execute(f'SELECT count(*) FROM "{table}" WHERE {test}',
+                                     (text,)).fetchone()[0]
+                    if n:
+                        name = f"{table}.{column}"
+                        scrubbed[name] = scrubbed.get(name, 0) + n
+                    continue
                 if len(text) >= PURGE_SUBSTRING_MIN:
                     cursor = conn.execute(
                         f'UPDATE "{table}" SET "{column}" = replace("{column}", ?, ?) '
