@@ -45,3 +45,10 @@ def test_error_envelope_names_the_command_also_under_python_m(initialised):
     assert proc.returncode == 1
     envelope = json.loads(proc.stdout)
     assert envelope["command"] == "run show" and envelope["error"]["code"] == "not_found"
+
+
+def test_a_bad_agentstate_now_is_named_in_the_error(initialised):
+    proc = run_agentstate("run", "list", cwd=initialised, env={"AGENTSTATE_NOW": "garbage"})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "AGENTSTATE_NOW" in proc.stderr and "'garbage'" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

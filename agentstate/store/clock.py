@@ -79,7 +79,12 @@ class IdSource:
 
 def clock_from_env() -> Clock:
     value = os.environ.get("AGENTSTATE_NOW")
-    return Clock(parse_ts(value)) if value else Clock()
+    if not value:
+        return Clock()
+    try:
+        return Clock(parse_ts(value))
+    except InvalidInput as exc:  # say where the bad time came from
+        raise InvalidInput(f"AGENTSTATE_NOW: {exc.message}") from exc
 
 
 def ids_from_env() -> IdSource:
