@@ -92,3 +92,23 @@ def test_purge_says_where_the_text_would_go_and_where_it_stays(cli, initialised)
         path = initialised / ".agentstate" / name
         if path.exists():
             assert text.encode() not in path.read_bytes()
+
+
+def test_distill_proposes_one_command_per_key_so_a_second_accept_is_harmless(cli, initialised):
+    (initialised / "Makefile").write_text("test:\n\t@echo 3 passed\ncheck:\n\t@echo ok\n")
+    cli.ok("run", "start", "verify things")
+    cli.ok("exec", "--", "make", "test")
+    cli.ok("exec", "--", "python3", "-m", "pytest", "--version")  # not a test run
+    cli.ok("exec", "--", "make", "test", "V=1")  # another value for the same key …
+    cli.ok("exec", "--", "make", "test")  # … and the latest success wins
+    cli.ok("run", "end", "--status", "done")
+    run = cli.json("run", "list")
+    ref = (run if isinstance(run, list) else run["runs"])[0]["ref"]
+    proposals = cli.json("run", "distill", ref)["proposals"]
+    commands = [p["text"] for p in proposals if p["key"] == "test-command"]
+    assert commands == ["`make test` works in this repository (exit 0)"]
+    first = cli.json("run", "distill", ref, "--accept")["accepted"]
+    second = cli.json("run", "distill", ref, "--accept")["accepted"]
+    assert [a["action"] for a in first] == ["stored"]
+    assert [a["action"] for a in second] == ["deduplicated"]
+    assert second[0]["ref"] == first[0]["ref"]

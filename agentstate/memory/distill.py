@@ -26,6 +26,8 @@ from agentstate.errors import AgentStateError
 from agentstate.memory.versions import WriteResult
 
 _ENTRY = re.compile(r"\b(test|tests|pytest|tox|nox|check|lint|ruff|mypy|build|compile|verify)\b")
+# `pytest --version` succeeding says nothing about the tests passing.
+_INFO_ONLY = re.compile(r"(?:^|\s)(?:--version|--help|-h|-V)(?:\s|$)")
 _KEY_FOR = [("test", "test-command"), ("pytest", "test-command"), ("tox", "test-command"),
             ("nox", "test-command"), ("lint", "lint-command"), ("ruff", "lint-command"),
             ("mypy", "typecheck-command"), ("check", "check-command"),
@@ -86,10 +88,17 @@ def propose(store: Any, run_ref: str) -> tuple[Any, list[Proposal], dict[str, in
         elif event.kind == "tool":
             command = _command(event)
             if event.meta.get("exit_code") == 0 and not event.meta.get("timed_out") \
-                    and event.meta.get("allowed", True) and _ENTRY.search(command.lower()):
-                tools[command] = Proposal(
-                    "procedure", f"`{command}` works in this repository (exit 0)", event.ref,
-                    [event.ref], key=_key_for(command), why="successful tool run",
+                    and event.meta.get("allowed", True) and _ENTRY.search(command.lower()) \
+                    and not _INFO_ONLY.search(command):
+                key = _key_for(command)
+                # One proposal per key, the run's latest success: two values for one key
+                # would supersede each other on every --accept instead of deduplicating.
+                replaced = tools.pop(key or command, None)
+                if replaced is not None and replaced.text != _works(command):
+                    skipped["tool"] = skipped.get("tool", 0) + 1
+                tools[key or command] = Proposal(
+                    "procedure", _works(command), event.ref,
+                    [event.ref], key=key, why="successful tool run",
                 )
             else:
                 skipped["tool"] = skipped.get("tool", 0) + 1
@@ -97,6 +106,10 @@ def propose(store: Any, run_ref: str) -> tuple[Any, list[Proposal], dict[str, in
             skipped[event.kind] = skipped.get(event.kind, 0) + 1
     proposals.extend(tools.values())
     return run, proposals, skipped
+
+
+def _works(command: str) -> str:
+    return f"`{command}` works in this repository (exit 0)"
 
 
 def _command(event: Any) -> str:
