@@ -75,6 +75,8 @@ def context(
 
         # The pack text goes to stdout byte for byte (pipe it to a model); the ref to stderr.
         sys.stdout.write(pack.text)
+        if sys.stdout.isatty() and not pack.text.endswith("\n"):
+            sys.stdout.write("\n")  # a terminal only: piped output stays byte-identical
         sys.stdout.flush()
         from agentstate.output import info
 
