@@ -220,7 +220,13 @@ def _refresh(store: Any, row: dict, refs: list[tuple[str, str]], valid_until: st
             reason += "; " + why
             action = "superseded"
     memory = get_memory(store, vref(row))
-    return WriteResult(action, memory.ref, memory.status, reason, memory, evidence_added=added)
+    contests = None
+    if memory.status == "contested":  # say which version it stands beside, as a new write does
+        current = next((r for r in reversed(chain_rows(store, row["id"]))
+                        if r["status"] == "active"), None)
+        contests = vref(current) if current else None
+    return WriteResult(action, memory.ref, memory.status, reason, memory, evidence_added=added,
+                       contests=contests)
 
 
 def _key_chain(store: Any, key: str, scope: str) -> list[dict]:
