@@ -52,3 +52,26 @@ def test_a_bad_agentstate_now_is_named_in_the_error(initialised):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "AGENTSTATE_NOW" in proc.stderr and "'garbage'" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_store_on_a_read_only_mount_says_read_only(initialised):
+    # A read-only file system (a mounted volume, a container layer): SQLite cannot create the
+    # WAL's -shm file and says only "unable to open database file". The message must still
+    # name the problem. Needs a private mount namespace (root in a container); else skipped.
+    import shutil
+    import subprocess
+    import sys
+
+    unshare = shutil.which("unshare")
+    store = initialised / ".agentstate"
+    if unshare is None:
+        pytest.skip("unshare not available")
+    script = (f'mount --bind "{store}" "{store}" && mount -o remount,bind,ro "{store}" '
+              f'|| exit 99; exec "{sys.executable}" -m agentstate log note x')
+    proc = subprocess.run([unshare, "-m", "sh", "-c", script], cwd=initialised,
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode == 99 or "unshare:" in proc.stderr:
+        pytest.skip("cannot make a read-only mount here")
+    assert proc.returncode == 1, proc.stderr
+    assert "read-only" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

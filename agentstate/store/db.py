@@ -243,6 +243,10 @@ def translate_sqlite_error(exc: sqlite3.Error, root: Path | None = None) -> Agen
     if "readonly" in text or "read-only" in text:
         return AgentStateError(f"the store is read-only{where}: {text}")
     if "unable to open" in text:
+        # On a read-only file system SQLite cannot create the WAL's -shm file and says only
+        # "unable to open database file": name the cause when the directory is not writable.
+        if root is not None and root.is_dir() and not os.access(root, os.W_OK):
+            return AgentStateError(f"the store is read-only{where}: {text}")
         return AgentStateError(f"cannot open the store database{where}: {text}")
     if "locked" in text or "busy" in text:
         return AgentStateError(f"the store is busy (another process holds a lock){where}")
