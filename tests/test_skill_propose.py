@@ -145,3 +145,17 @@ def test_no_accidental_state_survives_stripping(where, parts, stamp, sha, flag):
         assert sha not in text
     assert out[0].startswith(flag)
     assert set(stripper.params) <= {"path", "timestamp", "commit"}
+
+
+def test_release_checkout_paths_become_a_skill_folder_input(store, repo):
+    run, _ = start_run(store, "Run the test helper script of verify-tests")
+    release = f"{repo}/.agentstate/skills/.releases/verify-tests/v1"
+    _tool(store, run, ["bash", f"{release}/scripts/run-tests.sh", "--quick"])
+    end_run(store, run.ref, "done")
+    propose_from_run(store, run.ref, "quick-tests")
+    folder = store.skills_path / "quick-tests"
+    contract = tomllib.loads((folder / "skill.toml").read_text())
+    assert ".releases" not in (folder / "skill.toml").read_text()
+    assert contract["steps"][0]["run"] == ["bash", "{verify_tests_dir}/scripts/run-tests.sh",
+                                           "--quick"]
+    assert [i["name"] for i in contract["inputs"]] == ["verify_tests_dir"]

@@ -92,6 +92,16 @@ class _Stripper:
 
     def _path(self, token: str) -> str:
         for root in (self.work_tree, os.path.realpath(self.work_tree)):
+            # Another skill's released copy (under .agentstate/): a versioned, local
+            # location that means nothing elsewhere, so it becomes an input naming the skill.
+            release = re.match(re.escape(root) + r"/\.agentstate/skills/\.releases/"
+                               r"([a-z0-9-]+)/v[0-9]+(?=/|$)", token)
+            if release:
+                skill = release.group(1)
+                param = self._param(f"{skill.replace('-', '_')}_dir", release.group(0),
+                                    f"the folder of skill {skill} (agentstate skill load "
+                                    f"{skill} lists it)")
+                return param + token[release.end():]
             if token == root:
                 return "{repo}"
             if token.startswith(root + "/"):
