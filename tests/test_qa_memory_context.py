@@ -112,3 +112,14 @@ def test_distill_proposes_one_command_per_key_so_a_second_accept_is_harmless(cli
     assert [a["action"] for a in first] == ["stored"]
     assert [a["action"] for a in second] == ["deduplicated"]
     assert second[0]["ref"] == first[0]["ref"]
+
+
+def test_correcting_with_the_current_value_adds_no_version(cli, initialised):
+    first = cli.json("remember", "Tests run with tox", "--kind", "fact", "--key", "tests",
+                     "--source", "model", "--evidence", "user")
+    ref = first["ref"].split("@")[0]
+    same = cli.json("memory", "correct", ref, "tests run with tox.")
+    assert same["action"] == "deduplicated" and same["ref"] == first["ref"]
+    assert len(cli.json("memory", "show", ref)["versions"]) == 1
+    changed = cli.json("memory", "correct", ref, "Tests run with nox")
+    assert changed["ref"] == f"{ref}@v2" and changed["action"] == "corrected"

@@ -190,6 +190,12 @@ def correct(store: Any, ref: str, text: str, *, principal: str | None = None,
     with store.transaction():
         rows = chain_rows(store, target.id)
         cur = current_version(rows, store.now())
+        if cur is not None and cur["norm_hash"] == norm_hash(text):
+            # The "correction" restates the current value: the dedupe rule applies (the user
+            # becomes evidence for it), not a new version that supersedes an identical one.
+            from agentstate.memory.write import _refresh
+
+            return _refresh(store, cur, [("user", "user")], None, who.name, "active")
         version = rows[-1]["version"] + 1
         why = reason or f"user correction of {target.ref}"
         row = insert_version(
