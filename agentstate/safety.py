@@ -43,9 +43,14 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             # (?<=_) too: DB_PASSWORD=… and MY_API_KEY=… have no word boundary before the name.
             r"(?i)(?:\b|(?<=_))(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token"
             r"|auth[_-]?token"
-            r"|client[_-]?secret|private[_-]?key)\b\s*[:=]\s*['\"]?[^\s'\"]{4,}"
+            r"|client[_-]?secret|private[_-]?key|secret[_-]?access[_-]?key)\b\s*[:=]\s*['\"]?"
+            r"[^\s'\"]{4,}"
         ),
     ),
+    # A bare `token` name is common in prose ("the csrf token = per request"), so only a
+    # token-shaped value (16+ characters without spaces) counts.
+    ("token assignment",
+     re.compile(r"(?i)(?:\b|(?<=_))token\b\s*[:=]\s*['\"]?[A-Za-z0-9_\-./+=]{16,}")),
 ]
 
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_=\-]{24,}")

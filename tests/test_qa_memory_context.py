@@ -123,3 +123,30 @@ def test_correcting_with_the_current_value_adds_no_version(cli, initialised):
     assert len(cli.json("memory", "show", ref)["versions"]) == 1
     changed = cli.json("memory", "correct", ref, "Tests run with nox")
     assert changed["ref"] == f"{ref}@v2" and changed["action"] == "corrected"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+        "token: 4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a",
+        "GITHUB_TOKEN=0123456789abcdef0123456789abcdef01234567",
+    ],
+)
+def test_secret_assignments_are_refused(cli, initialised, text):
+    result = cli("remember", text, "--kind", "fact")
+    assert result.exit_code == 3
+    assert "secret" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the csrf token is generated per request",
+        "sort_key = name, then the primary key",
+        "token: see the team vault",
+    ],
+)
+def test_ordinary_words_about_keys_and_tokens_are_kept(cli, initialised, text):
+    cli.ok("remember", text, "--kind", "fact")
