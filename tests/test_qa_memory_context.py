@@ -150,3 +150,20 @@ def test_secret_assignments_are_refused(cli, initialised, text):
 )
 def test_ordinary_words_about_keys_and_tokens_are_kept(cli, initialised, text):
     cli.ok("remember", text, "--kind", "fact")
+
+
+def test_trace_of_a_memory_chain_says_which_version_each_pack_considered(cli, initialised):
+    cli.ok("remember", "Tests run with make test", "--kind", "fact", "--key", "tests")
+    cli.ok("run", "start", "run the tests")
+    cli.ok("log", "observation", "CI runs nox", "--source", "tool:ci")
+    evt = cli.json("events")[-1]["ref"]
+    contested = cli.json("remember", "Tests run with nox", "--kind", "fact", "--key", "tests",
+                         "--source", "tool:ci", "--evidence", evt)
+    assert contested["status"] == "contested"
+    cli.ok("context", "--query", "how are the tests run", "--budget", "3000")
+    chain = contested["ref"].split("@")[0]
+    lines = [line for line in cli.ok("trace", chain).stdout.splitlines()
+             if "considered in" in line]
+    assert len(lines) == 2
+    assert any(f"{chain}@v1" in line for line in lines)
+    assert any(f"{chain}@v2" in line for line in lines)

@@ -58,12 +58,14 @@ def _short(text: str, limit: int = 90) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _use_node(use: Any) -> TraceNode:
+def _use_node(use: Any, name_fragment: bool = False) -> TraceNode:
     where = f" at position {use.position}" if use.position is not None else ""
     run = f" ({use.run})" if use.run else ""
+    # For a memory chain, several versions may sit in one pack: say which one this row is.
+    what = f"{use.ref} " if name_fragment else ""
     return TraceNode(
         ref=use.pack, relation="considered in",
-        summary=f"{use.decision}{where}, reason {use.reason}{run}, {use.created[:19]}",
+        summary=f"{what}{use.decision}{where}, reason {use.reason}{run}, {use.created[:19]}",
         detail={"decision": use.decision, "reason": use.reason, "position": use.position,
                 "run": use.run, "created": use.created, "fragment": use.ref},
     )
@@ -213,7 +215,7 @@ def _trace_memory(store: Store, ref: str) -> TraceNode:
                                                   with_evidence=memory in focus))
     refs = [m.ref for m in focus] + ([chain_ref] if parsed.version is None else [])
     uses = packs_including(store, refs, limit=MAX_LISTED)
-    root.children += [_use_node(u) for u in uses]
+    root.children += [_use_node(u, name_fragment=True) for u in uses]
     if not uses:
         root.children.append(TraceNode("-", "considered in", "no context pack considered it"))
     return root
