@@ -75,3 +75,26 @@ def test_store_on_a_read_only_mount_says_read_only(initialised):
     assert proc.returncode == 1, proc.stderr
     assert "read-only" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_init_honours_dir_and_agentstate_dir(tmp_path):
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    target = tmp_path / "project with space"
+    target.mkdir()
+    proc = run_agentstate("--dir", str(target), "init", "--json", cwd=here)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["data"]["path"] == str(target / ".agentstate")
+    assert (target / ".agentstate" / "state.db").exists()
+    assert not (here / ".agentstate").exists()
+    # Every other command finds it through the same override.
+    assert run_agentstate("--dir", str(target), "run", "start", "g", cwd=here).returncode == 0
+    # The environment variable, naming the .agentstate directory itself.
+    other = tmp_path / "other"
+    other.mkdir()
+    env = {"AGENTSTATE_DIR": str(other / ".agentstate")}
+    proc = run_agentstate("init", cwd=here, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (other / ".agentstate" / "config.toml").exists()
+    assert not (here / ".agentstate").exists()
+    assert run_agentstate("run", "list", cwd=here, env=env).returncode == 0

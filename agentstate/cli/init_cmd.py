@@ -18,7 +18,8 @@ def init(
     path: Annotated[
         Path | None,
         typer.Argument(
-            help="Where to create the store (default: the git work-tree root, or here)."
+            help="Where to create the store (default: --dir / AGENTSTATE_DIR if set, else "
+                 "the git work-tree root, or here)."
         ),
     ] = None,
     as_json: JsonOption = False,
@@ -27,9 +28,10 @@ def init(
 
     Running it again changes nothing and says so.
     """
+    from agentstate.cli.common import store_override
     from agentstate.store.init import init_store
 
-    result = init_store(target=path)
+    result = init_store(target=path, override=store_override())
 
     def human(console, data):
         if result.changed:

@@ -23,12 +23,23 @@ class InitResult:
         return bool(self.created)
 
 
-def init_store(start: Path | None = None, target: Path | None = None) -> InitResult:
+def init_store(
+    start: Path | None = None,
+    target: Path | None = None,
+    override: str | Path | None = None,
+) -> InitResult:
     """Create whatever part of `.agentstate/` is missing; an existing part is left alone.
+
+    Where: `target` (a directory to put `.agentstate/` in); else `override` (`--dir` /
+    AGENTSTATE_DIR, read the way every other command reads it: a directory holding the
+    store, or the `.agentstate` directory itself); else the git work-tree root of `start`.
 
     A brand-new store is built in a sibling temp directory and renamed into place, so a
     failure (read-only directory, full disk) leaves no half-made store behind.
     """
+    if target is None and override:
+        named = Path(override).expanduser()
+        target = named.parent if named.name == STORE_DIR else named
     base = target.resolve() if target else init_location(start)
     root = base / STORE_DIR
     if root.exists() and (root / DB_NAME).exists():
