@@ -167,3 +167,25 @@ def test_trace_of_a_memory_chain_says_which_version_each_pack_considered(cli, in
     assert len(lines) == 2
     assert any(f"{chain}@v1" in line for line in lines)
     assert any(f"{chain}@v2" in line for line in lines)
+
+
+def test_file_evidence_at_a_moving_ref_is_pinned_to_its_commit(cli, initialised):
+    import subprocess
+
+    (initialised / "a.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "a.py"], cwd=initialised, check=True)
+    subprocess.run(["git", "commit", "-qm", "a"], cwd=initialised, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=initialised, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    data = cli.json("remember", "a.py sets x", "--kind", "fact", "--evidence", "file:a.py@HEAD")
+    refs = [e["ref"] for e in data["memory"]["evidence"]]
+    assert f"file:a.py@{head}" in refs and "file:a.py@HEAD" not in refs
+    by_source = cli.json("remember", "a.py is python", "--kind", "fact",
+                         "--source", "file:a.py@HEAD")
+    assert by_source["memory"]["source"] == f"file:a.py@{head}"
+
+
+def test_path_scope_cannot_leave_the_repository(cli, initialised):
+    result = cli("remember", "x", "--kind", "fact", "--scope", "path:../outside/*")
+    assert result.exit_code == 1
+    cli.ok("remember", "y", "--kind", "fact", "--scope", "path:src/..x/*")  # a name, not ..

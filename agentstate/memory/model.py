@@ -140,7 +140,8 @@ def validate_scope(store: Any, scope: str | None) -> str:
         return value
     if sep and kind == "branch" and _BRANCH.match(rest) and ".." not in rest:
         return value
-    if sep and kind == "path" and rest.strip() and "\n" not in rest and not rest.startswith("/"):
+    if sep and kind == "path" and rest.strip() and "\n" not in rest and not rest.startswith("/") \
+            and ".." not in rest.split("/"):  # relative to the root, never above it
         return value
     raise InvalidInput(
         f"unknown scope {value!r}: expected repo, user, run:REF, branch:NAME or path:GLOB "
@@ -180,15 +181,17 @@ def validate_evidence(store: Any, ref: str) -> tuple[str, str]:
             raise InvalidInput(f"evidence {value} does not exist")
         return value, "evt"
     if value.startswith("file:"):
-        check_file_at_commit(store, value)
-        return value, "file"
+        return check_file_at_commit(store, value), "file"
     raise InvalidInput(
         f"invalid evidence {ref!r}: expected evt:REF, file:PATH@COMMIT or user"
     )
 
 
-def check_file_at_commit(store: Any, ref: str) -> None:
-    """`file:PATH@COMMIT` must name a file that exists in that commit of the work tree."""
+def check_file_at_commit(store: Any, ref: str) -> str:
+    """`file:PATH@COMMIT` must name a file that exists in that commit of the work tree.
+
+    Returns the ref to store: a symbolic COMMIT (HEAD, a branch, a tag, HEAD~2) is pinned to
+    the commit id it names now, so the evidence keeps pointing at what was read."""
     body = ref.removeprefix("file:")
     path, sep, commit = body.rpartition("@")
     if not sep or not path or not commit or not re.fullmatch(r"[0-9A-Za-z_.\-/~^]{1,64}", commit):
@@ -202,6 +205,13 @@ def check_file_at_commit(store: Any, ref: str) -> None:
         raise InvalidInput(f"cannot check {ref}: git is not available ({exc})") from exc
     if out.returncode != 0:
         raise InvalidInput(f"evidence {ref} does not exist: no file {path!r} at commit {commit!r}")
+    if re.fullmatch(r"[0-9a-fA-F]{7,64}", commit):
+        return ref
+    pinned = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+        cwd=store.work_tree, capture_output=True, text=True, check=False, timeout=30,
+    ).stdout.strip()
+    return f"file:{path}@{pinned}" if pinned else ref
 
 
 # ---------------------------------------------------------------- principals

@@ -106,7 +106,7 @@ def remember(
     elif source.startswith("evt:"):
         refs.insert(0, validate_evidence(store, source))
     elif source.startswith("file:"):
-        check_file_at_commit(store, source)
+        source = check_file_at_commit(store, source)
         refs.insert(0, (source, "file"))
     refs = list(dict.fromkeys(refs))
     if not who.can_write(scope):
