@@ -117,3 +117,22 @@ def test_run_end_rejects_unknown_status(cli, initialised):
     assert result.exit_code == 1
     assert result.json()["error"]["code"] == "invalid_input"
     assert cli.json("run", "show", run)["run"]["status"] == "active"
+
+
+def test_links_stay_within_one_run(cli, initialised):
+    # Working state is derived per run: an answer logged in run B (the current run, because
+    # --run was forgotten) must not silently close run A's question while appearing only in B.
+    run_a = cli.json("run", "start", "run A")["run"]["ref"]
+    q = _ref(cli, "log", "question", "which locale?")
+    v = _ref(cli, "log", "verify", "run the tests")
+    cli.json("run", "start", "run B")
+    for args in (("answer", "C.UTF-8", "--resolves", q), ("verified", "ok", "--resolves", v),
+                 ("constraint", "a rule", "--supersedes", q)):
+        result = cli("log", *args)
+        assert result.exit_code == 1, result.stdout
+        assert run_a in result.stderr and "--run" in result.stderr
+    shown = cli.json("run", "show", run_a)
+    assert [e["ref"] for e in shown["open_questions"]] == [q]
+    assert [e["ref"] for e in shown["pending_verifications"]] == [v]
+    # With --run naming the right run it works.
+    cli.ok("log", "answer", "C.UTF-8", "--resolves", q, "--run", run_a)

@@ -345,6 +345,13 @@ def _check_link(store: Store, run: Run, kind: str, ref: str | None, how: str) ->
             raise InvalidInput(f"a {kind} event needs --resolves pointing at the event it resolves")
         return None
     target = get_event(store, ref)
+    if target.run != run.ref:
+        # Working state is derived per run: a link into another run would close that run's
+        # question or verification while the answer shows up only here.
+        raise InvalidInput(
+            f"{target.ref} belongs to {target.run}, not {run.ref}; an event can only {how[:-1]} "
+            f"events of its own run (pass --run {target.run})"
+        )
     if how == "resolves":
         wanted = RESOLVES.get(kind)
         if wanted is None:
