@@ -208,6 +208,16 @@ def test_skill_toml_missing(skill):
     assert report.ok  # --spec-only: a plain Agent Skills folder is fine
 
 
+def test_spec_only_ignores_the_contract(skill):
+    # --spec-only checks just the Agent Skills rules: a skill.toml there is someone else's
+    # file as far as the spec goes, even a broken one.
+    (skill / "skill.toml").write_text("this is = = not toml\n")
+    _, found = errors(skill)
+    assert "toml-invalid" in found
+    report, found = errors(skill, spec_only=True)
+    assert report.ok, found
+
+
 def test_missing_required_tool_fails_by_name(skill):
     toml_replace(skill, 'required_tools = ["python3"]',
                  'required_tools = ["python3", "frobnicate-9000"]')

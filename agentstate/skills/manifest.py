@@ -604,7 +604,11 @@ def validate_folder(
                 out.error(SKILL_MD, folder.doc.body_line + index, "resource-missing",
                           f"SKILL.md refers to {ref!r}, which is not in the folder")
     if spec_only:
-        report.problems = _fix_paths(out.problems, display)
+        # Just the Agent Skills rules: skill.toml is not part of the spec, so problems that
+        # load_folder found in it (e.g. not TOML) do not count here.
+        contract_file = f"{display}/{SKILL_TOML}"
+        kept = [p for p in out.problems if p.file != contract_file]
+        report.problems = _fix_paths(kept, display)
         return report
     if not (path / SKILL_TOML).is_file():
         out.error(SKILL_TOML, None, "contract-missing",
