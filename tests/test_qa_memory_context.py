@@ -189,3 +189,28 @@ def test_path_scope_cannot_leave_the_repository(cli, initialised):
     result = cli("remember", "x", "--kind", "fact", "--scope", "path:../outside/*")
     assert result.exit_code == 1
     cli.ok("remember", "y", "--kind", "fact", "--scope", "path:src/..x/*")  # a name, not ..
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("recall", "parser", "--scope", "nope"),
+        ("recall", "parser", "--scope", "path:../x/a.py"),
+        ("recall", "parser", "--run", "garbage"),
+        ("recall", "parser", "--run", "run:zzzzzzzzzz"),
+        ("memory", "list", "--scope", "nope"),
+    ],
+)
+def test_unknown_scope_or_run_filters_are_errors_not_empty_answers(cli, initialised, args):
+    cli.ok("remember", "The parser cache key must include the locale", "--kind", "fact")
+    result = cli(*args, "--json")
+    assert result.exit_code == 1, result.stdout
+    assert result.json()["ok"] is False
+
+
+def test_scope_filter_patterns_still_work(cli, initialised):
+    cli.ok("remember", "feature parser rule", "--kind", "fact", "--scope", "branch:feature")
+    hits = cli.json("recall", "parser", "--scope", "branch:*")["hits"]
+    assert [h["scope"] for h in hits] == ["branch:feature"]
+    assert cli.json("recall", "parser", "--scope", "repo")["hits"] == []
+    assert cli.json("memory", "list", "--scope", "branch:feature")

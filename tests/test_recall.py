@@ -109,7 +109,10 @@ def test_ranking_prefers_specific_scope_confident_and_recent(cli, initialised):
     narrow = rem(cli, "lint with ruff check --fix", "--kind", "procedure", "--scope", run)
     for_run = cli.json("recall", "lint ruff", "--run", run)
     assert refs(for_run)[0] == narrow["ref"]
-    other = cli.json("recall", "lint ruff", "--run", "run:zzzzzzzzzz")
+    # Another (existing) run: the run-scoped memory does not apply to it. An unknown run
+    # ref is an error (test_qa_memory_context), not a run to which nothing applies.
+    other_run = start_run(cli)
+    other = cli.json("recall", "lint ruff", "--run", other_run)
     assert refs(other) == [broad["ref"]] and other["withheld"] == {"out_of_scope": 1}
 
 

@@ -149,6 +149,15 @@ def validate_scope(store: Any, scope: str | None) -> str:
     )
 
 
+def validate_scope_filter(store: Any, pattern: str) -> str:
+    """A scope to filter by: a scope or a pattern such as `branch:*`. An unknown plain scope
+    is an error, not a filter that silently matches nothing."""
+    value = pattern.strip()
+    if "*" in value or "?" in value or "[" in value:
+        return value  # a pattern (fnmatch); only plain scopes can be checked
+    return validate_scope(store, value)
+
+
 def parse_validity(store: Any, ttl: str | None, until: str | None) -> str | None:
     """`--ttl 30d` (units s, m, h, d, w) or `--until DATE` → the stored valid_until."""
     if ttl and until:
@@ -448,7 +457,7 @@ def list_memories(store: Any, *, status: str | None = None, kind: str | None = N
         params.append(kind)
     if scope:
         where.append("scope = ?")
-        params.append(scope)
+        params.append(validate_scope(store, scope))
     sql = "SELECT * FROM memories"
     if where:
         sql += " WHERE " + " AND ".join(where)

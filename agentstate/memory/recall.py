@@ -126,6 +126,13 @@ def recall(
             raise InvalidInput(
                 f"cannot --include {status!r}: expected some of {', '.join(INCLUDABLE)}"
             )
+    from agentstate.memory.model import validate_scope_filter
+
+    scopes = [validate_scope_filter(store, p) for p in scopes or ()]
+    if context and context.get("run"):
+        from agentstate.runs.log import get_run
+
+        get_run(store, context["run"])  # an unknown run is an error, not "nothing applies"
     who = resolve_principal(store, principal)
     plan = plan_query(store, query, MEMORIES)
     matches = search_memory_rows(store, query, cap=CANDIDATES, plan=plan)
