@@ -98,3 +98,17 @@ def test_init_honours_dir_and_agentstate_dir(tmp_path):
     assert (other / ".agentstate" / "config.toml").exists()
     assert not (here / ".agentstate").exists()
     assert run_agentstate("run", "list", cwd=here, env=env).returncode == 0
+
+
+def test_large_import_piped_leaves_stderr_clean(initialised):
+    # The progress bar is for a terminal; piped, stderr must stay empty on a clean import.
+    path = initialised / "big.jsonl"
+    with path.open("w") as handle:
+        for i in range(3000):
+            handle.write(json.dumps({"kind": "observation", "text": f"step {i} " + "x" * 80})
+                         + "\n")
+    assert path.stat().st_size > 256 * 1024
+    proc = run_agentstate("import", "jsonl", str(path), cwd=initialised)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert "imported 3000" in proc.stdout

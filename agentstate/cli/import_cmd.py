@@ -62,10 +62,12 @@ def import_jsonl(
     with cli_store() as store:
         progress = None
         on_bytes = None
-        if size >= PROGRESS_BYTES:
+        console = stderr_console()
+        # A progress bar only on a terminal: piped or redirected, stderr stays clean.
+        if size >= PROGRESS_BYTES and console.is_terminal:
             from rich.progress import Progress
 
-            progress = Progress(console=stderr_console(), transient=True)
+            progress = Progress(console=console, transient=True)
             task = progress.add_task(f"importing {path.name}", total=size)
 
             def on_bytes(n: int) -> None:
