@@ -214,3 +214,12 @@ def test_scope_filter_patterns_still_work(cli, initialised):
     assert [h["scope"] for h in hits] == ["branch:feature"]
     assert cli.json("recall", "parser", "--scope", "repo")["hits"] == []
     assert cli.json("memory", "list", "--scope", "branch:feature")
+
+
+@pytest.mark.parametrize("ttl", ["9999999d", "9999999w", "3000000d"])
+def test_a_ttl_past_the_calendar_is_invalid_input_not_a_traceback(cli, initialised, ttl):
+    result = cli("remember", "long lived", "--kind", "event", "--ttl", ttl, "--json")
+    assert result.exit_code == 1
+    assert result.json()["error"]["code"] == "invalid_input"
+    assert "year 9999" in result.json()["error"]["message"]
+    assert not cli.json("memory", "list")

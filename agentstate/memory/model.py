@@ -169,7 +169,12 @@ def parse_validity(store: Any, ttl: str | None, until: str | None) -> str | None
             raise InvalidInput(
                 f"invalid ttl {ttl!r}: a positive number with a unit s, m, h, d or w (e.g. 30d)"
             )
-        return format_ts(now + timedelta(**{_TTL_UNITS[match.group(2)]: int(match.group(1))}))
+        try:
+            return format_ts(
+                now + timedelta(**{_TTL_UNITS[match.group(2)]: int(match.group(1))}))
+        except OverflowError as exc:
+            raise InvalidInput(f"ttl {ttl!r} reaches past the year 9999; give a shorter ttl, "
+                               "or none for a memory that does not expire") from exc
     if until:
         moment = parse_ts(until)
         if moment <= now:
