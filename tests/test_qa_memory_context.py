@@ -223,3 +223,15 @@ def test_a_ttl_past_the_calendar_is_invalid_input_not_a_traceback(cli, initialis
     assert result.json()["error"]["code"] == "invalid_input"
     assert "year 9999" in result.json()["error"]["message"]
     assert not cli.json("memory", "list")
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "99999999999999999999999"])
+def test_memory_list_limit_is_checked(cli, initialised, limit):
+    cli.ok("remember", "one", "--kind", "event")
+    cli.ok("remember", "two", "--kind", "event")
+    result = cli("memory", "list", "--limit", limit, "--json")
+    if limit.startswith("9"):
+        assert result.exit_code == 0 and len(result.json()["data"]) == 2
+    else:
+        assert result.exit_code == 1
+        assert result.json()["error"]["code"] == "invalid_input"

@@ -467,9 +467,11 @@ def list_memories(store: Any, *, status: str | None = None, kind: str | None = N
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY created DESC, row DESC"
-    if limit:
+    if limit is not None:
+        if limit < 1:
+            raise InvalidInput("--limit must be at least 1")
         sql += " LIMIT ?"
-        params.append(limit)
+        params.append(min(limit, 2**62))  # SQLite integers are 64-bit
     found = [m for m in memories_from_rows(store, _rows(store, sql, params))
              if who.can_read(m.scope)]
     if status in (None, "current"):
