@@ -120,3 +120,15 @@ def test_cli_exit_codes(cli, repo, initialised):
     events = cli.json("events", "--kind", "tool")
     assert [e["meta"]["exit_code"] for e in events] == [None, None, None, None, 0, None]
     assert [e["meta"]["allowed"] for e in events] == [False, False, True, True, True, False]
+
+
+@pytest.mark.parametrize("value", ['"abc"', "-5", "[1]", "true"])
+def test_bad_configured_timeout_is_a_clear_error(initialised, value):
+    config = initialised / ".agentstate" / "config.toml"
+    text = config.read_text()
+    assert "\ntimeout = 600\n" in text
+    config.write_text(text.replace("\ntimeout = 600\n", f"\ntimeout = {value}\n"))
+    proc = run_agentstate("exec", "--", "true", cwd=initialised)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "[tools] timeout" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -210,3 +210,15 @@ def test_failed_verification_is_listed_once(cli, initialised):
     assert f not in [e["ref"] for e in pack["recent_events"]]
     assert pack["text"].count(f) == 1
     assert "## Failed verifications" in pack["text"]
+
+
+@pytest.mark.parametrize("value", ['"x"', "-1", "2.5"])
+def test_bad_recent_events_setting_is_a_clear_error(cli, initialised, value):
+    cli.ok("run", "start", "goal")
+    config = initialised / ".agentstate" / "config.toml"
+    text = config.read_text()
+    assert "\nrecent_events = 12\n" in text
+    config.write_text(text.replace("\nrecent_events = 12\n", f"\nrecent_events = {value}\n"))
+    proc = run_agentstate("resume", cwd=initialised)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "[resume] recent_events" in proc.stderr

@@ -202,7 +202,10 @@ def build_pack(
         raise InvalidInput("--budget must be a positive number of tokens")
     run = pick_run(store, ref)
     state = working_state(store, run)
-    limit = int(store.config.get("resume", {}).get("recent_events", 12))
+    limit = store.config.get("resume", {}).get("recent_events", 12)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInput(f"[resume] recent_events must be a whole number >= 0 in "
+                           f"config.toml, got {limit!r}")
     checkpoint = last_checkpoint(store, run)
     checkpoint_dict = None
     if checkpoint is not None:

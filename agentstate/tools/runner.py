@@ -153,6 +153,15 @@ def _target_run(store: Store, run_ref: str | None) -> Run | None:
     return current_run(store)
 
 
+def configured_timeout(config: dict) -> float | None:
+    """`[tools] timeout` in seconds; 0 means no limit. A bad value is an error, not a crash."""
+    value = config.get("tools", {}).get("timeout", 600)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise InvalidInput(f"[tools] timeout must be a number of seconds (0 for no limit) in "
+                           f"config.toml, got {value!r}")
+    return float(value) or None
+
+
 def _resolve_cwd(store: Store, cwd: str | Path | None) -> Path:
     where = Path(cwd) if cwd is not None else Path.cwd()
     if not where.is_dir():
@@ -182,7 +191,7 @@ def run_tool(
     if not argv or not argv[0]:
         raise InvalidInput("no command given (usage: agentstate exec -- CMD [ARGS...])")
     if timeout is None:
-        timeout = float(store.config.get("tools", {}).get("timeout", 600) or 0) or None
+        timeout = configured_timeout(store.config)
     elif timeout <= 0:
         raise InvalidInput(f"timeout must be a positive number of seconds, got {timeout}")
     run = _target_run(store, run_ref)
