@@ -109,6 +109,8 @@ class QueryPlan:
 
 def fold(text: str) -> str:
     """Lower-case and strip diacritics the way `unicode61 remove_diacritics 2` does."""
+    if text.isascii():  # nothing to decompose: the common case on every ranked candidate
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.lower())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
