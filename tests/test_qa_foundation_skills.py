@@ -112,3 +112,12 @@ def test_large_import_piped_leaves_stderr_clean(initialised):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert "imported 3000" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [("events", "--limit"), ("run", "list", "--limit")])
+def test_a_huge_limit_means_everything(initialised, args):
+    assert run_agentstate("run", "start", "g", "-c", "one rule", cwd=initialised).returncode == 0
+    proc = run_agentstate(*args, "99999999999999999999999", "--json", cwd=initialised)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(json.loads(proc.stdout)["data"]) == 1

@@ -224,6 +224,10 @@ def end_run(store: Store, ref: str, status: str) -> Run:
     return get_run(store, run.ref)
 
 
+# SQLite integers are 64-bit; a larger --limit means "no limit", not an OverflowError.
+SQLITE_MAX_INT = 2**63 - 1
+
+
 def list_runs(store: Store, status: str | None = None, limit: int | None = None) -> list[Run]:
     sql = "SELECT * FROM runs"
     params: list = []
@@ -235,7 +239,7 @@ def list_runs(store: Store, status: str | None = None, limit: int | None = None)
     sql += " ORDER BY created DESC, rowid DESC"
     if limit:
         sql += " LIMIT ?"
-        params.append(limit)
+        params.append(min(limit, SQLITE_MAX_INT))
     return [row_to_run(r) for r in store.db.query(sql, params)]
 
 
@@ -391,7 +395,7 @@ def list_events(
         if limit < 1:
             raise InvalidInput("--limit must be at least 1")
         sql += " LIMIT ?"
-        params.append(limit)
+        params.append(min(limit, SQLITE_MAX_INT))
     events = [row_to_event(r) for r in store.db.query(sql, params)]
     if limit and not newest_first:
         events.reverse()  # the newest N, shown oldest first
