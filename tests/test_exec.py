@@ -132,3 +132,9 @@ def test_bad_configured_timeout_is_a_clear_error(initialised, value):
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and "[tools] timeout" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "0"])
+def test_timeout_option_must_be_positive(store, value):
+    with pytest.raises(InvalidInput, match="timeout must be a positive number"):
+        run_tool(store, [PY, "-c", "pass"], timeout=float(value))

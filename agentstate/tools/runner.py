@@ -192,7 +192,7 @@ def run_tool(
         raise InvalidInput("no command given (usage: agentstate exec -- CMD [ARGS...])")
     if timeout is None:
         timeout = configured_timeout(store.config)
-    elif timeout <= 0:
+    elif not timeout > 0:  # also catches NaN
         raise InvalidInput(f"timeout must be a positive number of seconds, got {timeout}")
     run = _target_run(store, run_ref)
     where = _resolve_cwd(store, cwd)
