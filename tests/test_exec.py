@@ -138,3 +138,33 @@ def test_bad_configured_timeout_is_a_clear_error(initialised, value):
 def test_timeout_option_must_be_positive(store, value):
     with pytest.raises(InvalidInput, match="timeout must be a positive number"):
         run_tool(store, [PY, "-c", "pass"], timeout=float(value))
+
+
+def test_an_interrupted_call_is_still_logged(initialised):
+    # Ctrl-C while a tool runs: the process group is killed, agentstate exits 130, and the
+    # call is in the log (an agent resuming later must see it was cut short).
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import run_agentstate as run_cli
+
+    assert run_cli("run", "start", "goal", cwd=initialised).returncode == 0
+    started = initialised / "started"
+    child = (f"import pathlib, time; pathlib.Path({str(started)!r}).write_text('x'); "
+             "time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-m", "agentstate", "exec", "--", PY, "-c", child],
+                            cwd=initialised, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 30
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # waiting for the child to start, not for time to pass
+    assert started.exists()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err
+    events = json.loads(run_cli("events", "--kind", "tool", "--json", cwd=initialised).stdout)
+    [event] = events["data"]
+    assert "interrupted" in event["text"] and event["meta"]["interrupted"] is True
+    assert event["meta"]["exit_code"] is None

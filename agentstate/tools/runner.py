@@ -50,6 +50,7 @@ class ToolResult:
     duration_ms: int = 0
     timed_out: bool = False
     not_found: bool = False
+    interrupted: bool = False  # Ctrl-C while it ran: the process group was killed
     stdout: str = ""  # head and tail of the output (at most 2 x KEEP_BYTES each)
     stderr: str = ""
     excerpt: str = ""  # what was logged (redacted)
@@ -71,6 +72,8 @@ class ToolResult:
             return "not found"
         if self.timed_out:
             return "timed out"
+        if self.interrupted:
+            return "interrupted"
         return f"exit {self.exit_code}"
 
 
@@ -201,7 +204,12 @@ def run_tool(
     result = ToolResult(argv=argv, program=program, allowed=decision.allowed,
                         reason=decision.reason, cwd=str(where))
     if decision.allowed:
-        _execute(result, argv, where, timeout, echo, env)
+        try:
+            _execute(result, argv, where, timeout, echo, env)
+        except KeyboardInterrupt:
+            # The call was cut short, but it ran: log it before the interrupt goes on.
+            _log(store, result, run, purpose)
+            raise
     _log(store, result, run, purpose)
     return result
 
@@ -258,6 +266,14 @@ def _execute(
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             proc.kill()
+        proc.wait()
+        result.interrupted = True
+        result.reason = "interrupted (process group killed)"
+        result.duration_ms = int((time.monotonic() - started) * 1000)
+        out.thread.join(timeout=5)
+        err.thread.join(timeout=5)
+        result.stdout, result.stderr = out.text(), err.text()
+        result.excerpt = _excerpt(result.stdout, result.stderr)
         raise
     out.thread.join(timeout=5)
     err.thread.join(timeout=5)
@@ -278,6 +294,8 @@ def _log(store: Store, result: ToolResult, run: Run | None, purpose: str | None)
         text = f"not run: $ {line} ({result.reason})"
     elif result.timed_out:
         text = f"$ {line} → timed out after {result.duration_ms / 1000:.1f}s"
+    elif result.interrupted:
+        text = f"$ {line} → interrupted after {result.duration_ms / 1000:.1f}s"
     else:
         text = f"$ {line} → exit {result.exit_code} in {result.duration_ms / 1000:.2f}s"
     call_id = store.new_id()
@@ -294,6 +312,8 @@ def _log(store: Store, result: ToolResult, run: Run | None, purpose: str | None)
         "excerpt": result.excerpt,
         "tool_call": call_id,
     }
+    if result.interrupted:
+        meta["interrupted"] = True
     if purpose:
         meta["purpose"] = purpose
     with store.transaction():
