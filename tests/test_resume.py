@@ -222,3 +222,10 @@ def test_bad_recent_events_setting_is_a_clear_error(cli, initialised, value):
     proc = run_agentstate("resume", cwd=initialised)
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and "[resume] recent_events" in proc.stderr
+
+
+def test_drift_to_a_detached_head_says_so(cli, story, initialised):
+    git(initialised, "checkout", "-q", "--detach")
+    text = cli.ok("resume").stdout
+    assert "- branch changed: main → (detached HEAD)" in text
+    assert "None" not in text

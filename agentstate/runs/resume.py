@@ -341,7 +341,9 @@ def _drift_parts(drift: dict[str, Any]) -> list[_Part]:
         full += [line, *_listing(commits, "commits")]
         short.append(line)
     if drift.get("branch_changed"):
-        line = f"- branch changed: {drift.get('from_branch')} → {drift.get('to_branch')}"
+        before = drift.get("from_branch") or "(detached HEAD)"
+        after = drift.get("to_branch") or "(detached HEAD)"
+        line = f"- branch changed: {before} → {after}"
         full.append(line)
         short.append(line)
     state = drift.get("uncommitted", "unchanged")
