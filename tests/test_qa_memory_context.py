@@ -235,3 +235,32 @@ def test_memory_list_limit_is_checked(cli, initialised, limit):
     else:
         assert result.exit_code == 1
         assert result.json()["error"]["code"] == "invalid_input"
+
+
+@pytest.mark.parametrize(
+    ("line", "bad", "args", "setting"),
+    [
+        ("default_budget = 8000", 'default_budget = "abc"', ("context",),
+         "[context] default_budget"),
+        ("default_budget = 8000", "default_budget = -5", ("context",), "[context] default_budget"),
+        ("max_chars = 4000", 'max_chars = "big"', ("remember", "x", "--kind", "event"),
+         "[memory] max_chars"),
+        ("max_chars = 4000", "max_chars = 0", ("remember", "x", "--kind", "event"),
+         "[memory] max_chars"),
+        ("min_relevance = 0.2", 'min_relevance = "x"', ("recall", "parser"),
+         "[memory] min_relevance"),
+    ],
+)
+def test_bad_memory_and_context_settings_are_clear_errors(initialised, line, bad, args,
+                                                         setting):
+    from tests.conftest import run_agentstate
+
+    run_agentstate("run", "start", "parser work", cwd=initialised)
+    config = initialised / ".agentstate" / "config.toml"
+    text = config.read_text()
+    assert f"\n{line}\n" in text
+    config.write_text(text.replace(f"\n{line}\n", f"\n{bad}\n"))
+    proc = run_agentstate(*args, cwd=initialised)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and setting in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -99,7 +99,12 @@ def build_context(
 
     settings = src.ContextSettings.from_config(store.config)
     default_budget = (store.config.get("context", {}) or {}).get("default_budget", 8000)
-    budget_n = parse_budget(budget, int(default_budget))
+    if budget is None and (isinstance(default_budget, bool)
+                           or not isinstance(default_budget, int)
+                           or not 0 < default_budget <= MAX_BUDGET):
+        raise InvalidInput(f"[context] default_budget must be a whole number of tokens "
+                           f"(1 to {MAX_BUDGET}) in config.toml, got {default_budget!r}")
+    budget_n = parse_budget(budget, default_budget)
     order = class_order(settings.classes)
     who = resolve_principal(store, principal)
     if query is not None:

@@ -139,7 +139,10 @@ def recall(
     relevance = dict(matches)
     rows = _load_rows(store, [row for row, _ in matches])
     now = store.now()
-    min_relevance = float((store.config.get("memory") or {}).get("min_relevance", 0.2))
+    min_relevance = (store.config.get("memory") or {}).get("min_relevance", 0.2)
+    if isinstance(min_relevance, bool) or not isinstance(min_relevance, int | float):
+        raise InvalidInput(f"[memory] min_relevance must be a number in config.toml, "
+                           f"got {min_relevance!r}")
 
     withheld: dict[str, int] = {}
     visible: list[tuple[dict, float, float]] = []  # row, relevance, specificity
