@@ -168,3 +168,9 @@ def test_an_interrupted_call_is_still_logged(initialised):
     [event] = events["data"]
     assert "interrupted" in event["text"] and event["meta"]["interrupted"] is True
     assert event["meta"]["exit_code"] is None
+
+
+def test_an_empty_program_is_a_usage_error_like_no_command(cli, initialised):
+    for args in (("exec", "--", ""), ("exec", "--", "  ", "x")):
+        result = cli(*args)
+        assert result.exit_code == 2 and "no command given" in result.stderr

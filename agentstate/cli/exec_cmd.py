@@ -40,7 +40,7 @@ def exec_command(
     from agentstate.tools.runner import TIMEOUT_EXIT, run_tool
 
     argv = list(command or [])
-    if not argv:
+    if not argv or not argv[0].strip():  # `exec -- ""` names no program either
         raise UsageError("no command given (usage: agentstate exec [--run REF] -- CMD [ARGS...])")
     with cli_store() as store:
         result = run_tool(store, argv, run_ref=run, timeout=timeout, echo=not as_json)

@@ -191,7 +191,7 @@ def run_tool(
     With `echo`, output streams to this process's stdout/stderr as it arrives.
     """
     argv = [str(a) for a in argv]
-    if not argv or not argv[0]:
+    if not argv or not argv[0].strip():
         raise InvalidInput("no command given (usage: agentstate exec -- CMD [ARGS...])")
     if timeout is None:
         timeout = configured_timeout(store.config)
