@@ -21,12 +21,14 @@ from rich.console import Console
 ENVELOPE_VERSION = 1
 
 
+# Markup is off: what we print is mostly stored user text (goals, memories, commands), and a
+# "[/]" or "[bold]" in it must be shown as typed, not interpreted (or crash the renderer).
 def stdout_console() -> Console:
-    return Console(soft_wrap=True, highlight=False)
+    return Console(soft_wrap=True, highlight=False, markup=False)
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, soft_wrap=True, highlight=False)
+    return Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -79,7 +81,9 @@ def emit(
 
 
 def warn(message: str) -> None:
-    stderr_console().print(f"[yellow]warning:[/yellow] {message}", markup=True)
+    from rich.text import Text
+
+    stderr_console().print(Text.assemble(("warning:", "yellow"), " ", message))
 
 
 def info(message: str) -> None:
