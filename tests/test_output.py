@@ -16,4 +16,7 @@ def test_bracketed_text_is_printed_verbatim(initialised):
     assert goal in shown.stdout and "Traceback" not in shown.stderr
     guess = run_agentstate("remember", "[/] a guess", "--kind", "fact", "--source", "model",
                            cwd=initialised)
-    assert guess.returncode == 0 and "[/] a guess" in guess.stdout + guess.stderr
+    assert guess.returncode == 0, guess.stderr
+    ref = guess.stdout.split()[0]
+    detail = run_agentstate("memory", "show", ref, cwd=initialised)
+    assert detail.returncode == 0 and "[/] a guess" in detail.stdout
