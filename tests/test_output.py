@@ -20,3 +20,25 @@ def test_bracketed_text_is_printed_verbatim(initialised):
     ref = guess.stdout.split()[0]
     detail = run_agentstate("memory", "show", ref, cwd=initialised)
     assert detail.returncode == 0 and "[/] a guess" in detail.stdout
+
+
+TOKEN = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def test_usage_errors_never_echo_a_secret(initialised):
+    bad_value = run_agentstate("recall", "x", "--limit", TOKEN, cwd=initialised)
+    assert bad_value.returncode == 2
+    assert TOKEN not in bad_value.stdout + bad_value.stderr
+    assert "is not a valid int" in bad_value.stderr
+    bad_option = run_agentstate("recall", "x", f"--{TOKEN}", cwd=initialised)
+    assert bad_option.returncode == 2 and TOKEN not in bad_option.stdout + bad_option.stderr
+    as_json = run_agentstate("recall", "x", "--limit", TOKEN, "--json", cwd=initialised)
+    assert as_json.returncode == 2 and TOKEN not in as_json.stdout + as_json.stderr
+    assert '"code": "usage"' in as_json.stdout
+
+
+def test_plain_usage_errors_keep_click_form(initialised):
+    proc = run_agentstate("resume", "--budget", "abc", cwd=initialised)
+    assert proc.returncode == 2
+    assert "agentstate resume [OPTIONS]" in proc.stderr
+    assert "'abc' is not a valid int" in proc.stderr

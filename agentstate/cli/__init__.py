@@ -108,28 +108,39 @@ def main() -> None:
     argv = sys.argv[1:]
     load_commands(modules_for(argv))
     own = argv[: argv.index("--")] if "--" in argv else argv  # after `--`: exec's command
-    if "--json" not in own:
-        app()
-        return
-    # With --json, a usage error (a bad option value, a missing argument) is reported in the
-    # error envelope on stdout like every other error, so a caller reading stdout always gets
-    # exactly one JSON document; the exit code stays 2.
+    as_json = "--json" in own
     try:
         from typer._click.exceptions import ClickException
     except ImportError:  # older Typer used click itself
         from click.exceptions import ClickException
-    from agentstate.output import envelope_error, print_json
+    from typer import Abort
 
+    # Usage errors are reported here rather than by click's standalone mode for two reasons:
+    # with --json they come as the error envelope on stdout (a caller reading stdout always
+    # gets exactly one JSON document), and their text is passed through the secret redactor
+    # (click quotes the offending value, which may be a token pasted into the wrong option).
     try:
         code = app(standalone_mode=False)
     except ClickException as exc:
-        from agentstate.cli.common import context_command
+        from agentstate.safety import redact_secrets
 
-        print_json(envelope_error(context_command(getattr(exc, "ctx", None)),
-                                  "usage" if exc.exit_code == 2 else "error",
-                                  exc.format_message()))
+        exc.message = redact_secrets(exc.message)
+        if as_json:
+            from agentstate.cli.common import context_command
+            from agentstate.output import envelope_error, print_json
+
+            print_json(envelope_error(context_command(getattr(exc, "ctx", None)),
+                                      "usage" if exc.exit_code == 2 else "error",
+                                      exc.format_message()))
+        else:
+            exc.show()
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        print_json(envelope_error("agentstate", "aborted", "aborted"))
+    except Abort:
+        if as_json:
+            from agentstate.output import envelope_error, print_json
+
+            print_json(envelope_error("agentstate", "aborted", "aborted"))
+        else:
+            sys.stderr.write("Aborted.\n")
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
