@@ -16,6 +16,11 @@ from agentstate.output import envelope_error, print_json, stderr_console
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON object (the result envelope) to stdout.")
 ]
+AsOption = Annotated[
+    str | None,
+    typer.Option("--as", help="Principal (declared in config.toml [principals]); default: "
+                              "AGENTSTATE_PRINCIPAL, then [principals] default."),
+]
 RunOption = Annotated[
     str | None, typer.Option("--run", help="Run ref (run:…); default: the current run.")
 ]

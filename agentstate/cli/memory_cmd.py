@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, cli_store, handle_errors
+from agentstate.cli.common import AsOption, JsonOption, cli_store, handle_errors
 from agentstate.cli.runs_cmd import run_app
 from agentstate.output import emit, info, warn
 
@@ -18,11 +18,6 @@ memory_app = typer.Typer(
 )
 app.add_typer(memory_app, name="memory")
 
-AsOption = Annotated[
-    str | None,
-    typer.Option("--as", help="Principal (declared in config.toml [principals]); default: "
-                              "AGENTSTATE_PRINCIPAL, then [principals] default."),
-]
 
 
 def _say(console, text: str) -> None:

@@ -7,7 +7,14 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, RunOption, cli_store, handle_errors, parse_key_values
+from agentstate.cli.common import (
+    AsOption,
+    JsonOption,
+    RunOption,
+    cli_store,
+    handle_errors,
+    parse_key_values,
+)
 from agentstate.output import emit
 
 run_app = typer.Typer(help="Start, list, show and end runs.", no_args_is_help=True)
@@ -22,14 +29,22 @@ def run_start(
         list[str] | None,
         typer.Option("--constraint", "-c", help="A rule the work must respect (repeatable)."),
     ] = None,
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Start a run, record the work-tree version, and make it the current run."""
+    """Start a run, record the work-tree version, and make it the current run.
+
+    Constraints are recorded as the principal's own words: `user` for the owner, `model` for
+    a principal that may not claim the user's authority (the default `agent`).
+    """
     from agentstate.runs.log import start_run
     from agentstate.runs.worktree import snapshot
+    from agentstate.store.principals import default_source, resolve_principal
 
     with cli_store() as store:
-        run, constraints = start_run(store, goal, constraint, worktree=snapshot(store.work_tree))
+        who = resolve_principal(store, principal)
+        run, constraints = start_run(store, goal, constraint, worktree=snapshot(store.work_tree),
+                                     source=default_source(who), claimed_by=who)
     data = {"run": run, "constraints": [e.ref for e in constraints]}
 
     def human(console, _):
@@ -50,8 +65,9 @@ def log_event(
     text: Annotated[str, typer.Argument(help="What happened.")],
     run: RunOption = None,
     source: Annotated[
-        str, typer.Option(help="user, model, tool:NAME or file:PATH@COMMIT.")
-    ] = "user",
+        str | None, typer.Option(help="user, model, tool:NAME or file:PATH@COMMIT (default: "
+                                      "user, or model for a principal that may not claim user).")
+    ] = None,
     meta: Annotated[
         list[str] | None, typer.Option("--meta", help="KEY=VALUE kept with the event (repeatable).")
     ] = None,
@@ -59,15 +75,23 @@ def log_event(
         str | None, typer.Option(help="evt:… this answers (question) or settles (verify).")
     ] = None,
     supersedes: Annotated[str | None, typer.Option(help="evt:… this replaces.")] = None,
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Append one typed event to a run (the current run by default)."""
+    """Append one typed event to a run (the current run by default).
+
+    The source must be one the principal may claim: the default `agent` principal cannot log
+    as `user` (exit 3).
+    """
     from agentstate.runs.log import append_event
+    from agentstate.store.principals import default_source, resolve_principal
 
     with cli_store() as store:
+        who = resolve_principal(store, principal)
         event = append_event(
-            store, run, kind, text, source=source, meta=parse_key_values(meta),
-            resolves=resolves, supersedes=supersedes,
+            store, run, kind, text, source=source or default_source(who),
+            meta=parse_key_values(meta), resolves=resolves, supersedes=supersedes,
+            claimed_by=who,
         )
     emit("log", event, as_json=as_json, human=lambda c, e: c.print(f"{e.ref} ({e.kind}, {e.run})"))
 
@@ -255,6 +279,7 @@ def checkpoint(
         str | None, typer.Option(help="Where things stand, in a sentence, for whoever resumes.")
     ] = None,
     run: RunOption = None,
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Store the run's derived working state with pointers, plus the work-tree snapshot.
@@ -263,9 +288,12 @@ def checkpoint(
     """
     from agentstate.runs.checkpoint import create_checkpoint
     from agentstate.runs.worktree import snapshot
+    from agentstate.store.principals import default_source, resolve_principal
 
     with cli_store() as store:
-        cp = create_checkpoint(store, run, note, worktree=snapshot(store.work_tree))
+        who = resolve_principal(store, principal)
+        cp = create_checkpoint(store, run, note, worktree=snapshot(store.work_tree),
+                               source=default_source(who), claimed_by=who)
 
     def human(console, _):
         s = cp.state

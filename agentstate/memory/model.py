@@ -13,10 +13,8 @@ version), `mem:ID@vN` one version. Statuses:
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
-import os
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -231,57 +229,13 @@ def check_file_at_commit(store: Any, ref: str) -> str:
 # ---------------------------------------------------------------- principals
 
 
-@dataclass
-class Principal:
-    name: str
-    read: list[str]
-    write: list[str]
-    # Optional `sources = [...]` in the principal's config: the sources (and `user`
-    # evidence) it may claim. Unset = any, so an agent's principal can be kept from
-    # writing as `user` (the highest authority) by listing e.g. ["model", "tool:*"].
-    sources: list[str] | None = None
-
-    def can_read(self, scope: str) -> bool:
-        return _scope_allowed(scope, self.read)
-
-    def can_write(self, scope: str) -> bool:
-        return _scope_allowed(scope, self.write)
-
-    def can_claim(self, source: str) -> bool:
-        return self.sources is None or _scope_allowed(source, self.sources)
-
-    def check_claim(self, source: str, what: str = "source") -> None:
-        from agentstate.errors import Refused
-
-        if not self.can_claim(source):
-            raise Refused(f"principal {self.name!r} may not claim {what} {source!r} "
-                          f"(sources: {', '.join(self.sources or []) or 'none'})")
-
-
-def _scope_allowed(scope: str, patterns: list[str]) -> bool:
-    # fnmatch's '*' matches '/' too, so "path:*" covers every path scope.
-    return any(p == "*" or p == scope or fnmatch.fnmatchcase(scope, p) for p in patterns)
-
-
-def resolve_principal(store: Any, name: str | None = None) -> Principal:
-    """--as, else AGENTSTATE_PRINCIPAL, else `[principals] default`; must be declared."""
-    section = store.config.get("principals") or {}
-    chosen = name or os.environ.get("AGENTSTATE_PRINCIPAL") or section.get("default") or "owner"
-    declared = {k: v for k, v in section.items() if isinstance(v, dict)}
-    entry = declared.get(chosen)
-    if entry is None:
-        names = ", ".join(sorted(declared)) or "none"
-        raise InvalidInput(
-            f"principal {chosen!r} is not declared in config.toml [principals] (declared: {names})"
-        )
-    read, write = entry.get("read", []), entry.get("write", [])
-    sources = entry.get("sources")
-    if not isinstance(read, list) or not isinstance(write, list) or not (
-            sources is None or isinstance(sources, list)):
-        raise InvalidInput(f"[principals.{chosen}] read, write and sources must be lists")
-    return Principal(chosen, [str(s) for s in read], [str(s) for s in write],
-                     None if sources is None else [str(s) for s in sources])
-
+# Principals are a store-wide policy (they also govern the run log); re-exported here for the
+# memory modules that import them from this module.
+from agentstate.store.principals import (  # noqa: E402, F401
+    Principal,
+    _scope_allowed,
+    resolve_principal,
+)
 
 # ---------------------------------------------------------------- reading back
 

@@ -23,6 +23,7 @@ from typing import Any
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, get_run, resolve_run
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
 
 # Kinds whose open/closed status is derived from other events' `resolves`.
@@ -179,6 +180,8 @@ def create_checkpoint(
     note: str | None = None,
     *,
     worktree: dict | None = None,
+    source: str = "user",
+    claimed_by: Principal | None = None,
 ) -> Checkpoint:
     """Store the derived working state with pointers and the work-tree snapshot.
 
@@ -202,7 +205,8 @@ def create_checkpoint(
         pointers = state.pointers()
         pointers["worktree"] = tree
         event = append_event(
-            store, run.ref, "checkpoint", note or "checkpoint", source="user",
+            store, run.ref, "checkpoint", note or "checkpoint", source=source,
+            claimed_by=claimed_by,
             meta={
                 "open_questions": len(state.open_questions),
                 "pending_verifications": len(state.pending_verifications),

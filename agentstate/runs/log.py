@@ -12,6 +12,7 @@ from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
 from agentstate.store.sources import validate_source
 
@@ -159,8 +160,15 @@ def start_run(
     *,
     worktree: dict | None = None,
     source: str = "user",
+    claimed_by: Principal | None = None,
 ) -> tuple[Run, list[Event]]:
-    """Create a run (and its constraint events) in one transaction; make it current."""
+    """Create a run (and its constraint events) in one transaction; make it current.
+
+    With `claimed_by`, the principal must be allowed to claim `source` (an agent's principal
+    cannot record constraints with the user's authority).
+    """
+    if claimed_by is not None:
+        claimed_by.check_claim(validate_source(source))
     goal = (goal or "").strip()
     if not goal:
         raise InvalidInput("the goal is empty")
@@ -294,11 +302,13 @@ def append_event(
     ts: str | None = None,
     import_key: str | None = None,
     allow_system_kinds: bool = False,
+    claimed_by: Principal | None = None,
 ) -> Event:
     """Validate and append one event to a run (the current run when run_ref is None).
 
     Returns the stored event. With `import_key`, an event already imported under that key is
-    returned unchanged instead of being added twice.
+    returned unchanged instead of being added twice. With `claimed_by`, the principal must be
+    allowed to claim `source` (Refused otherwise).
     """
     allowed = EVENT_KINDS if allow_system_kinds else set(USER_KINDS)
     if kind not in allowed:
@@ -310,6 +320,8 @@ def append_event(
     if len(text) > MAX_EVENT_CHARS:
         raise InvalidInput(f"the event text is longer than {MAX_EVENT_CHARS} characters")
     source = validate_source(source)
+    if claimed_by is not None:
+        claimed_by.check_claim(source)
     meta = validate_meta(meta)
     from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
 
