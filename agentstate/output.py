@@ -80,6 +80,12 @@ def emit(
         console.print(data if isinstance(data, str) else json.dumps(to_jsonable(data), indent=2))
 
 
+def shorten(text: str | None, width: int = 80) -> str:
+    """One line of at most `width` characters: whitespace collapsed, an ellipsis if cut."""
+    line = " ".join((text or "").split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def warn(message: str) -> None:
     from rich.text import Text
 

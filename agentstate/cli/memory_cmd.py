@@ -10,7 +10,7 @@ import typer
 from agentstate.cli import app
 from agentstate.cli.common import AsOption, JsonOption, cli_store, handle_errors
 from agentstate.cli.runs_cmd import run_app
-from agentstate.output import emit, info, warn
+from agentstate.output import emit, info, shorten, warn
 
 memory_app = typer.Typer(
     help="Inspect and correct long-term memory (list, show, history, correct, confirm).",
@@ -25,9 +25,6 @@ def _say(console, text: str) -> None:
     console.print(text, markup=False, highlight=False)
 
 
-def _short(text: str, width: int = 100) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _write_human(console, result) -> None:
@@ -132,7 +129,7 @@ def recall_cmd(
             flags = f" [{', '.join(hit.flags)}]" if hit.flags else ""
             _say(console, f"{hit.ref} {hit.kind} · {hit.scope} · {hit.source} · "
                           f"confidence {hit.confidence:.2f} · {hit.age_days:.0f}d old{flags}")
-            _say(console, f"  {_short(hit.text, 200)}")
+            _say(console, f"  {shorten(hit.text, 200)}")
             details = []
             if hit.key:
                 details.append(f"key {hit.key}")
@@ -222,7 +219,7 @@ def memory_list(
             _say(console, "no memories")
         for m in memories:
             key = f" key={m.key}" if m.key else ""
-            text = "(purged)" if m.purged else _short(m.text, 80)
+            text = "(purged)" if m.purged else shorten(m.text, 80)
             _say(console, f"{m.ref} {m.status:<11} {m.kind:<10} {m.scope}{key} "
                           f"conf {m.confidence:.2f}: {text}")
 
@@ -251,7 +248,7 @@ def memory_show(
             marker = "→" if m.ref == focus.ref else " "
             _say(console, f"{marker} {m.ref} {m.status} · {m.kind} · {m.scope} · {m.source} · "
                           f"confidence {m.confidence:.2f} · created {m.created}")
-            _say(console, f"    {'(purged)' if m.purged else _short(m.text, 200)}")
+            _say(console, f"    {'(purged)' if m.purged else shorten(m.text, 200)}")
             if m.supersedes:
                 _say(console, f"    follows {m.supersedes}")
             if m.evidence:
@@ -346,7 +343,7 @@ def run_distill(
             _say(console, f"nothing in {r.run} to keep beyond the run")
         for i, p in enumerate(r.proposals):
             key = f" key={p.key}" if p.key else ""
-            _say(console, f"{i + 1}. {p.kind}{key} ({p.why}): {_short(p.text, 160)}")
+            _say(console, f"{i + 1}. {p.kind}{key} ({p.why}): {shorten(p.text, 160)}")
             _say(console, f"   evidence: {', '.join(p.evidence)}")
         for w in r.accepted:
             _say(console, f"kept {w.ref}: {w.action} ({w.status})")

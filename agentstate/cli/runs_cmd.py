@@ -15,7 +15,7 @@ from agentstate.cli.common import (
     handle_errors,
     parse_key_values,
 )
-from agentstate.output import emit
+from agentstate.output import emit, shorten
 
 run_app = typer.Typer(help="Start, list, show and end runs.", no_args_is_help=True)
 app.add_typer(run_app, name="run")
@@ -96,9 +96,6 @@ def log_event(
     emit("log", event, as_json=as_json, human=lambda c, e: c.print(f"{e.ref} ({e.kind}, {e.run})"))
 
 
-def _short(text: str, width: int = 80) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return first if len(first) <= width else first[: width - 1] + "…"
 
 
 @run_app.command("list")
@@ -140,7 +137,7 @@ def run_list(
         for row in rows:
             mark = " *" if row["current"] else ""
             table.add_row(row["ref"] + mark, row["status"], row["created"][:19],
-                          str(row["events"]), _short(row["goal"], 60))
+                          str(row["events"]), shorten(row["goal"], 60))
         console.print(table)
 
     emit("run list", data, as_json=as_json, human=human)
@@ -200,7 +197,7 @@ def run_show(
                 continue
             console.print(f"  {title}: {len(items)}")
             for item in items:
-                console.print(f"    {item.ref} {_short(item.text)}", markup=False)
+                console.print(f"    {item.ref} {shorten(item.text, 80)}", markup=False)
         if checkpoint:
             console.print(f"  last checkpoint: {checkpoint.ref} at {checkpoint.created}"
                           + (f": {checkpoint.note}" if checkpoint.note else ""), markup=False)
@@ -266,7 +263,7 @@ def events(
                 (("resolves", e.resolves), ("supersedes", e.supersedes)) if target
             )
             who = "" if e.source == "user" else f" ({e.source})"
-            console.print(f"{e.ref} {e.ts[:19]} {e.kind}{who}: {_short(e.text, 100)}{links}",
+            console.print(f"{e.ref} {e.ts[:19]} {e.kind}{who}: {shorten(e.text, 100)}{links}",
                           markup=False)
 
     emit("events", found, as_json=as_json, human=human)

@@ -18,7 +18,7 @@ from agentstate.cli.common import (
     parse_key_values,
     store_override,
 )
-from agentstate.output import emit
+from agentstate.output import emit, shorten
 
 skill_app = typer.Typer(
     help="Skills as versioned releases: new, validate, propose, test, publish, revoke, list, "
@@ -34,9 +34,6 @@ ParamOption = Annotated[
 ]
 
 
-def _short(text: str, width: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @contextmanager
@@ -400,7 +397,7 @@ def skill_list(
         width = max(len(e.ref) for e in rows)
         for e in rows:
             status = "" if e.status == "published" else f" [{e.status}]"
-            console.print(f"{e.ref:<{width}}  {_short(e.description, 100)}{status}",
+            console.print(f"{e.ref:<{width}}  {shorten(e.description, 100)}{status}",
                           markup=False, highlight=False)
 
     emit("skill list", entries, as_json=as_json, human=human)
@@ -427,7 +424,7 @@ def skill_match(
             console.print("no published skill matches")
             return
         for m in rows:
-            console.print(f"{m.ref}  {m.score:.2f}  {_short(m.description, 90)}", markup=False)
+            console.print(f"{m.ref}  {m.score:.2f}  {shorten(m.description, 90)}", markup=False)
 
     emit("skill match", matches, as_json=as_json, human=human)
 

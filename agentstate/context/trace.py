@@ -22,6 +22,7 @@ from typing import Any
 
 from agentstate.context.manifest import load_pack, packs_including, packs_of_run
 from agentstate.errors import NotFound
+from agentstate.output import shorten
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref, parse_ref
 
@@ -53,9 +54,6 @@ def trace(store: Store, ref: str) -> TraceNode:
 # ---------------------------------------------------------------- helpers
 
 
-def _short(text: str, limit: int = 90) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _use_node(use: Any, name_fragment: bool = False) -> TraceNode:
@@ -93,7 +91,7 @@ def _event_node(store: Store, ref: str, relation: str) -> TraceNode:
         stale = f" — STALE: superseded by {detail['superseded_by']}"
     return TraceNode(ref, relation,
                      f"{row[3]} by {row[5]} in {detail['run']}, {row[6][:19]}: "
-                     f"{_short(row[4])}{stale}", detail)
+                     f"{shorten(row[4], 90)}{stale}", detail)
 
 
 def _evidence_node(store: Store, evidence: Any) -> TraceNode:
@@ -110,7 +108,7 @@ def _evidence_node(store: Store, evidence: Any) -> TraceNode:
 def _memory_version_node(store: Store, memory: Any, relation: str,
                          with_evidence: bool = True) -> TraceNode:
     flags = f", {memory.status}" if memory.status != "active" else ""
-    text = "(purged)" if memory.purged else _short(memory.text)
+    text = "(purged)" if memory.purged else shorten(memory.text, 90)
     node = TraceNode(
         memory.ref, relation,
         f"{memory.kind}{flags}, source {memory.source}, confidence {memory.confidence:.2f}, "
@@ -148,7 +146,7 @@ def _skill_version_node(store: Store, name: str, version: int, relation: str) ->
         return TraceNode(ref, relation, "skill version not found")
     status, commit, tree, description, published, revoked, why = row
     extra = f", revoked {revoked[:10]}: {why}" if status == "revoked" and revoked else ""
-    return TraceNode(ref, relation, f"{status}{extra} — {_short(description, 70)}",
+    return TraceNode(ref, relation, f"{status}{extra} — {shorten(description, 70)}",
                      {"status": status, "commit": commit, "tree": tree,
                       "published": published, "revoked": revoked})
 
@@ -290,7 +288,7 @@ def _trace_skill(store: Store, name: str, version: int | None) -> TraceNode:
             node.children.append(TraceNode(
                 run_ref, "loaded by",
                 f"{ts[:19]}, event {make_ref('evt', event_id) if event_id else '-'}"
-                + (f": {_short(goal[0], 60)}" if goal else ""),
+                + (f": {shorten(goal[0], 60)}" if goal else ""),
                 {"event": make_ref("evt", event_id) if event_id else None, "ts": ts,
                  "tree": tree},
             ))
@@ -312,7 +310,7 @@ def _trace_run(store: Store, ref: str) -> TraceNode:
     count = store.conn.execute("SELECT count(*) FROM events WHERE run = ?",
                                (run.id,)).fetchone()[0]
     root = TraceNode(run.ref, "root",
-                     f"run ({run.status}), {count} event(s): {_short(run.goal)}",
+                     f"run ({run.status}), {count} event(s): {shorten(run.goal, 90)}",
                      {"status": run.status, "goal": run.goal, "events": count,
                       "created": run.created, "branch": run.branch, "head": run.head})
     for pack in packs_of_run(store, run.id, limit=MAX_LISTED):
