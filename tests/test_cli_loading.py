@@ -61,3 +61,18 @@ def test_help_lists_every_command(initialised):
     assert proc.returncode == 0
     for name in COMMAND_MODULES:
         assert name in proc.stdout
+
+
+def test_help_and_plain_reads_import_neither_git_nor_tiktoken(initialised):
+    for argv in (["--help"], ["events"], ["run", "list"], ["resume"]):
+        code = (
+            f"import sys; sys.argv = ['agentstate', *{argv!r}]\n"
+            "from agentstate.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('HEAVY', sorted(m for m in ('git', 'tiktoken', 'sqlite_utils') "
+            "if m in sys.modules))"
+        )
+        proc = subprocess.run([sys.executable, "-c", code], cwd=initialised,
+                              capture_output=True, text=True, timeout=60)
+        heavy = [line for line in proc.stdout.splitlines() if line.startswith("HEAVY")]
+        assert heavy == ["HEAVY []"], (argv, heavy, proc.stderr[-500:])
