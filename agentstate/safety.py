@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agentstate.errors import Refused
 
@@ -125,33 +126,36 @@ def redact_secrets(text: str, mask: str = "[REDACTED]") -> str:
     return "".join(out)
 
 
-_INJECTION_PATTERNS = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\bignore (?:all |any |the )?(?:previous|prior|above|earlier) "
-        r"(?:instructions|prompts?|rules)",
-        r"\bdisregard (?:all |any |the )?(?:previous|prior|above|earlier|your) ",
-        r"\byou are now\b",
-        r"\bnew instructions?\s*:",
-        r"\bsystem prompt\b",
-        r"\b(?:run|execute)\s+(?:this|the following)\b",
-        r"\b(?:send|post|upload|exfiltrate|forward)\b.{0,60}\b(?:to|at)\s+(?:https?://|\S+@\S+|"
-        r"this (?:url|address|server))",
-        r"\bcurl\s+[^\n]*\|\s*(?:ba)?sh\b",
-        r"\b(?:publish|approve|install)\s+(?:this|the following|a new)\s+skill\b",
-        r"\bas an ai (?:agent|assistant),? you must\b",
-        r"\bdo not (?:tell|inform) the user\b",
-        r"\b(?:forget|override|bypass) (?:all |any |your |the )?(?:previous |prior )?"
-        r"(?:instructions|rules|guidelines|safety)\b",
-        # Chinese and Japanese forms of "ignore the previous instructions" / "you are now".
-        r"(?:忽略|无视|忽視|無視)(?:掉)?(?:之前|以上|上面|前面|先前|所有|全部)?的?(?:所有|全部)?"
-        r"(?:指令|指示|提示|规则|規則)",
-        r"(?:以前|前)の(?:指示|命令)を(?:無視|忘れ)",
-        r"你现在是|你現在是",
-    )
-]
+# Compiled on first use: most commands (context, recall, trace) never check for injection.
+_INJECTION_SOURCES = (
+    r"\bignore (?:all |any |the )?(?:previous|prior|above|earlier) "
+    r"(?:instructions|prompts?|rules)",
+    r"\bdisregard (?:all |any |the )?(?:previous|prior|above|earlier|your) ",
+    r"\byou are now\b",
+    r"\bnew instructions?\s*:",
+    r"\bsystem prompt\b",
+    r"\b(?:run|execute)\s+(?:this|the following)\b",
+    r"\b(?:send|post|upload|exfiltrate|forward)\b.{0,60}\b(?:to|at)\s+(?:https?://|\S+@\S+|"
+    r"this (?:url|address|server))",
+    r"\bcurl\s+[^\n]*\|\s*(?:ba)?sh\b",
+    r"\b(?:publish|approve|install)\s+(?:this|the following|a new)\s+skill\b",
+    r"\bas an ai (?:agent|assistant),? you must\b",
+    r"\bdo not (?:tell|inform) the user\b",
+    r"\b(?:forget|override|bypass) (?:all |any |your |the )?(?:previous |prior )?"
+    r"(?:instructions|rules|guidelines|safety)\b",
+    # Chinese and Japanese forms of "ignore the previous instructions" / "you are now".
+    r"(?:忽略|无视|忽視|無視)(?:掉)?(?:之前|以上|上面|前面|先前|所有|全部)?的?(?:所有|全部)?"
+    r"(?:指令|指示|提示|规则|規則)",
+    r"(?:以前|前)の(?:指示|命令)を(?:無視|忘れ)",
+    r"你现在是|你現在是",
+)
+
+
+@lru_cache(maxsize=1)
+def _injection_patterns() -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE) for p in _INJECTION_SOURCES)
 
 
 def find_injection(text: str) -> list[str]:
     """Phrases that read as instructions aimed at the agent (for non-user content)."""
-    return [m.group(0) for p in _INJECTION_PATTERNS for m in [p.search(text)] if m]
+    return [m.group(0) for p in _injection_patterns() for m in [p.search(text)] if m]

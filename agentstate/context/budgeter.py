@@ -69,6 +69,7 @@ def allocate(
     if budget < 1:
         raise InvalidInput(f"the budget must be a positive number of tokens, got {budget}")
     headers = headers or {}
+    count = _memoised(count)
     key = priority_key(order)
     pinned = [c for c in candidates if c.cls == "pinned"]
     for cand in pinned:
@@ -155,6 +156,19 @@ def allocate(
         source = cand.form if cand.form is not None else (cand.full or cand.compressed or "")
         cand.tokens = count(source) if source else 0
     return Allocation(text, tokens, minimum, candidates, summarise(candidates, order))
+
+
+def _memoised(count: Count) -> Count:
+    """`count`, remembered per string for one allocation (fragments and headers repeat)."""
+    seen: dict[str, int] = {}
+
+    def cached(text: str) -> int:
+        n = seen.get(text)
+        if n is None:
+            n = seen[text] = count(text)
+        return n
+
+    return cached
 
 
 def summarise(candidates: list[Candidate], order: tuple[str, ...]) -> list[ClassAllocation]:

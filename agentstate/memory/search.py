@@ -36,6 +36,7 @@ import re
 import sqlite3
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from agentstate.errors import InvalidInput
@@ -67,7 +68,6 @@ _CJK = (
     "\uac00-\ud7af"  # hangul syllables
     "\uff66-\uff9f"  # half-width katakana
 )
-_CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -115,10 +115,19 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+@lru_cache(maxsize=1)
+def _cjk_run() -> re.Pattern[str]:
+    # Compiled on first use (~2 ms for these ranges): ASCII text never needs it.
+    return re.compile(f"[{_CJK}]+")
+
+
 def split_query(query: str) -> tuple[list[str], list[str]]:
     """(word terms, CJK segments), each deduplicated in order of appearance."""
-    cjk = list(dict.fromkeys(_CJK_RUN.findall(query)))
-    rest = _CJK_RUN.sub(" ", query)
+    if query.isascii():  # no CJK run to split out
+        cjk, rest = [], query
+    else:
+        cjk = list(dict.fromkeys(_cjk_run().findall(query)))
+        rest = _cjk_run().sub(" ", query)
     words = list(dict.fromkeys(fold(w) for w in _WORD.findall(rest)))
     return words, cjk
 
@@ -302,8 +311,9 @@ def coverage(plan: QueryPlan, text: str) -> float:
     clamps it), so this keeps a one-word overlap from looking as good as a full match."""
     parts: list[float] = []
     if plan.words:
-        have = set(split_query(text)[0])
         folded = fold(text)
+        # ASCII text has no CJK run and folds word by word as a whole: one pass suffices.
+        have = set(_WORD.findall(folded)) if text.isascii() else set(split_query(text)[0])
         # A whole word counts fully; a fragment of a longer word (the fallback) half.
         parts.extend(1.0 if w in have else 0.5 if w in folded else 0.0 for w in plan.words)
     for seg in plan.cjk + plan.short_cjk:

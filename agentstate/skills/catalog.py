@@ -67,6 +67,7 @@ def one_line(text: str, limit: int = ONE_LINE) -> str:
     return first
 
 
+@lru_cache(maxsize=16384)
 def _stem(word: str) -> str:
     # A tiny suffix stripper, applied to both sides, so "tests"/"testing"/"tested" meet.
     if len(word) > 4 and word.endswith("ied"):
