@@ -30,6 +30,7 @@ from agentstate.memory.model import (
     INCLUDABLE,
     KINDS,
     Evidence,
+    chain_rows,
     current_version,
     get_memory,
     list_user_preferences,
@@ -223,10 +224,7 @@ def _flag_contests(store: Any, hits: list[MemoryHit], now: str) -> None:
     """Link contested versions and the current version of the same chain, both ways."""
     chains = {h.id for h in hits if h.status == "contested"}
     for memory_id in chains:
-        cursor = store.conn.execute("SELECT * FROM memories WHERE id = ? ORDER BY version",
-                                    (memory_id,))
-        names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, v, strict=True)) for v in cursor.fetchall()]
+        rows = chain_rows(store, memory_id)
         current = current_version([r for r in rows if r["status"] == "active"], now)
         if current is None:
             continue
