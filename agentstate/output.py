@@ -4,6 +4,9 @@ Human output goes through rich (colour off with NO_COLOR or when piped); `--json
 one object: {"ok": true, "command": ..., "data": ...} or
 {"ok": false, "command": ..., "error": {"code": ..., "message": ...}}.
 Diagnostics (warnings, progress) always go to stderr so stdout stays parseable.
+
+rich is imported only when a rich console is asked for: importing it costs ~25 ms, a tenth of
+the context command's whole budget, and plain lines (errors, `info`) do not need it.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import sys
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 ENVELOPE_VERSION = 1
 
@@ -24,10 +28,14 @@ ENVELOPE_VERSION = 1
 # Markup is off: what we print is mostly stored user text (goals, memories, commands), and a
 # "[/]" or "[bold]" in it must be shown as typed, not interpreted (or crash the renderer).
 def stdout_console() -> Console:
+    from rich.console import Console
+
     return Console(soft_wrap=True, highlight=False, markup=False)
 
 
 def stderr_console() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
 
 
@@ -93,5 +101,8 @@ def warn(message: str) -> None:
 
 
 def info(message: str) -> None:
-    """A diagnostic line for humans; stderr so scripts reading stdout are not disturbed."""
-    stderr_console().print(message, markup=False)
+    """A diagnostic line for humans; stderr so scripts reading stdout are not disturbed.
+
+    Written as is (no rich): the text is often stored user text, shown exactly as typed."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from agentstate.errors import AgentStateError
-from agentstate.output import envelope_error, print_json, stderr_console
+from agentstate.output import envelope_error, info, print_json
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON object (the result envelope) to stdout.")
@@ -75,7 +75,7 @@ def fail(exc: AgentStateError, as_json: bool) -> None:
     if as_json:
         print_json(envelope_error(command_name(), exc.code, exc.message, exc.details))
     else:
-        stderr_console().print(f"error: {exc.message}", markup=False, highlight=False)
+        info(f"error: {exc.message}")
     raise typer.Exit(exc.exit_code)
 
 

@@ -69,22 +69,18 @@ def context(
     if as_json:
         emit("context", pack.as_dict(), as_json=True)
         return
+    import sys
 
-    def human(console, data):
-        import sys
+    from agentstate.output import info, stdout_console
 
-        # The pack text goes to stdout byte for byte (pipe it to a model); the ref to stderr.
-        sys.stdout.write(pack.text)
-        if sys.stdout.isatty() and not pack.text.endswith("\n"):
-            sys.stdout.write("\n")  # a terminal only: piped output stays byte-identical
-        sys.stdout.flush()
-        from agentstate.output import info
-
-        info(f"{pack.ref}: {pack.tokens}/{pack.budget} tokens (sha256 {pack.text_hash[:12]})")
-        if explain:
-            _print_allocation(console, pack)
-
-    emit("context", pack, as_json=False, human=human)
+    # The pack text goes to stdout byte for byte (pipe it to a model); the ref to stderr.
+    sys.stdout.write(pack.text)
+    if sys.stdout.isatty() and not pack.text.endswith("\n"):
+        sys.stdout.write("\n")  # a terminal only: piped output stays byte-identical
+    sys.stdout.flush()
+    info(f"{pack.ref}: {pack.tokens}/{pack.budget} tokens (sha256 {pack.text_hash[:12]})")
+    if explain:
+        _print_allocation(stdout_console(), pack)
 
 
 def _print_allocation(console, pack) -> None:
