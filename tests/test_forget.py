@@ -75,6 +75,7 @@ def test_purge_erases_text_from_file_wal_indexes_and_keeps_an_audit_hash(cli, in
     assert secret_ish.encode() in raw_bytes(initialised)
     done = cli.json("forget", stored["ref"].split("@")[0], "--purge", "--reason", "GDPR")
     assert done["purge"] and done["vacuumed"] and done["wal_truncated"]
+    assert done["token_cache_cleared"]
     data = raw_bytes(initialised)
     for needle in (secret_ish, "QX-77-ALPHA-ZULU", "BRAVO-YANKEE", "ZULU"):
         assert needle.encode() not in data

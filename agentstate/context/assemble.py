@@ -195,7 +195,7 @@ def build_context(
     counter = counter_from_config(store.config)
     reserve = min(settings.index_reserve, budget_n // 20)
     allocation = allocate(candidates, budget_n, counter.count, order=order,
-                          index_reserve=reserve)
+                          index_reserve=reserve, count_many=counter.count_many)
     text = allocation.text
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     manifest = [

@@ -23,6 +23,7 @@ from agentstate.context.rendering import render
 from agentstate.errors import BudgetTooSmall, InvalidInput
 
 Count = Callable[[str], int]
+CountMany = Callable[[list[str]], list[int]]
 
 
 @dataclass
@@ -59,17 +60,21 @@ def allocate(
     order: tuple[str, ...] = CLASSES,
     headers: dict[str, str] | None = None,
     index_reserve: int = 0,
+    count_many: CountMany | None = None,
 ) -> Allocation:
     """Decide every candidate's form within `budget` tokens; return the text and decisions.
 
     `index_reserve` tokens are kept back from the classes above the index, so the index of
     what did not fit (the way to fetch it just in time) is not always crowded out by a long
-    trajectory; whatever the index does not use is simply left over.
+    trajectory; whatever the index does not use is simply left over. `count_many`, when
+    given, counts the fragments' forms in one batch up front (much cheaper per text).
     """
     if budget < 1:
         raise InvalidInput(f"the budget must be a positive number of tokens, got {budget}")
     headers = headers or {}
     count = _memoised(count)
+    if count_many is not None:
+        count.prime(_likely_counted(candidates, headers), count_many)
     key = priority_key(order)
     pinned = [c for c in candidates if c.cls == "pinned"]
     for cand in pinned:
@@ -158,17 +163,35 @@ def allocate(
     return Allocation(text, tokens, minimum, candidates, summarise(candidates, order))
 
 
-def _memoised(count: Count) -> Count:
+class _memoised:
     """`count`, remembered per string for one allocation (fragments and headers repeat)."""
-    seen: dict[str, int] = {}
 
-    def cached(text: str) -> int:
-        n = seen.get(text)
+    def __init__(self, count: Count) -> None:
+        self._count = count
+        self._seen: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        n = self._seen.get(text)
         if n is None:
-            n = seen[text] = count(text)
+            n = self._seen[text] = self._count(text)
         return n
 
-    return cached
+    def prime(self, texts: list[str], count_many: CountMany) -> None:
+        todo = list(dict.fromkeys(t for t in texts if t not in self._seen))
+        self._seen.update(zip(todo, count_many(todo), strict=True))
+
+
+def _likely_counted(candidates: list[Candidate], headers: dict[str, str]) -> list[str]:
+    """The texts allocation will almost surely count: each form as placed (with its newline)
+    and as reported in the manifest, and the section headers."""
+    from agentstate.context.candidates import SECTION_TITLES
+
+    texts = [headers.get(s, title) + "\n\n" for s, title in SECTION_TITLES.items()]
+    for cand in candidates:
+        for form in (cand.full, cand.compressed):
+            if form:
+                texts += (form, form + "\n")
+    return texts
 
 
 def summarise(candidates: list[Candidate], order: tuple[str, ...]) -> list[ClassAllocation]:

