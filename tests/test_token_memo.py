@@ -147,3 +147,20 @@ def test_forget_erases_counts_and_windows(tmp_path, monkeypatch):
     # Counting still works afterwards, and gives the same answer.
     assert tokens.TokenCounter().count("a secret-ish sentence about the login flow") == \
         full_count("a secret-ish sentence about the login flow")
+
+
+def test_init_builds_the_vocabulary_copy_in_advance(cli, tmp_path, monkeypatch):
+    import sqlite3
+
+    monkeypatch.setenv("AGENTSTATE_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    cli.ok("init")
+    conn = sqlite3.connect(tokens.count_memo_path())
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    copied = conn.execute("SELECT count(*) FROM vocabulary").fetchone()[0]
+    conn.close()
+    assert int(meta["vocabulary"]) == copied == len(tokens._vocabulary())
+    # A new memo covers new windows from the copy: the whole vocabulary is never read.
+    counter = fresh_memo(tokens.count_memo_path())
+    text = "zqxw_unseen_identifier_42 failed in src/qq/zz.py"
+    assert counter.count_many([text]) == [full_count(text)]
+    assert counter._vocab is None

@@ -32,6 +32,11 @@ def init(
     from agentstate.store.init import init_store
 
     result = init_store(target=path, override=store_override())
+    from agentstate.tokens import warm_count_cache
+
+    # The machine's token caches, built once (~0.5 s) here rather than by the first
+    # `context` or `resume --budget`, which are meant to be quick.
+    warm_count_cache()
 
     def human(console, data):
         if result.changed:

@@ -73,13 +73,14 @@ def allocate(
         raise InvalidInput(f"the budget must be a positive number of tokens, got {budget}")
     headers = headers or {}
     count = _memoised(count)
-    if count_many is not None:
-        count.prime(_likely_counted(candidates, headers), count_many)
     key = priority_key(order)
     pinned = [c for c in candidates if c.cls == "pinned"]
     for cand in pinned:
         cand.decision, cand.reason, cand.form = "included", "pinned", cand.full
-    minimum = count(render(pinned, headers))
+    pinned_text = render(pinned, headers)
+    if count_many is not None:
+        count.prime([pinned_text, *_likely_counted(candidates, headers)], count_many)
+    minimum = count(pinned_text)
     if minimum > budget:
         raise BudgetTooSmall(budget, minimum, "the pinned instructions, constraints and "
                              "preferences")
@@ -182,13 +183,13 @@ class _memoised:
 
 
 def _likely_counted(candidates: list[Candidate], headers: dict[str, str]) -> list[str]:
-    """The texts allocation will almost surely count: each form as placed (with its newline)
-    and as reported in the manifest, and the section headers."""
+    """The texts allocation may count: each form as placed (with its newline) and as
+    reported in the manifest, and the section headers."""
     from agentstate.context.candidates import SECTION_TITLES
 
     texts = [headers.get(s, title) + "\n\n" for s, title in SECTION_TITLES.items()]
     for cand in candidates:
-        for form in (cand.full, cand.compressed):
+        for form in (cand.full, cand.compressed, cand.pointer):
             if form:
                 texts += (form, form + "\n")
     return texts

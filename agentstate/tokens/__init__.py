@@ -144,6 +144,11 @@ def _memo_for(*environment: str | None) -> Any:
     return _memo(count_memo_path())
 
 
+def warm_count_cache() -> None:
+    """Build the machine's cl100k caches now if they are missing (best effort)."""
+    _memo(count_memo_path()).warm()
+
+
 def forget_counts() -> None:
     """Erase the remembered counts and window digests (after a purge: they derive from text)."""
     from agentstate.tokens.memo import forget

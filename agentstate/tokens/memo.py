@@ -298,6 +298,12 @@ class CountMemo:
         rows = self._select_in("SELECT value FROM meta WHERE key IN ({})", [key])
         return rows[0][0] if rows else None
 
+    def warm(self) -> None:
+        """Write the file's copy of the vocabulary if it has none yet."""
+        if self._db() is not None and not self._meta("vocabulary"):
+            self._vocabulary()
+            self.flush()
+
     def discard(self) -> None:
         """Forget this process's counts and unsaved windows (after a purge)."""
         self._known.clear()
