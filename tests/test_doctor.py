@@ -105,3 +105,19 @@ def test_doctor_fails_when_an_event_is_missing_from_the_search_index(cli, initia
     assert result.exit_code == 1
     search = _checks(result.json()["data"])["search"]
     assert search["status"] == "fail" and "not indexed" in search["detail"]
+
+
+def test_doctor_reports_a_tampered_token_count_cache(cli, initialised, tmp_path, monkeypatch):
+    from agentstate import tokens
+
+    monkeypatch.setenv("AGENTSTATE_CACHE_DIR", str(tmp_path / "cache"))
+    cli.ok("init")  # builds this cache's vocabulary copy
+    assert _checks(cli.json("doctor"))["tokenizer"]["status"] == "ok"
+    conn = sqlite3.connect(tokens.count_memo_path())
+    conn.execute("UPDATE vocabulary SET rank = rank + 1 WHERE token = ?", (b"hello",))
+    conn.commit()
+    conn.close()
+    result = cli("doctor", "--json")
+    assert result.exit_code != 0
+    check = _checks(result.json()["data"])["tokenizer"]
+    assert check["status"] == "fail" and "vocabulary copy differs" in check["detail"]

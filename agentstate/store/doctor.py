@@ -128,6 +128,15 @@ def check_tokenizer(config: dict) -> Check:
             if digest != CL100K_SHA256:
                 return Check("tokenizer", FAIL, "bundled cl100k_base file fails its SHA-256 check")
             detail += " (bundled BPE file, SHA-256 verified)"
+            from agentstate.tokens import check_count_cache, count_memo_path
+
+            problems = check_count_cache()
+            data["count_cache"] = str(count_memo_path())
+            if problems:
+                return Check("tokenizer", FAIL,
+                             f"the token-count cache {count_memo_path()} is damaged: "
+                             f"{'; '.join(problems)} (delete it; it is rebuilt on demand)",
+                             data)
         tokens = counter.count("agentstate doctor")
         data["sample_tokens"] = tokens
         return Check("tokenizer", OK, detail, data)

@@ -149,6 +149,13 @@ def warm_count_cache() -> None:
     _memo(count_memo_path()).warm()
 
 
+def check_count_cache() -> list[str]:
+    """Problems with the cl100k count cache (for `doctor`); empty when it is sound."""
+    from agentstate.tokens.memo import verify
+
+    return verify(count_memo_path(), _vocabulary())
+
+
 def forget_counts() -> None:
     """Erase the remembered counts and window digests (after a purge: they derive from text)."""
     from agentstate.tokens.memo import forget

@@ -355,6 +355,29 @@ class CountMemo:
                               ("longest", str(max(map(len, self._vocab))))])
 
 
+def verify(path: Path, vocab: dict[bytes, int]) -> list[str]:
+    """What is wrong with the count cache at `path`, measured against the verified `vocab`
+    (empty: nothing). Counts themselves cannot be re-checked without their texts."""
+    if not path.exists():
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            problems = []
+            copy = dict(conn.execute("SELECT token, rank FROM vocabulary"))
+            if copy and copy != vocab:
+                problems.append("its vocabulary copy differs from the verified BPE file")
+            wrong = sum(1 for token, rank in conn.execute("SELECT token, rank FROM slice")
+                        if vocab.get(token) != rank)
+            if wrong:
+                problems.append(f"{wrong} slice entries disagree with the vocabulary")
+            return problems
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return [f"it cannot be read ({exc})"]
+
+
 def forget(path: Path) -> None:
     """Delete every remembered count and window digest (the slice holds vocabulary only)."""
     if not path.exists():
