@@ -121,8 +121,13 @@ def _cl100k_encoder(ranks: dict[bytes, int]) -> Any:
                              mergeable_ranks=ranks, special_tokens=_CL100K_SPECIAL)
 
 
+# Bumped whenever what the file holds would change meaning (the pattern, the window rules).
+COUNT_MEMO_FORMAT = 1
+
+
 def count_memo_path() -> Path:
-    return cache_dir() / f"counts-{DEFAULT_ENCODING}-{CL100K_SHA256[:16]}.sqlite"
+    return cache_dir() / (f"counts-v{COUNT_MEMO_FORMAT}-{DEFAULT_ENCODING}-"
+                          f"{CL100K_SHA256[:16]}.sqlite")
 
 
 @lru_cache(maxsize=1)
