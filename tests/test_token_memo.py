@@ -164,3 +164,29 @@ def test_init_builds_the_vocabulary_copy_in_advance(cli, tmp_path, monkeypatch):
     text = "zqxw_unseen_identifier_42 failed in src/qq/zz.py"
     assert counter.count_many([text]) == [full_count(text)]
     assert counter._vocab is None
+
+
+def test_concurrent_processes_share_the_cache_without_breaking_it(tmp_path):
+    texts = corpus()
+    chunks = [texts[i::4] for i in range(4)]
+    script = (
+        "import json, sys\n"
+        "from agentstate.tokens import TokenCounter\n"
+        "texts = json.loads(sys.stdin.read())\n"
+        "print(json.dumps(TokenCounter().count_many(texts)))\n"
+    )
+    env = {"AGENTSTATE_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env) for _ in chunks]
+    for proc, chunk in zip(procs, chunks, strict=True):
+        proc.stdin.write(json.dumps(chunk))
+        proc.stdin.close()
+    results = [json.loads(proc.stdout.read()) for proc in procs]
+    assert all(proc.wait() == 0 for proc in procs)
+    for chunk, counts in zip(chunks, results, strict=True):
+        assert counts == [full_count(t) for t in chunk]
+    path = tmp_path / tokens.count_memo_path().name
+    assert memo.verify(path, tokens._vocabulary()) == []
+    # Whatever each process managed to record, a later reader counts everything exactly.
+    later = fresh_memo(path)
+    assert later.count_many(texts) == [full_count(t) for t in texts]

@@ -248,7 +248,7 @@ class CountMemo:
             try:
                 assert self._path is not None
                 self._path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(self._path, timeout=2, isolation_level=None)
+                conn = sqlite3.connect(self._path, timeout=0.5, isolation_level=None)
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.executescript(SCHEMA)
