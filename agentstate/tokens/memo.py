@@ -184,8 +184,6 @@ class CountMemo:
         if unknown:
             by_digest = {digest(w): w for w in unknown}
             seen = self._covered_in_file(list(by_digest))
-            if seen:
-                self._read_slice()  # after the windows: their slice rows are committed first
             new = [w for d, w in by_digest.items() if d not in seen]
             if new:
                 self._cover(new, [d for d, w in by_digest.items() if d not in seen])
@@ -279,13 +277,25 @@ class CountMemo:
         return {by_digest[d]: n for d, n in rows}
 
     def _covered_in_file(self, digests: list[bytes]) -> set[bytes]:
-        rows = self._select_in("SELECT digest FROM windows WHERE digest IN ({})", digests)
-        return {d for (d,) in rows}
+        """Which windows the file covers, with their slice read into this process.
 
-    def _read_slice(self) -> None:
+        One read transaction, so the windows and the slice come from the same snapshot: a
+        purge emptying the file between the two reads cannot leave a window without its
+        slice."""
         conn = self._db()
         if conn is None:
-            raise sqlite3.OperationalError("count cache unavailable")
+            return set()
+        conn.execute("BEGIN")
+        try:
+            rows = self._select_in("SELECT digest FROM windows WHERE digest IN ({})", digests)
+            if rows:
+                self._read_slice(conn)
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        return {d for (d,) in rows}
+
+    def _read_slice(self, conn: sqlite3.Connection) -> None:
         rows = conn.execute("SELECT token, rank, generation FROM slice WHERE generation > ?",
                             (self._generation,)).fetchall()
         for token, rank, generation in rows:
@@ -386,9 +396,11 @@ def forget(path: Path) -> None:
     try:
         conn.execute("PRAGMA secure_delete = ON")
         conn.executescript(SCHEMA)
+        conn.execute("BEGIN IMMEDIATE")
         conn.execute("DELETE FROM counts")
         conn.execute("DELETE FROM windows")
         conn.execute("DELETE FROM slice")
+        conn.execute("COMMIT")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
