@@ -69,8 +69,6 @@ def _cached_ranks() -> dict[bytes, int]:
     it is only ever written from a file that passed the published-hash check, so a damaged or
     foreign cache is ignored and rebuilt rather than trusted.
     """
-    from tiktoken.load import load_tiktoken_bpe
-
     path = cache_dir() / f"cl100k_base-{CL100K_SHA256[:16]}.marshal"
     try:
         raw = path.read_bytes()
@@ -81,6 +79,8 @@ def _cached_ranks() -> dict[bytes, int]:
                 return ranks
     except (OSError, ValueError, EOFError, TypeError):
         pass
+    from tiktoken.load import load_tiktoken_bpe  # only now: importing tiktoken costs ~15 ms
+
     ranks = load_tiktoken_bpe(bundled_bpe_path(), expected_hash=CL100K_SHA256)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
