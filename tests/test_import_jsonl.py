@@ -162,3 +162,28 @@ def test_same_import_with_goal_twice_adds_nothing(cli, initialised):
     # Another goal asks for another run on purpose.
     other = cli.json("import", "jsonl", str(path), "--goal", "Another look")
     assert other["created_run"] and other["run"] != first["run"]
+
+
+def test_simultaneous_imports_of_one_file_share_one_run(store, repo):
+    """Import B looks for an earlier run before A has created one; A then imports the whole
+    file; B must find A's run inside its own write transaction, not start a second one."""
+    from agentstate.store.clock import IdSource
+    from agentstate.store.db import open_store
+
+    records = [{"kind": "note", "text": f"line {i}", "id": f"r{i}"} for i in range(5)]
+    other = open_store(start=repo, ids=IdSource(seed=99))
+
+    class ImportAFirst:
+        def __iter__(self):
+            # Runs after B's look-up and before B's first write transaction.
+            first = import_events(other, records, origin="/shared/log.jsonl")
+            assert first.created_run and first.imported == 5
+            return iter(records)
+
+    second = import_events(store, ImportAFirst(), origin="/shared/log.jsonl")
+    other.close()
+    assert not second.created_run
+    assert (second.imported, second.duplicates) == (0, 5)
+    runs = store.conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+    assert runs == 1
+    assert len(list_events(store, second.run)) == 5

@@ -180,17 +180,15 @@ def import_events(
     origin_key = f"import_run:{hashlib.sha256(origin.encode()).hexdigest()[:24]}" if origin \
         else None
     if run is None and origin_key:
-        row = store.conn.execute("SELECT value FROM kv WHERE key = ?", (origin_key,)).fetchone()
-        if row and row[0]:
-            earlier = get_run(store, make_ref("run", row[0]))
-            # With a goal, the earlier run counts only if it has that goal: the same command
-            # run twice adds nothing, while another goal asks for another run on purpose.
-            if not goal or earlier.goal == goal:
-                run = earlier
+        run = _earlier_run(store, origin_key, goal)
     id_map: dict[str, str] = {}
 
     def ensure_run() -> Run:
         nonlocal run
+        if run is None and origin_key:
+            # Asked again inside the write transaction: a simultaneous import of the same
+            # file may have created the run since the look-up above.
+            run = _earlier_run(store, origin_key, goal)
         if run is None:
             title = goal or f"imported from {origin or 'records'}"
             run, _ = start_run(store, title, worktree=worktree)
@@ -275,6 +273,17 @@ def import_events(
         raise exc.error from None
     result.run = run.ref if run is not None else None
     return result
+
+
+def _earlier_run(store: Store, origin_key: str, goal: str | None) -> Run | None:
+    """The run an earlier import of the same origin created, if it still applies."""
+    row = store.conn.execute("SELECT value FROM kv WHERE key = ?", (origin_key,)).fetchone()
+    if not (row and row[0]):
+        return None
+    earlier = get_run(store, make_ref("run", row[0]))
+    # With a goal, the earlier run counts only if it has that goal: the same command run
+    # twice adds nothing, while another goal asks for another run on purpose.
+    return earlier if not goal or earlier.goal == goal else None
 
 
 class _Abort(Exception):
