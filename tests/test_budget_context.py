@@ -24,7 +24,7 @@ from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.store.init import init_store
-from agentstate.tokens import counter_from_config
+from agentstate.tokens import counter_from_config, load_encoding
 
 WORDS = ["login", "test", "fixture", "timeout", "database", "flaky", "retry", "cache", "parser",
          "token", "budget", "migration", "schema", "deploy", "branch", "commit", "python",
@@ -33,6 +33,10 @@ KINDS = ["observation", "decision", "diagnosis", "hypothesis", "question", "veri
 
 texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=40).map(" ".join)
 multiline = st.lists(texts, min_size=1, max_size=4).map("\n".join)
+
+
+def full_count(text: str) -> int:
+    return len(load_encoding().encode(text, disallowed_special=()))
 
 
 @st.composite
@@ -111,6 +115,8 @@ def test_budget_pinned_manifest_and_determinism(case):
             return
         # 1. never over budget, measured on the rendered text with the same tokenizer
         assert counter.count(pack.text) == pack.tokens <= budget
+        # Checked against tiktoken's full encoder too, not only the project's counter.
+        assert full_count(pack.text) == pack.tokens
         # 2. pinned content byte-identical
         from agentstate.memory.model import list_user_preferences
         from agentstate.runs.checkpoint import working_state
@@ -175,6 +181,7 @@ def test_allocate_never_exceeds_budget_on_synthetic_candidates(items, budget):
         assert exc.minimum > budget
         return
     assert counter.count(result.text) == result.tokens <= budget
+    assert full_count(result.text) == result.tokens
     for cand in candidates:
         assert cand.decision in DECISIONS and cand.reason in REASONS
         if cand.decision == "compressed":
