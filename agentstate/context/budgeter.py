@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentstate.context.candidates import CLASSES, Candidate, ClassAllocation
+from agentstate.context.candidates import CLASSES, SECTION_TITLES, Candidate, ClassAllocation
 from agentstate.context.placement import assign_positions
 from agentstate.context.rendering import render
 from agentstate.errors import BudgetTooSmall, InvalidInput
@@ -86,8 +86,6 @@ def allocate(
                              "preferences")
 
     def header_cost(section: str) -> int:
-        from agentstate.context.candidates import SECTION_TITLES
-
         return count(headers.get(section, SECTION_TITLES[section]) + "\n\n")
 
     open_sections = {c.section for c in pinned}
@@ -185,8 +183,6 @@ class _memoised:
 def _likely_counted(candidates: list[Candidate], headers: dict[str, str]) -> list[str]:
     """The texts allocation may count: each form as placed (with its newline) and as
     reported in the manifest, and the section headers."""
-    from agentstate.context.candidates import SECTION_TITLES
-
     texts = [headers.get(s, title) + "\n\n" for s, title in SECTION_TITLES.items()]
     for cand in candidates:
         for form in (cand.full, cand.compressed, cand.pointer):

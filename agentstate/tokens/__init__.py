@@ -99,11 +99,7 @@ def load_encoding(name: str = DEFAULT_ENCODING) -> Any:
     import tiktoken
 
     if name == DEFAULT_ENCODING:
-        ranks = _vocabulary()
-        return tiktoken.Encoding(
-            name=name, pat_str=_CL100K_PATTERN, mergeable_ranks=ranks,
-            special_tokens=_CL100K_SPECIAL,
-        )
+        return _cl100k_encoder(_vocabulary())
     try:
         return tiktoken.get_encoding(name)
     except ValueError as exc:

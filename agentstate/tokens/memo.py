@@ -137,8 +137,9 @@ class CountMemo:
                 out[i] = n
         if todo:
             fixed = {text: well_formed(text) for text in todo}
-            stored = self._stored_counts({fixed[t] for t in todo})
-            missing = sorted({fixed[t] for t in todo} - stored.keys())
+            wanted = set(fixed.values())
+            stored = self._stored_counts(wanted)
+            missing = sorted(wanted - stored.keys())
             if missing:
                 fresh = self._encode(missing)
                 self._pending_counts.update((digest(t), n) for t, n in fresh.items())
@@ -152,19 +153,17 @@ class CountMemo:
 
     # -- counting -------------------------------------------------------------------------
     def _encode(self, texts: list[str]) -> dict[str, int]:
-        if self._full is None:
+        encoder = None
+        if self._full is None and self._usable:
             spans: set[str] = set()
             for text in texts:
                 spans |= windows(text)
-            if self._usable and all(len(w.encode("utf-8")) <= LONG_WINDOW for w in spans):
+            if all(len(w.encode("utf-8")) <= LONG_WINDOW for w in spans):
                 try:
                     encoder = self._slice_encoder(spans)
                 except sqlite3.Error:
                     self._usable = False
-                    encoder = None
-                if encoder is not None:
-                    return {t: len(encoder.encode(t, disallowed_special=())) for t in texts}
-        encoder = self._full_encoder()
+        encoder = encoder or self._full_encoder()
         return {t: len(encoder.encode(t, disallowed_special=())) for t in texts}
 
     def _full_encoder(self) -> Any:
