@@ -17,6 +17,17 @@ from agentstate.store.migrations import (
 
 NAMES = [name for name, _ in all_migrations()]
 
+# Every migration name that has shipped, in order. Stores record these names: an entry here
+# may never be renamed, reordered or removed; new ones are appended to MIGRATION_ORDER.
+SHIPPED = [
+    "m001_runs_events",
+    "m101_memories",
+    "m102_event_search",
+    "m103_trigram_vocab",
+    "m201_skills_registry",
+    "m301_packs",
+]
+
 
 def _schema(db: sqlite_utils.Database) -> list[tuple]:
     return sorted(
@@ -35,6 +46,37 @@ def reference_schema(tmp_path_factory):
     db = _fresh(tmp_path_factory.mktemp("ref") / "ref.db")
     apply_migrations(db)
     return _schema(db)
+
+
+def test_shipped_names_keep_their_place():
+    assert NAMES[: len(SHIPPED)] == SHIPPED
+
+
+def test_a_later_migration_of_an_earlier_domain_applies_last_everywhere(tmp_path, monkeypatch):
+    """A second runs migration that depends on a later domain's table (here `packs`) must
+    run after it on a fresh store and on every upgraded one: order comes from one list, not
+    from the domain that defines the function. (With per-domain lists joined runs-first, a
+    fresh store applied such a migration before `packs` existed.)"""
+    from agentstate.runs import schema as runs_schema
+    from agentstate.store import migrations
+
+    def m002_runs_probe(db):
+        db.conn.execute("ALTER TABLE packs ADD COLUMN probe TEXT")
+
+    monkeypatch.setattr(runs_schema, "m002_runs_probe", m002_runs_probe, raising=False)
+    monkeypatch.setattr(migrations, "MIGRATION_ORDER",
+                        (*migrations.MIGRATION_ORDER, ("m002_runs_probe", "runs")))
+    names = [name for name, _ in migrations.all_migrations()]
+    assert names == [*NAMES, "m002_runs_probe"]
+    fresh = _fresh(tmp_path / "fresh.db")
+    assert apply_migrations(fresh) == names
+    expected = _schema(fresh)
+    for upto in NAMES:
+        db = _fresh(tmp_path / f"from-{upto}.db")
+        apply_migrations(db, upto=upto)
+        apply_migrations(db)
+        assert applied_migrations(db) == names, upto
+        assert _schema(db) == expected, upto
 
 
 def test_names_are_unique_and_prefixed_by_domain():

@@ -115,11 +115,10 @@ def test_all_common_terms_take_the_newest_matches(store):
 
 
 def test_every_older_memory_schema_upgrades(tmp_path):
-    from agentstate.memory.schema import MIGRATIONS
     from agentstate.store.db import connect
-    from agentstate.store.migrations import apply_migrations
+    from agentstate.store.migrations import MIGRATION_ORDER, apply_migrations
 
-    for name, _ in MIGRATIONS:
+    for name in [name for name, domain in MIGRATION_ORDER if domain == "memory"]:
         db = connect(tmp_path / f"{name}.db")
         apply_migrations(db, upto=name)
         db.conn.execute("INSERT INTO memories (id, version, kind, scope, text, norm_hash, "

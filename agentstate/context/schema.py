@@ -48,5 +48,3 @@ def m301_packs(db: sqlite_utils.Database) -> None:
         """,
     )
 
-
-MIGRATIONS = [("m301_packs", m301_packs)]

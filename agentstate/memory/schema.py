@@ -176,9 +176,3 @@ def m103_trigram_vocab(db: sqlite_utils.Database) -> None:
         """,
     )
 
-
-MIGRATIONS = [
-    ("m101_memories", m101_memories),
-    ("m102_event_search", m102_event_search),
-    ("m103_trigram_vocab", m103_trigram_vocab),
-]

@@ -63,5 +63,3 @@ def m001_runs_events(db: sqlite_utils.Database) -> None:
         """
     )
 
-
-MIGRATIONS = [("m001_runs_events", m001_runs_events)]

@@ -91,5 +91,3 @@ def m201_skills_registry(db: sqlite_utils.Database) -> None:
         """
     )
 
-
-MIGRATIONS = [("m201_skills_registry", m201_skills_registry)]

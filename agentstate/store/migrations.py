@@ -1,8 +1,10 @@
 """Named migrations, applied in order and recorded in `_migrations`.
 
-Never rename or reorder a migration that has shipped: a store records which names it has.
-Each domain owns its tables and lists its migrations in its own `schema.py`; this module only
-concatenates them in a fixed order.
+`MIGRATION_ORDER` below is the one list, append-only, in definition order: a fresh store and
+an upgraded one apply the same functions in the same order. Never rename, reorder or remove
+an entry that has shipped (stores record the names they have); a new migration is appended
+at the end, whichever domain defines it. The functions live in each domain's `schema.py`
+(the domain owns its tables); this module only names them in order.
 """
 
 from __future__ import annotations
@@ -33,17 +35,24 @@ def run_script(db: sqlite_utils.Database, script: str) -> None:
         db.conn.execute(buffer)
 
 
+# (name, "domain.schema module") in the order every store applies them. Append only.
+MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
+    ("m001_runs_events", "runs"),
+    ("m101_memories", "memory"),
+    ("m102_event_search", "memory"),  # needs `events` (m001)
+    ("m103_trigram_vocab", "memory"),
+    ("m201_skills_registry", "skills"),
+    ("m301_packs", "context"),
+)
+
+
 def all_migrations() -> list[Migration]:
-    from agentstate.context import schema as context_schema
-    from agentstate.memory import schema as memory_schema
-    from agentstate.runs import schema as runs_schema
-    from agentstate.skills import schema as skills_schema
+    """The migration functions in `MIGRATION_ORDER` (each looked up in its domain's schema)."""
+    import importlib
 
     return [
-        *runs_schema.MIGRATIONS,
-        *memory_schema.MIGRATIONS,
-        *skills_schema.MIGRATIONS,
-        *context_schema.MIGRATIONS,
+        (name, getattr(importlib.import_module(f"agentstate.{domain}.schema"), name))
+        for name, domain in MIGRATION_ORDER
     ]
 
 
