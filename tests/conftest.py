@@ -7,6 +7,9 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +19,7 @@ from typer.testing import CliRunner
 
 from agentstate.cli import app, load_commands
 from agentstate.store.clock import Clock, IdSource
-from agentstate.store.db import open_store
+from agentstate.store.db import Store, open_store
 from agentstate.store.init import init_store
 
 FIXED_NOW = "2026-01-15T09:00:00Z"
@@ -79,6 +82,25 @@ def store(repo):
     )
     yield opened
     opened.close()
+
+
+@contextmanager
+def fresh_store(seed: int = 7) -> Iterator[Store]:
+    """A new initialised store in its own temporary directory, removed afterwards.
+
+    For hypothesis properties: every example gets a store of its own (a function-scoped
+    fixture would be shared by all the examples of one test).
+    """
+    with tempfile.TemporaryDirectory(prefix="agentstate-example-") as tmp:
+        root = Path(tmp)
+        init_store(target=root)
+        opened = open_store(root / ".agentstate",
+                            clock=Clock(datetime(2026, 1, 15, 9, 0, tzinfo=UTC)),
+                            ids=IdSource(seed=seed))
+        try:
+            yield opened
+        finally:
+            opened.close()
 
 
 @dataclass

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
 from agentstate.runs.importer import ImportLine, import_events
 from agentstate.runs.log import list_events
 from tests.conftest import run_agentstate
@@ -187,3 +189,26 @@ def test_simultaneous_imports_of_one_file_share_one_run(store, repo):
     runs = store.conn.execute("SELECT count(*) FROM runs").fetchone()[0]
     assert runs == 1
     assert len(list_events(store, second.run)) == 5
+
+
+EDITS = {
+    "kind": "decision",
+    "text": "tests fail on CI only on Tuesdays",
+    "ts": "2026-01-11T08:00:00Z",
+    "source": "tool:tox",
+    "meta": {"exit_code": 2},
+}
+
+
+@pytest.mark.parametrize("field", sorted(EDITS))
+def test_an_edited_record_is_imported_not_skipped_as_a_duplicate(store, field):
+    """The import key covers every field: a record edited in its source (same id) is new."""
+    original = {"kind": "observation", "text": "tests fail on CI", "id": "r1",
+                "ts": "2026-01-10T08:00:00Z", "source": "tool:pytest", "meta": {"exit_code": 1}}
+    first = import_events(store, [original], goal="edits")
+    edited = {**original, field: EDITS[field]}
+    second = import_events(store, [edited], run_ref=first.run)
+    assert (second.imported, second.duplicates) == (1, 0), field
+    stored = list_events(store, first.run)[-1]
+    assert getattr(stored, field) == (EDITS[field] if field != "ts"
+                                      else "2026-01-11T08:00:00.000000Z")

@@ -149,7 +149,10 @@ def test_secret_assignments_are_refused(cli, initialised, text):
     ],
 )
 def test_ordinary_words_about_keys_and_tokens_are_kept(cli, initialised, text):
-    cli.ok("remember", text, "--kind", "fact")
+    stored = cli.json("remember", text, "--kind", "fact")
+    assert stored["status"] == "active"
+    shown = cli.json("memory", "show", stored["ref"])
+    assert shown["versions"][-1]["text"] == text
 
 
 def test_trace_of_a_memory_chain_says_which_version_each_pack_considered(cli, initialised):

@@ -458,3 +458,19 @@ def test_an_agent_cannot_publish_its_own_edit_of_a_release(store, demo, monkeypa
         publish_skill(store, "demo")
     monkeypatch.delenv("AGENTSTATE_PRINCIPAL")
     assert publish_skill(store, "demo").version == 2  # the owner may (no approval needed)
+
+
+def test_revoking_a_skill_by_name_revokes_every_published_version(store, demo):
+    for text in ("", "# v2\n", "# v3\n"):
+        if text:
+            bump(demo, text)
+        publish_skill(store, "demo")
+    result = revoke_skill(store, "demo", "withdrawn")
+    assert result.revoked == ["skill:demo@v1", "skill:demo@v2", "skill:demo@v3"]
+    assert result.current is None
+    for version in (1, 2, 3):  # no older release may become current and loadable
+        with pytest.raises(Refused, match="revoked"):
+            load_skill(store, f"demo@v{version}")
+    with pytest.raises(Refused, match="revoked"):
+        load_skill(store, "demo")
+    assert "demo" not in {e.name for e in list_catalog(store)}
