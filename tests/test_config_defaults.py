@@ -18,7 +18,7 @@ from agentstate.config import (
     parse_settings,
 )
 from agentstate.errors import InvalidInput
-from tests.conftest import run_agentstate
+from tests.conftest import configure, run_agentstate
 
 
 def _commented_keys(section: str) -> dict:
@@ -168,6 +168,52 @@ def test_the_example_value_fails_every_command_the_same_way(initialised):
         assert proc.stderr.strip() == f"error: {expected}", args
     doctor = run_agentstate("doctor", "--json", cwd=initialised)
     assert doctor.returncode == 1 and expected in doctor.stdout
+
+
+def test_init_with_a_committed_bad_config_makes_nothing(cli, repo):
+    # A CI checkout: config.toml is committed, the rest of the store is not.
+    root = repo / ".agentstate"
+    root.mkdir()
+    (root / "config.toml").write_text("[tools]\ntimout = 30\n")
+    result = cli("init")
+    assert result.exit_code == 1
+    assert "[tools] timout is not a setting agentstate knows (did you mean timeout?)" in \
+        result.stderr
+    assert sorted(p.name for p in root.iterdir()) == ["config.toml"]
+    (root / "config.toml").write_text("[tools]\ntimeout = 30\n")
+    cli.ok("init")
+    assert (root / "state.db").exists()
+
+
+def test_each_call_site_follows_its_setting(store):
+    from agentstate.context.assemble import build_context
+    from agentstate.memory.recall import recall
+    from agentstate.memory.write import remember
+    from agentstate.tools.runner import run_tool
+
+    configure(store, "memory", max_chars=12)
+    with pytest.raises(InvalidInput, match="the limit is 12"):
+        remember(store, "thirteen char", kind="fact")
+    configure(store, "memory", max_chars=4000)
+
+    remember(store, "the parser cache survives a reload of the parser", kind="fact")
+    remember(store, "the parser is written in rust", kind="fact")
+    configure(store, "memory", min_relevance=0.0)
+    assert len(recall(store, "parser cache reload").hits) == 2
+    configure(store, "memory", min_relevance=1.0)
+    strict = recall(store, "parser cache reload")
+    assert len(strict.hits) == 1 and strict.withheld == {"low_relevance": 1}
+
+    configure(store, "context", default_budget=321)
+    assert build_context(store, query="parser", save=False).budget == 321
+    calibrated = build_context(store, query="parser", budget=4000, save=False)
+    configure(store, "tokens", calibration=2.0)
+    assert build_context(store, query="parser", budget=4000, save=False).tokens > \
+        calibrated.tokens * 1.9
+
+    configure(store, "tools", timeout=0.3)
+    result = run_tool(store, ["python3", "-c", "import time; time.sleep(10)"])
+    assert result.timed_out
 
 
 def test_default_agent_principal_cannot_claim_user_authority(cli, initialised):
