@@ -346,16 +346,18 @@ def load_settings(path: Path) -> Settings:
     """The settings in the file at `path`, validated (a missing file = the defaults)."""
     if not path.exists():
         return Settings()
-    shown = _display(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{shown}: not valid TOML ({exc})") from exc
+        raise InvalidInput(f"{_display(path)}: not valid TOML ({exc})") from exc
     except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{shown}: not UTF-8 text") from exc
+        raise InvalidInput(f"{_display(path)}: not UTF-8 text") from exc
     except OSError as exc:
-        raise InvalidInput(f"{shown}: cannot be read ({exc.strerror or exc})") from exc
-    return parse_settings(data, shown)
+        raise InvalidInput(f"{_display(path)}: cannot be read ({exc.strerror or exc})") from exc
+    try:
+        return _parse(data)
+    except _Problem as exc:
+        raise InvalidInput(f"{_display(path)}: {exc}") from None
 
 
 def parse_settings(data: Mapping[str, Any], origin: str = CONFIG_NAME) -> Settings:
@@ -393,7 +395,7 @@ def _parse(data: Mapping[str, Any]) -> Settings:
     for name, cls in _SECTIONS.items():
         table = data.get(name, {})
         if not isinstance(table, dict):
-            raise _Problem(f"{name} must be a table ([{name}]), got {table!r}")
+            raise _Problem(f"[{name}] must be a table, got {table!r}")
         sections[name] = _principals(table) if cls is PrincipalsSettings \
             else _build(cls, name, table)
     return Settings(**sections)

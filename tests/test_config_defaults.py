@@ -112,7 +112,7 @@ def test_values_are_typed_at_load():
          "[tools] definitions must be a list of tables"),
         ('[tools]\ndefinitions = [{name = "x", descripton = "typo"}]',
          "(unknown key 'descripton')"),
-        ("memory = 3", "memory must be a table ([memory]), got 3"),
+        ("memory = 3", "[memory] must be a table, got 3"),
         ("[memory]\nmax_char = 10",
          "[memory] max_char is not a setting agentstate knows (did you mean max_chars?)"),
         ("[resume]\nlimit = 10",
@@ -128,14 +128,19 @@ def test_values_are_typed_at_load():
          "[principals.agent] source is not a setting agentstate knows (did you mean sources?)"),
     ],
 )
-def test_a_bad_value_is_one_line_naming_the_file_and_the_key(tmp_path, toml, message):
-    path = tmp_path / "config.toml"
+def test_a_bad_value_is_one_line_naming_the_file_and_the_key(tmp_path, monkeypatch, toml,
+                                                           message):
+    path = tmp_path / "store" / "config.toml"
+    path.parent.mkdir()
     path.write_text(toml + "\n", encoding="utf-8")
     with pytest.raises(InvalidInput) as caught:
         load_settings(path)
     text = caught.value.message
-    assert text.startswith(f"{path}: ") and message in text
+    assert text.startswith(f"{path}: ") and message in text  # absolute from elsewhere
     assert "\n" not in text
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInput, match=r"^store/config\.toml: \["):  # as typed from here
+        load_settings(path)
 
 
 def test_unknown_tables_are_ignored_for_forward_compatibility():
