@@ -1,63 +1,267 @@
-"""Policy lives in `.agentstate/config.toml`, written with tomlkit so comments survive edits.
+"""Settings: `.agentstate/config.toml`, typed and validated once, when it is read.
 
-Reading uses the standard library's tomllib (fast, read-only) and deep-merges the file over
-DEFAULTS, so a config written by an older version still works. Each domain validates the
-section it owns when it reads it.
+`load_settings(path)` reads the file with the standard library's tomllib (fast, read-only) and
+returns a frozen `Settings`: one frozen dataclass per table. Every key is optional; a default
+is written in one place, the field default of its section below, so a file written by an older
+version still works. Everything is checked at load — type, range, shape — and the first
+problem is one `InvalidInput` line naming the file and the key, e.g.
+`.agentstate/config.toml: [memory] min_relevance must be a number between 0 and 1, got '0.3'`.
+Code past the load trusts the values and repeats no default and no check.
+
+Unknown names: a key agentstate does not know inside a table it knows is an error (a typo such
+as `max_char` would otherwise be ignored without a word). A whole table it does not know is
+ignored, so a file written for a newer version still loads — unless its name is a near miss of
+a known one (`[memroy]`), which is reported as the typo it almost certainly is.
+
+The commented TEMPLATE written by `init` shows the same defaults (a test parses it and
+compares). Writing uses tomlkit so comments survive edits; it is imported only then.
 """
 
 from __future__ import annotations
 
-import copy
+import math
 import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from agentstate.errors import InvalidInput
 
 CONFIG_NAME = "config.toml"
 
-DEFAULTS: dict[str, Any] = {
-    "tokens": {"encoding": "cl100k_base", "calibration": 1.0},
-    "resume": {"recent_events": 12},
-    "principals": {
-        "default": "owner",
-        "owner": {"read": ["*"], "write": ["*"]},
-        "agent": {
-            "read": ["repo", "branch:*", "path:*", "run:*"],
-            "write": ["run:*", "repo"],
+# The context pack's priority classes, highest first. The context domain gives them meaning;
+# they are named here because `[context] classes` is checked against them at load.
+CONTEXT_CLASSES = ("pinned", "task", "catalog", "evidence", "trajectory", "index")
+MAX_BUDGET = 1_000_000_000  # tokens; the largest budget a pack may be given
+
+
+# ---------------------------------------------------------------- checks
+
+
+class _Bad(Exception):
+    """A value failed its check: `what` it must be; `got` is the offending value."""
+
+    def __init__(self, what: str, got: Any) -> None:
+        super().__init__(what)
+        self.what, self.got = what, got
+
+
+class _Problem(Exception):
+    """A whole message (without the file), raised up to `parse_settings`."""
+
+
+Check = Callable[[Any], Any]  # returns the value, normalised (lists become tuples)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _whole(minimum: int, maximum: int | None = None) -> Check:
+    what = (f"a whole number from {minimum} to {maximum}" if maximum is not None
+            else f"a whole number >= {minimum}")
+
+    def check(value: Any) -> int:
+        if (not isinstance(value, int) or isinstance(value, bool) or value < minimum
+                or (maximum is not None and value > maximum)):
+            raise _Bad(what, value)
+        return value
+    return check
+
+
+def _number(low: float, high: float | None = None, what: str | None = None) -> Check:
+    what = what or (f"a number between {low:g} and {high:g}" if high is not None
+                    else f"a number >= {low:g}")
+
+    def check(value: Any) -> float:
+        if (not _is_number(value) or not math.isfinite(value) or value < low
+                or (high is not None and value > high)):
+            raise _Bad(what, value)
+        return float(value)
+    return check
+
+
+def _text(*, empty: bool = True) -> Check:
+    what = "a string" if empty else "a non-empty string"
+
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or (not empty and not value.strip()):
+            raise _Bad(what, value)
+        return value
+    return check
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Bad("a list of strings", value)
+    return tuple(value)
+
+
+def _optional_strings(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else _strings(value)
+
+
+def _rules(value: Any) -> tuple[str, ...]:
+    """Command prefixes: each must split into words like a command line."""
+    import shlex
+
+    rules = _strings(value)
+    for rule in rules:
+        try:
+            shlex.split(rule)
+        except ValueError as exc:
+            raise _Bad(f"a list of command prefixes ({rule!r} does not split into words: "
+                       f"{exc})", value) from None
+    return rules
+
+
+def _classes(value: Any) -> tuple[str, ...]:
+    classes = _strings(value)
+    for name in classes:
+        if name not in CONTEXT_CLASSES:
+            raise _Bad(f"a list of some of {', '.join(CONTEXT_CLASSES)} (unknown class "
+                       f"{name!r})", value)
+    return classes
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """A tool shown in the context catalog that need not be a command on PATH (MCP tools)."""
+
+    name: str
+    description: str = ""
+
+
+def _definitions(value: Any) -> tuple[ToolDefinition, ...]:
+    shape = 'a list of tables {name = "...", description = "..."}'
+    if not isinstance(value, list):
+        raise _Bad(shape, value)
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
+                or not item["name"].strip() or not isinstance(item.get("description", ""), str):
+            raise _Bad(shape, item)
+        extra = sorted(set(item) - {"name", "description"})
+        if extra:
+            raise _Bad(f"{shape} (unknown key {extra[0]!r})", item)
+        out.append(ToolDefinition(item["name"].strip(), " ".join(item.get("description",
+                                                                          "").split())))
+    return tuple(out)
+
+
+def _setting(default: Any, check: Check) -> Any:
+    return field(default=default, metadata={"check": check})
+
+
+# ---------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class TokenSettings:
+    """[tokens]: how every budget is counted."""
+
+    encoding: str = _setting("cl100k_base", _text(empty=False))
+    calibration: float = _setting(1.0, _number(0.1, 10))
+
+
+@dataclass(frozen=True)
+class ResumeSettings:
+    """[resume]"""
+
+    recent_events: int = _setting(12, _whole(0))
+
+
+@dataclass(frozen=True)
+class PrincipalSpec:
+    """[principals.NAME]: the scopes a principal reads and writes; `sources` it may claim
+    (None = any source)."""
+
+    read: tuple[str, ...] = _setting((), _strings)
+    write: tuple[str, ...] = _setting((), _strings)
+    sources: tuple[str, ...] | None = _setting(None, _optional_strings)
+
+
+def _default_principals() -> Mapping[str, PrincipalSpec]:
+    return MappingProxyType({
+        "owner": PrincipalSpec(read=("*",), write=("*",)),
+        "agent": PrincipalSpec(
+            read=("repo", "branch:*", "path:*", "run:*"),
+            write=("run:*", "repo"),
             # An agent cannot claim the user's authority for what it writes.
-            "sources": ["model", "tool:*", "file:*", "evt:*"],
-        },
-    },
-    "memory": {"max_chars": 4000, "min_relevance": 0.2},
-    "context": {
-        "system_file": "",
-        "default_budget": 8000,
-        "recent_full_events": 8,
-        "classes": ["pinned", "task", "catalog", "evidence", "trajectory", "index"],
-        # Bounds on what one pack considers (see agentstate.context.sources.ContextSettings).
-        "trajectory_window": 40,
-        "evidence_events": 30,
-        "evidence_memories": 30,
-        "catalog_skills": 10,
-        "index_reserve": 200,
-        "task_items": 25,
-        "query_questions": 5,
-        "query_words": 40,
-        "evidence_terms": 8,
-    },
-    "tools": {
-        "allow": ["git", "make", "pytest", "python", "python3", "ls", "cat", "echo", "true",
-                  "false", "grep", "rg", "npm", "cargo", "go", "ruff", "agentstate"],
-        "deny": ["rm -rf /", "curl", "wget", "ssh", "scp"],
-        "timeout": 600,
-        "definitions": [],
-    },
-}
+            sources=("model", "tool:*", "file:*", "evt:*"),
+        ),
+    })
+
+
+@dataclass(frozen=True)
+class PrincipalsSettings:
+    """[principals]: `default` and one table per declared principal. A file's tables are
+    laid over the built-in ones (a key left out of `[principals.agent]` keeps its default)."""
+
+    default: str = "owner"
+    declared: Mapping[str, PrincipalSpec] = field(default_factory=_default_principals)
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """[memory]: the write and read gates."""
+
+    max_chars: int = _setting(4000, _whole(1))
+    min_relevance: float = _setting(0.2, _number(0, 1))
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    """[context]: the pack's default budget, class order and the bounds on what it considers."""
+
+    system_file: str = _setting("", _text())
+    default_budget: int = _setting(8000, _whole(1, MAX_BUDGET))
+    recent_full_events: int = _setting(8, _whole(0))
+    classes: tuple[str, ...] = _setting(CONTEXT_CLASSES, _classes)
+    trajectory_window: int = _setting(40, _whole(0))
+    evidence_events: int = _setting(30, _whole(0))
+    evidence_memories: int = _setting(30, _whole(0))
+    catalog_skills: int = _setting(10, _whole(0))
+    index_reserve: int = _setting(200, _whole(0))  # tokens (and at most 5% of the budget)
+    task_items: int = _setting(25, _whole(0))       # newest items per task-state group
+    query_questions: int = _setting(5, _whole(0))   # open questions added to the query
+    query_words: int = _setting(40, _whole(0))      # distinct words kept in the query
+    evidence_terms: int = _setting(8, _whole(0))    # the event search's N rarest terms
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    """[tools]: the one tool layer's policy (see agentstate.tools.policy)."""
+
+    allow: tuple[str, ...] = _setting(
+        ("git", "make", "pytest", "python", "python3", "ls", "cat", "echo", "true", "false",
+         "grep", "rg", "npm", "cargo", "go", "ruff", "agentstate"), _rules)
+    deny: tuple[str, ...] = _setting(("rm -rf /", "curl", "wget", "ssh", "scp"), _rules)
+    # Seconds; 0 means no limit.
+    timeout: float = _setting(600.0, _number(0, what="a number of seconds (0 for no limit)"))
+    definitions: tuple[ToolDefinition, ...] = _setting((), _definitions)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything config.toml sets, validated. `Settings()` is the defaults."""
+
+    tokens: TokenSettings = field(default_factory=TokenSettings)
+    resume: ResumeSettings = field(default_factory=ResumeSettings)
+    principals: PrincipalsSettings = field(default_factory=PrincipalsSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    tools: ToolSettings = field(default_factory=ToolSettings)
+
+
+# ---------------------------------------------------------------- the file `init` writes
 
 TEMPLATE = """\
 # agentstate policy for this repository. Commit this file; state.db and skills/ stay local.
-# Every key is optional: a missing key takes the default shown here.
+# Every key is optional: a missing key takes the default shown here. Every command checks
+# the whole file when it reads it: a wrong value or a misspelt key is a one-line error.
 
 [tokens]
 # tiktoken encoding used for every budget. cl100k_base ships with the tool (works offline).
@@ -127,32 +331,120 @@ definitions = []
 """
 
 
-def deep_merge(base: dict, override: dict) -> dict:
-    merged = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def load_config(path: Path) -> dict[str, Any]:
-    """Defaults merged with the file at `path` (missing file = defaults)."""
-    if not path.exists():
-        return copy.deepcopy(DEFAULTS)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{path}: not valid TOML ({exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path}: not UTF-8 text") from exc
-    return deep_merge(DEFAULTS, data)
-
-
 def write_default_config(path: Path) -> None:
     """Write the commented default config (tomlkit round-trips it with comments intact)."""
     import tomlkit
 
     document = tomlkit.parse(TEMPLATE)
     path.write_text(tomlkit.dumps(document), encoding="utf-8")
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_settings(path: Path) -> Settings:
+    """The settings in the file at `path`, validated (a missing file = the defaults)."""
+    if not path.exists():
+        return Settings()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{_display(path)}: not valid TOML ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{_display(path)}: not UTF-8 text") from exc
+    except OSError as exc:
+        raise InvalidInput(f"{_display(path)}: cannot be read ({exc.strerror or exc})") from exc
+    try:
+        return _parse(data)
+    except _Problem as exc:
+        raise InvalidInput(f"{_display(path)}: {exc}") from None
+
+
+def parse_settings(data: Mapping[str, Any], origin: str = CONFIG_NAME) -> Settings:
+    """Settings from parsed TOML (or any dict of the same shape); `origin` names the file in
+    the error. Raises InvalidInput for the first bad key."""
+    try:
+        return _parse(data)
+    except _Problem as exc:
+        raise InvalidInput(f"{origin}: {exc}") from None
+
+
+def _display(path: Path) -> str:
+    """The path as the user would type it from here: relative when under the working
+    directory, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+_SECTIONS: dict[str, type] = {
+    "tokens": TokenSettings, "resume": ResumeSettings, "principals": PrincipalsSettings,
+    "memory": MemorySettings, "context": ContextSettings, "tools": ToolSettings,
+}
+
+
+def _parse(data: Mapping[str, Any]) -> Settings:
+    for name in data:
+        if name not in _SECTIONS:
+            near = _near_miss(name, _SECTIONS)
+            if near:
+                raise _Problem(f"[{name}] is not a table agentstate knows; did you mean "
+                               f"[{near}]?")
+    sections = {}
+    for name, cls in _SECTIONS.items():
+        table = data.get(name, {})
+        if not isinstance(table, dict):
+            raise _Problem(f"[{name}] must be a table, got {table!r}")
+        sections[name] = _principals(table) if cls is PrincipalsSettings \
+            else _build(cls, name, table)
+    return Settings(**sections)
+
+
+def _build(cls: type, title: str, table: Mapping[str, Any], base: Any = None) -> Any:
+    """`cls` from the keys of `table` (checked), over `base` or the defaults."""
+    known = {f.name: f for f in fields(cls)}
+    values = {}
+    for key, value in table.items():
+        if key not in known:
+            raise _Problem(_unknown_key(title, key, known))
+        try:
+            values[key] = known[key].metadata["check"](value)
+        except _Bad as bad:
+            raise _Problem(f"[{title}] {key} must be {bad.what}, got {bad.got!r}") from None
+    return replace(base, **values) if base is not None else cls(**values)
+
+
+def _principals(table: Mapping[str, Any]) -> PrincipalsSettings:
+    defaults = PrincipalsSettings()
+    declared = dict(defaults.declared)
+    default = defaults.default
+    for key, value in table.items():
+        if key == "default":
+            if not isinstance(value, str) or not value.strip():
+                raise _Problem(f"[principals] default must be a principal's name, "
+                               f"got {value!r}")
+            default = value
+        elif isinstance(value, dict):
+            declared[key] = _build(PrincipalSpec, f"principals.{key}", value,
+                                   declared.get(key, PrincipalSpec()))
+        else:
+            raise _Problem(f"[principals] {key} must be a table [principals.{key}] with read "
+                           f"and write lists (the only other key is `default`), got {value!r}")
+    if default not in declared:
+        raise _Problem(f"[principals] default must name a declared principal "
+                       f"({', '.join(sorted(declared))}), got {default!r}")
+    return PrincipalsSettings(default=default, declared=MappingProxyType(declared))
+
+
+def _near_miss(name: str, known: Mapping[str, Any]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _unknown_key(title: str, key: str, known: Mapping[str, Any]) -> str:
+    near = _near_miss(key, known)
+    hint = f"did you mean {near}?" if near else f"known keys: {', '.join(known)}"
+    return f"[{title}] {key} is not a setting agentstate knows ({hint})"

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,6 +50,12 @@ def isolated_home(tmp_path_factory, monkeypatch, token_cache):
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
     return home
+
+
+def configure(store, section: str, **values) -> None:
+    """Change some settings of an open store, as an edited config.toml would."""
+    current = getattr(store.settings, section)
+    store.settings = replace(store.settings, **{section: replace(current, **values)})
 
 
 def git(cwd: Path, *args: str) -> str:

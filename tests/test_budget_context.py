@@ -16,6 +16,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentstate.config import TokenSettings
 from agentstate.context.assemble import build_context
 from agentstate.context.candidates import DECISIONS, REASONS
 from agentstate.errors import BudgetTooSmall
@@ -24,7 +25,7 @@ from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.store.init import init_store
-from agentstate.tokens import counter_from_config, load_encoding
+from agentstate.tokens import counter_for, load_encoding
 
 WORDS = ["login", "test", "fixture", "timeout", "database", "flaky", "retry", "cache", "parser",
          "token", "budget", "migration", "schema", "deploy", "branch", "commit", "python",
@@ -102,7 +103,7 @@ def test_budget_pinned_manifest_and_determinism(case):
     root = Path(tempfile.mkdtemp(prefix="ctxprop"))
     try:
         store, run, system_path = build_store(root, runs, memories, system)
-        counter = counter_from_config(store.config)
+        counter = counter_for(store.settings.tokens)
         kwargs = dict(run=run.ref, budget=budget, query=query,
                       system_file=str(system_path) if system_path else None)
         try:
@@ -166,7 +167,7 @@ def test_allocate_never_exceeds_budget_on_synthetic_candidates():
     from agentstate.context.candidates import Candidate
     from agentstate.context.compression import compress_line
 
-    counter = counter_from_config({})
+    counter = counter_for(TokenSettings())
     section = {"pinned": "constraints", "task": "task", "evidence": "evidence",
                "trajectory": "trajectory"}
     reached: set[str] = set()

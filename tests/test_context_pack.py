@@ -6,13 +6,14 @@ import json
 
 import pytest
 
+from agentstate.config import TokenSettings, ToolDefinition
 from agentstate.context.assemble import build_context
 from agentstate.context.compression import compress_line, first_sentence
 from agentstate.errors import BudgetTooSmall, InvalidInput, NotFound, UsageError
 from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, end_run, start_run
-from agentstate.tokens import counter_from_config
-from tests.conftest import run_agentstate
+from agentstate.tokens import counter_for
+from tests.conftest import configure, run_agentstate
 
 
 @pytest.fixture
@@ -88,7 +89,7 @@ def test_trajectory_newest_whole_older_compressed_with_refs(store, story):
     trajectory = [e for e in pack.manifest if e.cls == "trajectory"]
     whole = [e for e in trajectory if e.decision == "included"]
     older = [e for e in trajectory if e.decision == "compressed"]
-    assert len(whole) == store.config["context"]["recent_full_events"]
+    assert len(whole) == store.settings.context.recent_full_events
     assert older and all(e.reason == "older" for e in older)
     notes_checked = 0
     for entry in older:
@@ -176,8 +177,7 @@ def test_system_file_missing_or_binary(store, story, repo):
 
 
 def test_tool_definitions_and_skills_in_catalog(store, story):
-    store.config["tools"]["definitions"] = [
-        {"name": "pytest", "description": "run the test suite"}]
+    configure(store, "tools", definitions=(ToolDefinition("pytest", "run the test suite"),))
     store.conn.execute(
         "INSERT INTO skill_versions (name, version, status, description, triggers, created) "
         "VALUES ('verify-login', 1, 'published', 'Verify the login test is stable', "
@@ -243,7 +243,7 @@ def test_cli_budget_below_minimum_exit_3_subprocess(initialised):
     proc = run_agentstate("context", "--budget", str(minimum), "--system", "sys.md",
                           cwd=initialised)
     assert proc.returncode == 0, proc.stderr
-    assert counter_from_config({}).count(proc.stdout) <= minimum
+    assert counter_for(TokenSettings()).count(proc.stdout) <= minimum
 
 
 def test_cli_binary_system_file(cli, initialised):
@@ -273,8 +273,7 @@ def test_resolved_and_superseded_events_are_not_evidence(store, story):
     append_event(store, run.ref, "note", "parser cache lives in ~/.cache/parser",
                  supersedes=wrong.ref)
     # Push them out of the trajectory window so they compete as evidence only.
-    store.config["context"]["trajectory_window"] = 0
-    store.config["context"]["recent_full_events"] = 0
+    configure(store, "context", trajectory_window=0, recent_full_events=0)
     pack = build_context(store, budget=4000, query="parser cache reload tmp", save=False)
     reasons = {e.ref: e.reason for e in pack.manifest if e.cls == "evidence"}
     assert reasons.get(q.ref) == "stale"
@@ -298,8 +297,7 @@ def test_chinese_query_finds_memories_and_events(store, story):
     remember(store, "数据库迁移必须向后兼容", kind="fact", source="user")
     append_event(store, story["run"].ref, "observation", "数据库迁移脚本在测试环境运行成功",
                  source="tool:migrate")
-    store.config["context"]["trajectory_window"] = 0
-    store.config["context"]["recent_full_events"] = 0
+    configure(store, "context", trajectory_window=0, recent_full_events=0)
     pack = build_context(store, query="数据库迁移", budget=3000, save=False)
     evidence = pack.text[pack.text.index("## Evidence"):]
     assert "数据库迁移必须向后兼容" in evidence

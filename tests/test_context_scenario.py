@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from agentstate.config import TokenSettings
 from agentstate.runs.log import append_event, end_run, start_run
-from agentstate.tokens import counter_from_config
+from agentstate.tokens import counter_for
 
 KINDS = ["observation", "note", "decision", "observation", "note"]
 
@@ -63,7 +64,7 @@ def test_new_user_scenario(cli, history):
 
     data = cli.json("context", "--budget", "2000")
     text = data["text"]
-    counter = counter_from_config({})
+    counter = counter_for(TokenSettings())
     assert counter.count(text) == data["tokens"] <= 2000
     # the current fact, never the superseded value, never the forgotten one
     assert "nox -s tests" in text

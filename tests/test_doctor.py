@@ -81,7 +81,12 @@ def test_doctor_fails_on_wrong_journal_mode_and_bad_tokenizer_config(cli, initia
     result = cli("doctor", "--json")
     assert result.exit_code == 1
     checks = _checks(result.json()["data"])
-    assert checks["wal"]["status"] == "fail" and checks["tokenizer"]["status"] == "fail"
+    assert checks["wal"]["status"] == "fail" and checks["config"]["status"] == "fail"
+    assert "[tokens] calibration must be a number between 0.1 and 10, got 50" in \
+        checks["config"]["detail"]
+    (root / "config.toml").write_text('[tokens]\nencoding = "no_such_encoding"\n')
+    checks = _checks(cli("doctor", "--json").json()["data"])
+    assert checks["config"]["status"] == "ok" and checks["tokenizer"]["status"] == "fail"
     assert checks["integrity"]["status"] == "ok"
 
 

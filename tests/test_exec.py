@@ -9,7 +9,7 @@ import pytest
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import end_run, list_events, start_run
 from agentstate.tools.runner import run_tool
-from tests.conftest import run_agentstate
+from tests.conftest import configure, run_agentstate
 
 PY = "python3"  # allowed by the default policy (sys.executable may be python3.11)
 
@@ -49,7 +49,7 @@ def test_denied_and_missing_commands_are_logged_without_running(store, tmp_path)
     denied = run_tool(store, ["curl", "-o", str(marker), "https://example.invalid"])
     assert not denied.allowed and "deny rule 'curl'" in denied.reason
     assert not marker.exists()
-    store.config["tools"]["allow"].append("no-such-program-x1")
+    configure(store, "tools", allow=(*store.settings.tools.allow, "no-such-program-x1"))
     missing = run_tool(store, ["no-such-program-x1", "--flag"])
     assert missing.allowed and missing.not_found and "not on PATH" in missing.reason
     rows = calls(store)

@@ -10,7 +10,7 @@ from agentstate.errors import BudgetTooSmall
 from agentstate.runs.checkpoint import create_checkpoint
 from agentstate.runs.log import append_event, start_run
 from agentstate.runs.resume import SkillHit, build_pack
-from agentstate.tokens import counter_from_config
+from agentstate.tokens import counter_for
 from tests.conftest import fresh_store
 
 # Letters without digits/capitals: never trips the secret scanner's high-entropy rule.
@@ -49,7 +49,7 @@ def test_budget_is_never_exceeded_and_pinned_parts_are_kept(contents, budget):
         if contents["checkpoint"] is not None:
             create_checkpoint(store, run.ref, contents["checkpoint"])
         skills = contents["skills"]
-        count = counter_from_config(store.config).count
+        count = counter_for(store.settings.tokens).count
         full = build_pack(store, run.ref, drift=DRIFT, skills=list(skills))
         try:
             pack = build_pack(store, run.ref, budget=budget, drift=DRIFT, skills=list(skills))
@@ -77,7 +77,7 @@ def test_budget_drops_lowest_priority_first_and_lists_refs(store):
     diag = append_event(store, run.ref, "diagnosis", "the confirmed cause")
     notes = [append_event(store, run.ref, "note", f"note number {i} " + "word " * 30)
              for i in range(6)]
-    count = counter_from_config(store.config).count
+    count = counter_for(store.settings.tokens).count
     full = build_pack(store, run.ref, drift=DRIFT, skills=[])
     budget = count(full.pinned_text) + 120
     pack = build_pack(store, run.ref, budget=budget, drift=DRIFT, skills=[])
@@ -92,7 +92,7 @@ def test_budget_drops_lowest_priority_first_and_lists_refs(store):
 
 def test_drift_falls_back_to_its_short_form(store):
     run, _ = start_run(store, "goal")
-    count = counter_from_config(store.config).count
+    count = counter_for(store.settings.tokens).count
     full = build_pack(store, run.ref, drift=DRIFT, skills=[])
     budget = count(full.pinned_text) + 80
     pack = build_pack(store, run.ref, budget=budget, drift=DRIFT, skills=[])

@@ -78,7 +78,7 @@ def test_propose_strips_accidental_state(store, repo, monkeypatch):
     assert provenance["run"] == run.ref and provenance["origin"] == "run"
     assert provenance["untrusted"] == [] and provenance["injection"] == []
     assert "Regenerate the fixtures" in row["description"]
-    report = validate_folder(folder, store.config)
+    report = validate_folder(folder, store.settings.tools)
     assert report.ok, [str(p) for p in report.problems]
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import shutil
 
 import pytest
 
-from agentstate.config import DEFAULTS
+from agentstate.config import ToolSettings, parse_settings
 from agentstate.skills.lifecycle import write_scaffold
 from agentstate.skills.manifest import validate_folder
 from agentstate.skills.shipped import shipped_skills
@@ -22,10 +21,8 @@ def skill(tmp_path):
     return folder
 
 
-def config(**tools):
-    cfg = copy.deepcopy(DEFAULTS)
-    cfg["tools"].update(tools)
-    return cfg
+def config(**tools) -> ToolSettings:
+    return parse_settings({"tools": tools}).tools
 
 
 def md(skill, front: str, body: str = "# Body\n\nDo the thing.\n") -> None:

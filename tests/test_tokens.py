@@ -7,8 +7,9 @@ import hashlib
 import pytest
 
 from agentstate import tokens
+from agentstate.config import TokenSettings, parse_settings
 from agentstate.errors import InvalidInput
-from agentstate.tokens import TokenCounter, counter_from_config
+from agentstate.tokens import TokenCounter, counter_for
 
 
 def test_counts_with_bundled_encoding():
@@ -24,8 +25,14 @@ def test_calibration_rounds_up():
 
 @pytest.mark.parametrize("value", ["abc", 0, 50])
 def test_bad_calibration_is_refused(value):
-    with pytest.raises(InvalidInput):
-        counter_from_config({"tokens": {"calibration": value}})
+    with pytest.raises(InvalidInput, match=r"\[tokens\] calibration must be a number between"):
+        parse_settings({"tokens": {"calibration": value}})
+
+
+def test_counter_follows_the_token_settings():
+    counter = counter_for(parse_settings({"tokens": {"calibration": 1.15}}).tokens)
+    assert counter == TokenCounter("cl100k_base", 1.15)
+    assert counter_for(TokenSettings()) == TokenCounter()
 
 
 def test_unknown_encoding_is_a_clear_error():

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentstate.config import DEFAULTS
+from agentstate.config import ToolSettings, parse_settings
 from agentstate.errors import InvalidInput
 from agentstate.tools.policy import check_command, program_name
 
 
-def cfg(allow, deny=()):
-    config = copy.deepcopy(DEFAULTS)
-    config["tools"]["allow"] = list(allow)
-    config["tools"]["deny"] = list(deny)
-    return config
+def cfg(allow, deny=()) -> ToolSettings:
+    return parse_settings({"tools": {"allow": list(allow), "deny": list(deny)}}).tools
 
 
 @pytest.mark.parametrize(
@@ -57,11 +52,11 @@ def test_multi_word_allow_is_a_prefix():
     assert "not in [tools] allow" in check_command(config, ["ls"]).reason
 
 
-def test_bad_config_and_empty_command():
-    with pytest.raises(InvalidInput, match="list of strings"):
-        check_command({"tools": {"allow": "git", "deny": []}}, ["git"])
-    with pytest.raises(InvalidInput, match="not a valid command line"):
-        check_command(cfg(["git 'unclosed"]), ["git"])
+def test_bad_rules_are_refused_at_load_and_an_empty_command_is_an_error():
+    with pytest.raises(InvalidInput, match=r"\[tools\] allow must be a list of strings"):
+        parse_settings({"tools": {"allow": "git"}})
+    with pytest.raises(InvalidInput, match="does not split into words: No closing quotation"):
+        cfg(["git 'unclosed"])
     with pytest.raises(InvalidInput, match="no command"):
         check_command(cfg(["*"]), [])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,9 @@ from agentstate.cli.common import (
     store_override,
 )
 from agentstate.output import emit, shorten
+
+if TYPE_CHECKING:
+    from agentstate.config import ToolSettings
 
 skill_app = typer.Typer(
     help="Skills as versioned releases: new, validate, propose, test, publish, revoke, list, "
@@ -53,19 +56,17 @@ def _optional_store():
             store.close()
 
 
-def _config_without_store() -> dict[str, Any]:
+def _tools_without_store() -> ToolSettings:
     """Policy for validation outside a store: a committed .agentstate/config.toml above the
     working directory (as in a CI checkout, where state.db is not committed), else defaults."""
-    from agentstate.config import CONFIG_NAME, DEFAULTS, load_config
+    from agentstate.config import CONFIG_NAME, ToolSettings, load_settings
 
     here = Path.cwd().resolve()
     for candidate in (here, *here.parents):
         path = candidate / ".agentstate" / CONFIG_NAME
         if path.is_file():
-            return load_config(path)
-    import copy
-
-    return copy.deepcopy(DEFAULTS)
+            return load_settings(path).tools
+    return ToolSettings()
 
 
 def _refused_with_reasons(exc, as_json: bool) -> None:
@@ -180,8 +181,8 @@ def skill_validate(
     from agentstate.skills.lifecycle import validate_targets
 
     with _optional_store() as store:
-        config = store.config if store is not None else _config_without_store()
-        reports = validate_targets(store, config, list(targets or []), spec_only=spec_only)
+        tools = store.settings.tools if store is not None else _tools_without_store()
+        reports = validate_targets(store, tools, list(targets or []), spec_only=spec_only)
     errors = sum(len(r.errors) for r in reports)
     data = [
         {"path": r.path, "name": r.name, "ok": r.ok,

@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentstate.config import MAX_BUDGET, ContextSettings
 from agentstate.context import sources as src
 from agentstate.context.budgeter import allocate, class_order
 from agentstate.context.candidates import Candidate, ClassAllocation, ManifestEntry
@@ -56,8 +57,6 @@ class ContextPack:
         }
 
 
-MAX_BUDGET = 1_000_000_000
-
 
 def parse_budget(value: str | int | None, default: int) -> int:
     """A budget from the command line: a positive whole number of tokens."""
@@ -95,16 +94,10 @@ def build_context(
     """Assemble a context pack. With no run (no current run, or `no_run`) a query is needed."""
     from agentstate.memory.model import resolve_principal
     from agentstate.runs.log import current_run, get_run
-    from agentstate.tokens import counter_from_config
+    from agentstate.tokens import counter_for
 
-    settings = src.ContextSettings.from_config(store.config)
-    default_budget = (store.config.get("context", {}) or {}).get("default_budget", 8000)
-    if budget is None and (isinstance(default_budget, bool)
-                           or not isinstance(default_budget, int)
-                           or not 0 < default_budget <= MAX_BUDGET):
-        raise InvalidInput(f"[context] default_budget must be a whole number of tokens "
-                           f"(1 to {MAX_BUDGET}) in config.toml, got {default_budget!r}")
-    budget_n = parse_budget(budget, default_budget)
+    settings = store.settings.context
+    budget_n = parse_budget(budget, settings.default_budget)
     order = class_order(settings.classes)
     who = resolve_principal(store, principal)
     if query is not None:
@@ -150,7 +143,9 @@ def build_context(
                                               checkpoint, per_group=settings.task_items)
         candidates += task
         skip |= {c.ref for c in candidates}
-        rows, older_events = _trajectory_rows(store, the_run, settings.trajectory_window)
+        # The window always covers the events kept whole.
+        window = max(settings.trajectory_window, settings.recent_full_events)
+        rows, older_events = _trajectory_rows(store, the_run, window)
         trajectory = src.trajectory_candidates(rows, the_run.ref, settings.recent_full_events)
         candidates += trajectory
         skip |= {c.ref for c in trajectory}
@@ -172,7 +167,7 @@ def build_context(
     skip |= {c.ref for c in pref_cands}
 
     # Catalog: tool definitions from the config, skills matching the query (metadata only).
-    candidates += src.tool_candidates(store.config)
+    candidates += src.tool_candidates(store.settings.tools.definitions)
     from agentstate.skills.catalog import match_skills
 
     skills = match_skills(store, query, limit=settings.catalog_skills + 1) \
@@ -192,7 +187,7 @@ def build_context(
     )
 
     _mark_duplicates(candidates, order)
-    counter = counter_from_config(store.config)
+    counter = counter_for(store.settings.tokens)
     reserve = min(settings.index_reserve, budget_n // 20)
     allocation = allocate(candidates, budget_n, counter.count, order=order,
                           index_reserve=reserve, count_many=counter.count_many)
@@ -301,7 +296,7 @@ def _trajectory_rows(store: Store, run: Any, window: int) -> tuple[list[tuple], 
     return [tuple(r) for r in rows], older
 
 
-def _event_evidence(store: Store, query: str, settings: src.ContextSettings,
+def _event_evidence(store: Store, query: str, settings: ContextSettings,
                     skip: set[str]) -> list[Candidate]:
     from agentstate.memory.search import search_events
 
@@ -328,7 +323,7 @@ def _event_evidence(store: Store, query: str, settings: src.ContextSettings,
             )
         }
     return src.event_evidence(hits, skip=skip, superseded=superseded, resolved=resolved,
-                              min_relevance=settings.min_relevance)
+                              min_relevance=store.settings.memory.min_relevance)
 
 
 def _rarest_terms(store: Store, query: str, keep: int) -> str:
@@ -365,7 +360,7 @@ RARITY_CAP = 500
 
 
 def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict | None,
-                     settings: src.ContextSettings, skip: set[str]
+                     settings: ContextSettings, skip: set[str]
                      ) -> tuple[list[Candidate], dict[str, int]]:
     """Memories through the read gate (`recall`), as evidence candidates.
 

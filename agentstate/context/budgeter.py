@@ -36,13 +36,9 @@ class Allocation:
 
 
 def class_order(configured: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
-    """The configured class order; `pinned` always first, every class present once."""
-    order = [c for c in (configured or CLASSES) if c in CLASSES]
-    unknown = [c for c in (configured or []) if c not in CLASSES]
-    if unknown:
-        raise InvalidInput(f"[context] classes: unknown class {unknown[0]!r}; "
-                           f"expected some of {', '.join(CLASSES)}")
-    order = ["pinned"] + [c for c in order if c != "pinned"]
+    """The configured class order (names checked at load); `pinned` always first, every
+    class present once."""
+    order = ["pinned"] + [c for c in (configured or CLASSES) if c != "pinned"]
     order += [c for c in CLASSES if c not in order]
     return tuple(dict.fromkeys(order))
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentstate.config import CONTEXT_CLASSES
+
 # Priority classes, highest first (config [context] classes may reorder all but `pinned`).
-CLASSES = ("pinned", "task", "catalog", "evidence", "trajectory", "index")
+CLASSES = CONTEXT_CLASSES
 
 # Where each candidate is rendered, in the order the sections appear in the text. The layout
 # follows "lost in the middle": models use the start and the end of a long context best, so

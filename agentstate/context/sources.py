@@ -13,56 +13,15 @@ instructions) — and contested memories are flagged.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentstate.config import ToolDefinition
 from agentstate.context.candidates import Candidate
 from agentstate.context.compression import compress_line
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.store.sources import is_untrusted, source_class
-
-
-@dataclass
-class ContextSettings:
-    """The [context] section of the config, validated."""
-
-    system_file: str = ""
-    recent_full_events: int = 8
-    trajectory_window: int = 40
-    evidence_events: int = 30
-    evidence_memories: int = 30
-    catalog_skills: int = 10
-    index_reserve: int = 200  # at most this many tokens (and 5% of the budget) for the index
-    task_items: int = 25      # newest items per task-state group; the rest via the index
-    query_questions: int = 5  # newest open questions added to the default query
-    query_words: int = 40     # the default query keeps at most this many distinct words
-    evidence_terms: int = 8   # the event search uses the query's N rarest terms
-    min_relevance: float = 0.2
-    classes: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_config(cls, config: dict) -> ContextSettings:
-        section = config.get("context", {}) or {}
-        settings = cls(classes=list(section.get("classes", [])))
-        settings.system_file = str(section.get("system_file", "") or "")
-        for name in ("recent_full_events", "trajectory_window", "evidence_events",
-                     "evidence_memories", "catalog_skills", "index_reserve", "task_items",
-                     "query_questions", "query_words", "evidence_terms"):
-            value = section.get(name, getattr(settings, name))
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InvalidInput(f"[context] {name} must be a whole number >= 0, "
-                                   f"got {value!r}")
-            setattr(settings, name, value)
-        relevance = (config.get("memory", {}) or {}).get("min_relevance", 0.2)
-        try:
-            settings.min_relevance = float(relevance)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput("[memory] min_relevance must be a number") from exc
-        settings.trajectory_window = max(settings.trajectory_window,
-                                         settings.recent_full_events)
-        return settings
-
 
 # ---------------------------------------------------------------- labels and forms
 
@@ -263,18 +222,14 @@ def describe_drift(recorded: dict, drift: Any, since: str) -> str:
 # ---------------------------------------------------------------- catalog
 
 
-def tool_candidates(config: dict) -> list[Candidate]:
-    definitions = (config.get("tools", {}) or {}).get("definitions", []) or []
+def tool_candidates(definitions: Sequence[ToolDefinition]) -> list[Candidate]:
+    """The `[tools] definitions` entries as catalog candidates."""
     out = []
     for n, item in enumerate(definitions):
-        if not isinstance(item, dict) or not str(item.get("name", "")).strip():
-            raise InvalidInput("[tools] definitions entries need a name: "
-                               "{name = \"...\", description = \"...\"}")
-        name = str(item["name"]).strip()
-        desc = " ".join(str(item.get("description", "")).split())
-        ref = f"tool:{name}"
+        ref = f"tool:{item.name}"
         out.append(Candidate(ref=ref, cls="catalog", section="catalog", score=1.0,
-                             full=f"- {ref} — {desc}" if desc else f"- {ref}",
+                             full=f"- {ref} — {item.description}" if item.description
+                             else f"- {ref}",
                              compressed=f"- {ref}", order=(0, n), kind="tool"))
     return out
 

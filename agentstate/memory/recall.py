@@ -140,10 +140,7 @@ def recall(
     relevance = dict(matches)
     rows = _load_rows(store, [row for row, _ in matches])
     now = store.now()
-    min_relevance = (store.config.get("memory") or {}).get("min_relevance", 0.2)
-    if isinstance(min_relevance, bool) or not isinstance(min_relevance, int | float):
-        raise InvalidInput(f"[memory] min_relevance must be a number in config.toml, "
-                           f"got {min_relevance!r}")
+    min_relevance = store.settings.memory.min_relevance
 
     withheld: dict[str, int] = {}
     visible: list[tuple[dict, float, float]] = []  # row, relevance, specificity

@@ -64,10 +64,7 @@ def check_text(store: Any, text: str) -> str:
     value = (text or "").strip()
     if not value:
         raise InvalidInput("the memory text is empty")
-    limit = (store.config.get("memory") or {}).get("max_chars", 4000)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInput(f"[memory] max_chars must be a whole number >= 1 in config.toml, "
-                           f"got {limit!r}")
+    limit = store.settings.memory.max_chars
     if len(value) > limit:
         raise InvalidInput(f"the memory text is {len(value)} characters; the limit is {limit} "
                            "([memory] max_chars)")

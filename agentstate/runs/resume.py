@@ -202,10 +202,6 @@ def build_pack(
         raise InvalidInput("--budget must be a positive number of tokens")
     run = pick_run(store, ref)
     state = working_state(store, run)
-    limit = store.config.get("resume", {}).get("recent_events", 12)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise InvalidInput(f"[resume] recent_events must be a whole number >= 0 in "
-                           f"config.toml, got {limit!r}")
     checkpoint = last_checkpoint(store, run)
     checkpoint_dict = None
     if checkpoint is not None:
@@ -229,7 +225,7 @@ def build_pack(
         hypotheses=state.hypotheses,
         drift=drift if drift is not None else _drift_dict(store, run),
         checkpoint=checkpoint_dict,
-        recent_events=recent_events(store, run, limit,
+        recent_events=recent_events(store, run, store.settings.resume.recent_events,
                                     exclude={i.ref for i in state.failed_verifications}),
         skills=skills,
         skills_note=skills_note,
@@ -241,10 +237,9 @@ def build_pack(
 
 
 def _store_counter(store: Store) -> Callable[[str], int]:
-    from agentstate.tokens import counter_from_config
+    from agentstate.tokens import counter_for
 
-    counter = counter_from_config(store.config)
-    return counter.count
+    return counter_for(store.settings.tokens).count
 
 
 # ---------------------------------------------------------------- rendering

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentstate.config import ToolSettings
 from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
 from agentstate.safety import find_injection, refuse_secrets
 from agentstate.skills import manifest as mf
@@ -150,16 +151,10 @@ def registry_lock(store: Store) -> Iterator[None]:
 
 def principal_name(store: Store) -> tuple[str, bool]:
     """(principal, may approve): AGENTSTATE_PRINCIPAL or [principals] default."""
-    try:
-        from agentstate.memory.model import resolve_principal
+    from agentstate.store.principals import resolve_principal
 
-        who = resolve_principal(store)
-        return who.name, "*" in who.write
-    except ImportError:  # pragma: no cover - memory domain always ships with this one
-        section = store.config.get("principals", {})
-        name = os.environ.get("AGENTSTATE_PRINCIPAL") or section.get("default") or "owner"
-        entry = section.get(name, {}) if isinstance(section.get(name), dict) else {}
-        return name, "*" in entry.get("write", [])
+    who = resolve_principal(store)
+    return who.name, "*" in who.write
 
 
 def _upsert_candidate(store: Store, name: str, folder: mf.SkillFolder,
@@ -447,7 +442,7 @@ def _enclosing_skill(path: Path) -> Path | None:
     return None
 
 
-def validate_targets(store: Store | None, config: dict, targets: list[str],
+def validate_targets(store: Store | None, tools: ToolSettings, targets: list[str],
                      *, spec_only: bool = False) -> list[mf.ValidationReport]:
     reports = []
     cwd = Path.cwd().resolve()
@@ -456,7 +451,7 @@ def validate_targets(store: Store | None, config: dict, targets: list[str],
             display = str(folder.resolve().relative_to(cwd)) or "."
         except ValueError:
             display = str(folder)
-        reports.append(mf.validate_folder(folder, config, spec_only=spec_only, display=display))
+        reports.append(mf.validate_folder(folder, tools, spec_only=spec_only, display=display))
     return reports
 
 
@@ -702,7 +697,7 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
                     shipped: bool) -> PublishResult:
     # Shipped skills are installed whatever this machine has on PATH (init must not fail
     # because, say, git is missing); `skill validate` reports missing tools when asked.
-    report = mf.validate_folder(folder_path, store.config, check_tools=not shipped,
+    report = mf.validate_folder(folder_path, store.settings.tools, check_tools=not shipped,
                                 display=f"skills/{name}")
     reasons = [str(p) for p in report.errors]
     tree = registry.tree_hash(folder_path)

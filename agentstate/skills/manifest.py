@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentstate.config import ToolSettings
+
 SKILL_MD = "SKILL.md"
 SKILL_TOML = "skill.toml"
 CONTRACT_VERSION = 1
@@ -560,13 +562,14 @@ def _is_script_program(argv0: str) -> bool:
 
 def validate_folder(
     path: Path,
-    config: dict[str, Any],
+    policy: ToolSettings,
     *,
     spec_only: bool = False,
     check_tools: bool = True,
     display: str | None = None,
 ) -> ValidationReport:
-    """Every rule: the spec's front matter rules, the contract, tools, scripts, secrets."""
+    """Every rule: the spec's front matter rules, the contract, tools (against the `[tools]`
+    `policy`), scripts, secrets."""
     from agentstate.safety import find_injection, find_secrets
     from agentstate.tools.policy import check_command, program_name
     from agentstate.tools.runner import tool_availability
@@ -591,7 +594,7 @@ def validate_folder(
                     argv = shlex.split(prefix)
                 except ValueError:
                     argv = prefix.split()
-                if argv and not check_command(config, argv).allowed:
+                if argv and not check_command(policy, argv).allowed:
                     out.error(SKILL_MD, folder.doc.key_lines.get("allowed-tools"),
                               "allowed-tools-policy",
                               f"`allowed-tools` pre-approves {prefix!r}, which the [tools] "
@@ -635,7 +638,7 @@ def validate_folder(
         declared = {p.name for p in contract.inputs} | set(BUILTIN_PARAMS)
         tools = set(contract.required_tools)
         for tool in contract.required_tools if check_tools else []:
-            for problem in tool_availability(config, tool).problems:
+            for problem in tool_availability(policy, tool).problems:
                 rule = "tool-missing" if "PATH" in problem else "tool-denied"
                 out.error(SKILL_TOML, _toml_line(toml_text, "required_tools"), rule, problem)
         commands = [("step", s.run) for s in contract.steps if s.run]
@@ -657,7 +660,7 @@ def validate_folder(
             if name not in tools:
                 out.error(SKILL_TOML, command.line, "tool-undeclared",
                           f"{what} command runs {name!r}; list it in `required_tools`")
-            if not check_command(config, [PARAM_RE.sub("x", a) for a in command.argv]).allowed:
+            if not check_command(policy, [PARAM_RE.sub("x", a) for a in command.argv]).allowed:
                 out.error(SKILL_TOML, command.line, "tool-denied",
                           f"{what} command {command.text!r} is not allowed by the [tools] policy")
         for ref in contract.resources:

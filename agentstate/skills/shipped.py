@@ -87,7 +87,7 @@ def install_shipped(store: Store) -> InstallResult:
             elif draft.exists():
                 result.skipped[name] = f"{draft} exists and was not installed by agentstate"
                 continue
-            report = mf.validate_folder(source, store.config, check_tools=False,
+            report = mf.validate_folder(source, store.settings.tools, check_tools=False,
                                         display=f"skills/{name}")
             if not report.ok:
                 result.skipped[name] = "; ".join(str(p) for p in report.errors)

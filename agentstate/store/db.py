@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentstate.config import CONFIG_NAME, load_config
+from agentstate.config import CONFIG_NAME, Settings, load_settings
 from agentstate.errors import AgentStateError, CorruptStore, StoreMissing
 from agentstate.store.clock import Clock, IdSource, clock_from_env, ids_from_env
 
@@ -40,7 +40,7 @@ class Store:
 
     root: Path  # the .agentstate directory
     db: sqlite_utils.Database
-    config: dict[str, Any]
+    settings: Settings  # config.toml, validated when the store was opened
     clock: Clock = field(default_factory=Clock)
     ids: IdSource = field(default_factory=IdSource)
 
@@ -219,11 +219,12 @@ def open_store(
     from agentstate.store.migrations import apply_migrations
 
     root = find_store(start, override)
+    settings = load_settings(root / CONFIG_NAME)  # a bad config fails before the db opens
     db = connect(root / DB_NAME)
     store = Store(
         root=root,
         db=db,
-        config=load_config(root / CONFIG_NAME),
+        settings=settings,
         clock=clock or clock_from_env(),
         ids=ids or ids_from_env(),
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentstate.config import CONFIG_NAME, DEFAULTS, load_config
+from agentstate.config import CONFIG_NAME, Settings, TokenSettings, load_settings
 from agentstate.errors import AgentStateError
 from agentstate.store.db import DB_NAME, SKILLS_DIR
 
@@ -46,15 +46,17 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 
-def check_config(root: Path) -> tuple[Check, dict]:
+def check_config(root: Path) -> tuple[Check, Settings]:
+    """Whether config.toml loads; the settings the other checks use (the defaults if not)."""
     path = root / CONFIG_NAME
     if not path.exists():
-        return Check("config", WARN, f"{CONFIG_NAME} missing; defaults in use"), dict(DEFAULTS)
+        return Check("config", WARN, f"{CONFIG_NAME} missing; defaults in use"), Settings()
     try:
-        config = load_config(path)
+        settings = load_settings(path)
     except AgentStateError as exc:
-        return Check("config", FAIL, exc.message), dict(DEFAULTS)
-    return Check("config", OK, f"{CONFIG_NAME} parses"), config
+        return Check("config", FAIL, f"{exc.message} (the other checks use the defaults)"), \
+            Settings()
+    return Check("config", OK, f"{CONFIG_NAME} parses and its settings are valid"), settings
 
 
 def check_database(root: Path) -> list[Check]:
@@ -111,16 +113,16 @@ def check_database(root: Path) -> list[Check]:
     return checks
 
 
-def check_tokenizer(config: dict) -> Check:
+def check_tokenizer(settings: TokenSettings) -> Check:
     from agentstate.tokens import (
         CL100K_SHA256,
         DEFAULT_ENCODING,
         bundled_bpe_path,
-        counter_from_config,
+        counter_for,
     )
 
     try:
-        counter = counter_from_config(config)
+        counter = counter_for(settings)
         detail = f"{counter.encoding} loads offline"
         data: dict[str, Any] = {"encoding": counter.encoding, "calibration": counter.calibration}
         if counter.encoding == DEFAULT_ENCODING:
@@ -213,7 +215,7 @@ def check_search_indexes(root: Path) -> Check:
     return Check("search", OK, "memory and event full-text indexes consistent")
 
 
-def check_registry_mirror(root: Path, config: dict) -> Check:
+def check_registry_mirror(root: Path, settings: Settings) -> Check:
     """Every released skill version in the database has its tag at the recorded commit/tree."""
     from agentstate.skills.lifecycle import check_registry
     from agentstate.store.db import LazyDatabase, Store
@@ -222,7 +224,7 @@ def check_registry_mirror(root: Path, config: dict) -> Check:
         conn = sqlite3.connect(f"file:{root / DB_NAME}?mode=ro", uri=True, isolation_level=None)
     except sqlite3.Error as exc:
         return Check("registry", WARN, f"not checked: {exc}")
-    store = Store(root=root, db=LazyDatabase(conn), config=config)  # type: ignore[arg-type]
+    store = Store(root=root, db=LazyDatabase(conn), settings=settings)  # type: ignore[arg-type]
     try:
         problems = check_registry(store)
     except (sqlite3.Error, AgentStateError, OSError) as exc:
@@ -236,9 +238,9 @@ def check_registry_mirror(root: Path, config: dict) -> Check:
 
 def diagnose(root: Path) -> Report:
     """Run every check against the store at `root` (the .agentstate directory)."""
-    config_check, config = check_config(root)
+    config_check, settings = check_config(root)
     checks = [config_check, *check_database(root), check_writable(root),
-              check_tokenizer(config), check_skills_repo(root), check_git()]
+              check_tokenizer(settings.tokens), check_skills_repo(root), check_git()]
     if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):
-        checks += [check_search_indexes(root), check_registry_mirror(root, config)]
+        checks += [check_search_indexes(root), check_registry_mirror(root, settings)]
     return Report(store=str(root), checks=checks)

@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentstate.config import CONFIG_NAME, write_default_config
+from agentstate.config import CONFIG_NAME, load_settings, write_default_config
 from agentstate.errors import AgentStateError
 from agentstate.store.db import DB_NAME, GITIGNORE, STORE_DIR, connect, init_location
 from agentstate.store.migrations import apply_migrations
@@ -64,7 +64,9 @@ def _complete(root: Path, result: InitResult) -> InitResult:
     from agentstate.skills.registry import ensure_registry
 
     config = root / CONFIG_NAME
-    if not config.exists():
+    if config.exists():
+        load_settings(config)  # a committed config with a mistake fails before anything is made
+    else:
         write_default_config(config)
         result.created.append(CONFIG_NAME)
     ignore = root / ".gitignore"

@@ -49,22 +49,16 @@ def _scope_allowed(scope: str, patterns: list[str]) -> bool:
 
 def resolve_principal(store: Any, name: str | None = None) -> Principal:
     """--as, else AGENTSTATE_PRINCIPAL, else `[principals] default`; must be declared."""
-    section = store.config.get("principals") or {}
-    chosen = name or os.environ.get("AGENTSTATE_PRINCIPAL") or section.get("default") or "owner"
-    declared = {k: v for k, v in section.items() if isinstance(v, dict)}
-    entry = declared.get(chosen)
-    if entry is None:
-        names = ", ".join(sorted(declared)) or "none"
+    section = store.settings.principals
+    chosen = name or os.environ.get("AGENTSTATE_PRINCIPAL") or section.default
+    spec = section.declared.get(chosen)
+    if spec is None:
+        names = ", ".join(sorted(section.declared)) or "none"
         raise InvalidInput(
             f"principal {chosen!r} is not declared in config.toml [principals] (declared: {names})"
         )
-    read, write = entry.get("read", []), entry.get("write", [])
-    sources = entry.get("sources")
-    if not isinstance(read, list) or not isinstance(write, list) or not (
-            sources is None or isinstance(sources, list)):
-        raise InvalidInput(f"[principals.{chosen}] read, write and sources must be lists")
-    return Principal(chosen, [str(s) for s in read], [str(s) for s in write],
-                     None if sources is None else [str(s) for s in sources])
+    return Principal(chosen, list(spec.read), list(spec.write),
+                     None if spec.sources is None else list(spec.sources))
 
 
 def default_source(principal: Principal) -> str:

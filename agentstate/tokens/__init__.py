@@ -5,7 +5,7 @@ package ships, verified against the published SHA-256 before use. cl100k_base co
 `memo.CountMemo`, which builds the encoder from just the slice of the vocabulary a text can
 touch and remembers counts by digest, so most commands never build the whole encoder.
 Other encodings work when tiktoken already has their file cached locally; otherwise the
-error says so rather than reaching for the network. Counts are multiplied by the config's
+error says so rather than reaching for the network. Counts are multiplied by the `[tokens]`
 calibration factor (for models whose own tokenizer is not tiktoken's) and rounded up, so a
 budget that holds under the calibrated count holds for the real one too.
 """
@@ -20,9 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from agentstate.config import TokenSettings
 
 DEFAULT_ENCODING = "cl100k_base"
 # Published SHA-256 of cl100k_base.tiktoken (the same value tiktoken itself checks).
@@ -197,17 +200,6 @@ class TokenCounter:
         return [math.ceil(n * self.calibration) for n in raw]
 
 
-def counter_from_config(config: dict) -> TokenCounter:
-    section = config.get("tokens", {})
-    encoding = str(section.get("encoding", DEFAULT_ENCODING))
-    try:
-        calibration = float(section.get("calibration", 1.0))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput("[tokens] calibration must be a number") from exc
-    if not 0.1 <= calibration <= 10:
-        raise InvalidInput("[tokens] calibration must be between 0.1 and 10")
-    return TokenCounter(encoding, calibration)
-
-
-def count_tokens(text: str, config: dict | None = None) -> int:
-    return counter_from_config(config or {}).count(text)
+def counter_for(tokens: TokenSettings) -> TokenCounter:
+    """The counter the `[tokens]` settings describe (checked when they were loaded)."""
+    return TokenCounter(tokens.encoding, tokens.calibration)

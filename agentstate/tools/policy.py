@@ -18,9 +18,12 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from agentstate.config import ToolSettings
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,7 @@ def program_name(argv0: str) -> str:
 
 
 def _rule_words(rule: str) -> list[str]:
-    try:
-        words = shlex.split(rule)
-    except ValueError as exc:
-        raise InvalidInput(f"[tools] rule {rule!r} is not a valid command line ({exc})") from exc
-    return words
+    return shlex.split(rule)  # every rule was checked to split when the settings were loaded
 
 
 def _matches(rule: str, argv: list[str]) -> bool:
@@ -54,22 +53,15 @@ def _matches(rule: str, argv: list[str]) -> bool:
     return argv[1 : len(words)] == words[1:]
 
 
-def _rules(config: dict[str, Any], key: str) -> list[str]:
-    value = config.get("tools", {}).get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInput(f"[tools] {key} must be a list of strings in config.toml")
-    return value
-
-
-def check_command(config: dict[str, Any], argv: list[str]) -> PolicyDecision:
-    """Decide whether the tool layer may run `argv` under the store's policy."""
+def check_command(tools: ToolSettings, argv: list[str]) -> PolicyDecision:
+    """Decide whether the tool layer may run `argv` under the `[tools]` policy."""
     if not argv or not argv[0]:
         raise InvalidInput("no command given")
     program = program_name(argv[0])
-    for rule in _rules(config, "deny"):
+    for rule in tools.deny:
         if _matches(rule, argv):
             return PolicyDecision(False, f"denied by [tools] deny rule {rule!r}", rule)
-    for rule in _rules(config, "allow"):
+    for rule in tools.allow:
         if _matches(rule, argv):
             return PolicyDecision(True, f"allowed by [tools] allow rule {rule!r}", rule)
     return PolicyDecision(
@@ -77,10 +69,6 @@ def check_command(config: dict[str, Any], argv: list[str]) -> PolicyDecision:
     )
 
 
-def declared_tools(config: dict[str, Any]) -> set[str]:
+def declared_tools(tools: ToolSettings) -> set[str]:
     """Names of non-command tools declared in [tools] definitions (MCP tools and the like)."""
-    names = set()
-    for item in config.get("tools", {}).get("definitions", []) or []:
-        if isinstance(item, dict) and isinstance(item.get("name"), str):
-            names.add(item["name"])
-    return names
+    return {d.name for d in tools.definitions}

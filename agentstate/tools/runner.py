@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from agentstate.config import ToolSettings
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, current_run, resolve_run
 from agentstate.safety import find_secrets, redact_secrets
@@ -156,15 +157,6 @@ def _target_run(store: Store, run_ref: str | None) -> Run | None:
     return current_run(store)
 
 
-def configured_timeout(config: dict) -> float | None:
-    """`[tools] timeout` in seconds; 0 means no limit. A bad value is an error, not a crash."""
-    value = config.get("tools", {}).get("timeout", 600)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise InvalidInput(f"[tools] timeout must be a number of seconds (0 for no limit) in "
-                           f"config.toml, got {value!r}")
-    return float(value) or None
-
-
 def _resolve_cwd(store: Store, cwd: str | Path | None) -> Path:
     where = Path(cwd) if cwd is not None else Path.cwd()
     if not where.is_dir():
@@ -194,13 +186,13 @@ def run_tool(
     if not argv or not argv[0].strip():
         raise InvalidInput("no command given (usage: agentstate exec -- CMD [ARGS...])")
     if timeout is None:
-        timeout = configured_timeout(store.config)
+        timeout = store.settings.tools.timeout or None  # 0 in the config: no limit
     elif not timeout > 0:  # also catches NaN
         raise InvalidInput(f"timeout must be a positive number of seconds, got {timeout}")
     run = _target_run(store, run_ref)
     where = _resolve_cwd(store, cwd)
     program = program_name(argv[0])
-    decision = check_command(store.config, argv)
+    decision = check_command(store.settings.tools, argv)
     result = ToolResult(argv=argv, program=program, allowed=decision.allowed,
                         reason=decision.reason, cwd=str(where))
     if decision.allowed:
@@ -378,15 +370,15 @@ class Availability:
     problems: list[str] = field(default_factory=list)
 
 
-def tool_availability(config: dict, tool: str) -> Availability:
+def tool_availability(tools: ToolSettings, tool: str) -> Availability:
     """Can the tool layer run this tool here: on PATH and allowed, or declared in [tools]?"""
     from agentstate.tools.policy import declared_tools
 
-    if tool in declared_tools(config):
+    if tool in declared_tools(tools):
         return Availability(tool, on_path=False, allowed=True, declared=True,
                             reason="declared in [tools] definitions")
     on_path = shutil.which(tool) is not None
-    decision = check_command(config, [tool])
+    decision = check_command(tools, [tool])
     problems = []
     if not on_path:
         problems.append(f"required tool {tool!r} is not on PATH")
