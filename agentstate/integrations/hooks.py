@@ -202,21 +202,24 @@ def _meta(payload: HookPayload, **extra: Any) -> dict[str, Any]:
     return meta
 
 
-# Lines that name the failure itself rank above summary lines ("1 failed, 3 passed").
-_STRONG_HINT = re.compile(r"(FAILED|ERROR|Error\b|Error:|Exception|Traceback|panicked|fatal:)")
-_WEAK_HINT = re.compile(r"(fail|error)", re.IGNORECASE)
+# Lines that name the failure itself rank above wrapper lines ("make: *** Error 2"), which
+# rank above summaries ("1 failed, 3 passed").
+_HINTS = (re.compile(r"^E\s+\S"),  # pytest's own line for the exception: the shortest form
+          re.compile(r"(FAILED|FAIL:|AssertionError|panicked|Traceback)"),
+          re.compile(r"(ERROR|Error\b|Error:|Exception|fatal:)"),
+          re.compile(r"(fail|error)", re.IGNORECASE))
 _EXIT_IN_TEXT = re.compile(r"[Ee]xit (?:code|status)[: ]+(\d+)")
 
 
 def failure_line(excerpt: str) -> str:
-    """The most telling line of a failing command's output: the last one naming an error,
-    else the last one mentioning a failure, else the last non-empty one."""
+    """The most telling line of a failing command's output: the last line of the best hint
+    tier that has one, else the last non-empty line."""
     lines = [line.strip() for line in excerpt.splitlines()
              if line.strip() and line.strip() not in ("[stderr]", "[...]")
              and not _EXIT_IN_TEXT.fullmatch(line.strip())]
-    strong = [line for line in lines if _STRONG_HINT.search(line)]
-    weak = [line for line in lines if _WEAK_HINT.search(line)]
-    chosen = (strong or weak or lines or [""])[-1]
+    chosen = next(([line for line in lines if hint.search(line)][-1] for hint in _HINTS
+                   if any(hint.search(line) for line in lines)), lines[-1] if lines else "")
+    chosen = re.sub(r"^E\s+", "", chosen)
     return chosen if len(chosen) <= FAILURE_LINE_CHARS else chosen[: FAILURE_LINE_CHARS - 1] + "…"
 
 
@@ -265,17 +268,19 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
         status = f"exit {exit_code}" if exit_code is not None else "failed"
     else:
         status = f"exit {exit_code}" if exit_code is not None else "ok"
+    shown = None
     if command:
         shown = " ".join(redact(command).split())
         if len(shown) > HEADLINE_COMMAND_CHARS:
             shown = shown[: HEADLINE_COMMAND_CHARS - 1] + "…"
-        headline = f"{name}: $ {shown} → {status}"
-    elif file_path:
-        headline = f"{name} {redact(file_path)} → {status}"
+    what = f"$ {shown}" if shown else redact(file_path) if file_path else None
+    if failed:
+        # The failure first: resume shows the first ~100 characters of a line.
+        reason = failure_line(excerpt) if excerpt else ""
+        headline = f"{name} {status}" + (f": {reason}" if reason else "") + (
+            f" ({what})" if what else "")
     else:
-        headline = f"{name} → {status}"
-    if failed and excerpt:
-        headline += f": {failure_line(excerpt)}"
+        headline = f"{name}: {what} → {status}" if what else f"{name} → {status}"
     text = headline + (f"\n\n{excerpt}" if failed and excerpt else "")
     # A command's exit code is kept (0 when the agent reported success without one; None
     # when it failed without one): resume ranks calls with a non-zero code higher.
