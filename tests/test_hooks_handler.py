@@ -155,14 +155,16 @@ def test_bad_input_exits_0_with_one_line_and_a_log_entry(initialised, cli, stdin
 def test_no_store_logs_to_the_cache_dir(tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    proc = hook("claude-code", payload("claude-code", "stop", outside), outside)
+    cache = tmp_path / "cache"  # not the session's shared cache: other tests read its log
+    proc = hook("claude-code", payload("claude-code", "stop", outside), outside,
+                env={"AGENTSTATE_CACHE_DIR": str(cache)})
     assert proc.returncode == 0 and "no .agentstate store" in proc.stderr
-    log = Path(os.environ["AGENTSTATE_CACHE_DIR"]) / "hook-errors.log"
+    log = cache / "hook-errors.log"
     assert "no .agentstate store" in log.read_text().splitlines()[-1]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
-def test_read_only_store_never_breaks_the_agent(initialised):
+def test_read_only_store_never_breaks_the_agent(initialised, tmp_path):
     hook("claude-code", payload("claude-code", "user_prompt_submit", initialised), initialised)
     root = initialised / ".agentstate"
     modes = {p: p.stat().st_mode for p in (root, root / "state.db")}
@@ -170,7 +172,7 @@ def test_read_only_store_never_breaks_the_agent(initialised):
         p.chmod(0o555 if p.is_dir() else 0o444)
     try:
         proc = hook("claude-code", payload("claude-code", "post_tool_use_bash", initialised),
-                    initialised)
+                    initialised, env={"AGENTSTATE_CACHE_DIR": str(tmp_path / "cache")})
     finally:
         for p, mode in modes.items():
             p.chmod(mode)

@@ -249,7 +249,7 @@ def uninstall_agents_md(root: Path) -> SettingsChange:
     if span is None:
         return SettingsChange(str(path), False, [])
     before, after = text[: span[0]], text[span[1]:]
-    if before.endswith("\n\n") and not after:
+    if before.endswith("\n\n") and (not after or after.startswith("\n")):
         before = before[:-1]  # the blank line install put before the block
     new = before + after
     if not new.strip():
