@@ -219,3 +219,21 @@ def test_catch_up_is_a_no_op_without_a_transcript_importer(initialised, cli, mon
         assert hooks_module._catch_up(store, parsed, "run:abcd1234") is None
     finally:
         store.close()
+
+
+def test_write_hooks_import_nothing_heavy(initialised):
+    """Hooks run on every tool call: no tokenizer, no sqlite_utils, no rich on that path."""
+    import subprocess
+    import sys
+
+    hook("claude-code", payload("claude-code", "user_prompt_submit", initialised), initialised)
+    for name in ("post_tool_use_bash", "post_tool_use_failure_bash", "stop"):
+        code = ("import sys; sys.argv = ['agentstate', 'hook', 'claude-code']\n"
+                "from agentstate.cli import main\n"
+                "try:\n    main()\nexcept SystemExit:\n    pass\n"
+                "print('HEAVY', sorted(m for m in ('git', 'tiktoken', 'sqlite_utils', 'rich') "
+                "if m in sys.modules))")
+        proc = subprocess.run([sys.executable, "-c", code], cwd=initialised, text=True,
+                              input=json.dumps(payload("claude-code", name, initialised)),
+                              capture_output=True, timeout=60)
+        assert proc.stderr == "" and proc.stdout.strip().splitlines()[-1] == "HEAVY []", name

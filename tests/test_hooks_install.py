@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentstate.integrations.agent_config import CLAUDE_COMMAND, CLAUDE_EVENTS, CODEX_EVENTS
+from tests.conftest import git
 
 FOREIGN = {
     "permissions": {"allow": ["Bash(make test)"]},
@@ -205,3 +206,14 @@ def test_git_hook_never_fails_the_git_command(initialised, cli, tmp_path, monkey
         capture_output=True, text=True).stdout)
     hooks = next(c for c in doctor["data"]["checks"] if c["name"] == "hooks")
     assert hooks["status"] == "warn" and "git post-commit" in hooks["detail"]
+
+
+def test_rebase_steps_and_file_checkouts_are_not_recorded(initialised, monkeypatch):
+    from agentstate.integrations.git_hooks import git_event
+
+    head = git(initialised, "rev-parse", "HEAD").strip()
+    assert git_event(initialised, "post-checkout", [head, head, "0"]) is None  # a file
+    text, meta = git_event(initialised, "post-commit", [])
+    assert text == f"commit {head[:12]} on main: initial" and meta["sha"] == head
+    monkeypatch.setenv("GIT_REFLOG_ACTION", "rebase (pick)")
+    assert git_event(initialised, "post-commit", []) is None
