@@ -197,8 +197,8 @@ This repository keeps its agents' run log in `.agentstate/`. Before anything els
    verifications, failed checks and what changed in the work tree since the last session.
    No run yet? Start one: `agentstate run start "GOAL"`.
 2. Run commands through `agentstate exec -- CMD ARGS` so each call and its output are logged.
-3. Record what you learn as you go: `agentstate log decision|observation|hypothesis|question
-   |verify TEXT` (`agentstate log --help` lists the kinds), and
+3. Record what you learn as you go with `agentstate log KIND TEXT` (decision, observation,
+   hypothesis, question, verify…; `agentstate log --help` lists them), and run
    `agentstate checkpoint --note "where things stand"` before you stop."""
 
 
