@@ -236,11 +236,26 @@ def check_registry_mirror(root: Path, settings: Settings) -> Check:
     return Check("registry", OK, "database mirror matches the registry's tags")
 
 
+def check_hook_errors(root: Path) -> Check:
+    """What agent and git hooks could not record lately (they never fail the agent, so this
+    is where their problems show up)."""
+    from agentstate.store.hooklog import last_hook_errors
+
+    errors = last_hook_errors(root, limit=3)
+    if not errors:
+        return Check("hooks", OK, "no hook errors recorded")
+    last = errors[-1]
+    return Check("hooks", WARN, f"{len(errors)} recent hook error(s); last at {last.get('ts')}: "
+                                f"{last.get('agent')} {last.get('event')}: {last.get('error')} "
+                                f"(log: {last.get('log')})", {"errors": errors})
+
+
 def diagnose(root: Path) -> Report:
     """Run every check against the store at `root` (the .agentstate directory)."""
     config_check, settings = check_config(root)
     checks = [config_check, *check_database(root), check_writable(root),
-              check_tokenizer(settings.tokens), check_skills_repo(root), check_git()]
+              check_tokenizer(settings.tokens), check_skills_repo(root), check_git(),
+              check_hook_errors(root)]
     if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):
         checks += [check_search_indexes(root), check_registry_mirror(root, settings)]
     return Report(store=str(root), checks=checks)

@@ -1,0 +1,237 @@
+"""`agentstate hooks install|uninstall|status` and `agentstate hook AGENT`, the handler."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentstate.cli import app
+from agentstate.cli.common import JsonOption, handle_errors, store_override
+from agentstate.output import emit
+
+TARGETS = ("claude-code", "codex", "agents-md", "git")
+hooks_app = typer.Typer(
+    help="Plug agentstate into agents' lifecycle hooks (Claude Code, Codex CLI), AGENTS.md "
+         "and git hooks.", no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
+
+TargetArg = Annotated[str, typer.Argument(help="claude-code, codex, agents-md or git.")]
+UserOption = Annotated[bool, typer.Option(
+    "--user", help="The user's settings (~/.claude/settings.json, ~/.codex/hooks.json) "
+                   "instead of the project's (claude-code and codex only).")]
+ProjectOption = Annotated[bool, typer.Option(
+    "--project", help="The project's settings at the repository root (the default).")]
+
+
+def _root() -> Path:
+    """The repository root: the store's work tree, else the git top level of here."""
+    from agentstate.errors import StoreMissing
+    from agentstate.store.db import find_store, init_location
+
+    try:
+        return find_store(override=store_override()).parent
+    except StoreMissing:
+        return init_location()
+
+
+def _scope(target: str, user: bool, project: bool) -> str:
+    from agentstate.errors import UsageError
+
+    if target not in TARGETS:
+        raise UsageError(f"unknown target {target!r}: expected {', '.join(TARGETS)}")
+    if user and project:
+        raise UsageError("pass either --user or --project, not both")
+    if user and target not in ("claude-code", "codex"):
+        raise UsageError(f"--user applies to claude-code and codex only, not {target}")
+    return "user" if user else "project"
+
+
+def _change(target: str, scope: str, install: bool) -> dict[str, Any]:
+    from agentstate.integrations import agent_config, git_hooks
+
+    root = _root()
+    if target == "git":
+        changes = (git_hooks.install_git_hooks(root) if install
+                   else git_hooks.uninstall_git_hooks(root))
+        return {"target": target, "path": str(git_hooks.hooks_dir(root)),
+                "changed": bool(changes), "changes": changes}
+    if target == "agents-md":
+        result = (agent_config.install_agents_md(root) if install
+                  else agent_config.uninstall_agents_md(root))
+    else:
+        path = agent_config.settings_path(target, scope, root)
+        result = (agent_config.install_agent_hooks(target, path) if install
+                  else agent_config.uninstall_agent_hooks(target, path))
+    return {"target": target, "scope": scope, "path": result.path, "changed": result.changed,
+            "events": result.events}
+
+
+def _show_change(console, data: dict) -> None:
+    verb = "installed" if data.get("install") else "removed"
+    if not data["changed"]:
+        state = "already installed" if data.get("install") else "not installed"
+        console.print(f"{data['target']}: {state} ({data['path']}); nothing changed",
+                      markup=False)
+        return
+    detail = data.get("changes") or data.get("events") or []
+    console.print(f"{data['target']}: {verb} in {data['path']}", markup=False)
+    for line in detail:
+        console.print(f"  {line}", markup=False)
+
+
+@hooks_app.command("install")
+@handle_errors
+def hooks_install(target: TargetArg, user: UserOption = False, project: ProjectOption = False,
+                  as_json: JsonOption = False) -> None:
+    """Install agentstate's hooks for TARGET, next to any hooks already there.
+
+    claude-code: entries in .claude/settings.json (SessionStart → resume pack; prompts, tool
+    calls, compaction and session end → the run log). codex: the same in .codex/hooks.json.
+    agents-md: a marked block in AGENTS.md telling any agent to run `agentstate resume` first
+    and log through agentstate. git: post-commit and post-checkout hooks (core.hooksPath is
+    honoured; an existing hook is kept and still runs). Installing twice changes nothing.
+    A settings file that is not valid JSON is reported (exit 1) and left untouched.
+    """
+    data = _change(target, _scope(target, user, project), install=True) | {"install": True}
+    emit("hooks install", data, as_json=as_json, human=_show_change)
+
+
+@hooks_app.command("uninstall")
+@handle_errors
+def hooks_uninstall(target: TargetArg, user: UserOption = False,
+                    project: ProjectOption = False, as_json: JsonOption = False) -> None:
+    """Remove only agentstate's hooks for TARGET (recognised by their exact command, marker
+    or block); other hooks and hand edits stay. For git, the previous hook is put back
+    byte for byte."""
+    data = _change(target, _scope(target, user, project), install=False) | {"install": False}
+    emit("hooks uninstall", data, as_json=as_json, human=_show_change)
+
+
+@hooks_app.command("status")
+@handle_errors
+def hooks_status(as_json: JsonOption = False) -> None:
+    """Show what is installed where: Claude Code and Codex (project and user settings),
+    AGENTS.md, git hooks, and the last hook errors."""
+    from agentstate.errors import AgentStateError
+    from agentstate.integrations import agent_config, git_hooks
+    from agentstate.store.hooklog import last_hook_errors
+
+    root = _root()
+    agents = []
+    for agent in ("claude-code", "codex"):
+        for scope in ("project", "user"):
+            path = agent_config.settings_path(agent, scope, root)
+            agents.append({"agent": agent, "scope": scope,
+                           **agent_config.agent_hooks_status(agent, path)})
+    try:
+        git: Any = [vars(s) for s in git_hooks.git_hooks_status(root)]
+    except AgentStateError as exc:
+        git = {"error": exc.message}
+    store_dir = root / ".agentstate"
+    data = {"root": str(root), "agents": agents,
+            "agents_md": agent_config.agents_md_status(root), "git": git,
+            "errors": last_hook_errors(store_dir if store_dir.is_dir() else None)}
+
+    def human(console, d):
+        for entry in d["agents"]:
+            if entry.get("error"):
+                state = f"unreadable: {entry['error']}"
+            elif not entry["events"]:
+                state = "not installed"
+            elif entry["missing"]:
+                state = f"partly installed (missing {', '.join(entry['missing'])})"
+            else:
+                state = "installed"
+            console.print(f"{entry['agent']:12} {entry['scope']:8} {state}  {entry['path']}",
+                          markup=False)
+        md = d["agents_md"]
+        md_state = md.get("error") or ("installed" + ("" if md.get("current") else
+                                                      " (outdated; install again)")
+                                       if md["installed"] else "not installed")
+        console.print(f"{'agents-md':12} {'project':8} {md_state}  {md['path']}", markup=False)
+        if isinstance(d["git"], dict):
+            console.print(f"{'git':12} {'project':8} {d['git']['error']}", markup=False)
+        else:
+            for hook in d["git"]:
+                state = ("installed" + (" (chained to the previous hook)" if hook["chained"]
+                                        else "")) if hook["installed"] else "not installed"
+                console.print(f"{'git':12} {hook['name']:13} {state}  {hook['path']}",
+                              markup=False)
+        for error in d["errors"]:
+            console.print(f"hook error {error.get('ts')} {error.get('agent')} "
+                          f"{error.get('event')}: {error.get('error')}", markup=False)
+
+    emit("hooks status", data, as_json=as_json, human=human)
+
+
+@app.command("hook", context_settings={"allow_extra_args": True,
+                                        "ignore_unknown_options": True})
+def hook(
+    agent: Annotated[str, typer.Argument(help="claude-code or codex (JSON on stdin), or git "
+                                              "(post-commit, post-checkout ARGS).")],
+    args: Annotated[list[str] | None, typer.Argument(help="For git: the hook name and "
+                                                          "git's arguments.")] = None,
+) -> None:
+    """The hook handler the installed hooks call. Not for typing by hand.
+
+    Always exits 0: a problem is one line on stderr and an entry in the hook-error log
+    (`agentstate doctor` and `agentstate hooks status` show the last ones).
+    """
+    sys.exit(run_hook(agent, list(args or []), sys.stdin))
+
+
+def run_hook(agent: str, args: list[str], stdin: Any) -> int:
+    """Read, act, print; on any failure, report it and still return 0."""
+    from agentstate.errors import AgentStateError
+
+    store = None
+    event = args[0] if agent == "git" and args else "?"
+    try:
+        if agent == "git":
+            from agentstate.integrations.git_hooks import record_git_hook
+            from agentstate.store.db import open_store
+
+            store = open_store(store_override())
+            record_git_hook(store, event, args[1:])
+            return 0
+        from agentstate.integrations.hooks import handle, open_hook_store, parse_payload
+
+        payload = parse_payload(agent, stdin.read())
+        event = payload.event
+        store = open_hook_store(payload.cwd, store_override())
+        outcome = handle(store, payload)
+        if outcome.stdout:
+            sys.stdout.write(outcome.stdout + "\n")
+            sys.stdout.flush()
+        return 0
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - a hook never breaks the agent
+        from agentstate.store.hooklog import record_hook_error
+
+        if isinstance(exc, AgentStateError):
+            message = exc.message
+        else:
+            from agentstate.cli.common import as_agentstate_error
+
+            mapped = as_agentstate_error(exc)
+            message = mapped.message if mapped else f"internal error: {type(exc).__name__}: {exc}"
+        root = store.root if store is not None else _store_root_guess()
+        where = record_hook_error(root, agent, event, message)
+        logged = f" (logged in {where})" if where else ""
+        sys.stderr.write(f"agentstate hook {agent} {event}: {message}{logged}\n")
+        return 0
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _store_root_guess() -> Path | None:
+    """The store directory when one can be found, for the error log; None otherwise."""
+    try:
+        from agentstate.store.db import find_store
+
+        return find_store(override=store_override())
+    except Exception:  # noqa: BLE001 - only a place to write the log
+        return None

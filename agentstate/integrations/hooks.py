@@ -1,0 +1,367 @@
+"""`agentstate hook claude-code|codex`: what an agent's lifecycle hook does with its payload.
+
+Claude Code and Codex CLI call a command with one JSON object on stdin: `session_id`,
+`transcript_path`, `cwd`, `hook_event_name` and the event's own fields. This module is an
+entry point, not a domain: it maps each event onto the run log's own functions.
+
+    SessionStart                   → the resume pack (within RESUME_BUDGET_TOKENS) on stdout,
+                                     as hookSpecificOutput.additionalContext
+    UserPromptSubmit               → an `observation` from `user` (the first prompt of a
+                                     session without a run starts one, with it as the goal)
+    PostToolUse(/Failure)          → a `tool` event with a bounded, redacted output excerpt
+    PreCompact, Stop, SessionEnd   → catch up from the transcript, then a checkpoint
+
+Everything but the user's own prompt is written with the `agent` principal's rights. The
+caller (the CLI) turns any failure into one stderr line, a line in the hook-error log and
+exit 0: a hook never breaks the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentstate.errors import InvalidInput
+from agentstate.runs.log import Run
+from agentstate.store.db import Store
+from agentstate.store.principals import Principal
+
+AGENTS = {"claude-code": "Claude Code", "codex": "Codex"}
+# The SessionStart pack's budget in tokens (a candidate `[hooks] resume_budget` config key).
+RESUME_BUDGET_TOKENS = 2000
+# Hooks wait at most this long for a store another process holds locked.
+HOOK_BUSY_TIMEOUT_MS = 2000
+PROMPT_CHARS = 8000  # a pasted log in a prompt is kept to its head
+GOAL_CHARS = 200
+HEADLINE_COMMAND_CHARS = 200
+FAILURE_LINE_CHARS = 160
+HOOK_PRINCIPAL = "agent"
+CHECKPOINT_EVENTS = {"PreCompact": "before compaction", "Stop": "end of turn",
+                     "SessionEnd": "session ended"}
+TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
+
+
+@dataclass
+class HookPayload:
+    agent: str
+    event: str
+    session_id: str
+    cwd: Path | None
+    transcript_path: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class HookOutcome:
+    """What one hook call did: the refs it wrote and what to print on stdout (if anything)."""
+
+    event: str
+    run: str | None = None
+    events: list[str] = field(default_factory=list)
+    stdout: str | None = None
+    skipped: str | None = None
+    caught_up: int | None = None
+
+
+def parse_payload(agent: str, raw: str) -> HookPayload:
+    """Check the hook's stdin: a JSON object with a session id and an event name."""
+    if agent not in AGENTS:
+        raise InvalidInput(f"unknown agent {agent!r}: expected {', '.join(AGENTS)}")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"the hook input is not JSON ({exc.msg} at line {exc.lineno})") \
+            from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("the hook input is not a JSON object")
+    event = data.get("hook_event_name")
+    session_id = data.get("session_id")
+    if not isinstance(event, str) or not event:
+        raise InvalidInput("the hook input has no hook_event_name")
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidInput("the hook input has no session_id")
+    cwd = data.get("cwd")
+    transcript = data.get("transcript_path")
+    return HookPayload(agent, event, session_id,
+                       Path(cwd) if isinstance(cwd, str) and cwd else None,
+                       transcript if isinstance(transcript, str) and transcript else None, data)
+
+
+def open_hook_store(payload_cwd: Path | None, override: str | None) -> Store:
+    """The store of the session's working directory (--dir / AGENTSTATE_DIR win)."""
+    from agentstate.store.db import open_store
+
+    store = open_store(override, start=payload_cwd)
+    store.conn.execute(f"PRAGMA busy_timeout = {HOOK_BUSY_TIMEOUT_MS}")
+    return store
+
+
+def hook_principal(store: Store) -> Principal:
+    """The `agent` principal from config.toml; its shipped definition if it was removed."""
+    from agentstate.config import DEFAULTS
+    from agentstate.store.principals import resolve_principal
+
+    try:
+        return resolve_principal(store, HOOK_PRINCIPAL)
+    except InvalidInput:
+        entry = DEFAULTS["principals"][HOOK_PRINCIPAL]
+        return Principal(HOOK_PRINCIPAL, list(entry["read"]), list(entry["write"]),
+                         list(entry["sources"]))
+
+
+def handle(store: Store, payload: HookPayload) -> HookOutcome:
+    """Act on one hook call. Unknown events are accepted and ignored."""
+    outcome = HookOutcome(payload.event)
+    if payload.event == "SessionStart":
+        _session_start(store, payload, outcome)
+    elif payload.event == "UserPromptSubmit":
+        _prompt(store, payload, outcome)
+    elif payload.event in TOOL_EVENTS:
+        _tool(store, payload, outcome)
+    elif payload.event in CHECKPOINT_EVENTS:
+        _checkpoint(store, payload, outcome)
+    else:
+        outcome.skipped = f"{payload.event} is not recorded"
+    return outcome
+
+
+# ---------------------------------------------------------------- events
+
+
+def _session_start(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
+    from agentstate.runs.sessions import find_session_run
+
+    run = find_session_run(store, payload.agent, payload.session_id)
+    if run is None:
+        context = ("agentstate: no active run in this repository yet. Your first prompt starts "
+                   "one (its first line becomes the goal), or run `agentstate run start GOAL`.")
+    else:
+        outcome.run = run.ref
+        context = _resume_context(store, run)
+    outcome.stdout = json.dumps({"hookSpecificOutput": {
+        "hookEventName": "SessionStart", "additionalContext": context}}, ensure_ascii=False)
+
+
+def _resume_context(store: Store, run: Run) -> str:
+    from agentstate.errors import BudgetTooSmall
+    from agentstate.runs.resume import build_pack
+
+    try:
+        pack = build_pack(store, run.ref, budget=RESUME_BUDGET_TOKENS)
+    except BudgetTooSmall as exc:
+        # The pinned parts alone are larger than the budget: show them whole, never cut.
+        pack = build_pack(store, run.ref, budget=exc.minimum)
+    header = ("agentstate resume pack (this repository's run log; read an evt:… ref with "
+              "`agentstate events`, record findings with `agentstate log KIND TEXT`):")
+    return f"{header}\n\n{pack.text}"
+
+
+def _ensure_run(store: Store, payload: HookPayload, goal: str | None) -> tuple[Run, bool]:
+    """The session's run; a new one (goal: the prompt, else a placeholder) when none is active."""
+    from agentstate.runs.sessions import find_session_run, start_session_run
+    from agentstate.runs.worktree import snapshot
+
+    run = find_session_run(store, payload.agent, payload.session_id)
+    if run is not None:
+        return run, False
+    title = goal or f"{AGENTS[payload.agent]} session {payload.session_id[:8]}"
+    run = start_session_run(store, payload.agent, payload.session_id, title,
+                            worktree=snapshot(store.work_tree))
+    return run, True
+
+
+def _prompt(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
+    from agentstate.runs.log import append_event
+    from agentstate.tools.runner import redact
+
+    prompt = payload.data.get("prompt")
+    if not isinstance(prompt, str):
+        raise InvalidInput("UserPromptSubmit input has no prompt")
+    text = redact(prompt.strip())
+    if not text:
+        outcome.skipped = "empty prompt"
+        return
+    if len(text) > PROMPT_CHARS:
+        text = text[:PROMPT_CHARS] + "\n[... prompt cut ...]"
+    first_line = text.splitlines()[0].strip()
+    goal = first_line if len(first_line) <= GOAL_CHARS else first_line[: GOAL_CHARS - 1] + "…"
+    run, _ = _ensure_run(store, payload, goal)
+    outcome.run = run.ref
+    # The user's own words, recorded as `user`: the hook is the user's channel here.
+    event = append_event(store, run.ref, "observation", text, source="user",
+                         meta=_meta(payload))
+    outcome.events.append(event.ref)
+
+
+def _meta(payload: HookPayload, **extra: Any) -> dict[str, Any]:
+    meta = {"agent": payload.agent, "hook": payload.event, "session": payload.session_id}
+    meta.update({k: v for k, v in extra.items() if v is not None})
+    return meta
+
+
+# Lines that name the failure itself rank above wrapper lines ("make: *** Error 2"), which
+# rank above summaries ("1 failed, 3 passed").
+_HINTS = (re.compile(r"^E\s+\S"),  # pytest's own line for the exception: the shortest form
+          re.compile(r"(FAILED|FAIL:|AssertionError|panicked|Traceback)"),
+          re.compile(r"(ERROR|Error\b|Error:|Exception|fatal:)"),
+          re.compile(r"(fail|error)", re.IGNORECASE))
+_EXIT_IN_TEXT = re.compile(r"[Ee]xit (?:code|status)[: ]+(\d+)")
+
+
+def failure_line(excerpt: str) -> str:
+    """The most telling line of a failing command's output: the last line of the best hint
+    tier that has one, else the last non-empty line."""
+    lines = [line.strip() for line in excerpt.splitlines()
+             if line.strip() and line.strip() not in ("[stderr]", "[...]")
+             and not _EXIT_IN_TEXT.fullmatch(line.strip())]
+    chosen = next(([line for line in lines if hint.search(line)][-1] for hint in _HINTS
+                   if any(hint.search(line) for line in lines)), lines[-1] if lines else "")
+    chosen = re.sub(r"^E\s+", "", chosen)
+    return chosen if len(chosen) <= FAILURE_LINE_CHARS else chosen[: FAILURE_LINE_CHARS - 1] + "…"
+
+
+def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
+    """(text, source, meta) of a `tool` event for a PostToolUse(/Failure) payload."""
+    from agentstate.tools.runner import _excerpt, _source, redact
+
+    data = payload.data
+    name = data.get("tool_name") if isinstance(data.get("tool_name"), str) else "tool"
+    tool_input = data.get("tool_input")
+    response = data.get("tool_response")
+    error = data.get("error") if isinstance(data.get("error"), str) else None
+    failed = payload.event == "PostToolUseFailure" or error is not None
+    stdout = stderr = ""
+    exit_code: int | None = None
+    if isinstance(response, dict):
+        stdout = _text(response.get("stdout") or response.get("output")
+                       or response.get("aggregated_output"))
+        stderr = _text(response.get("stderr"))
+        for key in ("exit_code", "exitCode", "returncode"):
+            if isinstance(response.get(key), int) and not isinstance(response.get(key), bool):
+                exit_code = response[key]
+        if response.get("interrupted") is True or response.get("is_error") is True:
+            failed = True
+        if not (stdout or stderr) and response:
+            stdout = json.dumps(response, ensure_ascii=False)[:4000]
+    elif response is not None:
+        stdout = _text(response)
+    if error:
+        stderr = (stderr + "\n" if stderr else "") + error
+        found = _EXIT_IN_TEXT.search(error)
+        if found and exit_code is None:
+            exit_code = int(found.group(1))
+    if exit_code is not None and exit_code != 0:
+        failed = True
+    excerpt = _excerpt(stdout, stderr)
+    command = file_path = None
+    if isinstance(tool_input, dict):
+        raw_command = tool_input.get("command") or tool_input.get("cmd")
+        if isinstance(raw_command, list):
+            raw_command = " ".join(str(part) for part in raw_command)
+        command = raw_command if isinstance(raw_command, str) else None
+        raw_path = tool_input.get("file_path") or tool_input.get("path")
+        file_path = raw_path if isinstance(raw_path, str) else None
+    if failed:
+        status = f"exit {exit_code}" if exit_code is not None else "failed"
+    else:
+        status = f"exit {exit_code}" if exit_code is not None else "ok"
+    shown = None
+    if command:
+        shown = " ".join(redact(command).split())
+        if len(shown) > HEADLINE_COMMAND_CHARS:
+            shown = shown[: HEADLINE_COMMAND_CHARS - 1] + "…"
+    what = f"$ {shown}" if shown else redact(file_path) if file_path else None
+    if failed:
+        # The failure first: resume shows the first ~100 characters of a line.
+        reason = failure_line(excerpt) if excerpt else ""
+        headline = f"{name} {status}" + (f": {reason}" if reason else "") + (
+            f" ({what})" if what else "")
+    else:
+        headline = f"{name}: {what} → {status}" if what else f"{name} → {status}"
+    text = headline + (f"\n\n{excerpt}" if failed and excerpt else "")
+    # A command's exit code is kept (0 when the agent reported success without one; None
+    # when it failed without one): resume ranks calls with a non-zero code higher.
+    if exit_code is None and command and not failed:
+        exit_code = 0
+    meta = _meta(payload, tool=name, command=redact(command) if command else None,
+                 path=redact(file_path) if file_path else None, excerpt=excerpt or None,
+                 tool_use_id=data.get("tool_use_id") if isinstance(
+                     data.get("tool_use_id"), str) else None)
+    if failed or command:
+        meta["exit_code"] = exit_code
+    meta["failed"] = failed
+    return text, _source(name), meta
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # content blocks: [{"type": "text", "text": ...}]
+        parts = [v.get("text") if isinstance(v, dict) else v for v in value]
+        return "\n".join(str(p) for p in parts if p)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _tool(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
+    from agentstate.runs.log import append_event
+
+    text, source, meta = tool_record(payload)
+    run, _ = _ensure_run(store, payload, None)
+    outcome.run = run.ref
+    event = append_event(store, run.ref, "tool", text, source=source, meta=meta,
+                         allow_system_kinds=True, claimed_by=hook_principal(store))
+    outcome.events.append(event.ref)
+
+
+def _checkpoint(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
+    from agentstate.runs.checkpoint import create_checkpoint, last_checkpoint
+    from agentstate.runs.log import run_event_count
+    from agentstate.runs.sessions import find_session_run
+    from agentstate.runs.worktree import snapshot
+
+    run = find_session_run(store, payload.agent, payload.session_id)
+    if run is None:
+        outcome.skipped = "no active run"
+        return
+    outcome.run = run.ref
+    outcome.caught_up = _catch_up(store, payload, run.ref)
+    last = last_checkpoint(store, run)
+    if last is not None and last.event_seq >= run_event_count(store, run):
+        outcome.skipped = f"nothing new since {last.ref}"
+        return
+    why = payload.data.get("trigger") or payload.data.get("reason")
+    note = CHECKPOINT_EVENTS[payload.event] + (f" ({why})" if isinstance(why, str) and why
+                                               else "")
+    checkpoint = create_checkpoint(store, run.ref, f"{AGENTS[payload.agent]}: {note}",
+                                   worktree=snapshot(store.work_tree), source="model",
+                                   claimed_by=hook_principal(store))
+    outcome.events.append(checkpoint.ref)
+
+
+def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
+    """Import from the agent's transcript what the hooks missed (idempotent by design).
+
+    The transcript importers live in their own modules; without them this does nothing."""
+    if not payload.transcript_path:
+        return None
+    path = Path(payload.transcript_path).expanduser()
+    if not path.is_file():
+        return None
+    if payload.agent == "claude-code":
+        try:
+            from agentstate.integrations.claude_code import import_claude_code
+        except ImportError:
+            return None
+        result = import_claude_code(store, path, run_ref=run_ref)
+    else:
+        try:
+            from agentstate.integrations.codex import import_codex
+        except ImportError:
+            return None
+        result = import_codex(store, path, run_ref=run_ref)
+    return getattr(result, "imported", None)

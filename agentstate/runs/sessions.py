@@ -1,0 +1,58 @@
+"""Which run an agent's session writes to: a small map kept in the run log's `kv` table.
+
+An agent session (Claude Code, Codex) has its own id. Its hooks must all land on one run: the
+run the session was bound to when it started, as long as that run is still active. A new
+session continues the current run (that is what `resume` is for); only when there is none
+does a session get a run of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from agentstate.runs.log import Run, current_run, get_run, start_run
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref
+
+
+def _key(agent: str, session_id: str) -> str:
+    # Hashed: session ids are agent-defined strings of any length and alphabet.
+    digest = hashlib.sha256(f"{agent}\0{session_id}".encode()).hexdigest()[:24]
+    return f"session_run:{digest}"
+
+
+def session_run(store: Store, agent: str, session_id: str) -> Run | None:
+    """The active run this session is bound to, if any."""
+    row = store.conn.execute("SELECT value FROM kv WHERE key = ?",
+                             (_key(agent, session_id),)).fetchone()
+    if not (row and row[0]):
+        return None
+    run = get_run(store, make_ref("run", row[0]))
+    return run if run.status == "active" else None
+
+
+def bind_session(store: Store, agent: str, session_id: str, run: Run) -> None:
+    store.conn.execute(
+        "INSERT INTO kv (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (_key(agent, session_id), run.id),
+    )
+
+
+def find_session_run(store: Store, agent: str, session_id: str) -> Run | None:
+    """The session's own run, else the current run (which the session then adopts)."""
+    run = session_run(store, agent, session_id)
+    if run is None:
+        run = current_run(store)
+        if run is not None:
+            bind_session(store, agent, session_id, run)
+    return run
+
+
+def start_session_run(store: Store, agent: str, session_id: str, goal: str, *,
+                      worktree: dict | None = None, source: str = "user") -> Run:
+    """Start a run for a session that has none and bind the session to it (one transaction)."""
+    with store.transaction():
+        run, _ = start_run(store, goal, worktree=worktree, source=source)
+        bind_session(store, agent, session_id, run)
+    return run

@@ -1,0 +1,239 @@
+"""`agentstate hook claude-code|codex`: recorded payloads through the real command, stdin in."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git, run_agentstate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
+CLAUDE_ORDER = ["session_start_startup", "user_prompt_submit", "post_tool_use_bash",
+                "post_tool_use_edit", "post_tool_use_failure_bash", "pre_compact",
+                "session_start_compact", "stop", "session_start_resume", "session_start_clear",
+                "session_end"]
+CODEX_ORDER = ["session_start_startup", "user_prompt_submit", "post_tool_use_bash",
+               "post_tool_use_apply_patch", "pre_compact", "stop", "session_start_resume"]
+
+
+def payload(agent: str, name: str, cwd: Path, **override) -> dict:
+    text = (FIXTURES / agent / f"{name}.json").read_text()
+    text = text.replace("__CWD__", str(cwd))
+    data = json.loads(text)
+    data["transcript_path"] = str(cwd / "no-such-transcript.jsonl")
+    data.update(override)
+    return data
+
+
+def hook(agent: str, data: dict | str, cwd: Path, env: dict | None = None):
+    raw = data if isinstance(data, str) else json.dumps(data)
+    return run_agentstate("hook", agent, cwd=cwd, input=raw, env=env)
+
+
+def events(cli) -> list[dict]:
+    return cli.json("events", "--all")
+
+
+def context_of(proc) -> str:
+    out = json.loads(proc.stdout)
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    return out["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize("agent,order", [("claude-code", CLAUDE_ORDER), ("codex", CODEX_ORDER)])
+def test_every_recorded_payload_is_handled(initialised, cli, agent, order):
+    kinds = []
+    for name in order:
+        proc = hook(agent, payload(agent, name, initialised), initialised)
+        assert proc.returncode == 0 and proc.stderr == "", (name, proc.stderr)
+        if name.startswith("session_start"):
+            context_of(proc)  # one JSON object, nothing else on stdout
+        else:
+            assert proc.stdout == "", name
+    found = events(cli)
+    kinds = [e["kind"] for e in found]
+    assert kinds.count("observation") == 1
+    assert kinds.count("tool") == (3 if agent == "claude-code" else 2)
+    assert "checkpoint" in kinds
+    prompt = next(e for e in found if e["kind"] == "observation")
+    assert prompt["source"] == "user" and prompt["meta"]["agent"] == agent
+    for tool in (e for e in found if e["kind"] == "tool"):
+        assert tool["source"].startswith("tool:")
+    assert all(e["source"] == "model" for e in found if e["kind"] == "checkpoint")
+    runs = cli.json("run", "list")
+    assert len(runs) == 1
+    first_line = payload(agent, "user_prompt_submit", initialised)["prompt"].splitlines()[0]
+    assert runs[0]["goal"] == first_line
+
+
+def test_codex_failing_exit_code_is_kept(initialised, cli):
+    for name in ("user_prompt_submit", "post_tool_use_bash"):
+        assert hook("codex", payload("codex", name, initialised), initialised).returncode == 0
+    tool = next(e for e in events(cli) if e["kind"] == "tool")
+    assert tool["meta"]["exit_code"] == 2 and tool["meta"]["failed"] is True
+    assert tool["text"].splitlines()[0] == (
+        "Bash exit 2: FAILED tests/test_import.py::test_big - AssertionError: took 4.1s "
+        "($ make test)")
+
+
+def test_scripted_session_then_resume_shows_goal_failure_and_drift(initialised, cli):
+    first = payload("claude-code", "session_start_startup", initialised)
+    context = context_of(hook("claude-code", first, initialised))
+    assert "no active run" in context
+    for name in ("user_prompt_submit", "post_tool_use_failure_bash", "pre_compact", "stop"):
+        proc = hook("claude-code", payload("claude-code", name, initialised), initialised)
+        assert proc.returncode == 0 and proc.stderr == "", (name, proc.stderr)
+    failing = next(e for e in events(cli) if e["kind"] == "tool")
+    assert failing["meta"]["exit_code"] == 1
+    # Between sessions someone commits.
+    (initialised / "dates.py").write_text("WEEK = True\n")
+    git(initialised, "add", "dates.py")
+    git(initialised, "commit", "-q", "-m", "Parse ISO week dates")
+    second = payload("claude-code", "session_start_startup", initialised,
+                     session_id="a-brand-new-session")
+    context = context_of(hook("claude-code", second, initialised))
+    resumed = run_agentstate("resume", cwd=initialised)
+    assert resumed.returncode == 0
+    for text in (context, resumed.stdout):
+        assert "**Goal:** Make the date parser accept ISO week dates" in text
+        assert (f"{failing['ref']} tool" in text
+                and "ValueError: unknown date format '2026-W03-2'" in text)
+        assert "Parse ISO week dates" in text  # the drift, as a named commit
+    # The new session continues the same run.
+    assert len(cli.json("run", "list")) == 1
+
+
+def test_stop_without_new_events_adds_no_checkpoint(initialised, cli):
+    for name in ("user_prompt_submit", "stop", "stop", "session_end"):
+        hook("claude-code", payload("claude-code", name, initialised), initialised)
+    assert [e["kind"] for e in events(cli)] == ["observation", "checkpoint"]
+
+
+def test_writes_use_the_agent_principal(initialised, cli):
+    config = initialised / ".agentstate" / "config.toml"
+    config.write_text(config.read_text().replace(
+        'sources = ["model", "tool:*", "file:*", "evt:*"]', 'sources = ["model"]'))
+    hook("claude-code", payload("claude-code", "user_prompt_submit", initialised), initialised)
+    proc = hook("claude-code", payload("claude-code", "post_tool_use_bash", initialised),
+                initialised)
+    assert proc.returncode == 0
+    assert "may not claim source 'tool:Bash'" in proc.stderr
+    assert [e["kind"] for e in events(cli)] == ["observation"]  # the user's prompt still is
+
+
+def test_prompt_secret_is_redacted_and_output_bounded(initialised, cli):
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    hook("claude-code", payload("claude-code", "user_prompt_submit", initialised,
+                                prompt=f"use token {token} for the API"), initialised)
+    big = payload("claude-code", "post_tool_use_bash", initialised,
+                  tool_response={"stdout": "x" * 1_000_000 + "\nlast line", "stderr": ""})
+    assert hook("claude-code", big, initialised).returncode == 0
+    raw = (initialised / ".agentstate" / "state.db").read_bytes()
+    assert token.encode() not in raw
+    tool = next(e for e in events(cli) if e["kind"] == "tool")
+    assert len(tool["meta"]["excerpt"]) < 3200 and tool["meta"]["excerpt"].endswith("last line")
+
+
+@pytest.mark.parametrize("stdin,why", [
+    ("not json at all", "not JSON"),
+    ('{"hook_event_name": "Stop"}', "no session_id"),
+    ('["a list"]', "not a JSON object"),
+])
+def test_bad_input_exits_0_with_one_line_and_a_log_entry(initialised, cli, stdin, why):
+    proc = hook("claude-code", stdin, initialised)
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and why in proc.stderr
+    doctor = run_agentstate("doctor", "--json", cwd=initialised)
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["data"]["checks"]}
+    assert checks["hooks"]["status"] == "warn" and why in checks["hooks"]["detail"]
+
+
+def test_no_store_logs_to_the_cache_dir(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    cache = tmp_path / "cache"  # not the session's shared cache: other tests read its log
+    proc = hook("claude-code", payload("claude-code", "stop", outside), outside,
+                env={"AGENTSTATE_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0 and "no .agentstate store" in proc.stderr
+    log = cache / "hook-errors.log"
+    assert "no .agentstate store" in log.read_text().splitlines()[-1]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+def test_read_only_store_never_breaks_the_agent(initialised, tmp_path):
+    hook("claude-code", payload("claude-code", "user_prompt_submit", initialised), initialised)
+    root = initialised / ".agentstate"
+    modes = {p: p.stat().st_mode for p in (root, root / "state.db")}
+    for p in modes:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    try:
+        proc = hook("claude-code", payload("claude-code", "post_tool_use_bash", initialised),
+                    initialised, env={"AGENTSTATE_CACHE_DIR": str(tmp_path / "cache")})
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)
+    assert proc.returncode == 0 and "read-only" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_locked_store_gives_up_quickly(initialised):
+    hook("claude-code", payload("claude-code", "user_prompt_submit", initialised), initialised)
+    holder = sqlite3.connect(initialised / ".agentstate" / "state.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        proc = hook("claude-code", payload("claude-code", "post_tool_use_bash", initialised),
+                    initialised)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert proc.returncode == 0 and "busy" in proc.stderr
+
+
+def test_catch_up_is_a_no_op_without_a_transcript_importer(initialised, cli, monkeypatch):
+    """The transcript importers are separate modules; until they exist catch-up does nothing."""
+    from agentstate.integrations import hooks as hooks_module
+    from agentstate.store.db import open_store
+
+    transcript = initialised / "t.jsonl"
+    transcript.write_text("{}\n")
+    called = []
+    store = open_store(start=initialised)
+    try:
+        data = payload("claude-code", "pre_compact", initialised,
+                       transcript_path=str(transcript))
+        parsed = hooks_module.parse_payload("claude-code", json.dumps(data))
+        import sys
+        import types
+
+        fake = types.ModuleType("agentstate.integrations.claude_code")
+        fake.import_claude_code = lambda s, p, run_ref: called.append((p, run_ref)) or \
+            types.SimpleNamespace(imported=2)
+        monkeypatch.setitem(sys.modules, "agentstate.integrations.claude_code", fake)
+        assert hooks_module._catch_up(store, parsed, "run:abcd1234") == 2
+        assert called == [(transcript, "run:abcd1234")]
+        monkeypatch.setitem(sys.modules, "agentstate.integrations.claude_code", None)
+        assert hooks_module._catch_up(store, parsed, "run:abcd1234") is None
+    finally:
+        store.close()
+
+
+def test_write_hooks_import_nothing_heavy(initialised):
+    """Hooks run on every tool call: no tokenizer, no sqlite_utils, no rich on that path."""
+    import subprocess
+    import sys
+
+    hook("claude-code", payload("claude-code", "user_prompt_submit", initialised), initialised)
+    for name in ("post_tool_use_bash", "post_tool_use_failure_bash", "stop"):
+        code = ("import sys; sys.argv = ['agentstate', 'hook', 'claude-code']\n"
+                "from agentstate.cli import main\n"
+                "try:\n    main()\nexcept SystemExit:\n    pass\n"
+                "print('HEAVY', sorted(m for m in ('git', 'tiktoken', 'sqlite_utils', 'rich') "
+                "if m in sys.modules))")
+        proc = subprocess.run([sys.executable, "-c", code], cwd=initialised, text=True,
+                              input=json.dumps(payload("claude-code", name, initialised)),
+                              capture_output=True, timeout=60)
+        assert proc.stderr == "" and proc.stdout.strip().splitlines()[-1] == "HEAVY []", name
