@@ -233,7 +233,6 @@ def check_file_at_commit(store: Any, ref: str) -> str:
 # memory modules that import them from this module.
 from agentstate.store.principals import (  # noqa: E402, F401
     Principal,
-    _scope_allowed,
     resolve_principal,
 )
 
