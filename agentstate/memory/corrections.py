@@ -22,6 +22,7 @@ from agentstate.memory.model import (
     resolve_principal,
     validate_evidence,
 )
+from agentstate.memory.status import CURRENT_STATUSES
 from agentstate.memory.versions import (
     EVIDENCE_BONUS,
     WriteResult,
@@ -119,7 +120,7 @@ def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None 
             rows = chain_rows(store, target.id)
             others = [r for r in rows if r["row"] != row["row"]]
             cur = current_version(others, now) if others else None
-            if cur is not None and cur["status"] in ("active", "contested"):
+            if cur is not None and cur["status"] in CURRENT_STATUSES:
                 action, reason, replaced, _ = resolve_conflict(store, row, cur, who.name)
                 action = "confirmed" if action == "superseded" else action
             else:

@@ -27,6 +27,7 @@ from agentstate.memory.model import (
     norm_hash,
     record_history,
 )
+from agentstate.memory.status import CURRENT_STATUSES
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
 
@@ -122,7 +123,7 @@ def make_current(store: Any, new_row: dict, rows: list[dict], actor: str, op: st
     """`new_row` becomes the current version: every other active/contested one is superseded."""
     replaced = []
     for other in rows:
-        if other["row"] == new_row["row"] or other["status"] not in ("active", "contested"):
+        if other["row"] == new_row["row"] or other["status"] not in CURRENT_STATUSES:
             continue
         set_status(store, other, "superseded", f"superseded by {vref(new_row)}")
         record_history(store, other["id"], other["version"], "superseded", actor,
@@ -193,7 +194,7 @@ def refresh_duplicate(store: Any, row: dict, refs: list[tuple[str, str]], valid_
         fresh = next(r for r in rows if r["row"] == row["row"])
         others = [r for r in rows if r["row"] != row["row"]]
         cur = current_version(others, now) if others else None
-        if cur is not None and cur["status"] in ("active", "contested"):
+        if cur is not None and cur["status"] in CURRENT_STATUSES:
             action, why, _, _ = resolve_conflict(store, fresh, cur, actor)
         else:
             why = "candidate promoted: the same content arrived with evidence"

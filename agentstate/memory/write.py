@@ -38,6 +38,7 @@ from agentstate.memory.model import (
     validate_kind,
     validate_scope,
 )
+from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus, status_in
 from agentstate.memory.versions import (
     WriteResult,
     initial_confidence,
@@ -156,13 +157,12 @@ def _find_duplicate(store: Any, text: str, kind: str, key: str | None, scope: st
                     status: str) -> dict | None:
     """The same normalised content in the same scope (and kind, and key when both have one).
     Quarantined text only dedupes with quarantined text, so it can never refresh a fact."""
-    wanted = ("quarantined",) if status == "quarantined" else ("active", "contested",
-                                                                "candidate")
-    marks = ",".join("?" * len(wanted))
+    wanted = ((MemoryStatus.QUARANTINED,) if status == MemoryStatus.QUARANTINED
+              else (*CURRENT_STATUSES, MemoryStatus.CANDIDATE))
     rows = store.conn.execute(
         f"SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
-        f"AND status IN ({marks}) ORDER BY version DESC",
-        (norm_hash(text), scope, kind, *wanted),
+        f"AND {status_in(wanted)} ORDER BY version DESC",
+        (norm_hash(text), scope, kind),
     )
     names = [d[0] for d in rows.description]
     for values in rows.fetchall():
@@ -203,7 +203,7 @@ def _new_version(store: Any, chain: list[dict], text: str, kind: str, key: str, 
                  refs: list[tuple[str, str]]) -> WriteResult:
     now = store.now()
     cur = current_version(chain, now)
-    live = cur is not None and cur["status"] in ("active", "contested")
+    live = cur is not None and cur["status"] in CURRENT_STATUSES
     version = chain[-1]["version"] + 1
     memory_id = chain[0]["id"]
     confidence = (CANDIDATE_CONFIDENCE if status == "candidate"
@@ -246,7 +246,7 @@ def _similar(store: Any, text: str, kind: str, scope: str) -> list[dict]:
     found = []
     for row_id, mem_id, version, text_other in store.conn.execute(
         f"SELECT row, id, version, text FROM memories WHERE row IN ({marks}) AND scope = ? "
-        "AND kind = ? AND status IN ('active', 'contested')",
+        f"AND kind = ? AND {status_in(CURRENT_STATUSES)}",
         [h for h, _ in hits] + [scope, kind],
     ):
         theirs = tokens(text_other)
