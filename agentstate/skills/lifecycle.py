@@ -92,7 +92,8 @@ def parse_target(text: str) -> tuple[str, int | None]:
     return name, int(version) if version else None
 
 
-def _rows(store: Store, name: str) -> list[dict]:
+def version_rows(store: Store, name: str) -> list[dict]:
+    """Every row of skill `name`, oldest version first."""
     return list(store.db.query(
         "SELECT * FROM skill_versions WHERE name = ? ORDER BY version", (name,)))
 
@@ -101,7 +102,7 @@ def get_version(store: Store, name: str, version: int) -> SkillVersion:
     rows = list(store.db.query(
         "SELECT * FROM skill_versions WHERE name = ? AND version = ?", (name, version)))
     if not rows:
-        known = _rows(store, name)
+        known = version_rows(store, name)
         if not known:
             raise NotFound(f"no skill named {name!r} (see `agentstate skill list --all`)")
         versions = ", ".join(f"v{r['version']}" for r in known)
@@ -118,7 +119,7 @@ def current_version(store: Store, name: str) -> SkillVersion | None:
 
 
 def _candidate(store: Store, name: str) -> dict | None:
-    rows = _rows(store, name)
+    rows = version_rows(store, name)
     return rows[-1] if rows and rows[-1]["status"] == "candidate" else None
 
 
@@ -162,8 +163,8 @@ def principal_name(store: Store) -> tuple[str, bool]:
         return name, "*" in entry.get("write", [])
 
 
-def _upsert_candidate(store: Store, name: str, folder: mf.SkillFolder,
-                      provenance: dict[str, Any]) -> dict:
+def record_candidate(store: Store, name: str, folder: mf.SkillFolder,
+                     provenance: dict[str, Any]) -> dict:
     """Record (or refresh) the candidate row for the draft in the registry work tree."""
     existing = _candidate(store, name)
     triggers = json.dumps(folder.contract.triggers if folder.contract else [])
@@ -185,7 +186,7 @@ def _upsert_candidate(store: Store, name: str, folder: mf.SkillFolder,
                 "approver": None, "reasons": "[]",
                 "provenance": json.dumps(provenance, sort_keys=True), "created": store.now(),
             })
-    return next(r for r in _rows(store, name) if r["version"] == version)
+    return next(r for r in version_rows(store, name) if r["version"] == version)
 
 
 # ---------------------------------------------------------------- new
@@ -322,7 +323,7 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
     if store is None:
         raise InvalidInput("no store: pass --path DIR to scaffold outside the registry")
     dest = draft_path(store, name)
-    if dest.exists() or _rows(store, name):
+    if dest.exists() or version_rows(store, name):
         raise InvalidInput(f"skill {name!r} already exists (edit {dest} and publish a new "
                            "version, or choose another name)")
     principal, may_approve = principal_name(store)
@@ -330,7 +331,7 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
         files = write_scaffold(dest, name, description)
         try:
             folder = mf.load_folder(dest)
-            row = _upsert_candidate(store, name, folder, {
+            row = record_candidate(store, name, folder, {
                 "origin": "new", "principal": principal, "principal_may_approve": may_approve,
                 "sources": ["user"], "untrusted": [], "injection": [],
             })
@@ -361,7 +362,7 @@ def add_skill(store: Store, path: Path, *, replace: bool = False) -> NewSkill:
         raise InvalidInput(f"{path} is already the registry draft")
     if dest.exists() and not replace:
         if registry.tree_hash(dest) == registry.tree_hash(folder):
-            row = _candidate(store, name) or (_rows(store, name) or [None])[-1]
+            row = _candidate(store, name) or (version_rows(store, name) or [None])[-1]
             return NewSkill(name=name, path=str(dest), files=[],
                             ref=make_ref("skill", name, row["version"]) if row else None)
         raise InvalidInput(f"the registry already has a draft {name!r} that differs; pass "
@@ -386,7 +387,7 @@ def add_skill(store: Store, path: Path, *, replace: bool = False) -> NewSkill:
             dest.rename(backup)
         try:
             staging.rename(dest)
-            row = _upsert_candidate(store, name, mf.load_folder(dest), {
+            row = record_candidate(store, name, mf.load_folder(dest), {
                 "origin": "import", "path": rel, "principal": principal,
                 "principal_may_approve": may_approve, "sources": [source],
                 "untrusted": [f"files imported from {source}"], "injection": [],
@@ -525,13 +526,13 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
             folder = draft_path(store, name)
             tested = "draft"
         else:
-            folder = _release_dir(store, row)
+            folder = release_folder(store, row)
             tested = row.ref
     else:
         folder = draft_path(store, name)
         tested = "draft"
         if not folder.is_dir():
-            if _rows(store, name):
+            if version_rows(store, name):
                 raise NotFound(f"skill {name!r} has no draft in {store.skills_path}; test a "
                                f"release with {name}@vN")
             raise NotFound(f"no skill named {name!r}")
@@ -598,7 +599,7 @@ def last_test(store: Store, name: str, tree: str | None) -> dict | None:
     return rows[0] if rows else None
 
 
-def _release_dir(store: Store, row: SkillVersion) -> Path:
+def release_folder(store: Store, row: SkillVersion) -> Path:
     """A released version checked out under .agentstate/cache (rebuilt if it drifted)."""
     # Inside the registry folder (ignored by the host repository's .gitignore for
     # .agentstate/skills/, and excluded from the registry's own git by info/exclude).
@@ -688,7 +689,7 @@ def publish_skill(store: Store, target: str, *, approve: bool = False,
             raise InvalidInput(f"{row.ref} is already published")
     folder_path = draft_path(store, name)
     if not folder_path.is_dir():
-        if _rows(store, name):
+        if version_rows(store, name):
             raise NotFound(f"skill {name!r} has no draft in {store.skills_path} to publish")
         raise NotFound(f"no skill named {name!r} (create one with `agentstate skill new "
                        f"{name}` or `skill propose`)")
@@ -708,7 +709,8 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
     tree = registry.tree_hash(folder_path)
     if tree is None:
         raise InvalidInput(f"the draft {folder_path} is empty")
-    same = [r for r in _rows(store, name) if r["tree"] == tree and r["status"] != "candidate"]
+    same = [r for r in version_rows(store, name)
+            if r["tree"] == tree and r["status"] != "candidate"]
     if same:
         row = row_to_version(same[-1])
         if row.status == "revoked":
@@ -771,13 +773,14 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
     }
     # Which recorded acceptance run (skill_tests.id) let this content through.
     provenance = {**provenance, "acceptance_test": test_id}
-    prepared = _Prepared(name=name, version=version, tree=tree, folder=folder,
-                         approver=approver, reasons=trust, provenance=provenance, test=test_id)
+    prepared = PreparedRelease(name=name, version=version, tree=tree, folder=folder,
+                               approver=approver, reasons=trust, provenance=provenance,
+                               test=test_id)
     return release(store, [prepared])[0]
 
 
 @dataclass
-class _Prepared:
+class PreparedRelease:
     """A draft that passed every check, ready to be released."""
 
     name: str
@@ -790,7 +793,7 @@ class _Prepared:
     test: str
 
 
-def release(store: Store, items: list[_Prepared]) -> list[PublishResult]:
+def release(store: Store, items: list[PreparedRelease]) -> list[PublishResult]:
     """Commit + tag + rows for checked drafts, all together or not at all.
 
     The git side goes first (one commit, one tag per skill); if the database write (or
@@ -859,7 +862,7 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
                                "draft instead")
         targets = [version]
     else:
-        rows = _rows(store, name)
+        rows = version_rows(store, name)
         if not rows:
             raise NotFound(f"no skill named {name!r}")
         targets = [r["version"] for r in rows if r["status"] == "published"]
@@ -898,7 +901,7 @@ class SkillHistory:
 
 def skill_history(store: Store, name: str) -> SkillHistory:
     name, _ = parse_target(name)
-    rows = _rows(store, name)
+    rows = version_rows(store, name)
     if not rows:
         raise NotFound(f"no skill named {name!r}")
     loads = {r["version"]: r["n"] for r in store.db.query(
