@@ -675,8 +675,8 @@ def _record_release(store: Store, name: str, version: int, *, commit: str, tree:
 
 
 def publish_skill(store: Store, target: str, *, approve: bool = False,
-                  run_ref: str | None = None, params: dict[str, str] | None = None,
-                  _shipped: bool = False) -> PublishResult:
+                  run_ref: str | None = None, params: dict[str, str] | None = None
+                  ) -> PublishResult:
     """Validate, test (unless this exact tree already passed), check trust, then commit + tag
     + row together. Refused (exit 3) with every reason when anything is missing."""
     name, version = parse_target(target)
@@ -695,16 +695,12 @@ def publish_skill(store: Store, target: str, *, approve: bool = False,
                        f"{name}` or `skill propose`)")
     with registry_lock(store):
         return _publish_locked(store, name, folder_path, approve=approve, run_ref=run_ref,
-                               params=params, shipped=_shipped)
+                               params=params)
 
 
 def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool,
-                    run_ref: str | None, params: dict[str, str] | None,
-                    shipped: bool) -> PublishResult:
-    # Shipped skills are installed whatever this machine has on PATH (init must not fail
-    # because, say, git is missing); `skill validate` reports missing tools when asked.
-    report = mf.validate_folder(folder_path, store.config, check_tools=not shipped,
-                                display=f"skills/{name}")
+                    run_ref: str | None, params: dict[str, str] | None) -> PublishResult:
+    report = mf.validate_folder(folder_path, store.config, display=f"skills/{name}")
     reasons = [str(p) for p in report.errors]
     tree = registry.tree_hash(folder_path)
     if tree is None:
@@ -726,7 +722,7 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
     # Trust before anything runs: an untrusted candidate's acceptance commands are not
     # executed by publish until a human has approved it.
     candidate = _candidate(store, name)
-    trust = [] if shipped else approval_reasons(store, name, folder_path, candidate)
+    trust = approval_reasons(store, name, folder_path, candidate)
     principal, may_approve = principal_name(store)
     approver = None
     if trust:
@@ -742,25 +738,20 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
         approver = principal
     elif approve and may_approve:
         approver = principal
-    elif shipped:
-        approver = "agentstate (shipped)"
     test_id = ""
     if not reasons:
-        if shipped:
-            test_id = "shipped"  # acceptance runs in agentstate's own test suite, not at init
+        passed = last_test(store, name, tree)
+        if passed and passed["passed"]:
+            test_id = passed["id"]
         else:
-            passed = last_test(store, name, tree)
-            if passed and passed["passed"]:
-                test_id = passed["id"]
-            else:
-                report_ = run_acceptance(store, name, run_ref=run_ref, params=params)
-                test_id = report_.id
-                if report_.tree != tree:
-                    reasons.append("the draft changed while it was being tested")
-                for result in report_.results:
-                    if not result.ok:
-                        reasons.append(f"acceptance failed: {result.command} → {result.status}"
-                                       f" (expected exit {result.expected})")
+            report_ = run_acceptance(store, name, run_ref=run_ref, params=params)
+            test_id = report_.id
+            if report_.tree != tree:
+                reasons.append("the draft changed while it was being tested")
+            for result in report_.results:
+                if not result.ok:
+                    reasons.append(f"acceptance failed: {result.command} → {result.status}"
+                                   f" (expected exit {result.expected})")
     if reasons:
         raise Refused(f"publish {name} refused: " + "; ".join(reasons),
                       details={"reasons": reasons})
