@@ -15,7 +15,7 @@ from agentstate.memory.model import (
     Memory,
     chain_rows,
     confidence_for,
-    current_version,
+    current_memory_version,
     get_memory,
     norm_hash,
     record_history,
@@ -59,7 +59,7 @@ def correct(store: Any, ref: str, text: str, *, principal: str | None = None,
     who.check_claim("user", "a user correction as")
     with store.transaction():
         rows = chain_rows(store, target.id)
-        cur = current_version(rows, store.now())
+        cur = current_memory_version(rows, store.now())
         if cur is not None and cur["norm_hash"] == norm_hash(text):
             # The "correction" restates the current value: the dedupe rule applies (the user
             # becomes evidence for it), not a new version that supersedes an identical one.
@@ -119,7 +119,7 @@ def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None 
         if target.status == "candidate" and not _still_candidate(row, checked):
             rows = chain_rows(store, target.id)
             others = [r for r in rows if r["row"] != row["row"]]
-            cur = current_version(others, now) if others else None
+            cur = current_memory_version(others, now) if others else None
             if cur is not None and cur["status"] in CURRENT_STATUSES:
                 action, reason, replaced, _ = resolve_conflict(store, row, cur, who.name)
                 action = "confirmed" if action == "superseded" else action

@@ -307,7 +307,7 @@ def chain_rows(store: Any, memory_id: str) -> list[dict]:
     return _rows(store, "SELECT * FROM memories WHERE id = ? ORDER BY version", (memory_id,))
 
 
-def current_version(rows: list[dict], now: str) -> dict | None:
+def current_memory_version(rows: list[dict], now: str) -> dict | None:
     """The version a bare `mem:ID` means: the newest active (not expired), else the newest
     active/contested, else the newest version of the chain."""
     for wanted in ((MemoryStatus.ACTIVE,), CURRENT_STATUSES):
@@ -326,7 +326,7 @@ def get_memory(store: Any, ref: str) -> Memory:
     if not rows:
         raise NotFound(f"no memory {make_ref('mem', parsed.id)}")
     if parsed.version is None:
-        row = current_version(rows, store.now())
+        row = current_memory_version(rows, store.now())
     else:
         row = next((r for r in rows if r["version"] == parsed.version), None)
     if row is None:

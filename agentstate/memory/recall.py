@@ -31,7 +31,7 @@ from agentstate.memory.model import (
     KINDS,
     Evidence,
     chain_rows,
-    current_version,
+    current_memory_version,
     get_memory,
     list_user_preferences,
     load_evidence,
@@ -226,7 +226,7 @@ def _flag_contests(store: Any, hits: list[MemoryHit], now: str) -> None:
     chains = {h.id for h in hits if h.status == "contested"}
     for memory_id in chains:
         rows = chain_rows(store, memory_id)
-        current = current_version([r for r in rows if r["status"] == "active"], now)
+        current = current_memory_version([r for r in rows if r["status"] == "active"], now)
         if current is None:
             continue
         current_ref = make_ref("mem", current["id"], current["version"])

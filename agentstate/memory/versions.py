@@ -22,7 +22,7 @@ from agentstate.memory.model import (
     Memory,
     chain_rows,
     confidence_for,
-    current_version,
+    current_memory_version,
     get_memory,
     norm_hash,
     record_history,
@@ -193,7 +193,7 @@ def refresh_duplicate(store: Any, row: dict, refs: list[tuple[str, str]], valid_
         rows = chain_rows(store, row["id"])
         fresh = next(r for r in rows if r["row"] == row["row"])
         others = [r for r in rows if r["row"] != row["row"]]
-        cur = current_version(others, now) if others else None
+        cur = current_memory_version(others, now) if others else None
         if cur is not None and cur["status"] in CURRENT_STATUSES:
             action, why, _, _ = resolve_conflict(store, fresh, cur, actor)
         else:

@@ -27,7 +27,7 @@ from agentstate.memory.model import (
     chain_rows,
     check_file_at_commit,
     confidence_for,
-    current_version,
+    current_memory_version,
     get_memory,
     norm_hash,
     parse_validity,
@@ -202,7 +202,7 @@ def _new_version(store: Any, chain: list[dict], text: str, kind: str, key: str, 
                  source: str, status: str, reason: str, valid_until: str | None, actor: str,
                  refs: list[tuple[str, str]]) -> WriteResult:
     now = store.now()
-    cur = current_version(chain, now)
+    cur = current_memory_version(chain, now)
     live = cur is not None and cur["status"] in CURRENT_STATUSES
     version = chain[-1]["version"] + 1
     memory_id = chain[0]["id"]

@@ -110,7 +110,7 @@ def get_version(store: Store, name: str, version: int) -> SkillVersion:
     return row_to_version(rows[0])
 
 
-def current_version(store: Store, name: str) -> SkillVersion | None:
+def current_release(store: Store, name: str) -> SkillVersion | None:
     """The highest published (not revoked) version: what load, match and export use."""
     rows = list(store.db.query(
         "SELECT * FROM skill_versions WHERE name = ? AND status = 'published' "
@@ -628,7 +628,7 @@ class PublishResult:
 def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | None) -> list[str]:
     """Why this draft needs a human --approve (empty: it does not)."""
     reasons: list[str] = []
-    current = current_version(store, name)
+    current = current_release(store, name)
     if candidate is None and current is None:
         reasons.append("nothing records where this draft came from (not created by `skill "
                        "new` or `skill propose`): treat its files as untrusted")
@@ -757,7 +757,7 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
                       details={"reasons": reasons})
     folder = mf.load_folder(folder_path)
     version = candidate["version"] if candidate else _next_version(store, name)
-    current = current_version(store, name)
+    current = current_release(store, name)
     provenance = json.loads(candidate["provenance"]) if candidate else {
         "origin": "edited", "principal": principal,
         "previous": current.ref if current else None,
@@ -868,7 +868,7 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
                 "revoke_reason = ? WHERE name = ? AND version = ? AND status = 'published'",
                 (now, principal, reason, name, v),
             )
-    current = current_version(store, name)
+    current = current_release(store, name)
     from agentstate.skills.export import refresh_existing_exports
 
     updated = refresh_existing_exports(store)
@@ -899,7 +899,7 @@ def skill_history(store: Store, name: str) -> SkillHistory:
         "SELECT version, count(*) AS n FROM skill_loads WHERE name = ? GROUP BY version",
         (name,))}
     versions = [row_to_version(r, loads.get(r["version"], 0)) for r in rows]
-    current = current_version(store, name)
+    current = current_release(store, name)
     folder = draft_path(store, name)
     tree = registry.tree_hash(folder) if folder.is_dir() else None
     tests = []

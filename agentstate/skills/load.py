@@ -17,7 +17,7 @@ from agentstate.runs.log import append_event, current_run, resolve_run
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
 from agentstate.skills.lifecycle import (
-    current_version,
+    current_release,
     get_version,
     parse_target,
     release_folder,
@@ -49,14 +49,14 @@ def _pick_version(store: Store, target: str):
     if version is not None:
         row = get_version(store, name, version)
         if row.status == "revoked":
-            current = current_version(store, name)
+            current = current_release(store, name)
             hint = f"; the current version is {current.ref}" if current else ""
             raise Refused(f"{row.ref} is revoked ({row.revoke_reason}){hint}")
         if row.status == "candidate":
             raise InvalidInput(f"{row.ref} is a candidate, not published; only published "
                                "versions load")
         return row
-    row = current_version(store, name)
+    row = current_release(store, name)
     if row is not None:
         return row
     rows = version_rows(store, name)
