@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from agentstate.config import DEFAULTS
-from agentstate.skills.lifecycle import write_scaffold
+from agentstate.skills.authoring import write_scaffold
 from agentstate.skills.manifest import validate_folder
 from agentstate.skills.shipped import shipped_skills
 

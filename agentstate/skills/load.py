@@ -16,7 +16,7 @@ from agentstate.errors import InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, current_run, resolve_run
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
-from agentstate.skills.lifecycle import (
+from agentstate.skills.records import (
     current_release,
     get_version,
     parse_target,
@@ -166,7 +166,7 @@ def run_skill_steps(store: Store, target: str, *, step: int | None = None,
     """
     import tempfile
 
-    from agentstate.skills.lifecycle import fill_params, param_values
+    from agentstate.skills.acceptance import fill_params, param_values
     from agentstate.tools.runner import run_tool
 
     row = _pick_version(store, target)

@@ -29,7 +29,7 @@ from agentstate.errors import InvalidInput
 from agentstate.runs.log import Event, get_run, list_events
 from agentstate.safety import find_injection, refuse_secrets
 from agentstate.skills import manifest as mf
-from agentstate.skills.lifecycle import (
+from agentstate.skills.records import (
     draft_path,
     principal_name,
     record_candidate,

@@ -55,13 +55,8 @@ def install_shipped(store: Store) -> InstallResult:
     on any failure nothing is left: no commit, tag, row or copied draft.
     """
     from agentstate import __version__
-    from agentstate.skills.lifecycle import (
-        PreparedRelease,
-        record_candidate,
-        registry_lock,
-        release,
-        version_rows,
-    )
+    from agentstate.skills.publishing import PreparedRelease, release
+    from agentstate.skills.records import record_candidate, registry_lock, version_rows
 
     result = InstallResult()
     if _all_installed(store):
@@ -128,7 +123,7 @@ def install_shipped(store: Store) -> InstallResult:
 
 
 def _all_installed(store: Store) -> bool:
-    from agentstate.skills.lifecycle import version_rows
+    from agentstate.skills.records import version_rows
 
     for source in shipped_skills():
         tree = registry.tree_hash(source)
