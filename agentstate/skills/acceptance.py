@@ -96,7 +96,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
                 raise NotFound(f"skill {name!r} has no draft in {store.skills_path}; test a "
                                f"release with {name}@vN")
             raise NotFound(f"no skill named {name!r}")
-    out = mf._Collector(name)
+    out = mf.ProblemCollector(name)
     loaded = mf.load_folder(folder, out)
     contract = loaded.contract
     errors = [p for p in out.problems if p.severity == "error"]
