@@ -44,8 +44,8 @@ def _stored_strings(store) -> list[str]:
 @given(text=maybe_secret_text, path=st.sampled_from(["remember", "correct", "forget", "key"]))
 def test_no_write_path_stores_a_flagged_secret(text, path):
     with fresh_store() as store:
+        from agentstate.memory.corrections import correct
         from agentstate.memory.forget import forget
-        from agentstate.memory.versions import correct
         from agentstate.memory.write import remember
 
         base = remember(store, "baseline fact about the cache", kind="fact", key="base")
@@ -86,9 +86,9 @@ includable = st.sets(st.sampled_from(["superseded", "expired", "forgotten", "can
 @given(program=ops, query=st.sampled_from(WORDS), include=includable)
 def test_recall_never_returns_withheld_statuses_unless_asked(program, query, include):
     with fresh_store() as store:
+        from agentstate.memory.corrections import correct
         from agentstate.memory.forget import forget
         from agentstate.memory.recall import recall
-        from agentstate.memory.versions import correct
         from agentstate.memory.write import remember
 
         refs: list[str] = []

@@ -13,18 +13,15 @@ import pytest
 
 from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, end_run, list_events, start_run
-from agentstate.skills import lifecycle
+from agentstate.skills import publishing
+from agentstate.skills.acceptance import run_acceptance
+from agentstate.skills.authoring import add_skill, new_skill, write_scaffold
 from agentstate.skills.catalog import list_catalog, match_skills
 from agentstate.skills.export import export_skills
-from agentstate.skills.lifecycle import (
-    new_skill,
-    publish_skill,
-    revoke_skill,
-    run_acceptance,
-    skill_diff,
-    skill_history,
-)
+from agentstate.skills.history import check_registry, skill_diff, skill_history
 from agentstate.skills.load import load_skill
+from agentstate.skills.publishing import publish_skill
+from agentstate.skills.revocation import revoke_skill
 from agentstate.store.init import init_store
 from tests.conftest import run_agentstate
 
@@ -84,7 +81,7 @@ def test_database_failure_rolls_back_commit_and_tag(store, demo, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(lifecycle, "_record_release", broken)
+    monkeypatch.setattr(publishing, "_record_release", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         publish_skill(store, "demo")
     _assert_nothing_published(store, head_before)
@@ -204,7 +201,7 @@ def test_each_load_records_its_version(store, demo):
 def test_untrusted_draft_needs_human_approval(store, monkeypatch):
     # A folder that simply appears in the registry (an agent wrote it with file tools).
     src = store.skills_path / "sneaky"
-    lifecycle.write_scaffold(src, "sneaky", "Looks harmless.")
+    write_scaffold(src, "sneaky", "Looks harmless.")
     head_before = git(store.skills_path, "rev-parse", "HEAD")
     with pytest.raises(Refused) as caught:
         publish_skill(store, "sneaky")
@@ -319,7 +316,7 @@ def test_user_skill_of_a_shipped_name_is_left_alone(repo):
     try:
         shutil.rmtree(with_store.skills_path / "verify-tests")
         with_store.conn.execute("DELETE FROM skill_versions WHERE name = 'verify-tests'")
-        lifecycle.write_scaffold(with_store.skills_path / "verify-tests", "verify-tests", "Mine.")
+        write_scaffold(with_store.skills_path / "verify-tests", "verify-tests", "Mine.")
         from agentstate.skills.shipped import install_shipped
 
         result = install_shipped(with_store)
@@ -385,32 +382,32 @@ def test_concurrent_publishes_both_land(store, repo):
 
 def test_check_registry_finds_drift_between_git_and_database(store, demo):
     publish_skill(store, "demo")
-    assert lifecycle.check_registry(store) == []
+    assert check_registry(store) == []
     git(store.skills_path, "tag", "stray/v1")
     store.conn.execute("UPDATE skill_versions SET tree = 'abc' WHERE name = 'verify-tests'")
-    problems = lifecycle.check_registry(store)
+    problems = check_registry(store)
     assert "tag stray/v1 has no release row in the database" in problems
     assert any(p.startswith("tag verify-tests/v1: folder tree") for p in problems)
     git(store.skills_path, "tag", "-d", "demo/v1")
-    assert any("has no tag demo/v1" in p for p in lifecycle.check_registry(store))
+    assert any("has no tag demo/v1" in p for p in check_registry(store))
 
 
 def test_add_imports_a_folder_as_an_untrusted_candidate(store, repo):
     source = repo / "skills" / "repo-skill"
-    lifecycle.write_scaffold(source, "repo-skill", "A skill kept in the repository.")
-    added = lifecycle.add_skill(store, source)
+    write_scaffold(source, "repo-skill", "A skill kept in the repository.")
+    added = add_skill(store, source)
     assert added.ref == "skill:repo-skill@v1"
     assert (store.skills_path / "repo-skill" / "skill.toml").exists()
     with pytest.raises(Refused, match="files imported from file:skills/repo-skill@"):
         publish_skill(store, "repo-skill")
     assert publish_skill(store, "repo-skill", approve=True).approver == "owner"
-    assert lifecycle.add_skill(store, source).files == []  # identical: nothing to do
+    assert add_skill(store, source).files == []  # identical: nothing to do
     bump(source)
     with pytest.raises(InvalidInput, match="--replace"):
-        lifecycle.add_skill(store, source)
-    assert lifecycle.add_skill(store, source, replace=True).ref == "skill:repo-skill@v2"
+        add_skill(store, source)
+    assert add_skill(store, source, replace=True).ref == "skill:repo-skill@v2"
     with pytest.raises(InvalidInput, match="not a skill folder"):
-        lifecycle.add_skill(store, repo)
+        add_skill(store, repo)
 
 
 def test_shipped_skills_are_package_data():

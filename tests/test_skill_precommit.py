@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from agentstate.skills.lifecycle import write_scaffold
+from agentstate.skills.authoring import write_scaffold
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from agentstate.config import ToolSettings, parse_settings
-from agentstate.skills.lifecycle import write_scaffold
+from agentstate.skills.authoring import write_scaffold
 from agentstate.skills.manifest import validate_folder
 from agentstate.skills.shipped import shipped_skills
 

@@ -294,7 +294,7 @@ def memory_correct(
     as_json: JsonOption = False,
 ) -> None:
     """A user correction: a new version from the user becomes current; the old is superseded."""
-    from agentstate.memory.versions import correct
+    from agentstate.memory.corrections import correct
 
     with cli_store() as store:
         result = correct(store, ref, text, principal=principal, reason=reason)
@@ -312,7 +312,7 @@ def memory_confirm(
 ) -> None:
     """Add evidence: a candidate is promoted (conflict rules apply), a contested version
     becomes current, a current one gains confidence."""
-    from agentstate.memory.versions import confirm
+    from agentstate.memory.corrections import confirm
 
     with cli_store() as store:
         result = confirm(store, ref, evidence, principal=principal)

@@ -107,7 +107,7 @@ def skill_new(
     Without --path it becomes a candidate in the registry (.agentstate/skills/NAME/):
     edit it, then `skill test NAME` and `skill publish NAME`.
     """
-    from agentstate.skills.lifecycle import new_skill
+    from agentstate.skills.authoring import new_skill
 
     if path is not None:
         result = new_skill(None, name, description=description, path=path)
@@ -137,7 +137,7 @@ def skill_add(
 
     Its files are untrusted input: publishing it needs a human --approve.
     """
-    from agentstate.skills.lifecycle import add_skill
+    from agentstate.skills.authoring import add_skill
 
     with cli_store() as store:
         result = add_skill(store, path, replace=replace)
@@ -178,7 +178,7 @@ def skill_validate(
     run as the pre-commit hook `agentstate-skill-validate`.
     """
     from agentstate.errors import InvalidInput
-    from agentstate.skills.lifecycle import validate_targets
+    from agentstate.skills.authoring import validate_targets
 
     with _optional_store() as store:
         tools = store.settings.tools if store is not None else _tools_without_store()
@@ -270,7 +270,7 @@ def skill_test(
     run, if any). Exit 0 when every command exits as expected, 1 otherwise.
     """
     from agentstate.errors import AgentStateError
-    from agentstate.skills.lifecycle import run_acceptance
+    from agentstate.skills.acceptance import run_acceptance
 
     with cli_store() as store:
         report = run_acceptance(store, target, run_ref=run,
@@ -325,7 +325,7 @@ def skill_publish(
     principal with write = ["*"] (the owner by default; AGENTSTATE_PRINCIPAL=agent may not).
     """
     from agentstate.errors import Refused
-    from agentstate.skills.lifecycle import publish_skill
+    from agentstate.skills.publishing import publish_skill
 
     with cli_store() as store:
         try:
@@ -358,7 +358,7 @@ def skill_revoke(
     History stays (rows, commits, tags). After revoking NAME@vN the current version is the
     highest remaining published one (the previous release), or none.
     """
-    from agentstate.skills.lifecycle import revoke_skill
+    from agentstate.skills.revocation import revoke_skill
 
     with cli_store() as store:
         result = revoke_skill(store, target, reason)
@@ -515,7 +515,7 @@ def skill_history_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Every version of a skill: status, commit, approver, revocation, loads; and tests."""
-    from agentstate.skills.lifecycle import skill_history
+    from agentstate.skills.history import skill_history
 
     with cli_store() as store:
         history = skill_history(store, name)
@@ -550,7 +550,7 @@ def skill_diff_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """The git diff between two released versions of a skill."""
-    from agentstate.skills.lifecycle import skill_diff
+    from agentstate.skills.history import skill_diff
 
     with cli_store() as store:
         text = skill_diff(store, name, version_a, version_b)

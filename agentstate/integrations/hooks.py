@@ -101,15 +101,15 @@ def open_hook_store(payload_cwd: Path | None, override: str | None) -> Store:
 
 def hook_principal(store: Store) -> Principal:
     """The `agent` principal from config.toml; its shipped definition if it was removed."""
-    from agentstate.config import DEFAULTS
+    from agentstate.config import PrincipalsSettings
     from agentstate.store.principals import resolve_principal
 
     try:
         return resolve_principal(store, HOOK_PRINCIPAL)
     except InvalidInput:
-        entry = DEFAULTS["principals"][HOOK_PRINCIPAL]
-        return Principal(HOOK_PRINCIPAL, list(entry["read"]), list(entry["write"]),
-                         list(entry["sources"]))
+        spec = PrincipalsSettings().declared[HOOK_PRINCIPAL]
+        return Principal(HOOK_PRINCIPAL, list(spec.read), list(spec.write),
+                         list(spec.sources or ()))
 
 
 def handle(store: Store, payload: HookPayload) -> HookOutcome:

@@ -22,11 +22,11 @@ from datetime import timedelta
 from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound
+from agentstate.memory.status import CURRENT_STATUSES, STATUSES, MemoryStatus, status_in
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.refs import make_ref, parse_ref
 
 KINDS = ("fact", "preference", "event", "procedure")
-STATUSES = ("active", "contested", "candidate", "quarantined", "superseded", "forgotten")
 # What `recall --include` may add back (expired is derived, not stored).
 INCLUDABLE = ("superseded", "expired", "forgotten", "candidate", "quarantined")
 WITHHELD_REASONS = ("permission", "out_of_scope", "expired", "superseded", "candidate",
@@ -233,7 +233,6 @@ def check_file_at_commit(store: Any, ref: str) -> str:
 # memory modules that import them from this module.
 from agentstate.store.principals import (  # noqa: E402, F401
     Principal,
-    _scope_allowed,
     resolve_principal,
 )
 
@@ -245,7 +244,7 @@ def confidence_for(source: str) -> float:
 
 
 def effective_status(stored: str, valid_until: str | None, now: str) -> str:
-    if stored in ("active", "contested") and valid_until and valid_until <= now:
+    if stored in CURRENT_STATUSES and valid_until and valid_until <= now:
         return "expired"
     return stored
 
@@ -308,10 +307,10 @@ def chain_rows(store: Any, memory_id: str) -> list[dict]:
     return _rows(store, "SELECT * FROM memories WHERE id = ? ORDER BY version", (memory_id,))
 
 
-def current_version(rows: list[dict], now: str) -> dict | None:
+def current_memory_version(rows: list[dict], now: str) -> dict | None:
     """The version a bare `mem:ID` means: the newest active (not expired), else the newest
     active/contested, else the newest version of the chain."""
-    for wanted in (("active",), ("active", "contested")):
+    for wanted in ((MemoryStatus.ACTIVE,), CURRENT_STATUSES):
         live = [r for r in rows if r["status"] in wanted]
         if live:
             fresh = [r for r in live if effective_status(r["status"], r["valid_until"], now)
@@ -327,7 +326,7 @@ def get_memory(store: Any, ref: str) -> Memory:
     if not rows:
         raise NotFound(f"no memory {make_ref('mem', parsed.id)}")
     if parsed.version is None:
-        row = current_version(rows, store.now())
+        row = current_memory_version(rows, store.now())
     else:
         row = next((r for r in rows if r["version"] == parsed.version), None)
     if row is None:
@@ -398,9 +397,9 @@ def list_memories(store: Any, *, status: str | None = None, kind: str | None = N
     who = resolve_principal(store, principal)
     where, params = [], []
     if status in (None, "current"):
-        where.append("status IN ('active', 'contested')")
+        where.append(status_in(CURRENT_STATUSES))
     elif status == "expired":
-        where.append("status IN ('active', 'contested') AND valid_until IS NOT NULL "
+        where.append(status_in(CURRENT_STATUSES) + " AND valid_until IS NOT NULL "
                      "AND valid_until <= ?")
         params.append(store.now())
     elif status != "all":

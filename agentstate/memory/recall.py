@@ -31,7 +31,7 @@ from agentstate.memory.model import (
     KINDS,
     Evidence,
     chain_rows,
-    current_version,
+    current_memory_version,
     get_memory,
     list_user_preferences,
     load_evidence,
@@ -40,6 +40,7 @@ from agentstate.memory.model import (
     row_to_memory,
 )
 from agentstate.memory.scopes import scope_applies
+from agentstate.memory.status import CURRENT_STATUSES
 from agentstate.safety import redact_secrets
 from agentstate.store.clock import parse_ts
 from agentstate.store.refs import make_ref
@@ -159,7 +160,7 @@ def recall(
             memory_status = row_to_memory(row, now).status
             if specificity is None:
                 reason = "out_of_scope"
-            elif memory_status in ("active", "contested") or memory_status in include:
+            elif memory_status in CURRENT_STATUSES or memory_status in include:
                 visible.append((row, relevance[row_id], specificity))
                 continue
             else:
@@ -204,7 +205,7 @@ def _hit(row: dict, relevance: float, specificity: float, now: str,
     age = _age_days(now, memory.last_confirmed)
     recency = math.pow(0.5, age / RECENCY_HALF_LIFE_DAYS)
     score = relevance * (0.55 + 0.15 * recency + 0.15 * memory.confidence + 0.15 * specificity)
-    flags = [] if memory.status in ("active", "contested") else [f"included:{memory.status}"]
+    flags = [] if memory.status in CURRENT_STATUSES else [f"included:{memory.status}"]
     if memory.status == "contested":
         flags.append("contested")
     return MemoryHit(
@@ -222,7 +223,7 @@ def _flag_contests(store: Any, hits: list[MemoryHit], now: str) -> None:
     chains = {h.id for h in hits if h.status == "contested"}
     for memory_id in chains:
         rows = chain_rows(store, memory_id)
-        current = current_version([r for r in rows if r["status"] == "active"], now)
+        current = current_memory_version([r for r in rows if r["status"] == "active"], now)
         if current is None:
             continue
         current_ref = make_ref("mem", current["id"], current["version"])

@@ -1,4 +1,6 @@
-"""Version chains: inserting versions, the authority rule, user corrections, confirmation.
+"""Version chains: inserting versions, evidence, the authority rule, and the dedupe refresh.
+
+User corrections and confirmation build on these in `agentstate.memory.corrections`.
 
 The authority rule (documented in the README, memory section), applied when a value for a
 key+scope differs from the current one:
@@ -16,19 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentstate.errors import InvalidInput, Refused
 from agentstate.memory.model import (
     Memory,
     chain_rows,
     confidence_for,
-    current_version,
+    current_memory_version,
     get_memory,
     norm_hash,
     record_history,
-    resolve_principal,
-    validate_evidence,
 )
-from agentstate.safety import refuse_secrets
+from agentstate.memory.status import CURRENT_STATUSES
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
 
@@ -124,7 +123,7 @@ def make_current(store: Any, new_row: dict, rows: list[dict], actor: str, op: st
     """`new_row` becomes the current version: every other active/contested one is superseded."""
     replaced = []
     for other in rows:
-        if other["row"] == new_row["row"] or other["status"] not in ("active", "contested"):
+        if other["row"] == new_row["row"] or other["status"] not in CURRENT_STATUSES:
             continue
         set_status(store, other, "superseded", f"superseded by {vref(new_row)}")
         record_history(store, other["id"], other["version"], "superseded", actor,
@@ -168,110 +167,58 @@ def resolve_conflict(store: Any, new_row: dict, current: dict, actor: str
     return "contested", reason, None, vref(current)
 
 
-def _row(store: Any, memory: Memory) -> dict:
-    return next(r for r in chain_rows(store, memory.id) if r["row"] == memory.row)
-
-
-def correct(store: Any, ref: str, text: str, *, principal: str | None = None,
-            reason: str | None = None) -> WriteResult:
-    """A user correction: a new version from the user becomes current; others superseded."""
-    from agentstate.memory.write import check_text
-
-    text = check_text(store, text)
-    if reason:
-        refuse_secrets(reason, "the reason")
-    who = resolve_principal(store, principal)
-    target = get_memory(store, ref)
-    if target.status == "forgotten":
-        raise InvalidInput(f"{target.ref} is forgotten; remember the new value instead")
-    if not who.can_write(target.scope):
-        raise Refused(f"principal {who.name!r} may not write scope {target.scope!r}")
-    who.check_claim("user", "a user correction as")
-    with store.transaction():
-        rows = chain_rows(store, target.id)
-        cur = current_version(rows, store.now())
-        if cur is not None and cur["norm_hash"] == norm_hash(text):
-            # The "correction" restates the current value: the dedupe rule applies (the user
-            # becomes evidence for it), not a new version that supersedes an identical one.
-            from agentstate.memory.write import _refresh
-
-            return _refresh(store, cur, [("user", "user")], None, who.name, "active")
-        version = rows[-1]["version"] + 1
-        why = reason or f"user correction of {target.ref}"
-        row = insert_version(
-            store, memory_id=target.id, version=version, kind=target.kind, key=target.key,
-            scope=target.scope, text=text, source="user", status="active",
-            confidence=confidence_for("user"), valid_until=None,
-            supersedes=(cur or rows[-1])["version"], principal=who.name, reason=why,
-            evidence=[("user", "user")],
-        )
-        new_rows = chain_rows(store, target.id)
-        new_row = next(r for r in new_rows if r["row"] == row)
-        replaced = make_current(store, new_row, new_rows, who.name, "user correction", why)
-        record_history(store, target.id, version, "correct", who.name, why, text,
-                       replaced=replaced)
-    memory = get_memory(store, make_ref("mem", target.id, version))
-    return WriteResult("corrected", memory.ref, memory.status, why, memory,
-                       replaced=", ".join(replaced) or None, evidence_added=["user"])
-
-
-def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None = None
-            ) -> WriteResult:
-    """Add evidence to a version. A candidate is promoted (then the authority rule runs
-    against the current version); a contested version confirmed this way becomes current."""
-    if not evidence:
-        raise InvalidInput("confirm needs at least one --evidence REF")
-    refuse_secrets(" ".join(evidence), "the evidence")
-    who = resolve_principal(store, principal)
-    target = get_memory(store, ref)
-    if target.status == "quarantined":
-        raise Refused(f"{target.ref} is quarantined (it read as instructions to the agent); "
-                      "if it is genuine, state it yourself with `agentstate remember` "
-                      "--source user")
-    if target.status in ("superseded", "forgotten"):
-        raise InvalidInput(f"{target.ref} is {target.status}; only current, contested or "
-                           "candidate versions can be confirmed")
-    if not who.can_write(target.scope):
-        raise Refused(f"principal {who.name!r} may not write scope {target.scope!r}")
-    checked = [validate_evidence(store, e) for e in dict.fromkeys(evidence)]
-    if any(kind == "user" for _, kind in checked):
-        who.check_claim("user", "evidence")
-    with store.transaction():
-        row = _row(store, target)
-        added = add_evidence(store, row["row"], checked, who.name)
-        row = _row(store, target)
-        now = store.now()
-        store.conn.execute(
-            "UPDATE memories SET last_confirmed = ?, confidence = ? WHERE row = ?",
-            (now, bounded(row["confidence"] + EVIDENCE_BONUS * len(added)), row["row"]),
-        )
-        row = _row(store, target)
-        action, replaced = "confirmed", None
-        reason = f"confirmed with evidence {', '.join(added) or '(already attached)'}"
-        if target.status == "candidate" and not _still_candidate(row, checked):
-            rows = chain_rows(store, target.id)
-            others = [r for r in rows if r["row"] != row["row"]]
-            cur = current_version(others, now) if others else None
-            if cur is not None and cur["status"] in ("active", "contested"):
-                action, reason, replaced, _ = resolve_conflict(store, row, cur, who.name)
-                action = "confirmed" if action == "superseded" else action
-            else:
-                set_status(store, row, "active", "confirmed with evidence",
-                           initial_confidence(row["source"], row["evidence_count"]))
-                reason = "candidate promoted: evidence " + ", ".join(added or ["(existing)"])
-        elif target.status == "contested":
-            rows = chain_rows(store, target.id)
-            reason = f"contested version confirmed by {who.name}; it becomes current"
-            replaced = ", ".join(make_current(store, row, rows, who.name, "confirm", reason))
-        record_history(store, target.id, target.version, "confirm", who.name, reason, None,
-                       evidence=added)
-    memory = get_memory(store, target.ref)
-    return WriteResult(action, memory.ref, memory.status, reason, memory, replaced=replaced,
-                       evidence_added=added)
-
-
-def _still_candidate(row: dict, evidence: list[tuple[str, str]]) -> bool:
-    """A preference becomes active only when the user stated or vouched for it."""
-    if row["kind"] == "preference" and row["source"] != "user":
-        return not any(kind == "user" for _, kind in evidence)
-    return False
+def refresh_duplicate(store: Any, row: dict, refs: list[tuple[str, str]], valid_until: str | None,
+             actor: str, gate_status: str) -> WriteResult:
+    """Dedupe: the same content arrived again. Add its evidence, refresh the time (and
+    validity), never a second row; a candidate given evidence is promoted, and a contested
+    version with more agreeing evidence goes through the authority rule again."""
+    added = add_evidence(store, row["row"], refs, actor)
+    now = store.now()
+    until = row["valid_until"]
+    if valid_until is not None and (until is None or valid_until > until):
+        until = valid_until
+    elif valid_until is None and until is not None and until <= now:
+        until = None  # re-stated without a ttl: the fact holds again
+    store.conn.execute(
+        "UPDATE memories SET last_confirmed = ?, valid_until = ?, confidence = ? WHERE row = ?",
+        (now, until, bounded(row["confidence"] + EVIDENCE_BONUS * len(added)), row["row"]),
+    )
+    reason = (f"same content as {vref(row)} in scope {row['scope']}: "
+              f"{len(added)} evidence ref(s) added, time refreshed")
+    action = "deduplicated"
+    promoted = row["status"] == "candidate" and gate_status == "active"
+    record_history(store, row["id"], row["version"], "dedupe", actor, reason, row["text"],
+                   evidence=added)
+    if promoted:
+        rows = chain_rows(store, row["id"])
+        fresh = next(r for r in rows if r["row"] == row["row"])
+        others = [r for r in rows if r["row"] != row["row"]]
+        cur = current_memory_version(others, now) if others else None
+        if cur is not None and cur["status"] in CURRENT_STATUSES:
+            action, why, _, _ = resolve_conflict(store, fresh, cur, actor)
+        else:
+            why = "candidate promoted: the same content arrived with evidence"
+            set_status(store, fresh, "active", why,
+                       initial_confidence(fresh["source"], fresh["evidence_count"]))
+        record_history(store, row["id"], row["version"], "promote", actor, why, None)
+        reason += "; " + why
+    elif row["status"] == "contested" and added:
+        # More agreeing evidence for a contested value: re-apply the authority rule.
+        rows = chain_rows(store, row["id"])
+        fresh = next(r for r in rows if r["row"] == row["row"])
+        cur = next((r for r in reversed(rows) if r["status"] == "active"), None)
+        if cur is not None and wins_over(fresh["source"], fresh["evidence_count"], cur):
+            why = (f"now has at least the evidence of {vref(cur)} "
+                   f"({cur['evidence_count']} ≤ {fresh['evidence_count']}): it becomes current")
+            make_current(store, fresh, rows, actor, "more evidence", why)
+            record_history(store, row["id"], row["version"], "promote", actor, why, None)
+            reason += "; " + why
+            action = "superseded"
+    memory = get_memory(store, vref(row))
+    contests = None
+    if memory.status == "contested":  # say which version it stands beside, as a new write does
+        current = next((r for r in reversed(chain_rows(store, row["id"]))
+                        if r["status"] == "active"), None)
+        contests = vref(current) if current else None
+    return WriteResult(action, memory.ref, memory.status, reason, memory, evidence_added=added,
+                       contests=contests)

@@ -27,7 +27,7 @@ from agentstate.memory.model import (
     chain_rows,
     check_file_at_commit,
     confidence_for,
-    current_version,
+    current_memory_version,
     get_memory,
     norm_hash,
     parse_validity,
@@ -38,18 +38,14 @@ from agentstate.memory.model import (
     validate_kind,
     validate_scope,
 )
+from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus, status_in
 from agentstate.memory.versions import (
-    EVIDENCE_BONUS,
     WriteResult,
-    add_evidence,
-    bounded,
     initial_confidence,
     insert_version,
-    make_current,
+    refresh_duplicate,
     resolve_conflict,
-    set_status,
     vref,
-    wins_over,
 )
 from agentstate.safety import find_injection, refuse_secrets
 from agentstate.store.sources import validate_source
@@ -133,7 +129,7 @@ def remember(
     with store.transaction():
         duplicate = _find_duplicate(store, text, kind, key, scope, status)
         if duplicate is not None:
-            return _refresh(store, duplicate, refs, valid_until, who.name, status)
+            return refresh_duplicate(store, duplicate, refs, valid_until, who.name, status)
         if status == "quarantined":
             return _new_chain(store, text, kind, key, scope, source, status, reason,
                               QUARANTINE_CONFIDENCE, valid_until, who.name, refs)
@@ -158,13 +154,12 @@ def _find_duplicate(store: Any, text: str, kind: str, key: str | None, scope: st
                     status: str) -> dict | None:
     """The same normalised content in the same scope (and kind, and key when both have one).
     Quarantined text only dedupes with quarantined text, so it can never refresh a fact."""
-    wanted = ("quarantined",) if status == "quarantined" else ("active", "contested",
-                                                                "candidate")
-    marks = ",".join("?" * len(wanted))
+    wanted = ((MemoryStatus.QUARANTINED,) if status == MemoryStatus.QUARANTINED
+              else (*CURRENT_STATUSES, MemoryStatus.CANDIDATE))
     rows = store.conn.execute(
         f"SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
-        f"AND status IN ({marks}) ORDER BY version DESC",
-        (norm_hash(text), scope, kind, *wanted),
+        f"AND {status_in(wanted)} ORDER BY version DESC",
+        (norm_hash(text), scope, kind),
     )
     names = [d[0] for d in rows.description]
     for values in rows.fetchall():
@@ -172,61 +167,6 @@ def _find_duplicate(store: Any, text: str, kind: str, key: str | None, scope: st
         if key is None or row["key"] in (None, key):
             return row
     return None
-
-
-def _refresh(store: Any, row: dict, refs: list[tuple[str, str]], valid_until: str | None,
-             actor: str, gate_status: str) -> WriteResult:
-    """Dedupe: add evidence, refresh the time (and validity), never a second row."""
-    added = add_evidence(store, row["row"], refs, actor)
-    now = store.now()
-    until = row["valid_until"]
-    if valid_until is not None and (until is None or valid_until > until):
-        until = valid_until
-    elif valid_until is None and until is not None and until <= now:
-        until = None  # re-stated without a ttl: the fact holds again
-    store.conn.execute(
-        "UPDATE memories SET last_confirmed = ?, valid_until = ?, confidence = ? WHERE row = ?",
-        (now, until, bounded(row["confidence"] + EVIDENCE_BONUS * len(added)), row["row"]),
-    )
-    reason = (f"same content as {vref(row)} in scope {row['scope']}: "
-              f"{len(added)} evidence ref(s) added, time refreshed")
-    action = "deduplicated"
-    promoted = row["status"] == "candidate" and gate_status == "active"
-    record_history(store, row["id"], row["version"], "dedupe", actor, reason, row["text"],
-                   evidence=added)
-    if promoted:
-        rows = chain_rows(store, row["id"])
-        fresh = next(r for r in rows if r["row"] == row["row"])
-        others = [r for r in rows if r["row"] != row["row"]]
-        cur = current_version(others, now) if others else None
-        if cur is not None and cur["status"] in ("active", "contested"):
-            action, why, _, _ = resolve_conflict(store, fresh, cur, actor)
-        else:
-            why = "candidate promoted: the same content arrived with evidence"
-            set_status(store, fresh, "active", why,
-                       initial_confidence(fresh["source"], fresh["evidence_count"]))
-        record_history(store, row["id"], row["version"], "promote", actor, why, None)
-        reason += "; " + why
-    elif row["status"] == "contested" and added:
-        # More agreeing evidence for a contested value: re-apply the authority rule.
-        rows = chain_rows(store, row["id"])
-        fresh = next(r for r in rows if r["row"] == row["row"])
-        cur = next((r for r in reversed(rows) if r["status"] == "active"), None)
-        if cur is not None and wins_over(fresh["source"], fresh["evidence_count"], cur):
-            why = (f"now has at least the evidence of {vref(cur)} "
-                   f"({cur['evidence_count']} ≤ {fresh['evidence_count']}): it becomes current")
-            make_current(store, fresh, rows, actor, "more evidence", why)
-            record_history(store, row["id"], row["version"], "promote", actor, why, None)
-            reason += "; " + why
-            action = "superseded"
-    memory = get_memory(store, vref(row))
-    contests = None
-    if memory.status == "contested":  # say which version it stands beside, as a new write does
-        current = next((r for r in reversed(chain_rows(store, row["id"]))
-                        if r["status"] == "active"), None)
-        contests = vref(current) if current else None
-    return WriteResult(action, memory.ref, memory.status, reason, memory, evidence_added=added,
-                       contests=contests)
 
 
 def _key_chain(store: Any, key: str, scope: str) -> list[dict]:
@@ -259,8 +199,8 @@ def _new_version(store: Any, chain: list[dict], text: str, kind: str, key: str, 
                  source: str, status: str, reason: str, valid_until: str | None, actor: str,
                  refs: list[tuple[str, str]]) -> WriteResult:
     now = store.now()
-    cur = current_version(chain, now)
-    live = cur is not None and cur["status"] in ("active", "contested")
+    cur = current_memory_version(chain, now)
+    live = cur is not None and cur["status"] in CURRENT_STATUSES
     version = chain[-1]["version"] + 1
     memory_id = chain[0]["id"]
     confidence = (CANDIDATE_CONFIDENCE if status == "candidate"
@@ -303,7 +243,7 @@ def _similar(store: Any, text: str, kind: str, scope: str) -> list[dict]:
     found = []
     for row_id, mem_id, version, text_other in store.conn.execute(
         f"SELECT row, id, version, text FROM memories WHERE row IN ({marks}) AND scope = ? "
-        "AND kind = ? AND status IN ('active', 'contested')",
+        f"AND kind = ? AND {status_in(CURRENT_STATUSES)}",
         [h for h, _ in hits] + [scope, kind],
     ):
         theirs = tokens(text_other)

@@ -16,12 +16,12 @@ from agentstate.errors import InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, current_run, resolve_run
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
-from agentstate.skills.lifecycle import (
-    _release_dir,
-    _rows,
-    current_version,
+from agentstate.skills.records import (
+    current_release,
     get_version,
     parse_target,
+    release_folder,
+    version_rows,
 )
 from agentstate.store.db import Store
 
@@ -49,17 +49,17 @@ def _pick_version(store: Store, target: str):
     if version is not None:
         row = get_version(store, name, version)
         if row.status == "revoked":
-            current = current_version(store, name)
+            current = current_release(store, name)
             hint = f"; the current version is {current.ref}" if current else ""
             raise Refused(f"{row.ref} is revoked ({row.revoke_reason}){hint}")
         if row.status == "candidate":
             raise InvalidInput(f"{row.ref} is a candidate, not published; only published "
                                "versions load")
         return row
-    row = current_version(store, name)
+    row = current_release(store, name)
     if row is not None:
         return row
-    rows = _rows(store, name)
+    rows = version_rows(store, name)
     if not rows:
         raise NotFound(f"no skill named {name!r} (see `agentstate skill list`)")
     if any(r["status"] == "revoked" for r in rows):
@@ -76,7 +76,7 @@ def load_skill(store: Store, target: str, *, run_ref: str | None = None) -> Load
                                       mf.SKILL_MD).decode("utf-8", errors="replace")
     split = mf.split_front_matter(text)
     body = split[1] if split and split[2] > 0 else text
-    folder = _release_dir(store, row)
+    folder = release_folder(store, row)
     files = registry.version_files(store.skills_path, row.name, row.version)
     resources = [f for f in files if f not in (mf.SKILL_MD, mf.SKILL_TOML)]
     contract = mf.load_folder(folder).contract
@@ -166,11 +166,11 @@ def run_skill_steps(store: Store, target: str, *, step: int | None = None,
     """
     import tempfile
 
-    from agentstate.skills.lifecycle import fill_params, param_values
+    from agentstate.skills.acceptance import fill_params, param_values
     from agentstate.tools.runner import run_tool
 
     row = _pick_version(store, target)
-    folder = _release_dir(store, row)
+    folder = release_folder(store, row)
     contract = mf.load_folder(folder).contract
     if contract is None:
         raise InvalidInput(f"{row.ref} has no readable skill.toml")

@@ -157,7 +157,9 @@ class ValidationReport:
 # ---------------------------------------------------------------- SKILL.md
 
 
-class _Collector:
+class ProblemCollector:
+    """Gathers the problems found while reading a skill folder (errors and warnings)."""
+
     def __init__(self, display: str) -> None:
         self.display = display
         self.problems: list[Problem] = []
@@ -182,7 +184,7 @@ def split_front_matter(text: str) -> tuple[str, str, int] | None:
     return "", "", -1  # opened, never closed
 
 
-def parse_skill_md(text: str, out: _Collector) -> SkillDoc | None:
+def parse_skill_md(text: str, out: ProblemCollector) -> SkillDoc | None:
     """Parse SKILL.md; problems go to `out`. Front matter lines are real file lines."""
     import yaml
 
@@ -225,7 +227,7 @@ def parse_skill_md(text: str, out: _Collector) -> SkillDoc | None:
                     body_line=body_line, key_lines=key_lines)
 
 
-def check_front_matter(doc: SkillDoc, folder_name: str, out: _Collector) -> None:
+def check_front_matter(doc: SkillDoc, folder_name: str, out: ProblemCollector) -> None:
     front, lines = doc.front, doc.key_lines
     for key in front:
         if key not in SPEC_KEYS:
@@ -287,7 +289,8 @@ def check_front_matter(doc: SkillDoc, folder_name: str, out: _Collector) -> None
                  f"SKILL.md body is over {BODY_LINES_WARN} lines; move detail to references/")
 
 
-def check_name(name: str, out: _Collector | None = None, line: int | None = None) -> list[str]:
+def check_name(name: str, out: ProblemCollector | None = None,
+               line: int | None = None) -> list[str]:
     """The spec's name rules; returns the messages (and reports them to `out`)."""
     messages = []
     if not name:
@@ -334,7 +337,7 @@ def _toml_line(text: str, key: str, occurrence: int = 0, table: bool = False) ->
     return text.count("\n", 0, match.start()) + 1
 
 
-def _command(value: Any, line: int | None, where: str, out: _Collector) -> list[str] | None:
+def _command(value: Any, line: int | None, where: str, out: ProblemCollector) -> list[str] | None:
     if isinstance(value, str):
         try:
             argv = shlex.split(value)
@@ -354,7 +357,7 @@ def _command(value: Any, line: int | None, where: str, out: _Collector) -> list[
     return argv
 
 
-def _str_list(data: dict, key: str, text: str, out: _Collector) -> list[str]:
+def _str_list(data: dict, key: str, text: str, out: ProblemCollector) -> list[str]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         out.error(SKILL_TOML, _toml_line(text, key), "contract-type",
@@ -363,7 +366,7 @@ def _str_list(data: dict, key: str, text: str, out: _Collector) -> list[str]:
     return [v.strip() for v in value]
 
 
-def _params(data: dict, key: str, text: str, out: _Collector) -> list[Param]:
+def _params(data: dict, key: str, text: str, out: ProblemCollector) -> list[Param]:
     value = data.get(key, [])
     if not isinstance(value, list):
         out.error(SKILL_TOML, _toml_line(text, key), "contract-type",
@@ -399,7 +402,7 @@ def _params(data: dict, key: str, text: str, out: _Collector) -> list[Param]:
     return params
 
 
-def parse_contract(text: str, out: _Collector) -> Contract | None:
+def parse_contract(text: str, out: ProblemCollector) -> Contract | None:
     """Parse skill.toml into a Contract; structural problems go to `out`."""
     try:
         data = tomllib.loads(text)
@@ -502,7 +505,7 @@ def parse_contract(text: str, out: _Collector) -> Contract | None:
 # ---------------------------------------------------------------- whole folder
 
 
-def read_text(path: Path, out: _Collector, display: str) -> str | None:
+def read_text(path: Path, out: ProblemCollector, display: str) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -512,9 +515,9 @@ def read_text(path: Path, out: _Collector, display: str) -> str | None:
     return None
 
 
-def load_folder(path: Path, out: _Collector | None = None) -> SkillFolder:
+def load_folder(path: Path, out: ProblemCollector | None = None) -> SkillFolder:
     """Parse a skill folder without judging it (problems, if any, go to `out`)."""
-    out = out or _Collector(path.name)
+    out = out or ProblemCollector(path.name)
     doc = None
     md = path / SKILL_MD
     if md.is_file():
@@ -575,7 +578,7 @@ def validate_folder(
     from agentstate.tools.runner import tool_availability
 
     display = display or str(path)
-    out = _Collector(display)
+    out = ProblemCollector(display)
     report = ValidationReport(path=display, name=path.name)
     if not path.is_dir():
         out.error("", None, "not-a-skill", f"{path} is not a directory")

@@ -29,12 +29,12 @@ from agentstate.errors import InvalidInput
 from agentstate.runs.log import Event, get_run, list_events
 from agentstate.safety import find_injection, refuse_secrets
 from agentstate.skills import manifest as mf
-from agentstate.skills.lifecycle import (
-    _rows,
-    _upsert_candidate,
+from agentstate.skills.records import (
     draft_path,
     principal_name,
+    record_candidate,
     registry_lock,
+    version_rows,
 )
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
@@ -182,7 +182,7 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
         raise InvalidInput(f"{run.ref} is {run.status}; propose from a finished run (end it "
                            "with `agentstate run end --status done`)")
     dest = draft_path(store, name)
-    if dest.exists() or _rows(store, name):
+    if dest.exists() or version_rows(store, name):
         raise InvalidInput(f"skill {name!r} already exists; choose another --name")
     events = list_events(store, run.ref)
     stripper = _Stripper(store.work_tree)
@@ -302,7 +302,7 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
             (staging / mf.SKILL_MD).write_text(skill_md, encoding="utf-8")
             (staging / mf.SKILL_TOML).write_text(skill_toml, encoding="utf-8")
             staging.rename(dest)
-            row = _upsert_candidate(store, name, mf.load_folder(dest), provenance)
+            row = record_candidate(store, name, mf.load_folder(dest), provenance)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             shutil.rmtree(dest, ignore_errors=True)

@@ -55,13 +55,8 @@ def install_shipped(store: Store) -> InstallResult:
     on any failure nothing is left: no commit, tag, row or copied draft.
     """
     from agentstate import __version__
-    from agentstate.skills.lifecycle import (
-        _Prepared,
-        _rows,
-        _upsert_candidate,
-        registry_lock,
-        release,
-    )
+    from agentstate.skills.publishing import PreparedRelease, release
+    from agentstate.skills.records import record_candidate, registry_lock, version_rows
 
     result = InstallResult()
     if _all_installed(store):
@@ -71,7 +66,7 @@ def install_shipped(store: Store) -> InstallResult:
         for source in shipped_skills():
             name = source.name
             tree = registry.tree_hash(source)
-            rows = _rows(store, name)
+            rows = version_rows(store, name)
             if any(r["tree"] == tree for r in rows):
                 continue  # this exact content is (or was) installed: nothing to do
             draft = store.skills_path / name
@@ -108,8 +103,8 @@ def install_shipped(store: Store) -> InstallResult:
                     "origin": "shipped", "agentstate": __version__, "principal": "agentstate",
                     "sources": ["agentstate"], "untrusted": [], "injection": [],
                 }
-                row = _upsert_candidate(store, draft.name, folder, provenance)
-                items.append(_Prepared(
+                row = record_candidate(store, draft.name, folder, provenance)
+                items.append(PreparedRelease(
                     name=draft.name, version=row["version"], tree=tree, folder=folder,
                     approver="agentstate (shipped)", reasons=[], provenance=provenance,
                     test="shipped",
@@ -128,11 +123,11 @@ def install_shipped(store: Store) -> InstallResult:
 
 
 def _all_installed(store: Store) -> bool:
-    from agentstate.skills.lifecycle import _rows
+    from agentstate.skills.records import version_rows
 
     for source in shipped_skills():
         tree = registry.tree_hash(source)
-        if not any(r["tree"] == tree for r in _rows(store, source.name)):
+        if not any(r["tree"] == tree for r in version_rows(store, source.name)):
             return False
     return True
 

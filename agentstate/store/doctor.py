@@ -217,7 +217,7 @@ def check_search_indexes(root: Path) -> Check:
 
 def check_registry_mirror(root: Path, settings: Settings) -> Check:
     """Every released skill version in the database has its tag at the recorded commit/tree."""
-    from agentstate.skills.lifecycle import check_registry
+    from agentstate.skills.history import check_registry
     from agentstate.store.db import LazyDatabase, Store
 
     try:

@@ -1,0 +1,245 @@
+"""Publishing: validate, test, check trust, then commit + tag + row together (or nothing).
+
+Trust: a candidate needs an explicit human `--approve` when its content came from untrusted
+sources (tool output, files, fetched documents; see store.sources.is_untrusted), when any of
+its text reads as injected instructions (safety.find_injection), or when nothing records where
+the draft came from (files that simply appeared in the registry). Only a principal allowed to
+write every scope (`write = ["*"]`, the owner by default) may approve; the approval is
+recorded with the version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
+from agentstate.safety import find_injection, refuse_secrets
+from agentstate.skills import manifest as mf
+from agentstate.skills import registry
+from agentstate.skills.acceptance import last_test, run_acceptance
+from agentstate.skills.records import (
+    candidate_row,
+    current_release,
+    draft_path,
+    get_version,
+    next_version_number,
+    parse_target,
+    principal_name,
+    registry_lock,
+    row_to_version,
+    version_rows,
+)
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref
+
+
+@dataclass
+class PublishResult:
+    ref: str
+    name: str
+    version: int
+    commit: str
+    tree: str
+    tag: str
+    approver: str | None
+    reasons: list[str]  # why approval was needed (empty when it was not)
+    test: str  # the skill_tests id whose pass allowed the publish
+
+
+def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | None) -> list[str]:
+    """Why this draft needs a human --approve (empty: it does not)."""
+    reasons: list[str] = []
+    current = current_release(store, name)
+    if candidate is None and current is None:
+        reasons.append("nothing records where this draft came from (not created by `skill "
+                       "new` or `skill propose`): treat its files as untrusted")
+    elif candidate is None:
+        principal, may_approve = principal_name(store)
+        if not may_approve:
+            reasons.append(f"the draft was edited after {current.ref} and is being published "
+                           f"by principal {principal!r}, which may not approve skills")
+    provenance = json.loads(candidate["provenance"]) if candidate else {}
+    creator = provenance.get("principal")
+    if creator and provenance.get("principal_may_approve") is False:
+        reasons.append(f"created by principal {creator!r}, which may not approve skills")
+    for item in provenance.get("untrusted", []):
+        reasons.append(f"content came from an untrusted source: {item}")
+    for item in provenance.get("injection", []):
+        reasons.append(f"the source run read text that reads as injected instructions: {item}")
+    for file in sorted(mf.skill_files(folder)):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for phrase in find_injection(text):
+            reasons.append(f"{file.relative_to(folder).as_posix()} reads like instructions "
+                           f"aimed at an agent: {phrase!r}")
+    return reasons
+
+
+def _record_release(store: Store, name: str, version: int, *, commit: str, tree: str,
+                    tag: str, folder: mf.SkillFolder, approver: str | None,
+                    reasons: list[str], provenance: dict[str, Any]) -> None:
+    """The database half of a publish (one transaction)."""
+    now = store.now()
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM skill_versions WHERE name = ? AND version = ? AND "
+                     "status = 'candidate'", (name, version))
+        store.db["skill_versions"].insert({
+            "name": name, "version": version, "status": "published", "commit_sha": commit,
+            "tree": tree, "tag": tag, "description": folder.description,
+            "triggers": json.dumps(folder.contract.triggers if folder.contract else []),
+            "approver": approver, "reasons": json.dumps(reasons),
+            "provenance": json.dumps(provenance, sort_keys=True), "created": now,
+            "published": now,
+        })
+
+
+def publish_skill(store: Store, target: str, *, approve: bool = False,
+                  run_ref: str | None = None, params: dict[str, str] | None = None
+                  ) -> PublishResult:
+    """Validate, test (unless this exact tree already passed), check trust, then commit + tag
+    + row together. Refused (exit 3) with every reason when anything is missing."""
+    name, version = parse_target(target)
+    if version is not None:
+        row = get_version(store, name, version)  # NotFound for an unknown version
+        if row.status == "revoked":
+            raise Refused(f"{row.ref} is revoked ({row.revoke_reason}); a revoked version is "
+                          "never published again — change the draft and publish a new version")
+        if row.status == "published":
+            raise InvalidInput(f"{row.ref} is already published")
+    folder_path = draft_path(store, name)
+    if not folder_path.is_dir():
+        if version_rows(store, name):
+            raise NotFound(f"skill {name!r} has no draft in {store.skills_path} to publish")
+        raise NotFound(f"no skill named {name!r} (create one with `agentstate skill new "
+                       f"{name}` or `skill propose`)")
+    with registry_lock(store):
+        return _publish_locked(store, name, folder_path, approve=approve, run_ref=run_ref,
+                               params=params)
+
+
+def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool,
+                    run_ref: str | None, params: dict[str, str] | None) -> PublishResult:
+    report = mf.validate_folder(folder_path, store.settings.tools, display=f"skills/{name}")
+    reasons = [str(p) for p in report.errors]
+    tree = registry.tree_hash(folder_path)
+    if tree is None:
+        raise InvalidInput(f"the draft {folder_path} is empty")
+    same = [r for r in version_rows(store, name)
+            if r["tree"] == tree and r["status"] != "candidate"]
+    if same:
+        row = row_to_version(same[-1])
+        if row.status == "revoked":
+            raise Refused(f"this content was published as {row.ref} and revoked "
+                          f"({row.revoke_reason}); change it before publishing again")
+        raise InvalidInput(f"nothing to publish: the draft is identical to {row.ref}")
+    for file in mf.skill_files(folder_path):
+        try:
+            refuse_secrets(file.read_text(encoding="utf-8"),
+                           f"{name}/{file.relative_to(folder_path).as_posix()}")
+        except UnicodeDecodeError:
+            continue
+    # Trust before anything runs: an untrusted candidate's acceptance commands are not
+    # executed by publish until a human has approved it.
+    candidate = candidate_row(store, name)
+    trust = approval_reasons(store, name, folder_path, candidate)
+    principal, may_approve = principal_name(store)
+    approver = None
+    if trust:
+        if not approve:
+            raise Refused(
+                f"publish {name} needs a human --approve: " + "; ".join(reasons + trust),
+                details={"reasons": reasons + trust, "approval_required": True})
+        if not may_approve:
+            raise Refused(
+                f"principal {principal!r} may not approve skills (only a principal with "
+                "write = [\"*\"] may): " + "; ".join(reasons + trust),
+                details={"reasons": reasons + trust, "approval_required": True})
+        approver = principal
+    elif approve and may_approve:
+        approver = principal
+    test_id = ""
+    if not reasons:
+        passed = last_test(store, name, tree)
+        if passed and passed["passed"]:
+            test_id = passed["id"]
+        else:
+            report_ = run_acceptance(store, name, run_ref=run_ref, params=params)
+            test_id = report_.id
+            if report_.tree != tree:
+                reasons.append("the draft changed while it was being tested")
+            for result in report_.results:
+                if not result.ok:
+                    reasons.append(f"acceptance failed: {result.command} → {result.status}"
+                                   f" (expected exit {result.expected})")
+    if reasons:
+        raise Refused(f"publish {name} refused: " + "; ".join(reasons),
+                      details={"reasons": reasons})
+    folder = mf.load_folder(folder_path)
+    version = candidate["version"] if candidate else next_version_number(store, name)
+    current = current_release(store, name)
+    provenance = json.loads(candidate["provenance"]) if candidate else {
+        "origin": "edited", "principal": principal,
+        "previous": current.ref if current else None,
+    }
+    # Which recorded acceptance run (skill_tests.id) let this content through.
+    provenance = {**provenance, "acceptance_test": test_id}
+    prepared = PreparedRelease(name=name, version=version, tree=tree, folder=folder,
+                               approver=approver, reasons=trust, provenance=provenance,
+                               test=test_id)
+    return release(store, [prepared])[0]
+
+
+@dataclass
+class PreparedRelease:
+    """A draft that passed every check, ready to be released."""
+
+    name: str
+    version: int
+    tree: str
+    folder: mf.SkillFolder
+    approver: str | None
+    reasons: list[str]
+    provenance: dict[str, Any]
+    test: str
+
+
+def release(store: Store, items: list[PreparedRelease]) -> list[PublishResult]:
+    """Commit + tag + rows for checked drafts, all together or not at all.
+
+    The git side goes first (one commit, one tag per skill); if the database write (or
+    anything after the commit) fails, the tags are deleted and HEAD/index reset, so neither a
+    tag nor a commit nor a row is left behind.
+    """
+    releases = [(i.name, i.version) for i in items]
+    if len(items) == 1:
+        item = items[0]
+        message = f"{item.name} v{item.version}: {item.folder.description[:60]}"
+    else:
+        message = "release " + ", ".join(f"{n} v{v}" for n, v in releases)
+    commit, trees, previous = registry.commit_releases(store.skills_path, releases, message)
+    try:
+        for item in items:
+            if trees.get(item.name) != item.tree:
+                raise CorruptStore(
+                    f"committed tree of {item.name} ({str(trees.get(item.name))[:12]}) differs "
+                    f"from the checked tree {item.tree[:12]}; nothing was published")
+        with store.transaction():
+            for item in items:
+                _record_release(store, item.name, item.version, commit=commit, tree=item.tree,
+                                tag=registry.tag_name(item.name, item.version),
+                                folder=item.folder, approver=item.approver,
+                                reasons=item.reasons, provenance=item.provenance)
+    except BaseException:
+        registry.undo_releases(store.skills_path, releases, previous)
+        raise
+    return [
+        PublishResult(ref=make_ref("skill", i.name, i.version), name=i.name, version=i.version,
+                      commit=commit, tree=i.tree, tag=registry.tag_name(i.name, i.version),
+                      approver=i.approver, reasons=i.reasons, test=i.test)
+        for i in items
+    ]

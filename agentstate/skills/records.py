@@ -1,0 +1,182 @@
+"""Skill records: the `skill_versions` rows and the lookups every other skills module uses.
+
+Rows in `skill_versions` mirror the registry. A draft folder lives in the registry's work
+tree (`.agentstate/skills/<name>/`); its candidate row (status `candidate`, no commit) records
+where it came from. Publishing (`agentstate.skills.publishing`) turns the row into
+`published`; revoking (`agentstate.skills.revocation`) keeps the row but the version can no
+longer be loaded, matched or exported.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentstate.errors import InvalidInput, NotFound
+from agentstate.skills import manifest as mf
+from agentstate.skills import registry
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref
+
+STATUSES = ("candidate", "published", "revoked")
+_NAME_AT = re.compile(r"^(?:skill:)?([a-z0-9-]+)(?:@v([0-9]+))?$")
+
+
+@dataclass
+class SkillVersion:
+    name: str
+    version: int
+    status: str
+    ref: str
+    commit: str | None
+    tree: str | None
+    tag: str | None
+    description: str
+    triggers: list[str]
+    approver: str | None
+    reasons: list[str]
+    provenance: dict[str, Any]
+    created: str
+    published: str | None
+    revoked: str | None
+    revoked_by: str | None
+    revoke_reason: str | None
+    loads: int = 0
+
+
+def row_to_version(row: dict, loads: int = 0) -> SkillVersion:
+    return SkillVersion(
+        name=row["name"], version=row["version"], status=row["status"],
+        ref=make_ref("skill", row["name"], row["version"]), commit=row["commit_sha"],
+        tree=row["tree"], tag=row["tag"], description=row["description"],
+        triggers=json.loads(row["triggers"] or "[]"), approver=row["approver"],
+        reasons=json.loads(row["reasons"] or "[]"),
+        provenance=json.loads(row["provenance"] or "{}"), created=row["created"],
+        published=row["published"], revoked=row["revoked"], revoked_by=row["revoked_by"],
+        revoke_reason=row["revoke_reason"], loads=loads,
+    )
+
+
+def parse_target(text: str) -> tuple[str, int | None]:
+    """`name`, `name@v3` or `skill:name@v3` → (name, version or None)."""
+    match = _NAME_AT.match((text or "").strip())
+    if not match:
+        raise InvalidInput(f"not a skill name or ref: {text!r} (expected NAME, NAME@vN or "
+                           "skill:NAME@vN)")
+    name, version = match.group(1), match.group(2)
+    problems = mf.check_name(name)
+    if problems:
+        raise InvalidInput(problems[0])
+    if version is not None and int(version) < 1:
+        raise InvalidInput(f"versions start at v1: {text!r}")
+    return name, int(version) if version else None
+
+
+def version_rows(store: Store, name: str) -> list[dict]:
+    """Every row of skill `name`, oldest version first."""
+    return list(store.db.query(
+        "SELECT * FROM skill_versions WHERE name = ? ORDER BY version", (name,)))
+
+
+def get_version(store: Store, name: str, version: int) -> SkillVersion:
+    rows = list(store.db.query(
+        "SELECT * FROM skill_versions WHERE name = ? AND version = ?", (name, version)))
+    if not rows:
+        known = version_rows(store, name)
+        if not known:
+            raise NotFound(f"no skill named {name!r} (see `agentstate skill list --all`)")
+        versions = ", ".join(f"v{r['version']}" for r in known)
+        raise NotFound(f"skill {name!r} has no version v{version} (it has {versions})")
+    return row_to_version(rows[0])
+
+
+def current_release(store: Store, name: str) -> SkillVersion | None:
+    """The highest published (not revoked) version: what load, match and export use."""
+    rows = list(store.db.query(
+        "SELECT * FROM skill_versions WHERE name = ? AND status = 'published' "
+        "ORDER BY version DESC LIMIT 1", (name,)))
+    return row_to_version(rows[0]) if rows else None
+
+
+def candidate_row(store: Store, name: str) -> dict | None:
+    """The row of the draft waiting to be published (the newest row, if a candidate)."""
+    rows = version_rows(store, name)
+    return rows[-1] if rows and rows[-1]["status"] == "candidate" else None
+
+
+def next_version_number(store: Store, name: str) -> int:
+    """The number the next version of `name` gets (numbers are never reused)."""
+    row = store.conn.execute(
+        "SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = ?", (name,)
+    ).fetchone()
+    return int(row[0]) + 1
+
+
+def draft_path(store: Store, name: str) -> Path:
+    return store.skills_path / name
+
+
+@contextmanager
+def registry_lock(store: Store) -> Iterator[None]:
+    """One writer of the registry at a time (git's index is not shared safely)."""
+    # O_CREAT without truncation: taking the lock never rewrites the file.
+    fd = os.open(store.root / "skills.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def principal_name(store: Store) -> tuple[str, bool]:
+    """(principal, may approve): AGENTSTATE_PRINCIPAL or [principals] default."""
+    from agentstate.store.principals import resolve_principal
+
+    who = resolve_principal(store)
+    return who.name, "*" in who.write
+
+
+def record_candidate(store: Store, name: str, folder: mf.SkillFolder,
+                     provenance: dict[str, Any]) -> dict:
+    """Record (or refresh) the candidate row for the draft in the registry work tree."""
+    existing = candidate_row(store, name)
+    triggers = json.dumps(folder.contract.triggers if folder.contract else [])
+    description = folder.description
+    with store.transaction():
+        if existing:
+            store.conn.execute(
+                "UPDATE skill_versions SET description = ?, triggers = ?, provenance = ? "
+                "WHERE name = ? AND version = ?",
+                (description, triggers, json.dumps(provenance, sort_keys=True), name,
+                 existing["version"]),
+            )
+            version = existing["version"]
+        else:
+            version = next_version_number(store, name)
+            store.db["skill_versions"].insert({
+                "name": name, "version": version, "status": "candidate", "commit_sha": None,
+                "tree": None, "tag": None, "description": description, "triggers": triggers,
+                "approver": None, "reasons": "[]",
+                "provenance": json.dumps(provenance, sort_keys=True), "created": store.now(),
+            })
+    return next(r for r in version_rows(store, name) if r["version"] == version)
+
+
+def release_folder(store: Store, row: SkillVersion) -> Path:
+    """A released version checked out under .agentstate/cache (rebuilt if it drifted)."""
+    # Inside the registry folder (ignored by the host repository's .gitignore for
+    # .agentstate/skills/, and excluded from the registry's own git by info/exclude).
+    dest = store.skills_path / registry.CACHE_DIR / row.name / f"v{row.version}"
+    if not dest.is_dir() or registry.tree_hash(dest) != row.tree:
+        registry.materialize(store.skills_path, row.name, row.version, dest)
+    return dest

@@ -1,0 +1,72 @@
+"""`skill revoke`: withdraw a version (or every version) of a skill. The row, the commit and
+the tag stay (history); the version can no longer be loaded, matched or exported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentstate.errors import InvalidInput, NotFound
+from agentstate.safety import refuse_secrets
+from agentstate.skills.records import (
+    current_release,
+    get_version,
+    parse_target,
+    principal_name,
+    version_rows,
+)
+from agentstate.store.db import Store
+from agentstate.store.refs import make_ref
+
+
+@dataclass
+class RevokeResult:
+    revoked: list[str]
+    current: str | None  # the version load/match/export use now (None: out of the catalog)
+    reason: str
+    exports_updated: list[str] = field(default_factory=list)
+
+
+def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
+    """Revoke one version (NAME@vN) or every published version (NAME). History is kept.
+
+    After revoking NAME@vN the current version is the highest remaining published one (the
+    previous release, if any); after revoking NAME no version is current and the skill
+    leaves the catalog and the exports.
+    """
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInput("--reason is required: say why the skill is withdrawn")
+    refuse_secrets(reason, "the reason")
+    name, version = parse_target(target)
+    if version is not None:
+        row = get_version(store, name, version)
+        if row.status == "revoked":
+            raise InvalidInput(f"{row.ref} is already revoked ({row.revoke_reason})")
+        if row.status == "candidate":
+            raise InvalidInput(f"{row.ref} is a candidate, not a release; delete or edit the "
+                               "draft instead")
+        targets = [version]
+    else:
+        rows = version_rows(store, name)
+        if not rows:
+            raise NotFound(f"no skill named {name!r}")
+        targets = [r["version"] for r in rows if r["status"] == "published"]
+        if not targets:
+            raise InvalidInput(f"skill {name!r} has no published version to revoke")
+    principal, _ = principal_name(store)
+    now = store.now()
+    with store.transaction() as conn:
+        for v in targets:
+            conn.execute(
+                "UPDATE skill_versions SET status = 'revoked', revoked = ?, revoked_by = ?, "
+                "revoke_reason = ? WHERE name = ? AND version = ? AND status = 'published'",
+                (now, principal, reason, name, v),
+            )
+    current = current_release(store, name)
+    from agentstate.skills.export import refresh_existing_exports
+
+    updated = refresh_existing_exports(store)
+    return RevokeResult(revoked=[make_ref("skill", name, v) for v in targets],
+                        current=current.ref if current else None, reason=reason,
+                        exports_updated=updated)
