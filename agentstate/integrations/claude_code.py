@@ -62,7 +62,7 @@ def import_claude_code(
     """
     path = open_transcript(path, AGENT)
     session = read_session(path)
-    return run_import(store, path, session, _records(path, include_thinking),
+    return run_import(store, path, session, _records(path, include_thinking, session.first_ts),
                       run_ref=run_ref, goal=goal, strict=strict)
 
 
@@ -83,6 +83,8 @@ def read_session(path: Path) -> Session:
     for _, obj, _error in read_lines(path):
         if not isinstance(obj, dict):
             continue
+        if session.first_ts is None:
+            session.first_ts = timestamp(obj.get("timestamp"))
         for attr, key in (("session", "sessionId"), ("cwd", "cwd"), ("branch", "gitBranch")):
             value = obj.get(key)
             if getattr(session, attr) is None and isinstance(value, str) and value:
@@ -107,9 +109,10 @@ def _result_text(content: Any) -> str:
     return ""
 
 
-def _records(path: Path, include_thinking: bool) -> Iterator[ImportLine]:
+def _records(path: Path, include_thinking: bool, first_ts: str | None) -> Iterator[ImportLine]:
     pending: dict[str, tuple[int, str, Any]] = {}  # tool_use id → (line, name, input)
     compaction: dict[str, Any] = {}  # the last compact_boundary's metadata
+    last_ts = first_ts
     for number, obj, error in read_lines(path):
         if error == "partial":
             yield ImportLine(number, skip="incomplete last line")
@@ -122,6 +125,7 @@ def _records(path: Path, include_thinking: bool) -> Iterator[ImportLine]:
             continue
         kind = obj["type"]
         ts = timestamp(obj.get("timestamp"))
+        last_ts = ts or last_ts
         meta: dict[str, Any] = {"agent": AGENT}
         if isinstance(obj.get("uuid"), str):
             meta["uuid"] = obj["uuid"]
@@ -134,8 +138,9 @@ def _records(path: Path, include_thinking: bool) -> Iterator[ImportLine]:
                 yield ImportLine(number, error="summary record without a summary")
                 continue
             leaf = obj.get("leafUuid")
+            # Summary records carry no time: they sit where the session was at that line.
             yield ImportLine(number, record(
-                "checkpoint", text, "model", ts, f"summary:{leaf or number}",
+                "checkpoint", text, "model", last_ts, f"summary:{leaf or number}",
                 {**meta, "compaction": "summary", **({"leaf": leaf} if leaf else {})}))
             continue
         if kind == "system":

@@ -50,6 +50,7 @@ class Session:
     cwd: str | None = None
     branch: str | None = None
     goal: str | None = None  # the first real user request
+    first_ts: str | None = None  # for records without a time of their own
 
 
 @dataclass
