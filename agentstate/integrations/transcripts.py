@@ -210,6 +210,8 @@ def tool_source(name: str) -> str:
 
 def input_summary(name: str, value: Any) -> str:
     """One line saying what a tool was asked to do: the command, the file, the pattern."""
+    if value is None:
+        return ""
     if isinstance(value, dict):
         for key in ("command", "cmd", "file_path", "path", "pattern", "url", "query",
                     "description", "prompt"):
