@@ -36,6 +36,11 @@ _ERROR_LINE = re.compile(
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?")
 
 
+def is_error_line(line: str) -> bool:
+    """Does this line look like part of a failure (what an excerpt keeps first)?"""
+    return bool(_ERROR_LINE.search(line) or _EXCEPTION_LINE.match(line))
+
+
 def redact(text: str) -> str:
     """Redact secrets; if a pattern still matches afterwards, withhold the text entirely."""
     cleaned = redact_secrets(text, mask=MASK)

@@ -30,10 +30,11 @@ from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, current_run, resolve_run
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
-from agentstate.tools.excerpt import output_excerpt, redact
+from agentstate.tools.excerpt import is_error_line, output_excerpt, redact
 from agentstate.tools.policy import check_command, program_name
 
 KEEP_BYTES = 64 * 1024  # per stream, head and tail each, kept in memory for the result
+KEEP_ERROR_LINES = 100  # error-looking lines kept from the middle that head and tail drop
 TIMEOUT_EXIT = 124  # what `timeout(1)` uses; documented for `agentstate exec`
 
 
@@ -86,6 +87,7 @@ class _Capture:
         self.echo = echo
         self.head = bytearray()
         self.tail = bytearray()
+        self.middle: list[str] = []  # error lines of the dropped middle, newest last
         self.total = 0
         self.digest = hashlib.sha256()
         self.thread = threading.Thread(target=self._pump, daemon=True)
@@ -103,7 +105,9 @@ class _Capture:
             if chunk:
                 self.tail.extend(chunk)
                 if len(self.tail) > KEEP_BYTES:
+                    dropped = bytes(self.tail[: len(self.tail) - KEEP_BYTES])
                     del self.tail[: len(self.tail) - KEEP_BYTES]
+                    self._keep_errors(dropped)
             if self.echo is not None:
                 try:
                     self.echo.write(data)
@@ -112,11 +116,21 @@ class _Capture:
                     self.echo = None
         self.stream.close()
 
+    def _keep_errors(self, dropped: bytes) -> None:
+        # A failure in the middle of a long output (pytest's `E   assert` lines between
+        # pages of progress) must survive the cut: the excerpt is chosen from these too.
+        lines = dropped.decode("utf-8", errors="replace").split("\n")
+        self.middle.extend(line for line in lines if is_error_line(line))
+        del self.middle[:-KEEP_ERROR_LINES]
+
     def text(self) -> str:
         data = bytes(self.head)
         if self.tail:
             if self.total > len(self.head) + len(self.tail):
                 data += b"\n[... output cut ...]\n"
+                if self.middle:
+                    kept = "\n".join(self.middle)
+                    data += kept.encode() + b"\n[... output cut ...]\n"
             data += bytes(self.tail)
         return data.decode("utf-8", errors="replace")
 
