@@ -53,6 +53,9 @@ def test_long_output_keeps_failures_and_the_end_within_the_bound():
     assert text.splitlines()[-1] == "cleanup line 399" or "omitted" not in text.splitlines()[-1]
     assert "progress line 0" in text  # what was run, while room is left
     assert "line(s) omitted" in text
+    dots = "\n".join("." * 80 for _ in range(500))
+    pytest_like = f"{dots}\nE       assert 3 == 4\n{dots}\n1 failed"
+    assert "E       assert 3 == 4" in excerpt(pytest_like)
     one_long_line = "x" * 50_000 + "\nError: it broke"
     cut = excerpt(one_long_line)
     assert len(cut) <= EXCERPT_CHARS and cut.endswith("Error: it broke")
