@@ -30,11 +30,13 @@ from agentstate.integrations.transcripts import (
     goal_from,
     is_harness_text,
     open_transcript,
+    parsed_lines,
     read_lines,
     record,
     run_import,
     timestamp,
     tool_record,
+    unanswered,
 )
 from agentstate.runs.importer import ImportLine
 from agentstate.store.db import Store
@@ -113,12 +115,9 @@ def _records(path: Path, include_thinking: bool, first_ts: str | None) -> Iterat
     pending: dict[str, tuple[int, str, Any]] = {}  # tool_use id → (line, name, input)
     compaction: dict[str, Any] = {}  # the last compact_boundary's metadata
     last_ts = first_ts
-    for number, obj, error in read_lines(path):
-        if error == "partial":
-            yield ImportLine(number, skip="incomplete last line")
-            continue
-        if error is not None:
-            yield ImportLine(number, error=error)
+    for number, obj, problem in parsed_lines(path):
+        if problem is not None:
+            yield problem
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             yield ImportLine(number, error="not a transcript record (no type)")
@@ -207,8 +206,7 @@ def _records(path: Path, include_thinking: bool, first_ts: str | None) -> Iterat
                 yield ImportLine(number, error="tool_result without a tool_use_id")
             else:
                 yield ImportLine(number, skip=f"{btype or 'unknown'} block")
-    for line, *_ in pending.values():
-        yield ImportLine(line, skip="tool call without a result yet")
+    yield from unanswered(pending)
 
 
 def _tool(block: dict, pending: dict[str, tuple[int, str, Any]], ts: str | None,

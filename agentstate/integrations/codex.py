@@ -31,11 +31,13 @@ from agentstate.integrations.transcripts import (
     goal_from,
     is_harness_text,
     open_transcript,
+    parsed_lines,
     read_lines,
     record,
     run_import,
     timestamp,
     tool_record,
+    unanswered,
 )
 from agentstate.runs.importer import ImportLine
 from agentstate.store.db import Store
@@ -161,12 +163,9 @@ def parse_output(value: Any) -> tuple[str, int | None, bool]:
 
 def _records(path: Path, include_reasoning: bool, has_items: bool) -> Iterator[ImportLine]:
     pending: dict[str, tuple[int, str, Any]] = {}  # call_id → (line, name, arguments)
-    for number, obj, error in read_lines(path):
-        if error == "partial":
-            yield ImportLine(number, skip="incomplete last line")
-            continue
-        if error is not None:
-            yield ImportLine(number, error=error)
+    for number, obj, problem in parsed_lines(path):
+        if problem is not None:
+            yield problem
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str) \
                 or not isinstance(obj.get("payload"), dict):
@@ -232,5 +231,4 @@ def _records(path: Path, include_reasoning: bool, has_items: bool) -> Iterator[I
             yield ImportLine(number, error=f"{ptype} without a call_id")
         else:
             yield ImportLine(number, skip=f"{ptype or 'unknown'} item")
-    for line, *_ in pending.values():
-        yield ImportLine(line, skip="tool call without a result yet")
+    yield from unanswered(pending)

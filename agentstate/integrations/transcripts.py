@@ -111,6 +111,25 @@ def read_lines(path: Path) -> Iterator[tuple[int, Any, str | None]]:
                     yield number, None, f"not JSON ({exc.msg} at column {exc.colno})"
 
 
+def parsed_lines(path: Path) -> Iterator[tuple[int, Any, ImportLine | None]]:
+    """(line number, object, None), or (line number, None, the ImportLine that reports the
+    line: malformed, or skipped as still being written)."""
+    for number, obj, error in read_lines(path):
+        if error == "partial":
+            yield number, None, ImportLine(number, skip="incomplete last line")
+        elif error is not None:
+            yield number, None, ImportLine(number, error=error)
+        else:
+            yield number, obj, None
+
+
+def unanswered(pending: dict[str, tuple[int, str, Any]]) -> Iterator[ImportLine]:
+    """Calls still waiting for their result at the end of the file: the next import, after
+    the result is written, makes them tool events."""
+    for line, *_ in pending.values():
+        yield ImportLine(line, skip="tool call without a result yet")
+
+
 def sniff(path: Path) -> str | None:
     """`claude-code`, `codex` or None (not a transcript we know) from the first lines."""
     votes = {"claude-code": 0, "codex": 0, "generic": 0}
