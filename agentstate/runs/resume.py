@@ -116,10 +116,11 @@ def recent_events(store: Store, run: Run, limit: int,
                   exclude: set[str] | None = None) -> list[RecentEvent]:
     """The most relevant of the run's newest events: weighted by kind, then recency.
 
-    `exclude` holds refs already shown elsewhere in the pack (failed verifications)."""
+    `exclude` holds refs already shown elsewhere in the pack (failed verifications); open
+    failing tool results have their own section too."""
     if limit <= 0:
         return []
-    exclude = exclude or set()
+    exclude = (exclude or set()) | {f.ref for f in open_failures(store, run)}
     marks = ",".join("?" * len(_SHOWN_ELSEWHERE))
     window = limit * 4
     rows = store.conn.execute(
@@ -235,8 +236,7 @@ def build_pack(
         drift=drift if drift is not None else _drift_dict(store, run),
         checkpoint=checkpoint_dict,
         recent_events=recent_events(store, run, limit,
-                                    exclude={i.ref for i in state.failed_verifications}
-                                    | {f["ref"] for f in failing}),
+                                    exclude={i.ref for i in state.failed_verifications}),
         skills=skills,
         skills_note=skills_note,
         failing_tools=failing,
