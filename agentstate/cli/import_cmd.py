@@ -132,7 +132,8 @@ def _nothing_imported(file: Path, result) -> None:
 
 
 TranscriptArg = Annotated[Path, typer.Argument(help="A transcript file, or a folder of them "
-                                                    "(every *.jsonl below it).")]
+                                                    "(every *.jsonl below it).",
+                                               metavar="FILE|DIR")]
 TranscriptRun = Annotated[str | None, typer.Option(
     "--run", help="Import into this active run (run:…) instead of the session's own run.")]
 TranscriptGoal = Annotated[str | None, typer.Option(
