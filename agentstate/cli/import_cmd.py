@@ -1,4 +1,8 @@
-"""`agentstate import jsonl FILE`: bulk import of events in the generic JSONL format."""
+"""`agentstate import jsonl|claude-code|codex`: bulk import of events from files.
+
+`jsonl` reads the generic format; `claude-code` and `codex` read those agents' session
+transcripts (agentstate/integrations/). All three go through the one import path.
+"""
 
 from __future__ import annotations
 
@@ -59,6 +63,12 @@ def import_jsonl(
     if not path.is_file():
         raise InvalidInput(f"not a regular file: {file}")
     size = path.stat().st_size
+    from agentstate.integrations.transcripts import AGENT_LABELS, sniff
+
+    agent = sniff(path)
+    if agent:
+        raise InvalidInput(f"{file} looks like {AGENT_LABELS[agent]}, not the generic JSONL "
+                           f"format; import it with `agentstate import {agent} {file}`")
     with cli_store() as store:
         progress = None
         on_bytes = None
@@ -84,6 +94,8 @@ def import_jsonl(
             if progress is not None:
                 progress.stop()
     bad = result.malformed + result.refused
+    if result.nothing_accepted:
+        _nothing_imported(file, result)
     if bad:
         shown = ", ".join(f"line {r.position}: {r.reason}" for r in result.rejected[:WARN_LINES])
         more = f" (and {bad - WARN_LINES} more)" if bad > WARN_LINES else ""
@@ -104,3 +116,135 @@ def import_jsonl(
                       + (" (new run)" if d["created_run"] else ""))
 
     emit("import jsonl", data, as_json=as_json, human=human)
+
+
+def _nothing_imported(file: Path, result) -> None:
+    """Every record was rejected: an error (exit 1), with the first reasons and the counts."""
+    from agentstate.errors import InvalidInput
+
+    shown = "; ".join(f"line {r.position}: {r.reason}" for r in result.rejected[:3])
+    raise InvalidInput(
+        f"nothing imported from {file}: {result.malformed} malformed and {result.refused} "
+        f"refused line(s) ({shown})",
+        details={"malformed": result.malformed, "refused": result.refused,
+                 "skipped": result.skipped},
+    )
+
+
+TranscriptArg = Annotated[Path, typer.Argument(help="A transcript file, or a folder of them "
+                                                    "(every *.jsonl below it).",
+                                               metavar="FILE|DIR")]
+TranscriptRun = Annotated[str | None, typer.Option(
+    "--run", help="Import into this active run (run:…) instead of the session's own run.")]
+TranscriptGoal = Annotated[str | None, typer.Option(
+    help="Goal of a new run for this file (default: the session's first real user request).")]
+StrictOption = Annotated[bool, typer.Option(
+    "--strict", help="Any malformed or refused line is an error and nothing is imported.")]
+
+
+@import_app.command("claude-code")
+@handle_errors
+def import_claude_code_cmd(
+    path: TranscriptArg,
+    run: TranscriptRun = None,
+    goal: TranscriptGoal = None,
+    strict: StrictOption = False,
+    include_thinking: Annotated[bool, typer.Option(
+        "--include-thinking", help="Also store thinking blocks (as `note` events).")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Import Claude Code session transcripts (~/.claude/projects/PROJECT/*.jsonl).
+
+    One run per session (found again by session id, so importing again, or after the
+    session grew, adds only what is new). User and assistant text become observations; each
+    tool call with its result one `tool` event with an excerpt of the output; compaction
+    summaries checkpoints. Exit 1 when nothing could be imported from a non-empty file.
+    """
+    from agentstate.integrations.claude_code import import_claude_code
+
+    _transcripts("claude-code", path, run, goal, strict, as_json,
+                 lambda store, f: import_claude_code(store, f, run_ref=run, goal=goal,
+                                                     strict=strict,
+                                                     include_thinking=include_thinking))
+
+
+@import_app.command("codex")
+@handle_errors
+def import_codex_cmd(
+    path: TranscriptArg,
+    run: TranscriptRun = None,
+    goal: TranscriptGoal = None,
+    strict: StrictOption = False,
+    include_reasoning: Annotated[bool, typer.Option(
+        "--include-reasoning", help="Also store reasoning summaries (as `note` events).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Import Codex CLI rollout files (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl).
+
+    Same mapping as `import claude-code`: one run per session (from session_meta), messages
+    as observations, each call with its output one `tool` event with an excerpt, `compacted`
+    records as checkpoints. Exit 1 when nothing could be imported from a non-empty file.
+    """
+    from agentstate.integrations.codex import import_codex
+
+    _transcripts("codex", path, run, goal, strict, as_json,
+                 lambda store, f: import_codex(store, f, run_ref=run, goal=goal, strict=strict,
+                                               include_reasoning=include_reasoning))
+
+
+COUNTS = ("observations", "tool_events", "checkpoints", "notes", "skipped", "duplicates",
+          "malformed", "refused")
+
+
+def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, strict: bool,
+                 as_json: bool, one) -> None:
+    """Import one transcript or a folder of them; report per file and in total."""
+    from agentstate.errors import InvalidInput, UsageError
+    from agentstate.integrations.transcripts import transcript_files
+    from agentstate.output import warn
+
+    if run and goal:
+        raise UsageError("pass either --run or --goal, not both")
+    path = path.expanduser()
+    if not path.exists():
+        raise InvalidInput(f"no such file or folder: {path}")
+    files = transcript_files(path)
+    if path.is_dir():
+        if goal:
+            raise UsageError("--goal names one run; a folder holds one run per session "
+                             "(import a single file with --goal, or use --run)")
+        if not files:
+            raise InvalidInput(f"no *.jsonl files under {path}")
+        # Subagent transcripts last, so a session's run is named after its main transcript.
+        files.sort(key=lambda f: (f.name.startswith("agent-") or "subagents" in f.parts, f))
+    reports = []
+    with cli_store() as store:
+        for file in files:
+            reports.append(one(store, file))
+    total = {key: sum(r.as_dict()[key] for r in reports) for key in ("imported", *COUNTS)}
+    for report in reports:
+        result = report.result
+        if result.malformed or result.refused:
+            shown = ", ".join(f"line {r.position}: {r.reason}"
+                              for r in result.rejected[:WARN_LINES])
+            warn(f"{report.path}: skipped {result.malformed} malformed and {result.refused} "
+                 f"refused line(s): {shown}")
+    non_empty = [r for r in reports if Path(r.path).stat().st_size > 0]
+    if non_empty and not (total["imported"] or total["duplicates"]):
+        first = next((r for r in non_empty if r.result.rejected), None)
+        reason = (f"line {first.result.rejected[0].position}: {first.result.rejected[0].reason}"
+                  if first else "no messages, tool calls or summaries in it")
+        where = path if len(reports) == 1 else f"{len(non_empty)} file(s) under {path}"
+        raise InvalidInput(f"nothing imported from {where} ({reason})",
+                           details={"files": [r.as_dict() for r in reports], "total": total})
+    data = {"files": [r.as_dict() for r in reports], "total": total}
+
+    def human(console, d):
+        for f in d["files"]:
+            session = f" session {f['session']}" if f["session"] else ""
+            console.print(f"{f['run'] or '(no run: nothing to import)'}{session} ← {f['file']}"
+                          + (" (new run)" if f["created_run"] else ""), markup=False)
+            console.print("  " + ", ".join(f"{key.replace('_', ' ')} {f[key]}" for key in COUNTS))
+
+    emit(f"import {agent}", data, as_json=as_json, human=human)

@@ -142,6 +142,9 @@ def build_context(
         task, task_more = src.task_candidates(state, the_run.ref, the_run.goal, drift_line,
                                               checkpoint, per_group=settings.task_items)
         candidates += task
+        from agentstate.runs.tool_results import open_failures
+
+        candidates += src.failing_tool_candidates(open_failures(store, the_run))
         skip |= {c.ref for c in candidates}
         # The window always covers the events kept whole.
         window = max(settings.trajectory_window, settings.recent_full_events)

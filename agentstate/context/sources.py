@@ -147,8 +147,8 @@ TASK_GROUPS = {
     "failed_verifications": (0.8, "failed verification"),
     "hypotheses": (0.6, "hypothesis (UNCONFIRMED, not a fact)"),
 }
-TASK_ORDER = ["goal", "worktree", "diagnoses", "failed_verifications", "hypotheses",
-              "open_questions", "pending_verifications", "checkpoint"]
+TASK_ORDER = ["goal", "worktree", "diagnoses", "failed_verifications", "failing_tools",
+              "hypotheses", "open_questions", "pending_verifications", "checkpoint"]
 
 
 def task_candidates(state: Any, run_ref: str, goal: str, drift_line: str | None,
@@ -194,6 +194,26 @@ def task_candidates(state: Any, run_ref: str, goal: str, drift_line: str | None,
             order=(TASK_ORDER.index("checkpoint"), 0), kind="checkpoint",
         ))
     return out, more
+
+
+def failing_tool_candidates(failures: list[Any]) -> list[Candidate]:
+    """Open failing tool results (newest first): the newest with its output excerpt, the
+    older ones one line each. The excerpt is tool output: data, never instructions."""
+    out = []
+    for n, failure in enumerate(failures):
+        label = f"{failure.ref} · {trust(failure.source)} · {failure.ts[:10]}"
+        line = f"- failing tool result [{label}] {failure.text}"
+        full = line
+        if n == 0 and failure.excerpt:
+            fence = "````" if "```" in failure.excerpt else "```"
+            full = f"{line}\n  {fence}\n  {_indent(failure.excerpt)}\n  {fence}"
+        out.append(Candidate(
+            ref=failure.ref, cls="task", section="task", score=round(0.78 - 0.01 * n, 6),
+            full=full, compressed=line if full != line else None,
+            pointer=pointer_line(failure.ref, "failing tool result"),
+            order=(TASK_ORDER.index("failing_tools"), -n), kind="tool", flags=["untrusted"],
+        ))
+    return out
 
 
 def describe_drift(recorded: dict, drift: Any, since: str) -> str:

@@ -182,12 +182,16 @@ def create_checkpoint(
     worktree: dict | None = None,
     source: str = "user",
     claimed_by: Principal | None = None,
+    ts: str | None = None,
+    meta: dict[str, Any] | None = None,
+    import_key: str | None = None,
 ) -> Checkpoint:
     """Store the derived working state with pointers and the work-tree snapshot.
 
     One transaction: the `checkpoint` event and the checkpoints row appear together or not
     at all. `worktree` is a `worktree.snapshot()` dict (taken by the caller, so tests and
-    the Python API can pass their own).
+    the Python API can pass their own). Importers pass the checkpoint's own time `ts`, extra
+    event `meta` and an `import_key` (a checkpoint already imported under it is returned).
     """
     note = note.strip() if note is not None else None
     if note is not None and not note:
@@ -200,6 +204,12 @@ def create_checkpoint(
     if run.status != "active":
         raise InvalidInput(f"{run.ref} has ended ({run.status}); checkpoints need an active run")
     tree = worktree or {}
+    if import_key is not None:
+        row = store.conn.execute(
+            "SELECT c.id FROM checkpoints c JOIN events e ON e.id = c.id "
+            "WHERE e.run = ? AND e.import_key = ?", (run.id, import_key)).fetchone()
+        if row:
+            return _checkpoint_by_id(store, row[0])
     with store.transaction() as conn:
         state = working_state(store, run)
         pointers = state.pointers()
@@ -208,11 +218,12 @@ def create_checkpoint(
             store, run.ref, "checkpoint", note or "checkpoint", source=source,
             claimed_by=claimed_by,
             meta={
+                **(meta or {}),
                 "open_questions": len(state.open_questions),
                 "pending_verifications": len(state.pending_verifications),
                 "head": tree.get("head"),
             },
-            allow_system_kinds=True,
+            allow_system_kinds=True, ts=ts, import_key=import_key,
         )
         conn.execute(
             "INSERT INTO checkpoints (id, run, event_seq, note, state, created, branch, head,"
@@ -223,9 +234,13 @@ def create_checkpoint(
                 json.dumps(tree.get("dirty_files", [])),
             ),
         )
-    found = last_checkpoint(store, run)
-    assert found is not None
-    return found
+    return _checkpoint_by_id(store, event.id)
+
+
+def _checkpoint_by_id(store: Store, checkpoint_id: str) -> Checkpoint:
+    cursor = store.conn.execute("SELECT * FROM checkpoints WHERE id = ?", (checkpoint_id,))
+    row = cursor.fetchone()
+    return _row_to_checkpoint(dict(zip([d[0] for d in cursor.description], row, strict=True)))
 
 
 def last_checkpoint(store: Store, run: Run) -> Checkpoint | None:

@@ -13,7 +13,9 @@ earlier record of the same import) are optional. Blank lines are ignored.
 Idempotence: each record gets an import key = hash of its normalised content (canonical
 JSON) and its identity (the `id` field if present, else its line number). Importing the
 same file twice adds nothing; a record already imported into the run is counted as a
-duplicate. Agent-transcript importers build records and call `import_events` directly.
+duplicate. Agent-transcript importers (agentstate/integrations/) build records and call
+`import_events` directly: they may also pass lines they chose to skip (counted by reason) and
+`checkpoint` records (a compaction summary), which become real checkpoints.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class ImportLine:
     position: int | str
     data: Any = None
     error: str | None = None  # set by a reader for a line it could not parse
+    skip: str | None = None  # set by a reader for a line it understood but does not import
 
 
 @dataclass
@@ -66,12 +69,20 @@ class ImportResult:
     duplicates: int = 0
     malformed: int = 0
     refused: int = 0
+    skipped: int = 0
     rejected: list[Rejected] = field(default_factory=list)
     events: list[str] = field(default_factory=list)  # refs of the new events
+    kinds: dict[str, int] = field(default_factory=dict)  # new events by kind
+    skipped_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
-        return self.imported + self.duplicates + self.malformed + self.refused
+        return self.imported + self.duplicates + self.malformed + self.refused + self.skipped
+
+    @property
+    def nothing_accepted(self) -> bool:
+        """Records were offered and every one was rejected (none imported, none a duplicate)."""
+        return not (self.imported or self.duplicates) and bool(self.malformed or self.refused)
 
 
 def import_key(position: int | str, data: dict) -> str:
@@ -99,7 +110,8 @@ def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Ite
             yield ImportLine(number, data)
 
 
-def _check_record(data: Any, id_map: dict[str, str], *, scan: bool = True) -> dict[str, Any]:
+def _check_record(data: Any, id_map: dict[str, str], *, scan: bool = True,
+                  kinds: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     """Validate one record's shape; raises InvalidInput naming the problem."""
     if not isinstance(data, dict):
         raise InvalidInput("not a JSON object")
@@ -107,7 +119,7 @@ def _check_record(data: Any, id_map: dict[str, str], *, scan: bool = True) -> di
     if unknown:
         raise InvalidInput(f"unknown field(s) {', '.join(unknown)}")
     kind = data.get("kind")
-    if not isinstance(kind, str) or kind not in IMPORTABLE_KINDS:
+    if not isinstance(kind, str) or kind not in IMPORTABLE_KINDS | kinds:
         raise InvalidInput(f"unknown or missing kind {kind!r}")
     text = data.get("text")
     if not isinstance(text, str) or not text.strip():
@@ -157,15 +169,23 @@ def import_events(
     worktree: dict | None = None,
     on_record: Callable[[], None] | None = None,
     label: str = "record",
+    default_goal: str | None = None,
+    extra_kinds: frozenset[str] = frozenset(),
+    bind_origin: bool = False,
 ) -> ImportResult:
     """Import records into a run. The one import path: agent-transcript importers call it.
 
     Which run: `run_ref` if given; otherwise the run an earlier import of the same `origin`
     (e.g. the file's absolute path) created — with `goal`, only if that run has this goal —
-    so re-importing a file stays idempotent; otherwise a new run with `goal` (default:
-    "imported from <origin>"), created only when the first record is stored. Plain dicts are
-    records whose identity is their position. `label` names a record in messages ("line" for
-    files).
+    so re-importing a file stays idempotent; otherwise a new run with `goal` (else
+    `default_goal`, else "imported from <origin>"), created only when the first record is
+    stored. `default_goal` names a new run without restricting which earlier run is reused.
+    With `bind_origin`, a run named by `run_ref` is also remembered as the origin's run (a
+    transcript imported into a chosen run keeps going there). Plain dicts are records whose
+    identity is their position. `label` names a record in messages ("line" for files).
+    `extra_kinds` admits more kinds than the generic format: `checkpoint` (its text is the
+    note) becomes a real checkpoint whose work-tree version carries the run's recorded one
+    forward, since a transcript does not say which commit it was written at.
 
     Writes are committed in batches of `batch_size` (one transaction each). With
     `strict`, the whole import is one transaction and the first malformed or refused record
@@ -182,6 +202,7 @@ def import_events(
     if run is None and origin_key:
         run = _earlier_run(store, origin_key, goal)
     id_map: dict[str, str] = {}
+    bound: list[bool] = []
 
     def ensure_run() -> Run:
         nonlocal run
@@ -190,7 +211,7 @@ def import_events(
             # file may have created the run since the look-up above.
             run = _earlier_run(store, origin_key, goal)
         if run is None:
-            title = goal or f"imported from {origin or 'records'}"
+            title = goal or default_goal or f"imported from {origin or 'records'}"
             run, _ = start_run(store, title, worktree=worktree)
             result.created_run = True
             if origin_key:
@@ -198,12 +219,16 @@ def import_events(
                     "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
                     "SET value = excluded.value", (origin_key, run.id),
                 )
+        elif bind_origin and origin_key and not bound:
+            bound.append(True)
+            store.conn.execute("INSERT OR IGNORE INTO kv (key, value) VALUES (?, ?)",
+                               (origin_key, run.id))
         return run
 
     def one(position: int | str, data: Any, error: str | None) -> None:
         if error is not None:
             raise InvalidInput(error)
-        record = _check_record(data, id_map, scan=run is None)
+        record = _check_record(data, id_map, scan=run is None, kinds=extra_kinds)
         key = import_key(data.get("id", position), data)
         target = ensure_run()
         existing = store.conn.execute(
@@ -216,6 +241,18 @@ def import_events(
         if existing:
             result.duplicates += 1
             event_ref = make_ref("evt", existing[0])
+        elif record["kind"] == "checkpoint":
+            from agentstate.runs.checkpoint import create_checkpoint, recorded_version
+
+            checkpoint = create_checkpoint(
+                store, target.ref, record["text"], source=record["source"], ts=record["ts"],
+                meta=record["meta"], import_key=key,
+                worktree=recorded_version(store, target)[0],
+            )
+            result.imported += 1
+            result.kinds["checkpoint"] = result.kinds.get("checkpoint", 0) + 1
+            result.events.append(checkpoint.ref)
+            event_ref = checkpoint.ref
         else:
             event = append_event(
                 store, target.ref, record["kind"], record["text"], source=record["source"],
@@ -224,6 +261,7 @@ def import_events(
                 allow_system_kinds=record["kind"] == "tool",
             )
             result.imported += 1
+            result.kinds[event.kind] = result.kinds.get(event.kind, 0) + 1
             result.events.append(event.ref)
             event_ref = event.ref
         if "id" in data:
@@ -243,6 +281,13 @@ def import_events(
                         break
                     ordinal += 1
                     if isinstance(item, ImportLine):
+                        if item.skip is not None:
+                            result.skipped += 1
+                            reasons = result.skipped_reasons
+                            reasons[item.skip] = reasons.get(item.skip, 0) + 1
+                            if on_record:
+                                on_record()
+                            continue
                         position, data, error = item.position, item.data, item.error
                     else:
                         position, data, error = ordinal, item, None
@@ -292,3 +337,32 @@ class _Abort(Exception):
     def __init__(self, error: AgentStateError) -> None:
         super().__init__(error.message)
         self.error = error
+
+
+# Where imported runs came from (agent, session id, cwd, branch, file): one kv entry per run,
+# a JSON list, since several sessions may be imported into one run with --run.
+SOURCE_KEY = "run_sources:"
+
+
+def remember_run_source(store: Store, run_ref: str, source: dict[str, Any]) -> None:
+    """Record one imported session of a run (once per agent and session)."""
+    run = get_run(store, run_ref)
+    with store.transaction() as conn:
+        sources = run_sources(store, run.ref)
+        same = [s for s in sources
+                if (s.get("agent"), s.get("session") or s.get("file"))
+                == (source.get("agent"), source.get("session") or source.get("file"))]
+        if same:
+            return
+        sources.append(source)
+        conn.execute(
+            "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+            "SET value = excluded.value", (SOURCE_KEY + run.id, json.dumps(sources)))
+
+
+def run_sources(store: Store, run_ref: str) -> list[dict[str, Any]]:
+    """The sessions imported into a run: [{agent, session, cwd, branch, file}, …]."""
+    run = get_run(store, run_ref)
+    row = store.conn.execute("SELECT value FROM kv WHERE key = ?",
+                             (SOURCE_KEY + run.id,)).fetchone()
+    return json.loads(row[0]) if row and row[0] else []

@@ -4,9 +4,9 @@
 `run_tool`; there is no second channel around the `[tools]` policy.
 
 What is logged: the command (secrets redacted), whether it was allowed and why, its exit code,
-duration, whether it timed out, a sha256 digest of its full output and an excerpt (head and
-tail, secrets redacted). Without an active run there is no run to append an event to, so only
-the tool_calls row is written (its `event` is NULL).
+duration, whether it timed out, a sha256 digest of its full output and an excerpt (see
+tools/excerpt.py: error lines and the last lines, secrets redacted). Without an active run
+there is no run to append an event to, so only the tool_calls row is written (`event` NULL).
 """
 
 from __future__ import annotations
@@ -29,16 +29,14 @@ from typing import IO
 from agentstate.config import ToolSettings
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, current_run, resolve_run
-from agentstate.safety import find_secrets, redact_secrets
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
+from agentstate.tools.excerpt import is_error_line, output_excerpt, redact
 from agentstate.tools.policy import check_command, program_name
 
-EXCERPT_HEAD = 1500
-EXCERPT_TAIL = 1500
 KEEP_BYTES = 64 * 1024  # per stream, head and tail each, kept in memory for the result
+KEEP_ERROR_LINES = 100  # error-looking lines kept from the middle that head and tail drop
 TIMEOUT_EXIT = 124  # what `timeout(1)` uses; documented for `agentstate exec`
-MASK = "***"  # short on purpose: "[REDACTED]" after "password=" would itself look like one
 
 
 @dataclass
@@ -78,14 +76,6 @@ class ToolResult:
         return f"exit {self.exit_code}"
 
 
-def redact(text: str) -> str:
-    """Redact secrets; if a pattern still matches afterwards, withhold the text entirely."""
-    cleaned = redact_secrets(text, mask=MASK)
-    if find_secrets(cleaned):
-        return "(withheld: contains what looks like a secret)"
-    return cleaned
-
-
 def command_line(argv: list[str]) -> str:
     return shlex.join(argv)
 
@@ -98,6 +88,7 @@ class _Capture:
         self.echo = echo
         self.head = bytearray()
         self.tail = bytearray()
+        self.middle: list[str] = []  # error lines of the dropped middle, newest last
         self.total = 0
         self.digest = hashlib.sha256()
         self.thread = threading.Thread(target=self._pump, daemon=True)
@@ -115,7 +106,9 @@ class _Capture:
             if chunk:
                 self.tail.extend(chunk)
                 if len(self.tail) > KEEP_BYTES:
+                    dropped = bytes(self.tail[: len(self.tail) - KEEP_BYTES])
                     del self.tail[: len(self.tail) - KEEP_BYTES]
+                    self._keep_errors(dropped)
             if self.echo is not None:
                 try:
                     self.echo.write(data)
@@ -124,23 +117,23 @@ class _Capture:
                     self.echo = None
         self.stream.close()
 
+    def _keep_errors(self, dropped: bytes) -> None:
+        # A failure in the middle of a long output (pytest's `E   assert` lines between
+        # pages of progress) must survive the cut: the excerpt is chosen from these too.
+        lines = dropped.decode("utf-8", errors="replace").split("\n")
+        self.middle.extend(line for line in lines if is_error_line(line))
+        del self.middle[:-KEEP_ERROR_LINES]
+
     def text(self) -> str:
         data = bytes(self.head)
         if self.tail:
             if self.total > len(self.head) + len(self.tail):
                 data += b"\n[... output cut ...]\n"
+                if self.middle:
+                    kept = "\n".join(self.middle)
+                    data += kept.encode() + b"\n[... output cut ...]\n"
             data += bytes(self.tail)
         return data.decode("utf-8", errors="replace")
-
-
-def _excerpt(stdout: str, stderr: str) -> str:
-    text = stdout
-    if stderr.strip():
-        text = (text + "\n" if text.strip() else "") + "[stderr]\n" + stderr
-    text = text.strip()
-    if len(text) > EXCERPT_HEAD + EXCERPT_TAIL:
-        text = text[:EXCERPT_HEAD] + "\n[...]\n" + text[-EXCERPT_TAIL:]
-    return redact(text)
 
 
 def _source(program: str) -> str:
@@ -265,7 +258,7 @@ def _execute(
         out.thread.join(timeout=5)
         err.thread.join(timeout=5)
         result.stdout, result.stderr = out.text(), err.text()
-        result.excerpt = _excerpt(result.stdout, result.stderr)
+        result.excerpt = output_excerpt(result.stdout, result.stderr)
         raise
     out.thread.join(timeout=5)
     err.thread.join(timeout=5)
@@ -274,7 +267,7 @@ def _execute(
     result.stdout, result.stderr = out.text(), err.text()
     combined = hashlib.sha256(out.digest.digest() + err.digest.digest())
     result.output_digest = "sha256:" + combined.hexdigest()
-    result.excerpt = _excerpt(result.stdout, result.stderr)
+    result.excerpt = output_excerpt(result.stdout, result.stderr)
 
 
 def _log(store: Store, result: ToolResult, run: Run | None, purpose: str | None) -> None:

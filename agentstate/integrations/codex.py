@@ -1,0 +1,234 @@
+"""Import a Codex CLI rollout file (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`).
+
+Each line is `{"timestamp", "type", "payload"}`. Types: `session_meta` (payload `id`, `cwd`,
+`git.branch`, …), `turn_context` (per-turn settings), `response_item` (payload `type`
+`message` with `role` and `content` blocks `input_text`/`output_text`, `reasoning`,
+`function_call` with `name`, `arguments` and `call_id`, `function_call_output` with `call_id`
+and `output`, `custom_tool_call`/`custom_tool_call_output`, `local_shell_call`, …),
+`event_msg` (UI events, most of which repeat response items) and `compacted` (payload
+`message`: the compaction summary).
+
+Mapping (see the README, "import codex"):
+- user messages → `observation` from `user` (environment/instruction blocks skipped; the
+  `developer` role is skipped); assistant messages → `observation` from `model`;
+- a call and the output with its `call_id` → ONE `tool` event (exit code from the output's
+  metadata or its `Exit code: N` line, an excerpt of the output, secrets redacted);
+- `compacted` → a checkpoint; reasoning is skipped unless `include_reasoning` (then `note`);
+- `event_msg` user/agent messages are used only in files without message response items.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from agentstate.integrations.transcripts import (
+    Session,
+    TranscriptImport,
+    goal_from,
+    is_harness_text,
+    open_transcript,
+    parsed_lines,
+    read_lines,
+    record,
+    run_import,
+    timestamp,
+    tool_record,
+    unanswered,
+)
+from agentstate.runs.importer import ImportLine
+from agentstate.store.db import Store
+
+AGENT = "codex"
+_EXIT_LINE = re.compile(r"^(?:Exit code:?|Process exited with code) (-?\d+)", re.MULTILINE)
+_CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
+_OUTPUTS = {"function_call_output", "custom_tool_call_output"}
+
+
+def import_codex(
+    store: Store,
+    path: Path,
+    *,
+    run_ref: str | None = None,
+    goal: str | None = None,
+    strict: bool = False,
+    include_reasoning: bool = False,
+) -> TranscriptImport:
+    """Import ONE Codex rollout file into `run_ref`, or the run of its session.
+
+    Same contract as `import_claude_code`: idempotent, the session's run reused, a new run
+    named after the first real user request; InvalidInput for a missing file or another
+    agent's format; with `strict`, the first malformed line imports nothing.
+    """
+    path = open_transcript(path, AGENT)
+    session, has_items = read_session(path)
+    return run_import(store, path, session, _records(path, include_reasoning, has_items),
+                      run_ref=run_ref, goal=goal, strict=strict)
+
+
+def _message_text(payload: dict) -> str:
+    content = payload.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(b["text"] for b in content
+                     if isinstance(b, dict) and isinstance(b.get("text"), str)
+                     and b.get("type") in ("input_text", "output_text", "text"))
+
+
+def read_session(path: Path) -> tuple[Session, bool]:
+    """The session (id, cwd, branch, first real user request) and whether the file has
+    message response items (when it does, the event_msg copies of messages are skipped)."""
+    session = Session(AGENT)
+    has_items = False
+    for _, obj, _error in read_lines(path):
+        if not isinstance(obj, dict) or not isinstance(obj.get("payload"), dict):
+            continue
+        payload = obj["payload"]
+        kind = obj.get("type")
+        if kind == "session_meta":
+            if isinstance(payload.get("id"), str) and session.session is None:
+                session.session = payload["id"]
+            if isinstance(payload.get("cwd"), str) and session.cwd is None:
+                session.cwd = payload["cwd"]
+            git = payload.get("git")
+            if isinstance(git, dict) and isinstance(git.get("branch"), str):
+                session.branch = session.branch or git["branch"]
+        elif kind == "turn_context" and session.cwd is None and isinstance(
+                payload.get("cwd"), str):
+            session.cwd = payload["cwd"]
+        text = None
+        if kind == "response_item" and payload.get("type") == "message":
+            has_items = True
+            if payload.get("role") == "user":
+                text = _message_text(payload)
+        elif kind == "event_msg" and payload.get("type") == "user_message":
+            text = payload.get("message") if isinstance(payload.get("message"), str) else None
+        if session.goal is None and text and text.strip() and not is_harness_text(text):
+            session.goal = goal_from(text)
+    return session, has_items
+
+
+def _arguments(payload: dict) -> Any:
+    if payload.get("type") == "local_shell_call":
+        action = payload.get("action")
+        return {"command": action.get("command")} if isinstance(action, dict) else None
+    if payload.get("type") == "custom_tool_call":
+        return payload.get("input")
+    raw = payload.get("arguments")
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def parse_output(value: Any) -> tuple[str, int | None, bool]:
+    """(output text, exit code, failed) of a call's output in any of its recorded shapes:
+    a plain string, a JSON string `{"output", "metadata": {"exit_code"}}`, an object with
+    `content`/`success`, or a list of content blocks."""
+    success = None
+    exit_code = None
+    text = ""
+    if isinstance(value, str):
+        text = value
+        try:
+            inner = json.loads(value)
+        except json.JSONDecodeError:
+            inner = None
+        if isinstance(inner, dict) and "output" in inner:
+            value = inner
+    if isinstance(value, dict):
+        text = value.get("output", value.get("content", ""))
+        success = value.get("success")
+        metadata = value.get("metadata")
+        if isinstance(metadata, dict) and isinstance(metadata.get("exit_code"), int):
+            exit_code = metadata["exit_code"]
+    if isinstance(text, list) or isinstance(value, list):
+        blocks = text if isinstance(text, list) else value
+        text = "\n".join(b.get("text", "") for b in blocks if isinstance(b, dict))
+    if not isinstance(text, str):
+        text = json.dumps(text, ensure_ascii=False)
+    if exit_code is None:
+        found = _EXIT_LINE.search(text[:500])
+        exit_code = int(found.group(1)) if found else None
+    failed = (exit_code is not None and exit_code != 0) or success is False
+    return text, exit_code, failed
+
+
+def _records(path: Path, include_reasoning: bool, has_items: bool) -> Iterator[ImportLine]:
+    pending: dict[str, tuple[int, str, Any]] = {}  # call_id → (line, name, arguments)
+    for number, obj, problem in parsed_lines(path):
+        if problem is not None:
+            yield problem
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str) \
+                or not isinstance(obj.get("payload"), dict):
+            yield ImportLine(number, error="not a rollout record (no type and payload)")
+            continue
+        kind, payload = obj["type"], obj["payload"]
+        ts = timestamp(obj.get("timestamp"))
+        identity = f"line{number}"
+        meta = {"agent": AGENT}
+        ptype = payload.get("type")
+        if kind in ("session_meta", "turn_context"):
+            yield ImportLine(number, skip="session metadata")
+        elif kind == "compacted":
+            text = payload.get("message")
+            if not isinstance(text, str) or not text.strip():
+                text = "conversation compacted (no readable summary)"
+            yield ImportLine(number, record("checkpoint", text, "model", ts, identity,
+                                            {**meta, "compaction": "compacted"}))
+        elif kind == "event_msg":
+            if not has_items and ptype in ("user_message", "agent_message") and isinstance(
+                    payload.get("message"), str) and payload["message"].strip():
+                text = payload["message"]
+                if ptype == "user_message" and is_harness_text(text):
+                    yield ImportLine(number, skip="harness text")
+                else:
+                    source = "user" if ptype == "user_message" else "model"
+                    yield ImportLine(number, record("observation", text, source, ts, identity,
+                                                    meta))
+            else:
+                yield ImportLine(number, skip="event message")
+        elif kind != "response_item":
+            yield ImportLine(number, skip=f"{kind} record")
+        elif ptype == "message":
+            role = payload.get("role")
+            text = _message_text(payload)
+            if role not in ("user", "assistant") or not text.strip():
+                yield ImportLine(number, skip=f"{role or 'unknown'} message")
+            elif role == "user" and is_harness_text(text):
+                yield ImportLine(number, skip="harness text")
+            else:
+                source = "user" if role == "user" else "model"
+                yield ImportLine(number, record("observation", text, source, ts, identity, meta))
+        elif ptype == "reasoning":
+            parts = [b.get("text", "") for key in ("summary", "content")
+                     for b in (payload.get(key) or []) if isinstance(b, dict)]
+            text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
+            if include_reasoning and text:
+                yield ImportLine(number, record("note", text, "model", ts, identity,
+                                                {**meta, "reasoning": True}))
+            else:
+                yield ImportLine(number, skip="reasoning (not stored)")
+        elif ptype in _CALLS and isinstance(payload.get("call_id"), str):
+            name = "shell" if ptype == "local_shell_call" else str(payload.get("name") or "tool")
+            pending[payload["call_id"]] = (number, name, _arguments(payload))
+        elif ptype in _OUTPUTS and isinstance(payload.get("call_id"), str):
+            call = payload["call_id"]
+            _, name, arguments = pending.pop(call, (0, "tool", None))
+            output, exit_code, failed = parse_output(payload.get("output"))
+            yield ImportLine(number, tool_record(AGENT, name, arguments, output, error=failed,
+                                                 exit_code=exit_code, ts=ts,
+                                                 identity=f"call:{call}"))
+        elif ptype in _CALLS | _OUTPUTS:
+            yield ImportLine(number, error=f"{ptype} without a call_id")
+        else:
+            yield ImportLine(number, skip=f"{ptype or 'unknown'} item")
+    yield from unanswered(pending)

@@ -1,0 +1,322 @@
+"""What the agent-transcript importers share: reading lines, telling formats apart, building
+records for the one import path (`agentstate.runs.importer.import_events`), and running it.
+
+A transcript importer reads ONE file into ONE run: the run given, else the run an earlier
+import of the same session created (the origin is `AGENT:SESSION-ID`, so the same session read
+from another path lands in the same run), else a new run named after the session's first real
+user request. Every record keeps an identity from the transcript (a message uuid and block
+number, a tool call id, or a line number), so importing a file again, or after it grew, adds
+only what is new.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentstate.errors import InvalidInput
+from agentstate.runs.importer import ImportLine, ImportResult, import_events
+from agentstate.store.clock import format_ts, parse_ts
+from agentstate.store.db import Store
+from agentstate.tools.excerpt import excerpt, redact
+
+AGENT_LABELS = {"claude-code": "a Claude Code session transcript",
+                "codex": "a Codex CLI rollout file"}
+CLAUDE_TYPES = {"user", "assistant", "summary", "system", "file-history-snapshot",
+                "queue-operation", "progress", "attachment"}
+CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+SNIFF_LINES = 20
+GOAL_CHARS = 300
+MAX_TEXT_CHARS = 20_000  # a pasted log in a message: kept, but bounded
+INPUT_CHARS = 200
+# `<command-name>…</command-name>`, `<local-command-stdout>…`, `<environment_context>…`:
+# text the harness wrapped around something, not a request someone typed.
+_WRAPPER = re.compile(r"^\s*<([A-Za-z][\w\-]*)(?:\s[^>]*)?>.*</\1>\s*$", re.DOTALL)
+_HARNESS_PREFIXES = ("Caveat: The messages below were generated", "[Request interrupted",
+                     "# AGENTS.md instructions", "<environment_context>", "<user_instructions>",
+                     "<system-reminder>", "<command-", "<local-command-")
+
+
+@dataclass
+class Session:
+    """What a transcript says about its session."""
+
+    agent: str
+    session: str | None = None
+    cwd: str | None = None
+    branch: str | None = None
+    goal: str | None = None  # the first real user request
+    first_ts: str | None = None  # for records without a time of their own
+
+
+@dataclass
+class TranscriptImport:
+    """The outcome of importing one transcript file."""
+
+    path: str
+    agent: str
+    session: str | None
+    cwd: str | None
+    branch: str | None
+    result: ImportResult
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.result
+        return {
+            "file": self.path, "agent": self.agent, "session": self.session, "cwd": self.cwd,
+            "branch": self.branch, "run": r.run, "created_run": r.created_run,
+            **self.counts,
+            "imported": r.imported, "duplicates": r.duplicates, "malformed": r.malformed,
+            "refused": r.refused, "skipped": r.skipped, "skipped_reasons": r.skipped_reasons,
+            "rejected": [{"line": x.position, "reason": x.reason, "refused": x.refused}
+                         for x in r.rejected],
+        }
+
+
+def counts_by_kind(result: ImportResult) -> dict[str, int]:
+    """The per-kind counts every transcript import reports."""
+    kinds = dict(result.kinds)
+    return {"observations": kinds.pop("observation", 0), "tool_events": kinds.pop("tool", 0),
+            "checkpoints": kinds.pop("checkpoint", 0), "notes": sum(kinds.values())}
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, parsed object or None, error) for each non-blank line.
+
+    Bytes that are not UTF-8 are replaced (U+FFFD) rather than losing the line. A last line
+    without its newline that does not parse is reported as `partial`: the agent is still
+    writing it, and the next import will read it whole.
+    """
+    with path.open("rb") as handle:
+        number = 0
+        for raw in handle:
+            number += 1
+            if not raw.strip():
+                continue
+            text = raw.decode("utf-8", errors="replace")
+            try:
+                yield number, json.loads(text), None
+            except json.JSONDecodeError as exc:
+                if not raw.endswith(b"\n"):
+                    yield number, None, "partial"
+                else:
+                    yield number, None, f"not JSON ({exc.msg} at column {exc.colno})"
+
+
+def parsed_lines(path: Path) -> Iterator[tuple[int, Any, ImportLine | None]]:
+    """(line number, object, None), or (line number, None, the ImportLine that reports the
+    line: malformed, or skipped as still being written)."""
+    for number, obj, error in read_lines(path):
+        if error == "partial":
+            yield number, None, ImportLine(number, skip="incomplete last line")
+        elif error is not None:
+            yield number, None, ImportLine(number, error=error)
+        else:
+            yield number, obj, None
+
+
+def unanswered(pending: dict[str, tuple[int, str, Any]]) -> Iterator[ImportLine]:
+    """Calls still waiting for their result at the end of the file: the next import, after
+    the result is written, makes them tool events."""
+    for line, *_ in pending.values():
+        yield ImportLine(line, skip="tool call without a result yet")
+
+
+def sniff(path: Path) -> str | None:
+    """`claude-code`, `codex` or None (not a transcript we know) from the first lines."""
+    votes = {"claude-code": 0, "codex": 0, "generic": 0}
+    try:
+        for _, obj, _error in _first(read_lines(path), SNIFF_LINES):
+            if not isinstance(obj, dict):
+                continue
+            kind = obj.get("type")
+            if "kind" in obj and "text" in obj:
+                votes["generic"] += 1
+            elif kind in CODEX_TYPES and "payload" in obj:
+                votes["codex"] += 1
+            elif kind in CLAUDE_TYPES and ({"sessionId", "message", "leafUuid", "uuid"} & set(obj)):
+                votes["claude-code"] += 1
+    except OSError:
+        return None
+    if votes["generic"]:
+        return None
+    best = max(("claude-code", "codex"), key=lambda a: votes[a])
+    return best if votes[best] else None
+
+
+def _first(items: Iterator, n: int) -> Iterator:
+    for count, item in enumerate(items):
+        if count >= n:
+            return
+        yield item
+
+
+def check_format(path: Path, expected: str) -> None:
+    """Refuse a file that is clearly another agent's transcript, naming the right command."""
+    found = sniff(path)
+    if found and found != expected:
+        raise InvalidInput(
+            f"{path} looks like {AGENT_LABELS[found]}, not {AGENT_LABELS[expected]}; "
+            f"import it with `agentstate import {found} {path}`")
+
+
+def transcript_files(path: Path) -> list[Path]:
+    """The file itself, or every *.jsonl under a folder (sorted by path)."""
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+    return [path]
+
+
+# ---------------------------------------------------------------- record building
+
+
+def is_harness_text(text: str) -> bool:
+    """Text the agent's harness wrote in the user's place (command wrappers, caveats,
+    environment blocks), which is never the session's goal."""
+    stripped = text.strip()
+    return bool(_WRAPPER.match(stripped)) or stripped.startswith(_HARNESS_PREFIXES)
+
+
+def goal_from(text: str) -> str | None:
+    """A run goal from a user request: bounded, cut at a word, None if it holds a secret."""
+    from agentstate.safety import find_secrets
+
+    flat = " ".join(text.split())
+    if not flat or find_secrets(flat):
+        return None
+    if len(flat) > GOAL_CHARS:
+        cut = flat[:GOAL_CHARS].rsplit(" ", 1)[0]
+        flat = cut + " …"
+    return flat
+
+
+def bounded(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit} characters cut on import …]"
+
+
+def timestamp(value: Any) -> str | None:
+    """The transcript's timestamp in stored form; None (import time) if it is unreadable."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return format_ts(parse_ts(value))
+    except InvalidInput:
+        return None
+
+
+def record(kind: str, text: str, source: str, ts: str | None, identity: str,
+           meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {"kind": kind, "text": bounded(text), "source": source,
+                            "id": identity, "meta": meta or {}}
+    if ts:
+        data["ts"] = ts
+    return data
+
+
+def tool_source(name: str) -> str:
+    return "tool:" + (re.sub(r"[^A-Za-z0-9_.\-/]", "_", name)[:100] or "unknown")
+
+
+def input_summary(name: str, value: Any) -> str:
+    """One line saying what a tool was asked to do: the command, the file, the pattern."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        for key in ("command", "cmd", "file_path", "path", "pattern", "url", "query",
+                    "description", "prompt"):
+            found = value.get(key)
+            if isinstance(found, list) and all(isinstance(x, str) for x in found):
+                found = _shell_words(found)
+            if isinstance(found, str) and found.strip():
+                text = found
+                break
+        else:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    elif isinstance(value, str) and value.lstrip().startswith("*** Begin Patch"):
+        # A patch says most in the files it touches: "update api/retry.py, add x.py".
+        found = re.findall(r"^\*\*\* (Add|Update|Delete) File: (.+)$", value, re.MULTILINE)
+        text = ", ".join(f"{verb.lower()} {name.strip()}" for verb, name in found) or "patch"
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    line = " ".join(text.split())
+    if len(line) > INPUT_CHARS:
+        line = line[: INPUT_CHARS - 1] + "…"
+    return redact(line)
+
+
+def _shell_words(argv: list[str]) -> str:
+    # ["bash", "-lc", "pytest -q"] is the script `pytest -q`, not a quoted list.
+    if len(argv) == 3 and argv[1] in ("-c", "-lc") and argv[0].rsplit("/", 1)[-1] in (
+            "bash", "sh", "zsh"):
+        return argv[2]
+    import shlex
+
+    return shlex.join(argv)
+
+
+def tool_record(agent: str, name: str, tool_input: Any, output: str, *, error: bool,
+                exit_code: int | None, ts: str | None, identity: str,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """ONE tool event for a call and its result: what ran, whether it failed, an excerpt."""
+    summary = input_summary(name, tool_input)
+    status = f"exit {exit_code}" if exit_code is not None else ("error" if error else "ok")
+    text = f"{name}: {summary} → {status}" if summary else f"{name} → {status}"
+    meta: dict[str, Any] = {
+        "agent": agent, "tool": name, "exit_code": exit_code, "error": error,
+        "excerpt": excerpt(output), "output_chars": len(output), **(extra or {}),
+    }
+    return record("tool", text, tool_source(name), ts, identity, meta)
+
+
+# ---------------------------------------------------------------- running
+
+
+def run_import(store: Store, path: Path, session: Session, records: Iterator[ImportLine], *,
+               run_ref: str | None, goal: str | None, strict: bool) -> TranscriptImport:
+    """Import one transcript's records through the generic path and remember its session."""
+    from agentstate.runs.importer import remember_run_source
+    from agentstate.runs.worktree import snapshot
+
+    origin = (f"{session.agent}:{session.session}" if session.session
+              else f"{session.agent}:{path.resolve()}")
+    default_goal = session.goal or (
+        f"{session.agent} session {session.session}" if session.session
+        else f"imported from {path}")
+    result = import_events(
+        store, records, run_ref=run_ref, goal=goal, default_goal=default_goal, origin=origin,
+        strict=strict, label="line", worktree=None if run_ref else snapshot(store.work_tree),
+        extra_kinds=frozenset({"checkpoint"}), bind_origin=True,
+    )
+    if result.run:
+        remember_run_source(store, result.run, {
+            "agent": session.agent, "session": session.session,
+            "cwd": redact(session.cwd) if session.cwd else None,
+            "branch": redact(session.branch) if session.branch else None,
+            "file": redact(str(path.resolve())),
+        })
+    return TranscriptImport(path=str(path), agent=session.agent, session=session.session,
+                            cwd=session.cwd, branch=session.branch, result=result,
+                            counts=counts_by_kind(result))
+
+
+def open_transcript(path: Path, agent: str) -> Path:
+    """Check the path names a readable file of this agent's format."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise InvalidInput(f"no such file: {path}")
+    if not path.is_file():
+        raise InvalidInput(f"not a regular file: {path}")
+    check_format(path, agent)
+    return path
