@@ -100,8 +100,8 @@ def test_scripted_session_then_resume_shows_goal_failure_and_drift(initialised, 
     assert resumed.returncode == 0
     for text in (context, resumed.stdout):
         assert "**Goal:** Make the date parser accept ISO week dates" in text
-        assert (f"{failing['ref']} tool" in text
-                and "ValueError: unknown date format '2026-W03-2'" in text)
+        failure = next(line for line in text.splitlines() if failing["ref"] in line)
+        assert "ValueError: unknown date format '2026-W03-2'" in failure
         assert "Parse ISO week dates" in text  # the drift, as a named commit
     # The new session continues the same run.
     assert len(cli.json("run", "list")) == 1

@@ -225,7 +225,8 @@ def failure_line(excerpt: str) -> str:
 
 def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
     """(text, source, meta) of a `tool` event for a PostToolUse(/Failure) payload."""
-    from agentstate.tools.runner import _excerpt, _source, redact
+    from agentstate.store.sources import tool_source
+    from agentstate.tools.excerpt import output_excerpt, redact
 
     data = payload.data
     name = data.get("tool_name") if isinstance(data.get("tool_name"), str) else "tool"
@@ -255,7 +256,7 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
             exit_code = int(found.group(1))
     if exit_code is not None and exit_code != 0:
         failed = True
-    excerpt = _excerpt(stdout, stderr)
+    excerpt = output_excerpt(stdout, stderr)
     command = file_path = None
     if isinstance(tool_input, dict):
         raw_command = tool_input.get("command") or tool_input.get("cmd")
@@ -293,7 +294,7 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
     if failed or command:
         meta["exit_code"] = exit_code
     meta["failed"] = failed
-    return text, _source(name), meta
+    return text, tool_source(name), meta
 
 
 def _text(value: Any) -> str:

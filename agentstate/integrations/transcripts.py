@@ -22,6 +22,7 @@ from agentstate.errors import InvalidInput
 from agentstate.runs.importer import ImportLine, ImportResult, import_events
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
+from agentstate.store.sources import tool_source
 from agentstate.tools.excerpt import excerpt, redact
 
 AGENT_LABELS = {"claude-code": "a Claude Code session transcript",
@@ -221,10 +222,6 @@ def record(kind: str, text: str, source: str, ts: str | None, identity: str,
     if ts:
         data["ts"] = ts
     return data
-
-
-def tool_source(name: str) -> str:
-    return "tool:" + (re.sub(r"[^A-Za-z0-9_.\-/]", "_", name)[:100] or "unknown")
 
 
 def input_summary(name: str, value: Any) -> str:

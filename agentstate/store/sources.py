@@ -39,3 +39,9 @@ def authority(source: str) -> int:
 def is_untrusted(source: str) -> bool:
     """Tool output, files and fetched documents: data that must not act as instructions."""
     return source_class(source) in ("tool", "file")
+
+
+def tool_source(program: str) -> str:
+    """The source of a tool's output: `tool:NAME`, in the restricted alphabet of sources
+    (g++ becomes tool:g__)."""
+    return "tool:" + (re.sub(r"[^A-Za-z0-9_.\-/]", "_", program)[:100] or "unknown")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -31,6 +30,7 @@ from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, current_run, resolve_run
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
+from agentstate.store.sources import tool_source
 from agentstate.tools.excerpt import is_error_line, output_excerpt, redact
 from agentstate.tools.policy import check_command, program_name
 
@@ -134,11 +134,6 @@ class _Capture:
                     data += kept.encode() + b"\n[... output cut ...]\n"
             data += bytes(self.tail)
         return data.decode("utf-8", errors="replace")
-
-
-def _source(program: str) -> str:
-    # Event sources are tool:NAME with a restricted alphabet; g++ becomes tool:g__.
-    return "tool:" + (re.sub(r"[^A-Za-z0-9_.\-/]", "_", program)[:100] or "unknown")
 
 
 def _target_run(store: Store, run_ref: str | None) -> Run | None:
@@ -305,7 +300,7 @@ def _log(store: Store, result: ToolResult, run: Run | None, purpose: str | None)
         event = None
         if run is not None:
             event = append_event(
-                store, run.ref, "tool", text, source=_source(result.program), meta=meta,
+                store, run.ref, "tool", text, source=tool_source(result.program), meta=meta,
                 allow_system_kinds=True,
             )
         row = {
