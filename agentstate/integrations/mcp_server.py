@@ -173,7 +173,9 @@ def build_server(service: StoreService) -> MCPServer:
     """The MCP server with agentstate's tools and the resume resource."""
     from agentstate.store.principals import default_source, resolve_principal
 
-    server = MCPServer(name="agentstate", version=__version__, instructions=INSTRUCTIONS)
+    # WARNING: the SDK's per-call INFO lines would fill the client's server log.
+    server = MCPServer(name="agentstate", version=__version__, instructions=INSTRUCTIONS,
+                       log_level="WARNING")
     who = service.principal
 
     @server.tool(description="The resume pack for a run (goal, constraints, diagnoses, open "
@@ -218,7 +220,7 @@ def build_server(service: StoreService) -> MCPServer:
                              "counts of what the gate withheld (candidates, expired, …).")
     async def recall(
         query: Annotated[str, Field(description="What to look for")],
-        limit: Annotated[int, Field(ge=1, le=100, description="Most hits")] = 10,
+        limit: Annotated[int, Field(description="Most hits (at least 1)")] = 10,
         kind: Annotated[list[str] | None, Field(
             description="Only these kinds: fact, preference, event, procedure")] = None,
         scope: Annotated[list[str] | None, Field(
