@@ -22,7 +22,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-from tests.conftest import git  # noqa: E402
+from tests.conftest import git, run_agentstate  # noqa: E402
 
 TOOLS = {"resume", "context", "recall", "remember", "log_event", "checkpoint", "skill_list",
          "skill_load", "trace"}
@@ -239,6 +239,14 @@ def test_no_store_is_one_line_and_exit_1(tmp_path, token_cache):
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 1 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "agentstate init" in proc.stderr
+
+
+def test_an_undeclared_principal_is_one_line_and_exit_1(initialised):
+    proc = run_agentstate("mcp", "--as", "nobody", cwd=initialised, input="")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "error: principal 'nobody' is not declared in config.toml [principals] "
+        "(declared: agent, owner)"]
 
 
 def test_without_the_sdk_the_command_names_the_extra(initialised):

@@ -7,9 +7,12 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import handle_errors, store_override
+from agentstate.cli.common import cli_store, handle_errors, store_override
 
 INSTALL_HINT = "pip install 'agentstate[mcp]'"
+# Who the server acts as without --as: a model's principal, which cannot claim the user's
+# authority. AGENTSTATE_PRINCIPAL is not read (see agentstate.integrations.mcp_server).
+DEFAULT_PRINCIPAL = "agent"
 
 
 @app.command("mcp")
@@ -30,6 +33,11 @@ def mcp_cmd(
     principal by default: a model's claim without evidence becomes a candidate.
     Needs the MCP SDK: pip install 'agentstate[mcp]'.
     """
+    from agentstate.store.principals import resolve_principal
+
+    who = principal or DEFAULT_PRINCIPAL
+    with cli_store() as store:  # no store, or an undeclared principal: fail before the SDK loads
+        resolve_principal(store, who)
     try:
         from agentstate.integrations import mcp_server
     except ImportError as exc:
@@ -39,4 +47,4 @@ def mcp_cmd(
 
         info(f"error: `agentstate mcp` needs the MCP SDK, which is not installed: {INSTALL_HINT}")
         raise typer.Exit(1) from None
-    mcp_server.serve(store_override(), principal or mcp_server.DEFAULT_PRINCIPAL)
+    mcp_server.serve(store_override(), who)

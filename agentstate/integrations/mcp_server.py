@@ -44,7 +44,6 @@ from pydantic import Field
 from agentstate import __version__
 from agentstate.output import envelope_error, envelope_ok
 
-DEFAULT_PRINCIPAL = "agent"
 RESUME_URI = "agentstate://resume"
 # JSON-RPC codes for a failed resource read: the spec's "resource not found", else internal.
 _RESOURCE_NOT_FOUND = -32002
@@ -95,13 +94,6 @@ class StoreService:
         finally:
             store.close()
 
-    def check(self) -> None:
-        """Fail before serving when there is no store or the principal is not declared."""
-        from agentstate.store.principals import resolve_principal
-
-        with self.store() as store:
-            resolve_principal(store, self.principal)
-
     def warm(self) -> None:
         """Load the token counter now, on the worker thread that will use it."""
         from agentstate.tokens import counter_from_config
@@ -151,6 +143,9 @@ class StoreService:
 
     def run_sync(self, fn: Callable[[], Any]) -> Any:
         return self._worker.submit(fn).result()
+
+    def run_sync_later(self, fn: Callable[[], Any]) -> None:
+        self._worker.submit(fn)
 
     def shutdown(self) -> None:
         from agentstate.tokens import save_counts
@@ -383,11 +378,11 @@ def build_server(service: StoreService) -> MCPServer:
 
 
 def serve(directory: str | None, principal: str) -> None:
-    """Check the store, then serve over stdin/stdout until the client goes away."""
+    """Serve over stdin/stdout until the client goes away (the caller has checked that the
+    store opens and `principal` is declared)."""
     service = StoreService(directory, principal)
     try:
-        service.run_sync(service.check)  # errors here reach the CLI's one error handler
-        service._worker.submit(service.warm)  # overlaps the client's handshake
+        service.run_sync_later(service.warm)  # overlaps the client's handshake
         server = build_server(service)
         try:
             server.run("stdio")
