@@ -138,6 +138,10 @@ def test_log_event_acts_as_agent_and_its_ref_traces(client, server_repo):
     assert traced["ref"] == event["ref"] and "lexer splits" in traced["summary"]
     error = client.error("log_event", kind="note", text="claimed by the user", source="user")
     assert error["code"] == "refused" and "may not claim" in error["message"]
+    secret = "ghp_" + "Xy7" * 12
+    error = client.error("log_event", kind="note", text=f"pushed with {secret}")
+    assert error["code"] == "refused" and secret not in json.dumps(error)
+    assert "pushed with" not in client.call("resume").content[0].text
 
 
 def test_a_secret_in_remember_is_refused_and_nothing_is_stored(client, server_repo):
