@@ -111,6 +111,8 @@ def test_lists_every_tool_with_a_description_and_the_resume_resource(client):
     assert {t.name for t in tools} == TOOLS
     for tool in tools:
         assert tool.description and tool.input_schema["type"] == "object"
+    read_only = {t.name for t in tools if t.annotations.read_only_hint}
+    assert read_only == {"resume", "recall", "skill_list", "trace"}
     recall = next(t for t in tools if t.name == "recall")
     assert recall.input_schema["required"] == ["query"]
     resources = client.portal.call(client.session.list_resources).resources

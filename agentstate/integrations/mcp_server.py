@@ -38,7 +38,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from agentstate import __version__
@@ -156,6 +156,11 @@ class StoreService:
 
 # ------------------------------------------------------------------ parameter types
 
+# Hints for clients deciding what to run without asking: every tool stays inside the store
+# (no open world); the writing ones only append (a new event, version, pack or load row).
+READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+APPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
 RunRef = Annotated[str | None, Field(description="run:… (default: the current run)")]
 Budget = Annotated[int | None, Field(description="Token budget; the text never exceeds it")]
 
@@ -173,7 +178,8 @@ def build_server(service: StoreService) -> MCPServer:
                        log_level="WARNING")
     who = service.principal
 
-    @server.tool(description="The resume pack for a run (goal, constraints, diagnoses, open "
+    @server.tool(annotations=READS,
+                 description="The resume pack for a run (goal, constraints, diagnoses, open "
                              "questions, pending verifications, last checkpoint, work-tree "
                              "drift, recent event refs, matching skills) as Markdown. "
                              "Fails with not_found when there is no unfinished run.")
@@ -186,7 +192,8 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("resume", work)
 
-    @server.tool(description="A budgeted context pack: pinned instructions and constraints, "
+    @server.tool(annotations=APPENDS,
+                 description="A budgeted context pack: pinned instructions and constraints, "
                              "the task state, evidence (gated memories, past events), skills "
                              "and the trajectory, within `budget` tokens. The text is the "
                              "pack; structured content has its pack:… ref and manifest. A "
@@ -209,7 +216,8 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("context", work)
 
-    @server.tool(description="Search memory through the read gate (BM25 with recency, "
+    @server.tool(annotations=READS,
+                 description="Search memory through the read gate (BM25 with recency, "
                              "confidence and scope). Each hit has its mem:…@vN ref, source and "
                              "confidence. No hits is said explicitly (matched_nothing) with "
                              "counts of what the gate withheld (candidates, expired, …).")
@@ -237,7 +245,8 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("recall", work)
 
-    @server.tool(description="Store a memory through the write gate and say what it decided. "
+    @server.tool(annotations=APPENDS,
+                 description="Store a memory through the write gate and say what it decided. "
                              "Written as the server's principal (a model's claim): a fact or "
                              "procedure without evidence (evt:… or file:PATH@COMMIT) becomes a "
                              "candidate, instruction-like text is quarantined, secrets are "
@@ -272,7 +281,8 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("remember", work)
 
-    @server.tool(description="Append one typed event to a run (the current run by default): "
+    @server.tool(annotations=APPENDS,
+                 description="Append one typed event to a run (the current run by default): "
                              "observation, decision, diagnosis, hypothesis, question, answer, "
                              "verify, verified, failed, constraint or note. Returns its evt:… "
                              "ref (usable as memory evidence).")
@@ -299,7 +309,8 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("log_event", work)
 
-    @server.tool(description="Store the run's derived working state and the work-tree "
+    @server.tool(annotations=APPENDS,
+                 description="Store the run's derived working state and the work-tree "
                              "snapshot as a checkpoint (its ref is returned); resume reports "
                              "drift since it.")
     async def checkpoint(
@@ -318,7 +329,8 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("checkpoint", work)
 
-    @server.tool(description="The skill catalog: name, current version ref, status and a "
+    @server.tool(annotations=READS,
+                 description="The skill catalog: name, current version ref, status and a "
                              "one-line description of each published skill.")
     async def skill_list(
         all: Annotated[bool, Field(
@@ -332,7 +344,8 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("skill_list", work)
 
-    @server.tool(description="Load a published skill (NAME or NAME@vN): its body, resources "
+    @server.tool(annotations=APPENDS,
+                 description="Load a published skill (NAME or NAME@vN): its body, resources "
                              "and trust (approver, tree hash); the load is recorded against "
                              "the run. Revoked versions are refused.")
     async def skill_load(
@@ -346,7 +359,8 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("skill_load", work)
 
-    @server.tool(description="Follow a ref both ways: pack:…, mem:…[@vN], evt:…, "
+    @server.tool(annotations=READS,
+                 description="Follow a ref both ways: pack:…, mem:…[@vN], evt:…, "
                              "skill:NAME[@vN] or run:… → what it was built from and what used "
                              "it. Unknown refs fail with not_found.")
     async def trace(
