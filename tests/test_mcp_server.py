@@ -106,6 +106,13 @@ def client(server_repo):
     yield from connect(repo, env)
 
 
+def test_the_warm_up_pack_is_not_stored(client, server_repo):
+    repo, _, _ = server_repo
+    client.ok("skill_list")  # calls run in order on one thread: the warm-up has finished
+    with sqlite3.connect(repo / ".agentstate" / "state.db") as conn:
+        assert conn.execute("SELECT count(*) FROM packs").fetchone()[0] == 0
+
+
 def test_lists_every_tool_with_a_description_and_the_resume_resource(client):
     tools = client.portal.call(client.session.list_tools).tools
     assert {t.name for t in tools} == TOOLS

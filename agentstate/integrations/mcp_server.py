@@ -95,12 +95,15 @@ class StoreService:
             store.close()
 
     def warm(self) -> None:
-        """Load the token counter now, on the worker thread that will use it."""
-        from agentstate.tokens import counter_from_config
+        """Assemble one pack now, unsaved, on the worker thread that will serve the calls: the
+        domain modules, the token counter and its encoder are then loaded before the first
+        call rather than during it."""
+        from agentstate.context.assemble import build_context
 
         try:
             with self.store() as store:
-                counter_from_config(store.config).count("agentstate warm-up")
+                build_context(store, query="agentstate", principal=self.principal,
+                              save=False)
         except Exception:  # a warm-up only saves time; a real call will report the problem
             pass
 
