@@ -236,10 +236,11 @@ def test_resume_resource_without_a_run_is_an_explicit_error(client, server_repo)
         _cli(repo, env, "run", "start", "a later run")
 
 
-def test_as_chooses_the_principal(server_repo, tmp_path):
+def test_as_chooses_the_principal_and_agentstate_dir_the_store(server_repo, tmp_path):
     repo, env, _ = server_repo
     env = {k: v for k, v in env.items() if k != "AGENTSTATE_PRINCIPAL"}
-    for owner in connect(repo, env, "--as", "owner"):
+    env["AGENTSTATE_DIR"] = str(repo)  # started elsewhere, as a client with a global config
+    for owner in connect(tmp_path, env, "--as", "owner"):
         written = owner.ok("remember", text="the owner prefers tabs", kind="preference")
         assert written["data"]["status"] == "active"
         assert written["data"]["memory"]["source"] == "user"
