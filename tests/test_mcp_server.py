@@ -308,3 +308,22 @@ def test_counts_learned_by_the_worker_thread_are_saved_after_each_call(store, tm
         assert row is not None and row[0] > 10
     finally:
         service.shutdown()
+
+
+def test_an_unexpected_failure_is_an_internal_error_without_the_secret(store, capsys):
+    from agentstate.integrations.mcp_server import StoreService
+
+    secret = "ghp_" + "Q5w" * 12
+
+    def crash(_store):
+        raise RuntimeError(f"boom near {secret}")
+
+    service = StoreService(str(store.root), "agent")
+    try:
+        envelope, done = service.run_sync(lambda: service.envelope("recall", crash))
+    finally:
+        service.shutdown()
+    assert done is None and envelope["ok"] is False
+    assert envelope["error"]["code"] == "internal" and "boom near" in envelope["error"]["message"]
+    assert secret not in json.dumps(envelope)
+    assert "RuntimeError" in capsys.readouterr().err  # the traceback goes to the server's log

@@ -122,8 +122,12 @@ class StoreService:
         except Exception as exc:
             mapped = as_agentstate_error(exc)
             if mapped is None:
+                from agentstate.safety import redact_secrets
+
                 traceback.print_exc(file=sys.stderr)  # stderr is the server's log
-                return envelope_error(command, "internal", f"internal error: {exc!r}"), None
+                # The model reads this: a value quoted in the exception may be a secret.
+                message = redact_secrets(f"internal error: {exc!r}")
+                return envelope_error(command, "internal", message), None
             return envelope_error(command, mapped.code, mapped.message, mapped.details), None
         finally:
             save_counts()  # the memo's exit hook would run on another thread and save nothing
@@ -147,7 +151,7 @@ class StoreService:
     def run_sync(self, fn: Callable[[], Any]) -> Any:
         return self._worker.submit(fn).result()
 
-    def run_sync_later(self, fn: Callable[[], Any]) -> None:
+    def submit(self, fn: Callable[[], Any]) -> None:
         self._worker.submit(fn)
 
     def shutdown(self) -> None:
@@ -399,7 +403,7 @@ def serve(directory: str | None, principal: str) -> None:
     store opens and `principal` is declared)."""
     service = StoreService(directory, principal)
     try:
-        service.run_sync_later(service.warm)  # overlaps the client's handshake
+        service.submit(service.warm)  # overlaps the client's handshake
         server = build_server(service)
         try:
             server.run("stdio")
