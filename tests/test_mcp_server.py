@@ -289,7 +289,7 @@ def test_counts_learned_by_the_worker_thread_are_saved_after_each_call(store, tm
     """The memo's own exit hook runs on the main thread, which cannot use the worker's
     connection: without a save after each call, the server would never keep a count."""
     from agentstate.integrations.mcp_server import Done, StoreService
-    from agentstate.tokens import count_memo_path, counter_from_config
+    from agentstate.tokens import TokenCounter, count_memo_path
 
     # A cache of its own: this process's memo for the shared cache was opened on the main
     # thread by earlier tests, which the server's worker thread never has to share.
@@ -299,7 +299,7 @@ def test_counts_learned_by_the_worker_thread_are_saved_after_each_call(store, tm
     service = StoreService(str(store.root), "agent")
     try:
         service.run_sync(lambda: service.envelope("count", lambda s: Done(
-            counter_from_config(s.config).count(text))))
+            TokenCounter().count(text))))
         with sqlite3.connect(count_memo_path()) as conn:
             from agentstate.tokens.memo import digest, well_formed
 
