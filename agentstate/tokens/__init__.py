@@ -153,6 +153,13 @@ def warm_count_cache() -> None:
     _memo(count_memo_path()).warm()
 
 
+def save_counts() -> None:
+    """Write the counts this process learned now. A long-lived process (the MCP server)
+    calls it after each request: the exit hook alone would lose them on a crash, and it runs
+    on a different thread than the one that owns the memo's connection."""
+    _memo(count_memo_path()).flush()
+
+
 def check_count_cache() -> list[str]:
     """Problems with the cl100k count cache (for `doctor`); empty when it is sound."""
     from agentstate.tokens.memo import verify

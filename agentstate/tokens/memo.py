@@ -326,6 +326,9 @@ class CountMemo:
     def flush(self) -> None:
         """Write what this process learned, in one transaction; a busy or read-only cache
         only means nothing is saved."""
+        if not (self._pending_counts or self._pending_windows or self._pending_slice
+                or self._vocab is not None):
+            return  # nothing learned: no write lock taken, no file created
         conn = self._db()
         if conn is None:
             return

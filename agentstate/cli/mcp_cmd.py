@@ -1,0 +1,50 @@
+"""`agentstate mcp`: serve the store to an MCP client over stdio."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agentstate.cli import app
+from agentstate.cli.common import cli_store, handle_errors, store_override
+
+INSTALL_HINT = "pip install 'agentstate[mcp]'"
+# Who the server acts as without --as: a model's principal, which cannot claim the user's
+# authority. AGENTSTATE_PRINCIPAL is not read (see agentstate.integrations.mcp_server).
+DEFAULT_PRINCIPAL = "agent"
+
+
+@app.command("mcp")
+@handle_errors
+def mcp_cmd(
+    principal: Annotated[
+        str | None,
+        typer.Option("--as", metavar="PRINCIPAL",
+                     help="Act as this principal (declared in config.toml [principals]). "
+                          "Default: agent, whatever AGENTSTATE_PRINCIPAL says."),
+    ] = None,
+) -> None:
+    """Serve this store to any MCP client over stdio (stdin/stdout carry the protocol).
+
+    Tools: resume, context, recall, remember, log_event, checkpoint, skill_list, skill_load,
+    trace; resource: agentstate://resume. Each call opens the store afresh, so writes by
+    other processes are seen. Writes go through the same gates as the CLI, as the `agent`
+    principal by default: a model's claim without evidence becomes a candidate.
+    Needs the MCP SDK: pip install 'agentstate[mcp]'.
+    """
+    from agentstate.store.principals import resolve_principal
+
+    who = principal or DEFAULT_PRINCIPAL
+    with cli_store() as store:  # no store, or an undeclared principal: fail before the SDK loads
+        resolve_principal(store, who)
+    try:
+        from agentstate.integrations import mcp_server
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
+            raise
+        from agentstate.output import info
+
+        info(f"error: `agentstate mcp` needs the MCP SDK, which is not installed: {INSTALL_HINT}")
+        raise typer.Exit(1) from None
+    mcp_server.serve(store_override(), who)
