@@ -70,10 +70,11 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "exec": ("exec_cmd",),
     "context": ("context_cmd",),
     "trace": ("context_cmd",),
+    "eval": ("eval_cmd",),
 }
 ALL_MODULES = (
     "init_cmd", "runs_cmd", "import_cmd", "doctor_cmd", "memory_cmd", "skills_cmd",
-    "exec_cmd", "context_cmd",
+    "exec_cmd", "context_cmd", "eval_cmd",
 )
 _ROOT_OPTIONS_WITH_VALUE = {"--dir"}
 
