@@ -115,6 +115,9 @@ def _render(console, report) -> None:
                   f"{report.skipped_adversarial} adversarial, {report.skipped_no_evidence} "
                   f"without evidence; {report.unknown_evidence} evidence id(s) name no turn; "
                   f"{report.seconds:g} s")
+    if not console.is_terminal:
+        # Piped or redirected (a report, a README): never squeeze the columns to 80.
+        console.width = max(console.width, 120)
     table = Table(title="evidence recall by arm and budget")
     columns = ["budget", "arm", "recall", *CATEGORIES.values(), "tokens (mean)", "p50 ms"]
     errors = any(r.errors for r in report.results)

@@ -118,12 +118,13 @@ def _conversation(name: str, sample: Any) -> Conversation:
     qa = sample.get("qa")
     if not isinstance(body, dict) or not isinstance(qa, list):
         raise InvalidInput(f"{name}: {SHAPE}")
-    sessions = sorted((int(m.group(1)), key) for key in body
+    numbered = sorted((int(m.group(1)), key) for key in body
                       if (m := _SESSION.fullmatch(key)) and isinstance(body[key], list))
+    sessions = [key for _, key in numbered]
     if not sessions:
         raise InvalidInput(f"{name}: no session_N list of turns; {SHAPE}")
     turns: list[Turn] = []
-    for number, key in sessions:
+    for key in sessions:
         when = body.get(f"{key}_date_time")
         try:
             ts = format_ts(datetime.strptime(str(when).strip(), DATE_FORMAT).replace(tzinfo=UTC))
