@@ -152,6 +152,9 @@ def test_every_metric_on_the_tiny_conversation():
     assert recent.recall == 0.25
     assert recent.by_category == {"multi-hop": 0.0, "temporal": 0.0, "open-domain": None,
                                   "single-hop": 0.5}
+    # 5 evidence turns in all, 1 found: the other 4 were there but did not fit.
+    assert recent.misses == {"budget": 4}
+    assert report.result("no-memory", budget).misses == {"not retrieved": 5}
     searched = report.result("plain-search", budget)
     assert searched.by_category["single-hop"] == 1.0
     assert searched.by_category["temporal"] == 1.0

@@ -55,7 +55,9 @@ def locomo(
     or compressed (read from the pack's manifest). Arms: full (`agentstate context --query`
     as is), plain-search (FTS5 BM25, porter), raw-history (newest turns that fit), no-memory
     (pinned + task state only), structured (no read gate). Reports mean recall per category
-    and overall, mean tokens used and the median assembly time.
+    and overall, mean tokens used and the median assembly time, and why each missed
+    evidence turn was missed (never retrieved, or the pack manifest's reason: budget, low
+    relevance, duplicate, pointer…).
 
     Questions without evidence are skipped and counted; category 5 (adversarial) is left out.
     """
@@ -134,4 +136,24 @@ def _render(console, report) -> None:
             if errors:
                 cells.append(str(row.errors))
             table.add_row(*cells, end_section=n == len(rows) - 1)
+    console.print(table)
+    _render_misses(console, report)
+
+
+def _render_misses(console, report) -> None:
+    """Why evidence turns were not in the pack: never retrieved, or the manifest's reason."""
+    from rich.table import Table
+
+    reasons = list(dict.fromkeys(why for r in report.results for why in r.misses))
+    if not reasons:
+        return
+    table = Table(title="evidence turns missed, by why")
+    for column in ("budget", "arm", *reasons):
+        table.add_column(column, justify="left" if column == "arm" else "right")
+    for budget in report.budgets:
+        rows = [r for r in report.results if r.budget == budget]
+        for n, row in enumerate(rows):
+            table.add_row(f"{budget:,}" if n == 0 else "", row.arm,
+                          *(str(row.misses.get(why, 0)) for why in reasons),
+                          end_section=n == len(rows) - 1)
     console.print(table)

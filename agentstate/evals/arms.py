@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.errors import UsageError
@@ -43,6 +43,9 @@ class ArmPack:
     tokens: int
     seconds: float        # assembly time
     text_hash: str = ""   # assembled arms: the pack's hash (the same as `context` prints)
+    # Events that were candidates but are not in the pack, with why (the manifest's
+    # decision and reason); an event absent from here was never retrieved.
+    left_out: dict[str, str] = field(default_factory=dict)
 
 
 def check_arms(names: list[str] | None) -> tuple[str, ...]:
@@ -72,34 +75,38 @@ class Arms:
     def pack(self, arm: str, query: str, budget: int) -> ArmPack:
         started = time.perf_counter()
         if arm in ASSEMBLY_SWITCHES:
-            refs, tokens, digest = self._assembled(query, budget, ASSEMBLY_SWITCHES[arm])
+            pack = self._assembled(query, budget, ASSEMBLY_SWITCHES[arm])
         elif arm == "plain-search":
             if self._search is None:
                 self._search = PlainSearch(self.lines)
-            refs, tokens = self._fill(self._search.ranked(query), budget, skip_misfits=True)
-            digest = ""
+            pack = self._fill(self._search.ranked(query), budget, skip_misfits=True)
         elif arm == "raw-history":
             newest_first = list(range(len(self.lines) - 1, -1, -1))
-            refs, tokens = self._fill(newest_first, budget, skip_misfits=False)
-            digest = ""
+            pack = self._fill(newest_first, budget, skip_misfits=False)
         else:
             raise UsageError(f"unknown arm {arm!r}; expected some of {', '.join(ARMS)}")
-        return ArmPack(refs, tokens, time.perf_counter() - started, digest)
+        pack.seconds = time.perf_counter() - started
+        return pack
 
-    def _assembled(self, query: str, budget: int, switches: dict[str, bool]
-                   ) -> tuple[set[str], int, str]:
+    def _assembled(self, query: str, budget: int, switches: dict[str, bool]) -> ArmPack:
         # Looked up on the module at call time, so that there is one assembly and a test
         # can see this arm use it.
         from agentstate.context import assemble
 
         pack = assemble.build_context(self.store, query=query, budget=budget, save=False,
                                       **switches)
-        refs = {e.ref for e in pack.manifest
-                if e.decision in IN_PACK and e.ref.startswith("evt:")}
-        return refs, pack.tokens, pack.text_hash
+        events = [e for e in pack.manifest if e.ref.startswith("evt:")]
+        refs = {e.ref for e in events if e.decision in IN_PACK}
+        # One event can be two candidates (evidence and trajectory): every reason is kept.
+        why: dict[str, set[str]] = {}
+        for e in events:
+            if e.ref not in refs:
+                why.setdefault(e.ref, set()).add(
+                    "pointer" if e.decision == "pointer" else e.reason or e.decision)
+        left_out = {ref: " + ".join(sorted(reasons)) for ref, reasons in why.items()}
+        return ArmPack(refs, pack.tokens, 0.0, pack.text_hash, left_out)
 
-    def _fill(self, order: list[int], budget: int, *, skip_misfits: bool
-              ) -> tuple[set[str], int]:
+    def _fill(self, order: list[int], budget: int, *, skip_misfits: bool) -> ArmPack:
         """Event texts in `order`, one per line, while they fit in `budget` tokens.
 
         Each line costs its own count plus one for the newline; the joined text is then
@@ -120,7 +127,9 @@ class Arms:
         while chosen and tokens > budget:
             chosen.pop()
             tokens = self._measure(chosen)
-        return {self.refs[i] for i in chosen}, tokens
+        taken = set(chosen)
+        left_out = {self.refs[i]: "budget" for i in order if i not in taken}
+        return ArmPack({self.refs[i] for i in chosen}, tokens, 0.0, left_out=left_out)
 
     def _measure(self, chosen: list[int]) -> int:
         text = "\n".join(self.lines[i] for i in chosen)

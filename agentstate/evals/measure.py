@@ -34,6 +34,9 @@ class ArmResult:
     tokens_mean: float
     p50_ms: float
     errors: int = 0                              # packs that failed (counted as recall 0)
+    # Evidence turns not in the pack, by why: "not retrieved" (never a candidate) or the
+    # manifest's reason ("budget", "low relevance", "duplicate", "pointer", …).
+    misses: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -63,6 +66,7 @@ class _Tally:
     tokens: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     errors: int = 0
+    misses: dict[str, int] = field(default_factory=dict)
 
 
 def question_recall(evidence: list[str], refs_by_turn: dict[str, set[str]],
@@ -155,8 +159,21 @@ def _measure_one(arms: Arms, arm: str, budget: int, question, refs_by_turn, tall
         return
     tally.recalls[question.category_name].append(
         question_recall(question.evidence, refs_by_turn, pack.refs))
+    for dia_id in question.evidence:
+        refs = refs_by_turn.get(dia_id, set())
+        if refs and not refs & pack.refs:
+            why = min((pack.left_out.get(r, NOT_RETRIEVED) for r in refs), key=_severity)
+            tally.misses[why] = tally.misses.get(why, 0) + 1
     tally.tokens.append(pack.tokens)
     tally.seconds.append(pack.seconds)
+
+
+NOT_RETRIEVED = "not retrieved"
+
+
+def _severity(reason: str) -> tuple[bool, str]:
+    # A turn with several events is explained by the one that came closest to the pack.
+    return reason == NOT_RETRIEVED, reason
 
 
 def _mean(values: list[float]) -> float | None:
@@ -172,4 +189,5 @@ def _summarise(arm: str, budget: int, tally: _Tally) -> ArmResult:
         tokens_mean=round(statistics.fmean(tally.tokens), 1) if tally.tokens else 0.0,
         p50_ms=round(statistics.median(tally.seconds) * 1000, 2) if tally.seconds else 0.0,
         errors=tally.errors,
+        misses=dict(sorted(tally.misses.items(), key=lambda kv: (-kv[1], kv[0]))),
     )
