@@ -395,3 +395,24 @@ def test_real_locomo_sample():
     searched = report.result("plain-search", 1000).recall
     recent = report.result("raw-history", 1000).recall
     assert searched > 0.4 and recent < 0.2 and searched > recent
+
+
+def test_recall_without_the_read_gate_returns_what_the_gate_withholds(store):
+    """The `structured` arm's memory side: a forgotten memory is withheld by the gate and
+    comes back, flagged, only when the gate is switched off."""
+    from agentstate.memory.forget import forget
+    from agentstate.memory.recall import recall
+    from agentstate.memory.write import remember
+
+    stored = remember(store, "the cache lives in /var/cache/app", kind="fact")
+    forget(store, stored.ref)
+    gated = recall(store, "cache lives")
+    assert gated.hits == [] and gated.withheld == {"forgotten": 1}
+    open_ = recall(store, "cache lives", gate=False)
+    assert [h.text for h in open_.hits] == ["the cache lives in /var/cache/app"]
+    assert "included:forgotten" in open_.hits[0].flags
+    pack = assemble.build_context(store, query="cache lives", budget=2000, save=False,
+                                  no_run=True, read_gate=False)
+    assert "/var/cache/app" in pack.text
+    assert "/var/cache/app" not in assemble.build_context(
+        store, query="cache lives", budget=2000, save=False, no_run=True).text

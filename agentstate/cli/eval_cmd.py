@@ -117,6 +117,9 @@ def _render(console, report) -> None:
                   f"{report.skipped_adversarial} adversarial, {report.skipped_no_evidence} "
                   f"without evidence; {report.unknown_evidence} evidence id(s) name no turn; "
                   f"{report.seconds:g} s")
+    if report.turns_rejected:
+        console.print(f"{report.turns_rejected} turn(s) refused by the importer (secrets or "
+                      f"empty text): their evidence counts as missed (not imported)")
     if not console.is_terminal:
         # Piped or redirected (a report, a README): never squeeze the columns to 80.
         console.width = max(console.width, 120)

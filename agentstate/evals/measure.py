@@ -161,8 +161,10 @@ def _measure_one(arms: Arms, arm: str, budget: int, question, refs_by_turn, tall
         question_recall(question.evidence, refs_by_turn, pack.refs))
     for dia_id in question.evidence:
         refs = refs_by_turn.get(dia_id, set())
-        if refs and not refs & pack.refs:
-            why = min((pack.left_out.get(r, NOT_RETRIEVED) for r in refs), key=_severity)
+        if not refs & pack.refs:
+            # A turn the importer refused (a secret in it) has no event to retrieve.
+            why = min((pack.left_out.get(r, NOT_RETRIEVED) for r in refs), key=_severity) \
+                if refs else "not imported"
             tally.misses[why] = tally.misses.get(why, 0) + 1
     tally.tokens.append(pack.tokens)
     tally.seconds.append(pack.seconds)
