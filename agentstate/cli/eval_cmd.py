@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -64,7 +66,6 @@ def locomo(
     from agentstate.context.assemble import parse_budget
     from agentstate.evals.arms import check_arms
     from agentstate.evals.measure import DEFAULT_BUDGETS, run_locomo
-    from agentstate.output import stderr_console
 
     # Every argument is checked before the (long) run starts.
     budgets = [parse_budget(b, 0) for b in budget] if budget else list(DEFAULT_BUDGETS)
@@ -74,24 +75,9 @@ def locomo(
 
         plot = check_plot_target(plot)
 
-    console = stderr_console()
-    progress = None
-    callbacks = {}
-    if console.is_terminal:  # a bar only on a terminal: piped, stderr stays clean
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-        progress = Progress("packs", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=console, transient=True)
-        task = progress.add_task("packs", total=None)
-        callbacks = {"on_start": lambda total: progress.update(task, total=total),
-                     "on_progress": lambda n: progress.advance(task, n)}
-        progress.start()
-    try:
+    with _progress() as callbacks:
         report = run_locomo(path, arms=arms, budgets=budgets, limit_questions=limit_questions,
                             **callbacks)
-    finally:
-        if progress is not None:
-            progress.stop()
     if plot is not None:
         from agentstate.evals.plot import plot_recall
 
@@ -101,6 +87,29 @@ def locomo(
         from agentstate.output import info
 
         info(f"plot written to {plot}")
+
+
+@contextmanager
+def _progress() -> Iterator[dict]:
+    """A progress bar on stderr, only on a terminal (piped, stderr stays clean); yields the
+    callbacks the measuring functions take."""
+    from agentstate.output import stderr_console
+
+    console = stderr_console()
+    if not console.is_terminal:
+        yield {}
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    progress = Progress("packs", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True)
+    task = progress.add_task("packs", total=None)
+    progress.start()
+    try:
+        yield {"on_start": lambda total: progress.update(task, total=total),
+               "on_progress": lambda n: progress.advance(task, n)}
+    finally:
+        progress.stop()
 
 
 def _render(console, report) -> None:
@@ -158,5 +167,78 @@ def _render_misses(console, report) -> None:
         for n, row in enumerate(rows):
             table.add_row(f"{budget:,}" if n == 0 else "", row.arm,
                           *(str(row.misses.get(why, 0)) for why in reasons),
+                          end_section=n == len(rows) - 1)
+    console.print(table)
+
+
+@eval_app.command("scenarios")
+@handle_errors
+def scenarios(
+    seed: Annotated[int, typer.Option("--seed", help="First scenario's seed.")] = 1,
+    count: Annotated[
+        int, typer.Option("--scenarios", metavar="N", min=1,
+                          help="How many scenarios (seeds SEED … SEED+N-1).")
+    ] = 5,
+    budget: Annotated[
+        list[str] | None,
+        typer.Option("--budget", "-b", metavar="N",
+                     help="Token budget to measure at; repeat for several "
+                          "(default: 250 500 1000 2000)."),
+    ] = None,
+    arm: Annotated[
+        list[str] | None,
+        typer.Option("--arm", metavar="ARM",
+                     help="Arm to run; repeat for several (default: all): full, "
+                          "plain-search, raw-history, no-memory, structured."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Generated coding-agent histories with known answers: what each arm keeps and leaks.
+
+    Each seed writes one run into a temporary store through the ordinary domain functions:
+    constraints stated at the start, facts observed in tool output and remembered (some
+    change later, some are contradicted by the model's guesses, some expire, some are
+    forgotten or purged), tool output carrying injected instructions, and chatter. For each
+    fact's question and every arm and budget: constraint retention, evidence recall (the
+    current value in the pack), and leakage — stale (a superseded or expired version),
+    forgotten (a forgotten or purged memory), poisoned (a contradiction or injected text
+    shown without an untrusted/contested/unconfirmed mark). The same seed gives the same
+    scenario on every machine.
+    """
+    from agentstate.context.assemble import parse_budget
+    from agentstate.evals.arms import check_arms
+    from agentstate.evals.scenario_measure import DEFAULT_BUDGETS, run_scenarios
+
+    budgets = [parse_budget(b, 0) for b in budget] if budget else list(DEFAULT_BUDGETS)
+    arms = list(check_arms(arm))
+    with _progress() as callbacks:
+        report = run_scenarios(seed=seed, count=count, arms=arms, budgets=budgets,
+                               **callbacks)
+    emit("eval scenarios", report, as_json=as_json, human=_render_scenarios)
+
+
+def _render_scenarios(console, report) -> None:
+    from rich.table import Table
+
+    def cell(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.facts_by_kind.items()))
+    console.print(f"{len(report.seeds)} scenario(s) (seeds {report.seeds[0]}–"
+                  f"{report.seeds[-1]}), {report.questions} questions ({kinds}); "
+                  f"{report.seconds:g} s")
+    if not console.is_terminal:
+        console.width = max(console.width, 120)
+    table = Table(title="retention and recall (higher is better), leakage (lower is better)")
+    columns = ("budget", "arm", "constraints", "recall", "stale", "forgotten", "poisoned",
+               "tokens (mean)", "p50 ms")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "arm" else "right")
+    for budget in report.budgets:
+        rows = [r for r in report.results if r.budget == budget]
+        for n, row in enumerate(rows):
+            table.add_row(f"{budget:,}" if n == 0 else "", row.arm, cell(row.constraints),
+                          cell(row.recall), cell(row.stale), cell(row.forgotten),
+                          cell(row.poisoned), f"{row.tokens_mean:,.0f}", f"{row.p50_ms:.1f}",
                           end_section=n == len(rows) - 1)
     console.print(table)

@@ -12,8 +12,9 @@ baselines do not assemble a pack at all:
   query's non-stop words, best-ranked events added while they fit;
 - `raw-history`: the newest events that fit.
 
-An arm returns the refs of the events whose text is in front of the model (whole or
-compressed — a pointer line in the index is not the text) and the tokens it used.
+An arm returns the refs of the events and memories whose text is in front of the model
+(whole or compressed — a pointer line in the index is not the text), the warnings they
+carry, and the tokens it used.
 """
 
 from __future__ import annotations
@@ -39,13 +40,16 @@ IN_PACK = ("included", "compressed")
 class ArmPack:
     """What one arm put in front of the model for one query and budget."""
 
-    refs: set[str]        # evt: refs whose text is in the pack
+    refs: set[str]        # evt: and mem: refs whose text is in the pack
     tokens: int
     seconds: float        # assembly time
     text_hash: str = ""   # assembled arms: the pack's hash (the same as `context` prints)
     # Events that were candidates but are not in the pack, with why (the manifest's
     # decision and reason); an event absent from here was never retrieved.
     left_out: dict[str, str] = field(default_factory=dict)
+    # Refs in the pack that carry a warning the model reads (untrusted, contested,
+    # unconfirmed); the baselines mark nothing.
+    marks: dict[str, set[str]] = field(default_factory=dict)
 
 
 def check_arms(names: list[str] | None) -> tuple[str, ...]:
@@ -95,8 +99,12 @@ class Arms:
 
         pack = assemble.build_context(self.store, query=query, budget=budget, save=False,
                                       **switches)
-        events = [e for e in pack.manifest if e.ref.startswith("evt:")]
+        events = [e for e in pack.manifest if e.ref.startswith(("evt:", "mem:"))]
         refs = {e.ref for e in events if e.decision in IN_PACK}
+        marks: dict[str, set[str]] = {}
+        for e in events:
+            if e.decision in IN_PACK and e.flags:
+                marks.setdefault(e.ref, set()).update(e.flags)
         # One event can be two candidates (evidence and trajectory): every reason is kept.
         why: dict[str, set[str]] = {}
         for e in events:
@@ -104,7 +112,7 @@ class Arms:
                 why.setdefault(e.ref, set()).add(
                     "pointer" if e.decision == "pointer" else e.reason or e.decision)
         left_out = {ref: " + ".join(sorted(reasons)) for ref, reasons in why.items()}
-        return ArmPack(refs, pack.tokens, 0.0, pack.text_hash, left_out)
+        return ArmPack(refs, pack.tokens, 0.0, pack.text_hash, left_out, marks)
 
     def _fill(self, order: list[int], budget: int, *, skip_misfits: bool) -> ArmPack:
         """Event texts in `order`, one per line, while they fit in `budget` tokens.
