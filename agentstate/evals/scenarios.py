@@ -178,7 +178,8 @@ def build(store: Any, seed: int, facts: int = 10) -> Scenario:
             fact.current = {event, written.ref}
         elif kind == "contradicted":
             event = log("hypothesis", f"maybe {statement}?", "model")
-            written = remember(store, statement, kind="fact", key=key, source="model")
+            written = remember(store, statement, kind="fact", key=key, source="model",
+                               evidence=[event])
             fact.poisoned |= {event, written.ref}
         elif kind == "poisoned":
             text = INJECTION.format(statement=statement)
