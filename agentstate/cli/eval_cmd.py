@@ -17,24 +17,27 @@ eval_app = typer.Typer(help="Measure the system against ablations, offline (noth
                             "written to your store).", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 
+BudgetsOption = Annotated[
+    list[str] | None,
+    typer.Option("--budget", "-b", metavar="N",
+                 help="Token budget to measure at; repeat for several (default: locomo "
+                      "1000 2000 4000 8000, scenarios 250 500 1000 2000)."),
+]
+ArmsOption = Annotated[
+    list[str] | None,
+    typer.Option("--arm", metavar="ARM",
+                 help="Arm to run; repeat for several (default: all): full, plain-search, "
+                      "raw-history, no-memory, structured."),
+]
+
 
 @eval_app.command("locomo")
 @handle_errors
 def locomo(
     path: Annotated[Path, typer.Argument(help="A LoCoMo conversation file (JSON) or a folder "
                                               "of them.")],
-    budget: Annotated[
-        list[str] | None,
-        typer.Option("--budget", "-b", metavar="N",
-                     help="Token budget to measure at; repeat for several "
-                          "(default: 1000 2000 4000 8000)."),
-    ] = None,
-    arm: Annotated[
-        list[str] | None,
-        typer.Option("--arm", metavar="ARM",
-                     help="Arm to run; repeat for several (default: all): full, "
-                          "plain-search, raw-history, no-memory, structured."),
-    ] = None,
+    budget: BudgetsOption = None,
+    arm: ArmsOption = None,
     limit_questions: Annotated[
         int | None,
         typer.Option("--limit-questions", metavar="N", min=1,
@@ -179,18 +182,8 @@ def scenarios(
         int, typer.Option("--scenarios", metavar="N", min=1,
                           help="How many scenarios (seeds SEED … SEED+N-1).")
     ] = 5,
-    budget: Annotated[
-        list[str] | None,
-        typer.Option("--budget", "-b", metavar="N",
-                     help="Token budget to measure at; repeat for several "
-                          "(default: 250 500 1000 2000)."),
-    ] = None,
-    arm: Annotated[
-        list[str] | None,
-        typer.Option("--arm", metavar="ARM",
-                     help="Arm to run; repeat for several (default: all): full, "
-                          "plain-search, raw-history, no-memory, structured."),
-    ] = None,
+    budget: BudgetsOption = None,
+    arm: ArmsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Generated coding-agent histories with known answers: what each arm keeps and leaks.

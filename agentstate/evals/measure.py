@@ -56,7 +56,7 @@ class LocomoReport:
     seconds: float = 0.0
 
     def result(self, arm: str, budget: int) -> ArmResult:
-        return next(r for r in self.results if r.arm == arm and r.budget == budget)
+        return find_result(self.results, arm, budget)
 
 
 @dataclass
@@ -178,18 +178,27 @@ def _severity(reason: str) -> tuple[bool, str]:
     return reason == NOT_RETRIEVED, reason
 
 
-def _mean(values: list[float]) -> float | None:
+def mean(values: list[float]) -> float | None:
+    """The mean to 4 places; None (shown as —) when nothing was measured."""
     return round(sum(values) / len(values), 4) if values else None
+
+
+def cost(tokens: list[int], seconds: list[float]) -> tuple[float, float]:
+    """(mean tokens, median milliseconds) of an arm's packs."""
+    return (round(statistics.fmean(tokens), 1) if tokens else 0.0,
+            round(statistics.median(seconds) * 1000, 2) if seconds else 0.0)
+
+
+def find_result(results: list, arm: str, budget: int):
+    return next(r for r in results if r.arm == arm and r.budget == budget)
 
 
 def _summarise(arm: str, budget: int, tally: _Tally) -> ArmResult:
     every = [r for values in tally.recalls.values() for r in values]
+    tokens_mean, p50_ms = cost(tally.tokens, tally.seconds)
     return ArmResult(
-        arm=arm, budget=budget, recall=_mean(every),
-        by_category={name: _mean(values) for name, values in tally.recalls.items()},
-        questions=len(every),
-        tokens_mean=round(statistics.fmean(tally.tokens), 1) if tally.tokens else 0.0,
-        p50_ms=round(statistics.median(tally.seconds) * 1000, 2) if tally.seconds else 0.0,
-        errors=tally.errors,
+        arm=arm, budget=budget, recall=mean(every),
+        by_category={name: mean(values) for name, values in tally.recalls.items()},
+        questions=len(every), tokens_mean=tokens_mean, p50_ms=p50_ms, errors=tally.errors,
         misses=dict(sorted(tally.misses.items(), key=lambda kv: (-kv[1], kv[0]))),
     )

@@ -14,7 +14,6 @@ Leakage rates are shares of the questions about facts of that kind.
 from __future__ import annotations
 
 import shutil
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentstate.evals.arms import ArmPack, Arms, check_arms
+from agentstate.evals.measure import cost, find_result, mean
 from agentstate.evals.scenarios import Fact, Scenario, build, start_time
 
 DEFAULT_BUDGETS = (250, 500, 1000, 2000)
@@ -53,7 +53,7 @@ class ScenarioReport:
     seconds: float = 0.0
 
     def result(self, arm: str, budget: int) -> ScenarioResult:
-        return next(r for r in self.results if r.arm == arm and r.budget == budget)
+        return find_result(self.results, arm, budget)
 
 
 @dataclass
@@ -160,13 +160,7 @@ class _scenario_store:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def _mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), 4) if values else None
-
-
 def _summarise(arm: str, budget: int, tally: _Tally) -> ScenarioResult:
-    return ScenarioResult(
-        arm=arm, budget=budget, **{m: _mean(tally.values[m]) for m in METRICS},
-        tokens_mean=round(statistics.fmean(tally.tokens), 1) if tally.tokens else 0.0,
-        p50_ms=round(statistics.median(tally.seconds) * 1000, 2) if tally.seconds else 0.0,
-    )
+    tokens_mean, p50_ms = cost(tally.tokens, tally.seconds)
+    return ScenarioResult(arm=arm, budget=budget, **{m: mean(tally.values[m]) for m in METRICS},
+                          tokens_mean=tokens_mean, p50_ms=p50_ms)
