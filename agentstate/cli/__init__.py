@@ -73,10 +73,11 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "hooks": ("hooks_cmd",),
     "hook": ("hooks_cmd",),
     "mcp": ("mcp_cmd",),
+    "eval": ("eval_cmd",),
 }
 ALL_MODULES = (
     "init_cmd", "runs_cmd", "import_cmd", "doctor_cmd", "memory_cmd", "skills_cmd",
-    "exec_cmd", "context_cmd", "hooks_cmd", "mcp_cmd",
+    "exec_cmd", "context_cmd", "hooks_cmd", "mcp_cmd", "eval_cmd",
 )
 _ROOT_OPTIONS_WITH_VALUE = {"--dir"}
 

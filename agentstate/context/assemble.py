@@ -90,8 +90,19 @@ def build_context(
     principal: str | None = None,
     no_run: bool = False,
     save: bool = True,
+    retrieval: bool = True,
+    trajectory: bool = True,
+    read_gate: bool = True,
 ) -> ContextPack:
-    """Assemble a context pack. With no run (no current run, or `no_run`) a query is needed."""
+    """Assemble a context pack. With no run (no current run, or `no_run`) a query is needed.
+
+    The last three switches exist for ablations (`agentstate eval`), so that every arm is
+    this one assembly with one part turned off rather than a copy of it: `retrieval=False`
+    gathers no evidence (no memories, no past events), `trajectory=False` leaves out the
+    run's recent events, `read_gate=False` takes memory and event search hits as they come
+    (no permission, scope, status, staleness or relevance checks). The CLI never turns them
+    off.
+    """
     from agentstate.memory.model import resolve_principal
     from agentstate.runs.log import current_run, get_run
     from agentstate.tokens import counter_for
@@ -146,12 +157,13 @@ def build_context(
 
         candidates += src.failing_tool_candidates(open_failures(store, the_run))
         skip |= {c.ref for c in candidates}
-        # The window always covers the events kept whole.
-        window = max(settings.trajectory_window, settings.recent_full_events)
-        rows, older_events = _trajectory_rows(store, the_run, window)
-        trajectory = src.trajectory_candidates(rows, the_run.ref, settings.recent_full_events)
-        candidates += trajectory
-        skip |= {c.ref for c in trajectory}
+        if trajectory:
+            # The window always covers the events kept whole.
+            window = max(settings.trajectory_window, settings.recent_full_events)
+            rows, older_events = _trajectory_rows(store, the_run, window)
+            recent = src.trajectory_candidates(rows, the_run.ref, settings.recent_full_events)
+            candidates += recent
+            skip |= {c.ref for c in recent}
         scope_context = {"run": the_run.ref, "branch": the_run.branch,
                          "paths": list(the_run.dirty_files)}
         if not query:
@@ -179,10 +191,14 @@ def build_context(
     candidates += src.skill_candidates(skills[: settings.catalog_skills])
 
     # Evidence: gated memories and past events of every run, ranked for the query.
-    mem_cands, withheld = _memory_evidence(store, query, who.name, scope_context, settings,
-                                           skip)
-    candidates += mem_cands
-    candidates += _event_evidence(store, query, settings, skip | {c.ref for c in mem_cands})
+    mem_cands: list[Candidate] = []
+    withheld: dict[str, int] = {}
+    if retrieval:
+        mem_cands, withheld = _memory_evidence(store, query, who.name, scope_context,
+                                               settings, skip, gate=read_gate)
+        candidates += mem_cands
+        candidates += _event_evidence(store, query, settings,
+                                      skip | {c.ref for c in mem_cands}, gate=read_gate)
 
     candidates += src.index_hints(
         query=query, run_ref=the_run.ref if the_run else None, task_more=task_more,
@@ -300,7 +316,7 @@ def _trajectory_rows(store: Store, run: Any, window: int) -> tuple[list[tuple], 
 
 
 def _event_evidence(store: Store, query: str, settings: ContextSettings,
-                    skip: set[str]) -> list[Candidate]:
+                    skip: set[str], *, gate: bool = True) -> list[Candidate]:
     from agentstate.memory.search import search_events
 
     if not settings.evidence_events:
@@ -326,7 +342,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings,
             )
         }
     return src.event_evidence(hits, skip=skip, superseded=superseded, resolved=resolved,
-                              min_relevance=store.settings.memory.min_relevance)
+                              min_relevance=store.settings.memory.min_relevance, gate=gate)
 
 
 def _rarest_terms(store: Store, query: str, keep: int) -> str:
@@ -363,7 +379,7 @@ RARITY_CAP = 500
 
 
 def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict | None,
-                     settings: ContextSettings, skip: set[str]
+                     settings: ContextSettings, skip: set[str], *, gate: bool = True
                      ) -> tuple[list[Candidate], dict[str, int]]:
     """Memories through the read gate (`recall`), as evidence candidates.
 
@@ -376,7 +392,7 @@ def _memory_evidence(store: Store, query: str, principal: str, scope_context: di
         return [], {}
     try:
         result = recall(store, query, limit=settings.evidence_memories, principal=principal,
-                        context=scope_context)
+                        context=scope_context, gate=gate)
     except InvalidInput:
         # Only a query with nothing searchable lands here (the principal was checked
         # already): no memory evidence rather than a failed pack.

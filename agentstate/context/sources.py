@@ -280,8 +280,10 @@ STALE_WHEN_RESOLVED = ("question", "verify", "hypothesis")
 
 
 def event_evidence(hits: list[Any], *, skip: set[str], superseded: set[str],
-                   min_relevance: float, resolved: set[str] | None = None
-                   ) -> list[Candidate]:
+                   min_relevance: float, resolved: set[str] | None = None,
+                   gate: bool = True) -> list[Candidate]:
+    """Event search hits → evidence candidates. Without the `gate` (an ablation), superseded,
+    stale and weakly relevant hits are kept; duplicates are still dropped."""
     best = max((h.score for h in hits), default=0.0) or 1.0
     out = []
     for hit in hits:
@@ -301,6 +303,8 @@ def event_evidence(hits: list[Any], *, skip: set[str], superseded: set[str],
         )
         if hit.ref in skip:
             cand.drop("duplicate")
+        elif not gate:
+            pass
         elif hit.ref in superseded:
             cand.drop("superseded")
         elif hit.kind in STALE_WHEN_RESOLVED and hit.ref in (resolved or set()):

@@ -107,13 +107,17 @@ def recall(
     principal: str | None = None,
     include: list[str] | tuple[str, ...] = (),
     context: dict | None = None,
+    gate: bool = True,
 ) -> RecallResult:
     """Memories relevant to `query` that the principal may read, through the read gate.
 
     `kinds`/`scopes` filter (scopes may be patterns such as `branch:*`; filtered items are
     not counted as withheld); `include` lets named withheld statuses
     through (flagged `included:STATUS`); `context` = {"run", "branch", "paths"} for scope
-    applicability and specificity. Raises InvalidInput for an empty or punctuation-only
+    applicability and specificity. `gate=False` switches the read gate off (for ablations in
+    `agentstate eval` only, never reachable from the command line): every search match that
+    is not purged comes back, whatever its permission, scope, status or relevance.
+    Raises InvalidInput for an empty or punctuation-only
     query, an unknown kind or include value; an undeclared principal is InvalidInput too.
     """
     from agentstate.memory.search import MEMORIES, plan_query, search_memory_rows
@@ -153,6 +157,9 @@ def recall(
             continue
         if scopes and not any(fnmatch.fnmatchcase(row["scope"], p) for p in scopes):
             continue
+        if not gate:
+            visible.append((row, relevance[row_id], scope_applies(row["scope"], context) or 0.0))
+            continue
         if not who.can_read(row["scope"]):
             reason = "permission"
         else:
@@ -172,7 +179,7 @@ def recall(
     kept = []
     for row, rel, specificity in visible:
         scaled = rel / best if best else 0.0
-        if scaled < min_relevance:
+        if gate and scaled < min_relevance:
             withheld["low_relevance"] = withheld.get("low_relevance", 0) + 1
             continue
         kept.append((row, scaled, specificity))

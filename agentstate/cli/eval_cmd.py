@@ -1,0 +1,237 @@
+"""`agentstate eval`: offline measurements of the system against its ablations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentstate.cli import app
+from agentstate.cli.common import JsonOption, handle_errors
+from agentstate.output import emit
+
+eval_app = typer.Typer(help="Measure the system against ablations, offline (nothing is "
+                            "written to your store).", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+BudgetsOption = Annotated[
+    list[str] | None,
+    typer.Option("--budget", "-b", metavar="N",
+                 help="Token budget to measure at; repeat for several (default: locomo "
+                      "1000 2000 4000 8000, scenarios 250 500 1000 2000)."),
+]
+ArmsOption = Annotated[
+    list[str] | None,
+    typer.Option("--arm", metavar="ARM",
+                 help="Arm to run; repeat for several (default: all): full, plain-search, "
+                      "raw-history, no-memory, structured."),
+]
+
+
+@eval_app.command("locomo")
+@handle_errors
+def locomo(
+    path: Annotated[Path, typer.Argument(help="A LoCoMo conversation file (JSON) or a folder "
+                                              "of them.")],
+    budget: BudgetsOption = None,
+    arm: ArmsOption = None,
+    limit_questions: Annotated[
+        int | None,
+        typer.Option("--limit-questions", metavar="N", min=1,
+                     help="Measure only the first N questions (quick runs)."),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", metavar="FILE.png",
+                     help="Also draw recall against budget per arm (needs the [plot] "
+                          "extra: matplotlib)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Does a context pack hold the evidence the next turn needs? Measured on LoCoMo.
+
+    Each conversation is imported, turn by turn, as events into a temporary store (removed
+    afterwards). For every question of categories 1-4 (multi-hop, temporal, open-domain,
+    single-hop) each arm builds a pack with the question as the query, at each budget.
+    Recall = the share of the question's evidence turns whose events are in the pack, whole
+    or compressed (read from the pack's manifest). Arms: full (`agentstate context --query`
+    as is), plain-search (FTS5 BM25, porter), raw-history (newest turns that fit), no-memory
+    (pinned + task state only), structured (no read gate). Reports mean recall per category
+    and overall, mean tokens used and the median assembly time, and why each missed
+    evidence turn was missed (never retrieved, or the pack manifest's reason: budget, low
+    relevance, duplicate, pointer…).
+
+    Questions without evidence are skipped and counted; category 5 (adversarial) is left out.
+    """
+    from agentstate.context.assemble import parse_budget
+    from agentstate.evals.arms import check_arms
+    from agentstate.evals.measure import DEFAULT_BUDGETS, run_locomo
+
+    # Every argument is checked before the (long) run starts.
+    budgets = [parse_budget(b, 0) for b in budget] if budget else list(DEFAULT_BUDGETS)
+    arms = list(check_arms(arm))
+    if plot is not None:
+        from agentstate.evals.plot import check_plot_target
+
+        plot = check_plot_target(plot)
+
+    with _progress() as callbacks:
+        report = run_locomo(path, arms=arms, budgets=budgets, limit_questions=limit_questions,
+                            **callbacks)
+    if plot is not None:
+        from agentstate.evals.plot import plot_recall
+
+        plot_recall(report, plot)
+    emit("eval locomo", report, as_json=as_json, human=_render)
+    if plot is not None and not as_json:
+        from agentstate.output import info
+
+        info(f"plot written to {plot}")
+
+
+@contextmanager
+def _progress() -> Iterator[dict]:
+    """A progress bar on stderr, only on a terminal (piped, stderr stays clean); yields the
+    callbacks the measuring functions take."""
+    from agentstate.output import stderr_console
+
+    console = stderr_console()
+    if not console.is_terminal:
+        yield {}
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    progress = Progress("packs", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True)
+    task = progress.add_task("packs", total=None)
+    progress.start()
+    try:
+        yield {"on_start": lambda total: progress.update(task, total=total),
+               "on_progress": lambda n: progress.advance(task, n)}
+    finally:
+        progress.stop()
+
+
+def _render(console, report) -> None:
+    from rich.table import Table
+
+    from agentstate.evals.locomo import CATEGORIES
+
+    def pct(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    cats = ", ".join(f"{name} {n}" for name, n in report.by_category.items())
+    console.print(f"LoCoMo: {len(report.conversations)} conversation(s), {report.turns} turns, "
+                  f"{report.questions} questions measured ({cats}); skipped "
+                  f"{report.skipped_adversarial} adversarial, {report.skipped_no_evidence} "
+                  f"without evidence; {report.unknown_evidence} evidence id(s) name no turn; "
+                  f"{report.seconds:g} s")
+    if report.turns_rejected:
+        console.print(f"{report.turns_rejected} turn(s) refused by the importer (secrets or "
+                      f"empty text): their evidence counts as missed (not imported)")
+    if not console.is_terminal:
+        # Piped or redirected (a report, a README): never squeeze the columns to 80.
+        console.width = max(console.width, 120)
+    table = Table(title="evidence recall by arm and budget")
+    columns = ["budget", "arm", "recall", *CATEGORIES.values(), "tokens (mean)", "p50 ms"]
+    errors = any(r.errors for r in report.results)
+    if errors:
+        columns.append("errors")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "arm" else "right")
+    for budget in report.budgets:
+        rows = [r for r in report.results if r.budget == budget]
+        for n, row in enumerate(rows):
+            cells = [f"{budget:,}" if n == 0 else "", row.arm, pct(row.recall),
+                     *(pct(row.by_category[c]) for c in CATEGORIES.values()),
+                     f"{row.tokens_mean:,.0f}", f"{row.p50_ms:.1f}"]
+            if errors:
+                cells.append(str(row.errors))
+            table.add_row(*cells, end_section=n == len(rows) - 1)
+    console.print(table)
+    _render_misses(console, report)
+
+
+def _render_misses(console, report) -> None:
+    """Why evidence turns were not in the pack: never retrieved, or the manifest's reason."""
+    from rich.table import Table
+
+    reasons = list(dict.fromkeys(why for r in report.results for why in r.misses))
+    if not reasons:
+        return
+    table = Table(title="evidence turns missed, by why")
+    for column in ("budget", "arm", *reasons):
+        table.add_column(column, justify="left" if column == "arm" else "right")
+    for budget in report.budgets:
+        rows = [r for r in report.results if r.budget == budget]
+        for n, row in enumerate(rows):
+            table.add_row(f"{budget:,}" if n == 0 else "", row.arm,
+                          *(str(row.misses.get(why, 0)) for why in reasons),
+                          end_section=n == len(rows) - 1)
+    console.print(table)
+
+
+@eval_app.command("scenarios")
+@handle_errors
+def scenarios(
+    seed: Annotated[int, typer.Option("--seed", help="First scenario's seed.")] = 1,
+    count: Annotated[
+        int, typer.Option("--scenarios", metavar="N", min=1,
+                          help="How many scenarios (seeds SEED … SEED+N-1).")
+    ] = 5,
+    budget: BudgetsOption = None,
+    arm: ArmsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Generated coding-agent histories with known answers: what each arm keeps and leaks.
+
+    Each seed writes one run into a temporary store through the ordinary domain functions:
+    constraints stated at the start, facts observed in tool output and remembered (some
+    change later, some are contradicted by the model's guesses, some expire, some are
+    forgotten or purged), tool output carrying injected instructions, and chatter. For each
+    fact's question and every arm and budget: constraint retention, evidence recall (the
+    current value in the pack), and leakage — stale (a superseded or expired version),
+    forgotten (a forgotten or purged memory), poisoned (a contradiction or injected text
+    shown without an untrusted/contested/unconfirmed mark). The same seed gives the same
+    scenario on every machine.
+    """
+    from agentstate.context.assemble import parse_budget
+    from agentstate.evals.arms import check_arms
+    from agentstate.evals.scenario_measure import DEFAULT_BUDGETS, run_scenarios
+
+    budgets = [parse_budget(b, 0) for b in budget] if budget else list(DEFAULT_BUDGETS)
+    arms = list(check_arms(arm))
+    with _progress() as callbacks:
+        report = run_scenarios(seed=seed, count=count, arms=arms, budgets=budgets,
+                               **callbacks)
+    emit("eval scenarios", report, as_json=as_json, human=_render_scenarios)
+
+
+def _render_scenarios(console, report) -> None:
+    from rich.table import Table
+
+    def cell(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.facts_by_kind.items()))
+    console.print(f"{len(report.seeds)} scenario(s) (seeds {report.seeds[0]}–"
+                  f"{report.seeds[-1]}), {report.questions} questions ({kinds}); "
+                  f"{report.seconds:g} s")
+    if not console.is_terminal:
+        console.width = max(console.width, 120)
+    table = Table(title="retention and recall (higher is better), leakage (lower is better)")
+    columns = ("budget", "arm", "constraints", "recall", "stale", "forgotten", "poisoned",
+               "tokens (mean)", "p50 ms")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "arm" else "right")
+    for budget in report.budgets:
+        rows = [r for r in report.results if r.budget == budget]
+        for n, row in enumerate(rows):
+            table.add_row(f"{budget:,}" if n == 0 else "", row.arm, cell(row.constraints),
+                          cell(row.recall), cell(row.stale), cell(row.forgotten),
+                          cell(row.poisoned), f"{row.tokens_mean:,.0f}", f"{row.p50_ms:.1f}",
+                          end_section=n == len(rows) - 1)
+    console.print(table)

@@ -1,0 +1,204 @@
+"""`agentstate eval locomo`: evidence recall within a token budget, per arm and budget.
+
+For every answerable question (categories 1-4 with evidence) and every arm and budget, the
+arm builds a pack with the question as the query; the question's recall is the share of its
+evidence turns whose events are in the pack (whole or compressed, read from the pack's
+manifest, never by matching text). Each conversation is imported once, into one store that
+every arm and budget reads.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentstate.errors import AgentStateError
+from agentstate.evals.arms import Arms, check_arms
+from agentstate.evals.locomo import CATEGORIES, Conversation, imported, load_conversations
+
+DEFAULT_BUDGETS = (1000, 2000, 4000, 8000)
+
+
+@dataclass
+class ArmResult:
+    """One arm at one budget."""
+
+    arm: str
+    budget: int
+    recall: float | None                         # mean over the questions
+    by_category: dict[str, float | None]         # category name → mean recall
+    questions: int
+    tokens_mean: float
+    p50_ms: float
+    errors: int = 0                              # packs that failed (counted as recall 0)
+    # Evidence turns not in the pack, by why: "not retrieved" (never a candidate) or the
+    # manifest's reason ("budget", "low relevance", "duplicate", "pointer", …).
+    misses: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class LocomoReport:
+    path: str
+    conversations: list[str]
+    turns: int
+    questions: int                               # measured
+    by_category: dict[str, int]                  # measured questions per category
+    skipped_adversarial: int
+    skipped_no_evidence: int
+    unknown_evidence: int
+    turns_rejected: int
+    arms: list[str]
+    budgets: list[int]
+    results: list[ArmResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def result(self, arm: str, budget: int) -> ArmResult:
+        return find_result(self.results, arm, budget)
+
+
+@dataclass
+class _Tally:
+    recalls: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in
+                                                                      CATEGORIES.values()})
+    tokens: list[int] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    errors: int = 0
+    misses: dict[str, int] = field(default_factory=dict)
+
+
+def question_recall(evidence: list[str], refs_by_turn: dict[str, set[str]],
+                    in_pack: set[str]) -> float:
+    """Share of the evidence turns with an event in the pack."""
+    found = sum(1 for dia_id in evidence if refs_by_turn.get(dia_id, set()) & in_pack)
+    return found / len(evidence)
+
+
+def plan(conversations: list[Conversation], limit: int | None) -> list[Conversation]:
+    """The conversations with at most `limit` questions in all (in file order)."""
+    if limit is None:
+        return conversations
+    left = limit
+    out = []
+    for conv in conversations:
+        if left <= 0:
+            break
+        taken = conv.questions[:left]
+        left -= len(taken)
+        out.append(Conversation(conv.name, conv.turns, taken, conv.skipped_adversarial,
+                                conv.skipped_no_evidence, conv.unknown_evidence, conv.speakers))
+    return out
+
+
+def run_locomo(
+    path: Path,
+    *,
+    arms: list[str] | None = None,
+    budgets: list[int] | tuple[int, ...] = DEFAULT_BUDGETS,
+    limit_questions: int | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> LocomoReport:
+    """Measure every arm at every budget on the LoCoMo conversations under `path`.
+
+    `on_start(total)` is told how many packs will be built, `on_progress(n)` after each
+    question (n packs done). Files are checked before anything is imported.
+    """
+    started = time.perf_counter()
+    chosen_arms = check_arms(arms)
+    from agentstate.context.assemble import parse_budget
+
+    budgets = sorted({parse_budget(b, 0) for b in budgets or DEFAULT_BUDGETS})
+    every = load_conversations(path)
+    conversations = plan(every, limit_questions)
+    measured = [q for c in conversations for q in c.questions]
+    report = LocomoReport(
+        path=str(path), conversations=[c.name for c in every],
+        turns=sum(len(c.turns) for c in every), questions=len(measured),
+        by_category={name: sum(q.category_name == name for q in measured)
+                     for name in CATEGORIES.values()},
+        skipped_adversarial=sum(c.skipped_adversarial for c in every),
+        skipped_no_evidence=sum(c.skipped_no_evidence for c in every),
+        unknown_evidence=sum(c.unknown_evidence for c in every),
+        turns_rejected=0, arms=list(chosen_arms), budgets=list(budgets),
+    )
+    if on_start:
+        on_start(len(measured) * len(chosen_arms) * len(budgets))
+    tallies = {(a, b): _Tally() for a in chosen_arms for b in budgets}
+    for conv in conversations:
+        if not conv.questions:
+            continue
+        with imported(conv) as data:
+            report.turns_rejected += data.rejected
+            arms_here = Arms(data.store, data.events)
+            try:
+                for question in conv.questions:
+                    for arm in chosen_arms:
+                        for budget in budgets:
+                            _measure_one(arms_here, arm, budget, question, data.refs_by_turn,
+                                         tallies[(arm, budget)])
+                    if on_progress:
+                        on_progress(len(chosen_arms) * len(budgets))
+            finally:
+                arms_here.close()
+    report.results = [_summarise(a, b, tallies[(a, b)]) for a in chosen_arms for b in budgets]
+    report.seconds = round(time.perf_counter() - started, 2)
+    return report
+
+
+def _measure_one(arms: Arms, arm: str, budget: int, question, refs_by_turn, tally: _Tally
+                 ) -> None:
+    try:
+        pack = arms.pack(arm, question.question, budget)
+    except AgentStateError:
+        # A pack that cannot be built holds no evidence; counted so it is not hidden.
+        tally.errors += 1
+        tally.recalls[question.category_name].append(0.0)
+        return
+    tally.recalls[question.category_name].append(
+        question_recall(question.evidence, refs_by_turn, pack.refs))
+    for dia_id in question.evidence:
+        refs = refs_by_turn.get(dia_id, set())
+        if not refs & pack.refs:
+            # A turn the importer refused (a secret in it) has no event to retrieve.
+            why = min((pack.left_out.get(r, NOT_RETRIEVED) for r in refs), key=_severity) \
+                if refs else "not imported"
+            tally.misses[why] = tally.misses.get(why, 0) + 1
+    tally.tokens.append(pack.tokens)
+    tally.seconds.append(pack.seconds)
+
+
+NOT_RETRIEVED = "not retrieved"
+
+
+def _severity(reason: str) -> tuple[bool, str]:
+    # A turn with several events is explained by the one that came closest to the pack.
+    return reason == NOT_RETRIEVED, reason
+
+
+def mean(values: list[float]) -> float | None:
+    """The mean to 4 places; None (shown as —) when nothing was measured."""
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def cost(tokens: list[int], seconds: list[float]) -> tuple[float, float]:
+    """(mean tokens, median milliseconds) of an arm's packs."""
+    return (round(statistics.fmean(tokens), 1) if tokens else 0.0,
+            round(statistics.median(seconds) * 1000, 2) if seconds else 0.0)
+
+
+def find_result(results: list, arm: str, budget: int):
+    return next(r for r in results if r.arm == arm and r.budget == budget)
+
+
+def _summarise(arm: str, budget: int, tally: _Tally) -> ArmResult:
+    every = [r for values in tally.recalls.values() for r in values]
+    tokens_mean, p50_ms = cost(tally.tokens, tally.seconds)
+    return ArmResult(
+        arm=arm, budget=budget, recall=mean(every),
+        by_category={name: mean(values) for name, values in tally.recalls.items()},
+        questions=len(every), tokens_mean=tokens_mean, p50_ms=p50_ms, errors=tally.errors,
+        misses=dict(sorted(tally.misses.items(), key=lambda kv: (-kv[1], kv[0]))),
+    )

@@ -1,0 +1,54 @@
+"""Recall against budget, one line per arm (matplotlib: the optional `[plot]` extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentstate.errors import InvalidInput
+
+FORMATS = (".png", ".svg", ".pdf")
+INSTALL_HINT = "pip install 'agentstate[plot]'"
+
+
+def check_plot_target(path: Path) -> Path:
+    """Fail before a long run, not after it: matplotlib present, a known format, a folder
+    that exists."""
+    path = Path(path).expanduser()
+    if path.suffix.lower() not in FORMATS:
+        raise InvalidInput(f"--plot {path}: the file must end in {', '.join(FORMATS)}")
+    if not path.parent.is_dir():
+        raise InvalidInput(f"--plot {path}: the folder {path.parent} does not exist")
+    if path.is_dir():
+        raise InvalidInput(f"--plot {path} is a folder, not a file")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise InvalidInput(f"--plot needs matplotlib, which is not installed ({INSTALL_HINT})"
+                           ) from exc
+    return path
+
+
+def plot_recall(report: Any, path: Path) -> Path:
+    """Write the figure; the Figure API directly, so no GUI backend is ever touched."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4.5), dpi=120)
+    axes = figure.subplots()
+    for arm in report.arms:
+        points = [(r.budget, r.recall) for r in report.results
+                  if r.arm == arm and r.recall is not None]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            axes.plot(xs, ys, marker="o", label=arm)
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(report.budgets, [f"{b:,}" for b in report.budgets])
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("budget (tokens, cl100k)")
+    axes.set_ylabel("evidence recall")
+    axes.set_title(f"LoCoMo evidence recall ({report.questions} questions)")
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best")
+    figure.tight_layout()
+    figure.savefig(path)
+    return path
