@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, cli_store, handle_errors
-from agentstate.output import emit
+from agentstate.cli.common import JsonOption, cli_store, emit
 
 import_app = typer.Typer(help="Import events from files.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -20,7 +19,6 @@ WARN_LINES = 5
 
 
 @import_app.command("jsonl")
-@handle_errors
 def import_jsonl(
     file: Annotated[Path, typer.Argument(help="One JSON object per line: kind, text, and "
                                               "optional ts, source, meta, id, resolves, "
@@ -103,4 +101,4 @@ def import_jsonl(
                       f"malformed {d['malformed']}, refused {d['refused']}"
                       + (" (new run)" if d["created_run"] else ""))
 
-    emit("import jsonl", data, as_json=as_json, human=human)
+    emit(data, as_json=as_json, human=human)
