@@ -234,6 +234,7 @@ def _click_exception() -> type[Exception]:
 
 
 def _usage(exc: Any, invocation: Invocation) -> int:
+    """A command line click could not accept: its own form on stderr, or the envelope."""
     from agentstate.safety import redact_secrets
 
     exc.message = redact_secrets(exc.message)
@@ -248,9 +249,9 @@ def _usage(exc: Any, invocation: Invocation) -> int:
 
 def _internal(exc: Exception, invocation: Invocation) -> int:
     """A bug: the traceback goes to a crash log, the user gets one line naming it."""
-    what = " ".join(f"{type(exc).__name__}: {exc}".split())
-    if len(what) > MESSAGE_WIDTH:
-        what = what[: MESSAGE_WIDTH - 1] + "…"
+    from agentstate.output import shorten
+
+    what = shorten(f"{type(exc).__name__}: {exc}", MESSAGE_WIDTH)
     try:
         log = write_crash_log(exc, invocation.argv)
     except OSError as failed:
