@@ -1,7 +1,8 @@
 """The one error family. Each class carries its exit code; the CLI maps them to messages.
 
 Exit codes: 0 ok, 1 error (not found, invalid input, corrupt file), 2 usage,
-3 refused by a gate or policy.
+3 refused by a gate or policy, 70 internal error (a bug: see the crash log), 130 interrupted.
+The CLI's one boundary (agentstate.cli.boundary) turns them into the envelope or a stderr line.
 """
 
 from __future__ import annotations
@@ -62,3 +63,20 @@ class BudgetTooSmall(Refused):
             details={"budget": budget, "minimum": minimum},
         )
         self.minimum = minimum
+
+
+class Internal(AgentStateError):
+    """Not the user's doing: an unexpected exception, reported with a crash log."""
+
+    exit_code = 70  # EX_SOFTWARE in sysexits.h: distinct from every user error
+    code = "internal"
+
+
+class Interrupted(AgentStateError):
+    """Ctrl-C (SIGINT): 128 + 2, what a shell reports for a process killed by it."""
+
+    exit_code = 130
+    code = "interrupted"
+
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__(message)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,24 +67,6 @@ def envelope_error(command: str, code: str, message: str, details: dict | None =
 def print_json(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
     sys.stdout.flush()
-
-
-def emit(
-    command: str,
-    data: Any,
-    *,
-    as_json: bool,
-    human: Callable[[Console, Any], None] | None = None,
-) -> None:
-    """Print a successful result, either as the JSON envelope or through `human`."""
-    if as_json:
-        print_json(envelope_ok(command, data))
-        return
-    console = stdout_console()
-    if human is not None:
-        human(console, data)
-    elif data is not None:
-        console.print(data if isinstance(data, str) else json.dumps(to_jsonable(data), indent=2))
 
 
 def shorten(text: str | None, width: int = 80) -> str:

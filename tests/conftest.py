@@ -3,6 +3,7 @@ nothing ever writes to the real home directory or the real git configuration."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -15,9 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from agentstate.cli import app, load_commands
+from agentstate.cli import load_commands, main
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import Store, open_store
 from agentstate.store.init import init_store
@@ -120,18 +120,36 @@ class CliResult:
 
 
 class Cli:
-    """Runs the Typer app in-process (fast) in the test's repository."""
-
-    def __init__(self) -> None:
-        self.runner = CliRunner()
+    """Runs the console entry point `main(argv)` in-process (fast) in the test's repository:
+    the same parsing, error boundary, redaction and exit codes as the installed command."""
 
     def __call__(self, *args: str, input: str | None = None, env: dict | None = None) -> CliResult:
-        result = self.runner.invoke(app, list(args), input=input, env=env, catch_exceptions=False)
-        return CliResult(result.exit_code, result.stdout, result.stderr)
+        out, err = io.BytesIO(), io.BytesIO()
+        streams = sys.stdin, sys.stdout, sys.stderr
+        saved_env = {key: os.environ.get(key) for key in env or {}}
+        # Text streams over bytes, strict UTF-8 like a real process's: output the console
+        # could not encode fails here too. `.buffer` is there for `exec`'s echo.
+        stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+        stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+        stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+        sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+        _set_env(env or {})
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        else:
+            code = 0
+        finally:
+            sys.stdin, sys.stdout, sys.stderr = streams
+            _set_env(saved_env)
+        stdout.flush()
+        stderr.flush()
+        return CliResult(code, out.getvalue().decode(), err.getvalue().decode())
 
     def ok(self, *args: str, **kw) -> CliResult:
         result = self(*args, **kw)
-        assert result.exit_code == 0, (result.stdout, result.stderr)
+        assert result.exit_code == 0, (result.stdout, result.stderr, crash_logs())
         return result
 
     def json(self, *args: str, **kw) -> dict:
@@ -139,6 +157,14 @@ class Cli:
         payload = result.json()
         assert payload["ok"] is True
         return payload["data"]
+
+
+def _set_env(values: dict) -> None:
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture
@@ -150,6 +176,12 @@ def cli(repo) -> Cli:
 def initialised(cli, repo) -> Path:
     cli.ok("init")
     return repo
+
+
+def crash_logs() -> list[str]:
+    """What the error boundary wrote for unexpected exceptions (to show in a failing test)."""
+    return [p.read_text() for p in sorted(Path(os.environ["AGENTSTATE_CACHE_DIR"]).glob(
+        "crash-*.log"))]
 
 
 def run_agentstate(*args: str, cwd: Path, env: dict | None = None, input: str | None = None):

@@ -140,9 +140,11 @@ def test_timeout_option_must_be_positive(store, value):
         run_tool(store, [PY, "-c", "pass"], timeout=float(value))
 
 
-def test_an_interrupted_call_is_still_logged(initialised):
+@pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["human", "json"])
+def test_an_interrupted_call_is_still_logged(initialised, json_flag):
     # Ctrl-C while a tool runs: the process group is killed, agentstate exits 130, and the
-    # call is in the log (an agent resuming later must see it was cut short).
+    # call is in the log (an agent resuming later must see it was cut short). Under --json,
+    # stdout is still exactly one JSON document: the `interrupted` envelope.
     import signal
     import subprocess
     import sys
@@ -154,7 +156,8 @@ def test_an_interrupted_call_is_still_logged(initialised):
     started = initialised / "started"
     child = (f"import pathlib, time; pathlib.Path({str(started)!r}).write_text('x'); "
              "time.sleep(60)")
-    proc = subprocess.Popen([sys.executable, "-m", "agentstate", "exec", "--", PY, "-c", child],
+    proc = subprocess.Popen([sys.executable, "-m", "agentstate", "exec", *json_flag, "--", PY,
+                             "-c", child],
                             cwd=initialised, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     deadline = time.monotonic() + 30
@@ -162,8 +165,14 @@ def test_an_interrupted_call_is_still_logged(initialised):
         time.sleep(0.05)  # waiting for the child to start, not for time to pass
     assert started.exists()
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "Traceback" not in err
+    if json_flag:
+        assert json.loads(out) == {"ok": False, "version": 1, "command": "exec",
+                                   "error": {"code": "interrupted", "message": "interrupted"}}
+        assert err == ""
+    else:
+        assert err == "error: interrupted\n"
     events = json.loads(run_cli("events", "--kind", "tool", "--json", cwd=initialised).stdout)
     [event] = events["data"]
     assert "interrupted" in event["text"] and event["meta"]["interrupted"] is True

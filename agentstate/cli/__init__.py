@@ -31,7 +31,6 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    ctx: typer.Context,
     directory: Annotated[
         str | None,
         typer.Option(
@@ -45,7 +44,9 @@ def root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
     ] = False,
 ) -> None:
-    ctx.obj = {"dir": directory}
+    # Nothing to do here: the parsed options stay on the root context, where commands read
+    # --dir (boundary.store_override) once the boundary has recorded their context.
+    return
 
 
 # Which modules define each top-level command. `main()` imports only the modules the command
@@ -106,45 +107,24 @@ def load_commands(modules: tuple[str, ...] = ALL_MODULES) -> None:
         importlib.import_module(f"agentstate.cli.{name}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """The console entry point: parse and run one command line inside the error boundary
+    (agentstate.cli.boundary), then exit with its code."""
     import sys
 
-    argv = sys.argv[1:]
-    load_commands(modules_for(argv))
-    own = argv[: argv.index("--")] if "--" in argv else argv  # after `--`: exec's command
-    as_json = "--json" in own
-    try:
-        from typer._click.exceptions import ClickException
-    except ImportError:  # older Typer used click itself
-        from click.exceptions import ClickException
-    from typer import Abort
+    from agentstate.cli import boundary
 
-    # Usage errors are reported here rather than by click's standalone mode for two reasons:
-    # with --json they come as the error envelope on stdout (a caller reading stdout always
-    # gets exactly one JSON document), and their text is passed through the secret redactor
-    # (click quotes the offending value, which may be a token pasted into the wrong option).
-    try:
-        code = app(standalone_mode=False)
-    except ClickException as exc:
-        from agentstate.safety import redact_secrets
+    args = sys.argv[1:] if argv is None else list(argv)
+    invocation = boundary.begin(args)
 
-        exc.message = redact_secrets(exc.message)
-        if as_json:
-            from agentstate.cli.common import context_command
-            from agentstate.output import envelope_error, print_json
+    def invoke() -> object:
+        load_commands(modules_for(args))
+        # Parsed and invoked here rather than through click's standalone `main()`: that one
+        # turns Ctrl-C into a bare exit (or "Aborted!") and prints usage errors itself,
+        # before the boundary could answer with the envelope.
+        command = typer.main.get_command(app)
+        boundary.watch(command, invocation)
+        with command.make_context(boundary.PROGRAM, list(args)) as ctx:
+            return command.invoke(ctx)
 
-            print_json(envelope_error(context_command(getattr(exc, "ctx", None)),
-                                      "usage" if exc.exit_code == 2 else "error",
-                                      exc.format_message()))
-        else:
-            exc.show()
-        sys.exit(exc.exit_code)
-    except Abort:
-        if as_json:
-            from agentstate.output import envelope_error, print_json
-
-            print_json(envelope_error("agentstate", "aborted", "aborted"))
-        else:
-            sys.stderr.write("Aborted.\n")
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(boundary.run(invoke, invocation))

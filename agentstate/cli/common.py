@@ -1,20 +1,30 @@
-"""What every CLI module shares: the --json option, the store, and the one error handler."""
+"""What every CLI module shares: the --json option, the store, and the success envelope.
+
+Errors need nothing here: commands raise the error family (agentstate.errors) and the one
+boundary (agentstate.cli.boundary) reports them.
+"""
 
 from __future__ import annotations
 
-import functools
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentstate.errors import AgentStateError
-from agentstate.output import envelope_error, info, print_json
+from agentstate.cli.boundary import as_agentstate_error, command_name, store_override
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["AsOption", "JsonOption", "RunOption", "as_agentstate_error", "cli_store",
+           "command_name", "emit", "parse_key_values", "store_override"]
+
+# Eager: parsed before the command's other parameters, so that a usage error in any of them
+# (`--limit abc --json`) still knows to answer with the envelope.
 JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print one JSON object (the result envelope) to stdout.")
+    bool, typer.Option("--json", is_eager=True,
+                       help="Print one JSON object (the result envelope) to stdout.")
 ]
 AsOption = Annotated[
     str | None,
@@ -24,38 +34,6 @@ AsOption = Annotated[
 RunOption = Annotated[
     str | None, typer.Option("--run", help="Run ref (run:…); default: the current run.")
 ]
-
-
-def current_context() -> typer.Context | None:
-    """The active command's context (Typer >= 0.29 vendors click under typer._click)."""
-    try:
-        from typer._click.globals import get_current_context
-    except ImportError:  # older Typer used click itself
-        from click import get_current_context
-    return get_current_context(silent=True)
-
-
-def command_name() -> str:
-    """`run start`, `memory show`…: the command path without the program name."""
-    ctx = current_context()
-    return context_command(ctx) if ctx is not None else "agentstate"
-
-
-def context_command(ctx: Any) -> str:
-    """The sub-command names of a click context, e.g. `run show` (never the program name,
-    which is `python -m agentstate` when run as a module)."""
-    parts = []
-    while ctx is not None and ctx.parent is not None:
-        parts.append(ctx.info_name)
-        ctx = ctx.parent
-    return " ".join(reversed(parts)) or "agentstate"
-
-
-def store_override() -> str | None:
-    ctx = current_context()
-    root = ctx.find_root() if ctx else None
-    obj = root.obj if root and isinstance(root.obj, dict) else {}
-    return obj.get("dir")
 
 
 @contextmanager
@@ -70,44 +48,26 @@ def cli_store(migrate: bool = True) -> Iterator[Any]:
         store.close()
 
 
-def fail(exc: AgentStateError, as_json: bool) -> None:
-    """Report an error in the envelope (or one stderr line) and exit with its code."""
+def emit(
+    data: Any,
+    *,
+    as_json: bool,
+    human: Callable[[Console, Any], None] | None = None,
+) -> None:
+    """Print a command's result: the success envelope (named like the error envelopes, by
+    `command_name`) or, for people, through `human`."""
+    import json
+
+    from agentstate.output import envelope_ok, print_json, stdout_console, to_jsonable
+
     if as_json:
-        print_json(envelope_error(command_name(), exc.code, exc.message, exc.details))
-    else:
-        info(f"error: {exc.message}")
-    raise typer.Exit(exc.exit_code)
-
-
-def as_agentstate_error(exc: BaseException) -> AgentStateError | None:
-    """Map the failures a user can cause (bad db file, read-only dir) to our error family."""
-    from agentstate.store.db import translate_sqlite_error
-
-    if isinstance(exc, AgentStateError):
-        return exc
-    if isinstance(exc, sqlite3.Error):
-        return translate_sqlite_error(exc)
-    if isinstance(exc, PermissionError):
-        return AgentStateError(f"permission denied: {exc.filename or exc}")
-    if isinstance(exc, OSError):
-        return AgentStateError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
-    return None
-
-
-def handle_errors(fn: Callable) -> Callable:
-    """The one error handler: our errors → message + exit code; never a traceback for them."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        as_json = bool(kwargs.get("as_json", False))
-        try:
-            return fn(*args, **kwargs)
-        except (AgentStateError, sqlite3.Error, OSError) as exc:
-            mapped = as_agentstate_error(exc)
-            assert mapped is not None
-            fail(mapped, as_json)
-
-    return wrapper
+        print_json(envelope_ok(command_name(), data))
+        return
+    console = stdout_console()
+    if human is not None:
+        human(console, data)
+    elif data is not None:
+        console.print(data if isinstance(data, str) else json.dumps(to_jsonable(data), indent=2))
 
 
 def parse_key_values(items: list[str] | None, option: str = "--meta") -> dict[str, str]:

@@ -7,12 +7,10 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, cli_store, handle_errors
-from agentstate.output import emit
+from agentstate.cli.common import JsonOption, cli_store, emit
 
 
 @app.command("context")
-@handle_errors
 def context(
     run: Annotated[
         str | None, typer.Option("--run", help="Run ref (run:…); default: the current run.")
@@ -67,7 +65,7 @@ def context(
                              principal=principal, no_run=no_run)
 
     if as_json:
-        emit("context", pack.as_dict(), as_json=True)
+        emit(pack.as_dict(), as_json=True)
         return
     import sys
 
@@ -110,7 +108,6 @@ def _print_allocation(console, pack) -> None:
 
 
 @app.command("trace")
-@handle_errors
 def trace_cmd(
     ref: Annotated[str, typer.Argument(help="pack:…, mem:…[@vN], evt:…, skill:NAME[@vN] "
                                             "or run:…")],
@@ -142,4 +139,4 @@ def trace_cmd(
         walk(node.children, "")
         console.print("\n".join(lines), markup=False, highlight=False)
 
-    emit("trace", root, as_json=as_json, human=human)
+    emit(root, as_json=as_json, human=human)

@@ -5,14 +5,12 @@ from __future__ import annotations
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, handle_errors, store_override
-from agentstate.output import emit
+from agentstate.cli.common import JsonOption, command_name, emit, store_override
 
 _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
 
 
 @app.command()
-@handle_errors
 def doctor(as_json: JsonOption = False) -> None:
     """Check the store without changing it: config parses, schema version and pending
     migrations, PRAGMA integrity_check, WAL mode, the tokenizer loads offline (hash-checked),
@@ -29,7 +27,7 @@ def doctor(as_json: JsonOption = False) -> None:
     if as_json and failed:
         # The error envelope, plus the full report so a script can see every check.
         envelope = envelope_error(
-            "doctor", "unhealthy", f"{len(failed)} check(s) failed: "
+            command_name(), "unhealthy", f"{len(failed)} check(s) failed: "
             + ", ".join(c.name for c in failed))
         envelope["data"] = to_jsonable(report) | {"healthy": False}
         print_json(envelope)
@@ -44,7 +42,7 @@ def doctor(as_json: JsonOption = False) -> None:
         else:
             console.print("healthy", markup=False)
 
-    emit("doctor", to_jsonable(report) | {"healthy": report.healthy}, as_json=as_json,
+    emit(to_jsonable(report) | {"healthy": report.healthy}, as_json=as_json,
          human=human)
     if failed:
         raise typer.Exit(1)

@@ -10,8 +10,7 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, handle_errors
-from agentstate.output import emit
+from agentstate.cli.common import JsonOption, emit
 
 eval_app = typer.Typer(help="Measure the system against ablations, offline (nothing is "
                             "written to your store).", no_args_is_help=True)
@@ -32,7 +31,6 @@ ArmsOption = Annotated[
 
 
 @eval_app.command("locomo")
-@handle_errors
 def locomo(
     path: Annotated[Path, typer.Argument(help="A LoCoMo conversation file (JSON) or a folder "
                                               "of them.")],
@@ -85,7 +83,7 @@ def locomo(
         from agentstate.evals.plot import plot_recall
 
         plot_recall(report, plot)
-    emit("eval locomo", report, as_json=as_json, human=_render)
+    emit(report, as_json=as_json, human=_render)
     if plot is not None and not as_json:
         from agentstate.output import info
 
@@ -175,7 +173,6 @@ def _render_misses(console, report) -> None:
 
 
 @eval_app.command("scenarios")
-@handle_errors
 def scenarios(
     seed: Annotated[int, typer.Option("--seed", help="First scenario's seed.")] = 1,
     count: Annotated[
@@ -207,7 +204,7 @@ def scenarios(
     with _progress() as callbacks:
         report = run_scenarios(seed=seed, count=count, arms=arms, budgets=budgets,
                                **callbacks)
-    emit("eval scenarios", report, as_json=as_json, human=_render_scenarios)
+    emit(report, as_json=as_json, human=_render_scenarios)
 
 
 def _render_scenarios(console, report) -> None:

@@ -7,15 +7,13 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, RunOption, cli_store, fail, handle_errors
-from agentstate.output import emit
+from agentstate.cli.common import JsonOption, RunOption, cli_store, emit
 
 
 @app.command(
     "exec",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
-@handle_errors
 def exec_command(
     command: Annotated[
         list[str] | None,
@@ -46,11 +44,11 @@ def exec_command(
         result = run_tool(store, argv, run_ref=run, timeout=timeout, echo=not as_json)
     logged = result.event or f"tool call {result.call_id} (no active run, no event)"
     if not result.allowed:
-        fail(Refused(f"{result.reason}; logged as {logged}",
-                     details={"event": result.event, "tool_call": result.call_id}), as_json)
+        raise Refused(f"{result.reason}; logged as {logged}",
+                      details={"event": result.event, "tool_call": result.call_id})
     if result.not_found:
-        fail(NotFound(f"{result.reason}; logged as {logged}",
-                      details={"event": result.event, "tool_call": result.call_id}), as_json)
+        raise NotFound(f"{result.reason}; logged as {logged}",
+                       details={"event": result.event, "tool_call": result.call_id})
     data = {
         "command": result.argv,
         "exit_code": result.exit_code,
@@ -64,7 +62,7 @@ def exec_command(
         "output_digest": result.output_digest,
     }
     if as_json:
-        emit("exec", data, as_json=True)
+        emit(data, as_json=True)
     else:
         from agentstate.output import info
 

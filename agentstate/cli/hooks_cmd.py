@@ -9,8 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, handle_errors, store_override
-from agentstate.output import emit
+from agentstate.cli.common import JsonOption, emit, store_override
 
 TARGETS = ("claude-code", "codex", "agents-md", "git")
 hooks_app = typer.Typer(
@@ -83,7 +82,6 @@ def _show_change(console, data: dict) -> None:
 
 
 @hooks_app.command("install")
-@handle_errors
 def hooks_install(target: TargetArg, user: UserOption = False, project: ProjectOption = False,
                   as_json: JsonOption = False) -> None:
     """Install agentstate's hooks for TARGET, next to any hooks already there.
@@ -96,22 +94,20 @@ def hooks_install(target: TargetArg, user: UserOption = False, project: ProjectO
     A settings file that is not valid JSON is reported (exit 1) and left untouched.
     """
     data = _change(target, _scope(target, user, project), install=True) | {"install": True}
-    emit("hooks install", data, as_json=as_json, human=_show_change)
+    emit(data, as_json=as_json, human=_show_change)
 
 
 @hooks_app.command("uninstall")
-@handle_errors
 def hooks_uninstall(target: TargetArg, user: UserOption = False,
                     project: ProjectOption = False, as_json: JsonOption = False) -> None:
     """Remove only agentstate's hooks for TARGET (recognised by their exact command, marker
     or block); other hooks and hand edits stay. For git, the previous hook is put back
     byte for byte."""
     data = _change(target, _scope(target, user, project), install=False) | {"install": False}
-    emit("hooks uninstall", data, as_json=as_json, human=_show_change)
+    emit(data, as_json=as_json, human=_show_change)
 
 
 @hooks_app.command("status")
-@handle_errors
 def hooks_status(as_json: JsonOption = False) -> None:
     """Show what is installed where: Claude Code and Codex (project and user settings),
     AGENTS.md, git hooks, and the last hook errors."""
@@ -164,7 +160,7 @@ def hooks_status(as_json: JsonOption = False) -> None:
             console.print(f"hook error {error.get('ts')} {error.get('agent')} "
                           f"{error.get('event')}: {error.get('error')}", markup=False)
 
-    emit("hooks status", data, as_json=as_json, human=human)
+    emit(data, as_json=as_json, human=human)
 
 
 @app.command("hook", context_settings={"allow_extra_args": True,

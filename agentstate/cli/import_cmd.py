@@ -12,8 +12,7 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, cli_store, handle_errors
-from agentstate.output import emit
+from agentstate.cli.common import JsonOption, cli_store, emit
 
 import_app = typer.Typer(help="Import events from files.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -24,7 +23,6 @@ WARN_LINES = 5
 
 
 @import_app.command("jsonl")
-@handle_errors
 def import_jsonl(
     file: Annotated[Path, typer.Argument(help="One JSON object per line: kind, text, and "
                                               "optional ts, source, meta, id, resolves, "
@@ -115,7 +113,7 @@ def import_jsonl(
                       f"malformed {d['malformed']}, refused {d['refused']}"
                       + (" (new run)" if d["created_run"] else ""))
 
-    emit("import jsonl", data, as_json=as_json, human=human)
+    emit(data, as_json=as_json, human=human)
 
 
 def _nothing_imported(file: Path, result) -> None:
@@ -143,7 +141,6 @@ StrictOption = Annotated[bool, typer.Option(
 
 
 @import_app.command("claude-code")
-@handle_errors
 def import_claude_code_cmd(
     path: TranscriptArg,
     run: TranscriptRun = None,
@@ -169,7 +166,6 @@ def import_claude_code_cmd(
 
 
 @import_app.command("codex")
-@handle_errors
 def import_codex_cmd(
     path: TranscriptArg,
     run: TranscriptRun = None,
@@ -247,4 +243,4 @@ def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, stri
                           + (" (new run)" if f["created_run"] else ""), markup=False)
             console.print("  " + ", ".join(f"{key.replace('_', ' ')} {f[key]}" for key in COUNTS))
 
-    emit(f"import {agent}", data, as_json=as_json, human=human)
+    emit(data, as_json=as_json, human=human)

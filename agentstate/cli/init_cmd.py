@@ -8,12 +8,10 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, handle_errors
-from agentstate.output import emit
+from agentstate.cli.common import JsonOption, emit, store_override
 
 
 @app.command()
-@handle_errors
 def init(
     path: Annotated[
         Path | None,
@@ -28,7 +26,6 @@ def init(
 
     Running it again changes nothing and says so.
     """
-    from agentstate.cli.common import store_override
     from agentstate.store.init import init_store
 
     result = init_store(target=path, override=store_override())
@@ -46,9 +43,5 @@ def init(
         else:
             console.print(f"agentstate store already initialised in {result.path}; nothing changed")
 
-    emit(
-        "init",
-        {"path": str(result.path), "changed": result.changed, "created": result.created},
-        as_json=as_json,
-        human=human,
-    )
+    emit({"path": str(result.path), "changed": result.changed, "created": result.created},
+         as_json=as_json, human=human)

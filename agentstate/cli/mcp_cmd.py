@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import cli_store, handle_errors, store_override
+from agentstate.cli.common import cli_store, store_override
 
 INSTALL_HINT = "pip install 'agentstate[mcp]'"
 # Who the server acts as without --as: a model's principal, which cannot claim the user's
@@ -16,7 +16,6 @@ DEFAULT_PRINCIPAL = "agent"
 
 
 @app.command("mcp")
-@handle_errors
 def mcp_cmd(
     principal: Annotated[
         str | None,

@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import AsOption, JsonOption, cli_store, handle_errors
+from agentstate.cli.common import AsOption, JsonOption, cli_store, emit
 from agentstate.cli.runs_cmd import run_app
-from agentstate.output import emit, info, shorten, warn
+from agentstate.output import info, shorten, warn
 
 memory_app = typer.Typer(
     help="Inspect and correct long-term memory (list, show, history, correct, confirm).",
@@ -46,7 +46,6 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 @app.command("remember")
-@handle_errors
 def remember_cmd(
     text: Annotated[str, typer.Argument(help="What to remember (one fact, preference, event "
                                              "or procedure).")],
@@ -83,11 +82,10 @@ def remember_cmd(
         warn(f"{result.ref} is {result.status}: it is not in the default read set"
              if result.status != "contested" else
              f"{result.ref} is contested: recall shows it flagged beside {result.contests}")
-    emit("remember", result, as_json=as_json, human=_write_human)
+    emit(result, as_json=as_json, human=_write_human)
 
 
 @app.command("recall")
-@handle_errors
 def recall_cmd(
     query: Annotated[str, typer.Argument(help="What to look for (any language).")],
     limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits to show.")] = 10,
@@ -145,11 +143,10 @@ def recall_cmd(
             parts = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in r.withheld.items())
             _say(console, f"withheld: {parts}")
 
-    emit("recall", result, as_json=as_json, human=human)
+    emit(result, as_json=as_json, human=human)
 
 
 @app.command("forget")
-@handle_errors
 def forget_cmd(
     ref: Annotated[str | None, typer.Argument(
         help="mem:ID (every version) or mem:ID@vN (one version).")] = None,
@@ -191,11 +188,10 @@ def forget_cmd(
             _say(console, "  search indexes merged, database vacuumed, WAL truncated")
         _say(console, f"  reason: {r.reason}")
 
-    emit("forget", result, as_json=as_json, human=human)
+    emit(result, as_json=as_json, human=human)
 
 
 @memory_app.command("list")
-@handle_errors
 def memory_list(
     status: Annotated[str | None, typer.Option(
         help="active, contested, candidate, quarantined, superseded, forgotten, expired or "
@@ -223,11 +219,10 @@ def memory_list(
             _say(console, f"{m.ref} {m.status:<11} {m.kind:<10} {m.scope}{key} "
                           f"conf {m.confidence:.2f}: {text}")
 
-    emit("memory list", found, as_json=as_json, human=human)
+    emit(found, as_json=as_json, human=human)
 
 
 @memory_app.command("show")
-@handle_errors
 def memory_show(
     ref: Annotated[str, typer.Argument(help="mem:ID or mem:ID@vN.")],
     principal: AsOption = None,
@@ -258,11 +253,10 @@ def memory_show(
             if m.status_reason:
                 _say(console, f"    why: {m.status_reason}")
 
-    emit("memory show", data, as_json=as_json, human=human)
+    emit(data, as_json=as_json, human=human)
 
 
 @memory_app.command("history")
-@handle_errors
 def memory_history(
     ref: Annotated[str, typer.Argument(help="mem:ID (whole chain) or mem:ID@vN.")],
     principal: AsOption = None,
@@ -281,11 +275,10 @@ def memory_history(
             _say(console, f"{h.time} {h.memory} {h.op} by {h.actor}{digest}")
             _say(console, f"    {h.reason}")
 
-    emit("memory history", entries, as_json=as_json, human=human)
+    emit(entries, as_json=as_json, human=human)
 
 
 @memory_app.command("correct")
-@handle_errors
 def memory_correct(
     ref: Annotated[str, typer.Argument(help="mem:ID or mem:ID@vN to correct.")],
     text: Annotated[str, typer.Argument(help="The corrected text.")],
@@ -298,11 +291,10 @@ def memory_correct(
 
     with cli_store() as store:
         result = correct(store, ref, text, principal=principal, reason=reason)
-    emit("memory correct", result, as_json=as_json, human=_write_human)
+    emit(result, as_json=as_json, human=_write_human)
 
 
 @memory_app.command("confirm")
-@handle_errors
 def memory_confirm(
     ref: Annotated[str, typer.Argument(help="mem:ID@vN (a candidate or contested version).")],
     evidence: Annotated[list[str], typer.Option(
@@ -316,11 +308,10 @@ def memory_confirm(
 
     with cli_store() as store:
         result = confirm(store, ref, evidence, principal=principal)
-    emit("memory confirm", result, as_json=as_json, human=_write_human)
+    emit(result, as_json=as_json, human=_write_human)
 
 
 @run_app.command("distill")
-@handle_errors
 def run_distill(
     ref: Annotated[str, typer.Argument(help="run:REF to distil.")],
     accept: Annotated[bool, typer.Option(
@@ -354,4 +345,4 @@ def run_distill(
         if r.proposals and not r.accepted and not r.rejected:
             _say(console, f"run `agentstate run distill {r.run} --accept` to keep them")
 
-    emit("run distill", result, as_json=as_json, human=human)
+    emit(result, as_json=as_json, human=human)

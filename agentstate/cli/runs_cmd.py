@@ -12,17 +12,16 @@ from agentstate.cli.common import (
     JsonOption,
     RunOption,
     cli_store,
-    handle_errors,
+    emit,
     parse_key_values,
 )
-from agentstate.output import emit, shorten
+from agentstate.output import shorten
 
 run_app = typer.Typer(help="Start, list, show and end runs.", no_args_is_help=True)
 app.add_typer(run_app, name="run")
 
 
 @run_app.command("start")
-@handle_errors
 def run_start(
     goal: Annotated[str, typer.Argument(help="What this run is for.")],
     constraint: Annotated[
@@ -53,11 +52,10 @@ def run_start(
         dirty = f", {len(run.dirty_files)} uncommitted file(s)" if run.dirty_files else ""
         console.print(f"  goal: {run.goal}\n  work tree: {where}{dirty}")
 
-    emit("run start", data, as_json=as_json, human=human)
+    emit(data, as_json=as_json, human=human)
 
 
 @app.command("log")
-@handle_errors
 def log_event(
     kind: Annotated[str, typer.Argument(help="observation, decision, diagnosis, hypothesis, "
                                               "question, answer, verify, verified, failed, "
@@ -93,13 +91,12 @@ def log_event(
             meta=parse_key_values(meta), resolves=resolves, supersedes=supersedes,
             claimed_by=who,
         )
-    emit("log", event, as_json=as_json, human=lambda c, e: c.print(f"{e.ref} ({e.kind}, {e.run})"))
+    emit(event, as_json=as_json, human=lambda c, e: c.print(f"{e.ref} ({e.kind}, {e.run})"))
 
 
 
 
 @run_app.command("list")
-@handle_errors
 def run_list(
     status: Annotated[
         str | None, typer.Option(help="Only runs with this status: active, done, abandoned.")
@@ -140,7 +137,7 @@ def run_list(
                           str(row["events"]), shorten(row["goal"], 60))
         console.print(table)
 
-    emit("run list", data, as_json=as_json, human=human)
+    emit(data, as_json=as_json, human=human)
 
 
 def _run_dict(run) -> dict:
@@ -150,7 +147,6 @@ def _run_dict(run) -> dict:
 
 
 @run_app.command("show")
-@handle_errors
 def run_show(
     ref: Annotated[str | None, typer.Argument(help="run:… (default: the current run).")] = None,
     as_json: JsonOption = False,
@@ -205,11 +201,10 @@ def run_show(
         console.print(f"  last recorded version ({since}): "
                       f"{recorded.get('branch') or '(no branch)'} @ {head}", markup=False)
 
-    emit("run show", data, as_json=as_json, human=human)
+    emit(data, as_json=as_json, human=human)
 
 
 @run_app.command("end")
-@handle_errors
 def run_end(
     ref: Annotated[str | None, typer.Argument(help="run:… (default: the current run).")] = None,
     status: Annotated[
@@ -222,12 +217,11 @@ def run_end(
 
     with cli_store() as store:
         run = end_run(store, resolve_run(store, ref).ref, status)
-    emit("run end", run, as_json=as_json,
+    emit(run, as_json=as_json,
          human=lambda c, r: c.print(f"{r.ref} {r.status} at {r.ended}"))
 
 
 @app.command("events")
-@handle_errors
 def events(
     run: RunOption = None,
     all_runs: Annotated[
@@ -266,11 +260,10 @@ def events(
             console.print(f"{e.ref} {e.ts[:19]} {e.kind}{who}: {shorten(e.text, 100)}{links}",
                           markup=False)
 
-    emit("events", found, as_json=as_json, human=human)
+    emit(found, as_json=as_json, human=human)
 
 
 @app.command("checkpoint")
-@handle_errors
 def checkpoint(
     note: Annotated[
         str | None, typer.Option(help="Where things stand, in a sentence, for whoever resumes.")
@@ -304,11 +297,10 @@ def checkpoint(
         console.print(f"  work tree: {cp.worktree.get('branch') or '(no branch)'} @ {head}"
                       + (f", {dirty} uncommitted file(s)" if dirty else ""))
 
-    emit("checkpoint", cp, as_json=as_json, human=human)
+    emit(cp, as_json=as_json, human=human)
 
 
 @app.command("resume")
-@handle_errors
 def resume(
     ref: Annotated[
         str | None, typer.Argument(help="run:… (default: the most recent unfinished run).")
@@ -335,4 +327,4 @@ def resume(
         sys.stdout.write(pack.text)
         sys.stdout.flush()
 
-    emit("resume", pack, as_json=as_json, human=human)
+    emit(pack, as_json=as_json, human=human)

@@ -13,12 +13,11 @@ from agentstate.cli.common import (
     JsonOption,
     RunOption,
     cli_store,
-    fail,
-    handle_errors,
+    emit,
     parse_key_values,
     store_override,
 )
-from agentstate.output import emit, shorten
+from agentstate.output import shorten
 
 if TYPE_CHECKING:
     from agentstate.config import ToolSettings
@@ -82,14 +81,13 @@ def _refused_with_reasons(exc, as_json: bool) -> None:
         for reason in reasons:
             console.print(f"  - {reason}", markup=False, highlight=False)
         raise typer.Exit(Refused.exit_code)
-    fail(exc, as_json)
+    raise exc
 
 
 # ---------------------------------------------------------------- new
 
 
 @skill_app.command("new")
-@handle_errors
 def skill_new(
     name: Annotated[str, typer.Argument(help="Lowercase letters, digits and hyphens.")],
     description: Annotated[
@@ -120,11 +118,10 @@ def skill_new(
         for file in r.files:
             console.print(f"  {file}")
 
-    emit("skill new", result, as_json=as_json, human=human)
+    emit(result, as_json=as_json, human=human)
 
 
 @skill_app.command("add")
-@handle_errors
 def skill_add(
     path: Annotated[Path, typer.Argument(help="A skill folder (with SKILL.md), e.g. from "
                                               "your repository's skills/.")],
@@ -141,7 +138,7 @@ def skill_add(
 
     with cli_store() as store:
         result = add_skill(store, path, replace=replace)
-    emit("skill add", result, as_json=as_json,
+    emit(result, as_json=as_json,
          human=lambda c, r: c.print(f"{r.ref}: candidate in {r.path}; publish with "
                                     f"`agentstate skill publish {r.name} --approve`",
                                     markup=False))
@@ -151,7 +148,6 @@ def skill_add(
 
 
 @skill_app.command("validate")
-@handle_errors
 def skill_validate(
     targets: Annotated[
         list[str] | None,
@@ -200,7 +196,7 @@ def skill_validate(
             for report in reports:
                 for problem in report.problems:
                     console.print(str(problem), markup=False, highlight=False)
-        fail(InvalidInput(message, details={"reports": data}), as_json)
+        raise InvalidInput(message, details={"reports": data})
 
     def human(console, rows):
         if not rows:
@@ -210,14 +206,13 @@ def skill_validate(
                 console.print(str(problem), markup=False, highlight=False)
             console.print(f"ok  {row['path']}", markup=False, highlight=False)
 
-    emit("skill validate", data, as_json=as_json, human=human)
+    emit(data, as_json=as_json, human=human)
 
 
 # ---------------------------------------------------------------- propose / test / publish
 
 
 @skill_app.command("propose")
-@handle_errors
 def skill_propose(
     from_run: Annotated[str, typer.Option("--from-run", help="A finished run (run:…).")],
     name: Annotated[str, typer.Option("--name", help="Name of the new skill.")],
@@ -253,11 +248,10 @@ def skill_propose(
         console.print(f"next: review it, `agentstate skill test {p.name}`, "
                       f"`agentstate skill publish {p.name}`", markup=False)
 
-    emit("skill propose", proposal, as_json=as_json, human=human)
+    emit(proposal, as_json=as_json, human=human)
 
 
 @skill_app.command("test")
-@handle_errors
 def skill_test(
     target: Annotated[str, typer.Argument(help="NAME (the draft) or NAME@vN (a release).")],
     run: RunOption = None,
@@ -281,9 +275,9 @@ def skill_test(
 
             _print_test(stdout_console(), report)
         failed = [r.command for r in report.results if not r.ok]
-        fail(AgentStateError(f"{report.name}: acceptance failed: {', '.join(failed)}",
-                             details={"report": _jsonable(report)}), as_json)
-    emit("skill test", report, as_json=as_json, human=_print_test)
+        raise AgentStateError(f"{report.name}: acceptance failed: {', '.join(failed)}",
+                              details={"report": _jsonable(report)})
+    emit(report, as_json=as_json, human=_print_test)
 
 
 def _jsonable(value):
@@ -306,7 +300,6 @@ def _print_test(console, report) -> None:
 
 
 @skill_app.command("publish")
-@handle_errors
 def skill_publish(
     target: Annotated[str, typer.Argument(help="NAME: publish the draft as the next version.")],
     approve: Annotated[
@@ -343,11 +336,10 @@ def skill_publish(
             for reason in r.reasons:
                 console.print(f"  - {reason}", markup=False)
 
-    emit("skill publish", result, as_json=as_json, human=human)
+    emit(result, as_json=as_json, human=human)
 
 
 @skill_app.command("revoke")
-@handle_errors
 def skill_revoke(
     target: Annotated[str, typer.Argument(help="NAME (every version) or NAME@vN.")],
     reason: Annotated[str, typer.Option("--reason", help="Why it is withdrawn (recorded).")],
@@ -370,14 +362,13 @@ def skill_revoke(
         for target_name in r.exports_updated:
             console.print(f"export {target_name} updated", markup=False)
 
-    emit("skill revoke", result, as_json=as_json, human=human)
+    emit(result, as_json=as_json, human=human)
 
 
 # ---------------------------------------------------------------- catalog
 
 
 @skill_app.command("list")
-@handle_errors
 def skill_list(
     all_: Annotated[
         bool, typer.Option("--all", help="Also skills with no published version "
@@ -401,11 +392,10 @@ def skill_list(
             console.print(f"{e.ref:<{width}}  {shorten(e.description, 100)}{status}",
                           markup=False, highlight=False)
 
-    emit("skill list", entries, as_json=as_json, human=human)
+    emit(entries, as_json=as_json, human=human)
 
 
 @skill_app.command("match")
-@handle_errors
 def skill_match(
     task: Annotated[str, typer.Argument(help="The task, in words.")],
     limit: Annotated[int, typer.Option(help="At most this many skills.")] = 3,
@@ -427,11 +417,10 @@ def skill_match(
         for m in rows:
             console.print(f"{m.ref}  {m.score:.2f}  {shorten(m.description, 90)}", markup=False)
 
-    emit("skill match", matches, as_json=as_json, human=human)
+    emit(matches, as_json=as_json, human=human)
 
 
 @skill_app.command("load")
-@handle_errors
 def skill_load(
     target: Annotated[str, typer.Argument(help="NAME (current version) or NAME@vN.")],
     run: RunOption = None,
@@ -465,11 +454,10 @@ def skill_load(
         console.print(f"<!-- end {s.ref}; load recorded: {recorded} -->", markup=False,
                       highlight=False)
 
-    emit("skill load", loaded, as_json=as_json, human=human)
+    emit(loaded, as_json=as_json, human=human)
 
 
 @skill_app.command("run")
-@handle_errors
 def skill_run(
     target: Annotated[str, typer.Argument(help="NAME (current version) or NAME@vN.")],
     step: Annotated[int | None, typer.Option("--step", help="Only step N (1-based).")] = None,
@@ -503,13 +491,12 @@ def skill_run(
 
             human(stdout_console(), result)
         failed = next(s for s in result.steps if not s.ok)
-        fail(AgentStateError(f"{result.ref}: step {failed.step} failed ({failed.status})",
-                             details={"result": _jsonable(result)}), as_json)
-    emit("skill run", result, as_json=as_json, human=human)
+        raise AgentStateError(f"{result.ref}: step {failed.step} failed ({failed.status})",
+                              details={"result": _jsonable(result)})
+    emit(result, as_json=as_json, human=human)
 
 
 @skill_app.command("history")
-@handle_errors
 def skill_history_cmd(
     name: Annotated[str, typer.Argument(help="Skill name.")],
     as_json: JsonOption = False,
@@ -538,11 +525,10 @@ def skill_history_cmd(
         if h.draft_changed:
             console.print(f"draft in {h.draft} differs from the current version", markup=False)
 
-    emit("skill history", history, as_json=as_json, human=human)
+    emit(history, as_json=as_json, human=human)
 
 
 @skill_app.command("diff")
-@handle_errors
 def skill_diff_cmd(
     name: Annotated[str, typer.Argument(help="Skill name.")],
     version_a: Annotated[str, typer.Argument(help="vN")],
@@ -554,14 +540,13 @@ def skill_diff_cmd(
 
     with cli_store() as store:
         text = skill_diff(store, name, version_a, version_b)
-    emit("skill diff", {"name": name, "from": version_a, "to": version_b, "diff": text},
+    emit({"name": name, "from": version_a, "to": version_b, "diff": text},
          as_json=as_json,
          human=lambda c, d: c.print(d["diff"] or "(no differences)", markup=False,
                                     highlight=False))
 
 
 @skill_app.command("export")
-@handle_errors
 def skill_export(
     target: Annotated[
         str, typer.Option("--target", help="agents (.agents/skills/) or claude "
@@ -590,5 +575,5 @@ def skill_export(
         for name in r.skipped:
             console.print(f"  skipped {name} (a folder not written by agentstate)", markup=False)
 
-    emit("skill export", result, as_json=as_json, human=human)
+    emit(result, as_json=as_json, human=human)
 

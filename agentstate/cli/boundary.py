@@ -1,0 +1,312 @@
+"""The one error boundary around the command line.
+
+Whatever a command raises ends here and leaves as exactly one report:
+
+- our error family (agentstate.errors), and the SQLite/OS failures a user can cause, map to
+  their exit code and either one `error: …` line on stderr or, under --json, the error
+  envelope on stdout;
+- a malformed command line is `usage` (exit 2), its message passed through the secret
+  redactor (click quotes the offending value, which may be a token pasted into the wrong
+  option);
+- Ctrl-C is `interrupted` (exit 130);
+- anything else is a bug: `internal` (exit 70), one stderr line naming a crash log that
+  holds the traceback (secrets redacted), and the envelope under --json. Never a bare
+  traceback.
+
+Whether --json is on is read from the parsed command line: just before a command runs, the
+boundary records its click context (`watch`), and the value of its `--json` option is there.
+Only a command line that could not be parsed that far (an unknown option, a stray argument)
+falls back to looking for the `--json` token.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from agentstate.errors import AgentStateError, Internal, Interrupted, InvalidInput
+from agentstate.output import envelope_error, info, print_json
+
+PROGRAM = "agentstate"
+JSON_FLAG = "--json"
+DIR_FLAG = "--dir"
+MESSAGE_WIDTH = 200  # an unexpected exception's text in the one-line report
+
+
+@dataclass
+class Invocation:
+    """One run of the command line: its arguments and, once parsed, the command's context."""
+
+    argv: list[str] = field(default_factory=list)
+    context: Any = None  # the leaf command's click context, set just before it runs
+
+
+_current = Invocation()
+
+
+def begin(argv: list[str]) -> Invocation:
+    """Start a new invocation (the in-process tests run many in one process)."""
+    global _current
+    _current = Invocation(list(argv))
+    return _current
+
+
+def current() -> Invocation:
+    return _current
+
+
+# ------------------------------------------------------------------ the parsed command line
+
+
+def option_value(ctx: Any, flag: str) -> tuple[bool, Any]:
+    """The parsed value of the option spelled `flag` on ctx's command, as (found, value).
+
+    Looked up by how the user spells it, not by the Python parameter's name. Not found when
+    the command has no such option or parsing stopped before reaching it."""
+    if ctx is None:
+        return False, None
+    for param in ctx.command.params:
+        if flag in getattr(param, "opts", ()) and param.name in ctx.params:
+            return True, ctx.params[param.name]
+    return False, None
+
+
+def command_path(ctx: Any) -> str:
+    """The sub-command names of a click context, e.g. `run show` (never the program name,
+    which is `python -m agentstate` when run as a module)."""
+    parts = []
+    while ctx is not None and ctx.parent is not None:
+        parts.append(ctx.info_name)
+        ctx = ctx.parent
+    return " ".join(reversed(parts)) or PROGRAM
+
+
+def command_name() -> str:
+    """The running command's name, for success and error envelopes alike."""
+    return command_path(_current.context)
+
+
+def store_override() -> str | None:
+    """--dir (or AGENTSTATE_DIR), as parsed on the root command."""
+    ctx = _current.context
+    _, value = option_value(ctx.find_root() if ctx is not None else None, DIR_FLAG)
+    return value
+
+
+def json_requested(invocation: Invocation, ctx: Any = None) -> bool:
+    """Is --json on? The parsed value when the command line got that far; otherwise (usage
+    errors before the option was read) whether the token is among agentstate's own
+    arguments (after `--` they belong to the command `exec` runs)."""
+    found, value = option_value(ctx if ctx is not None else invocation.context, JSON_FLAG)
+    if found:
+        return bool(value)
+    argv = invocation.argv
+    own = argv[: argv.index("--")] if "--" in argv else argv
+    return JSON_FLAG in own
+
+
+# ------------------------------------------------------------------ before a command runs
+
+
+def watch(command: Any, invocation: Invocation) -> None:
+    """Have every command of the click tree record its context and check its text arguments
+    once click has parsed them and before the command touches anything.
+
+    `command` is the tree `typer.main.get_command` built for this call (a new one each time),
+    so nothing outlives the invocation."""
+    subcommands = getattr(command, "commands", None)
+    if isinstance(subcommands, dict):
+        for sub in subcommands.values():
+            watch(sub, invocation)
+        return
+    run = command.invoke
+
+    def invoke(ctx: Any) -> Any:
+        invocation.context = ctx
+        reject_undecodable(ctx)
+        return run(ctx)
+
+    command.invoke = invoke
+
+
+def reject_undecodable(ctx: Any) -> None:
+    """Text arguments must be UTF-8. Python hands other bytes from argv or the environment
+    over as lone surrogates, which SQLite and JSON cannot encode: refuse them here, naming
+    the argument, before anything is stored. (Path parameters are not text and may be any
+    bytes the file system allows.)"""
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        for item in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(item, str) and not _is_utf8(item):
+                label = max(param.opts, key=len) if param.param_type_name == "option" \
+                    else (param.name or "argument").upper()
+                raise InvalidInput(f"{label} is not valid UTF-8: {_escaped(item)}",
+                                   details={"argument": label})
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(text: str) -> str:
+    """The argument as the user typed it, undecodable bytes shown as \\xNN."""
+    from agentstate.output import shorten
+
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that did not come from a byte
+        raw = text.encode("utf-8", "backslashreplace")
+    return "'" + shorten(raw.decode("utf-8", "backslashreplace"), 60) + "'"
+
+
+# ------------------------------------------------------------------ the boundary
+
+
+def run(body: Callable[[], Any], invocation: Invocation) -> int:
+    """Run `body` (parse and invoke the command line); return the exit code to leave with."""
+    try:
+        try:
+            result = body()
+            return result if isinstance(result, int) else 0
+        except typer.Exit as exc:
+            return exc.exit_code
+        except typer.Abort:
+            return report(AgentStateError("aborted"), invocation)
+        except KeyboardInterrupt:
+            return report(Interrupted(), invocation)
+        except BrokenPipeError:
+            return _stdout_gone()
+        except _click_exception() as exc:
+            return _usage(exc, invocation)
+        except (AgentStateError, sqlite3.Error, OSError) as exc:
+            mapped = as_agentstate_error(exc)
+            assert mapped is not None
+            return report(mapped, invocation)
+        except Exception as exc:  # noqa: BLE001 - the point of a boundary
+            return _internal(exc, invocation)
+    except BrokenPipeError:  # the reader went away while we reported
+        return _stdout_gone()
+    except KeyboardInterrupt:  # a second Ctrl-C while reporting the first
+        return Interrupted.exit_code
+
+
+def report(exc: AgentStateError, invocation: Invocation) -> int:
+    """The error envelope on stdout under --json, else one `error:` line on stderr."""
+    if json_requested(invocation):
+        print_json(envelope_error(command_path(invocation.context), exc.code, exc.message,
+                                  exc.details))
+    else:
+        info(f"error: {exc.message}")
+    return exc.exit_code
+
+
+def as_agentstate_error(exc: BaseException) -> AgentStateError | None:
+    """Map the failures a user can cause (bad db file, read-only dir) to our error family."""
+    from agentstate.store.db import translate_sqlite_error
+
+    if isinstance(exc, AgentStateError):
+        return exc
+    if isinstance(exc, sqlite3.Error):
+        return translate_sqlite_error(exc)
+    if isinstance(exc, PermissionError):
+        return AgentStateError(f"permission denied: {exc.filename or exc}")
+    if isinstance(exc, OSError):
+        return AgentStateError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+    return None
+
+
+def _click_exception() -> type[Exception]:
+    """click's ClickException, the base of every usage error, reached through the public
+    `typer.BadParameter`: Typer >= 0.25 raises its own vendored copy of click's exceptions,
+    older Typer raises click's, and neither exports the base class itself."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _usage(exc: Any, invocation: Invocation) -> int:
+    """A command line click could not accept: its own form on stderr, or the envelope."""
+    from agentstate.safety import redact_secrets
+
+    exc.message = redact_secrets(exc.message)
+    ctx = getattr(exc, "ctx", None)
+    if json_requested(invocation, ctx):
+        code = "usage" if exc.exit_code == 2 else "error"
+        print_json(envelope_error(command_path(ctx), code, redact_secrets(exc.format_message())))
+    else:
+        exc.show()  # click's own form: usage line, hint, message
+    return exc.exit_code
+
+
+def _internal(exc: Exception, invocation: Invocation) -> int:
+    """A bug: the traceback goes to a crash log, the user gets one line naming it."""
+    from agentstate.output import shorten
+
+    what = shorten(f"{type(exc).__name__}: {exc}", MESSAGE_WIDTH)
+    try:
+        log = write_crash_log(exc, invocation.argv)
+    except OSError as failed:
+        where, details = f"no crash log written ({failed.strerror or failed})", {}
+    else:
+        where, details = f"traceback in {log}", {"crash_log": str(log)}
+    error = Internal(f"internal error ({what}); {where}", details=details)
+    # stderr always names the log; under --json stdout still carries exactly one envelope.
+    info(f"error: {error.message}")
+    if json_requested(invocation):
+        print_json(envelope_error(command_path(invocation.context), error.code, error.message,
+                                  error.details))
+    return error.exit_code
+
+
+def crash_dir() -> Path:
+    """Crash logs live with agentstate's other per-user files (AGENTSTATE_CACHE_DIR, else
+    ~/.cache/agentstate), not in the repository: they are for whoever reports the bug."""
+    from agentstate.tokens import cache_dir
+
+    return cache_dir()
+
+
+def write_crash_log(exc: BaseException, argv: list[str]) -> Path:
+    """Write the traceback, secrets redacted, to a new file and return its path."""
+    import platform
+    import shlex
+    import traceback
+    from datetime import UTC, datetime
+
+    from agentstate import __version__
+    from agentstate.safety import redact_secrets
+
+    directory = crash_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    path = directory / f"crash-{stamp}-{os.getpid()}.log"
+    text = (
+        f"agentstate {__version__}, Python {platform.python_version()}, {platform.platform()}\n"
+        f"command: {shlex.join([PROGRAM, *argv])}\n\n"
+        + "".join(traceback.format_exception(exc))
+    )
+    # Exclusive and private: the log may name paths and arguments of this user's work.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
+        handle.write(redact_secrets(text))
+    return path
+
+
+def _stdout_gone() -> int:
+    """The reader closed the pipe (`agentstate events | head`): stop quietly, as a filter
+    would, and keep the interpreter from complaining while it flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 1
