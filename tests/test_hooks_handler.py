@@ -193,34 +193,6 @@ def test_locked_store_gives_up_quickly(initialised):
     assert proc.returncode == 0 and "busy" in proc.stderr
 
 
-def test_catch_up_is_a_no_op_without_a_transcript_importer(initialised, cli, monkeypatch):
-    """The transcript importers are separate modules; until they exist catch-up does nothing."""
-    from agentstate.integrations import hooks as hooks_module
-    from agentstate.store.db import open_store
-
-    transcript = initialised / "t.jsonl"
-    transcript.write_text("{}\n")
-    called = []
-    store = open_store(start=initialised)
-    try:
-        data = payload("claude-code", "pre_compact", initialised,
-                       transcript_path=str(transcript))
-        parsed = hooks_module.parse_payload("claude-code", json.dumps(data))
-        import sys
-        import types
-
-        fake = types.ModuleType("agentstate.integrations.claude_code")
-        fake.import_claude_code = lambda s, p, run_ref: called.append((p, run_ref)) or \
-            types.SimpleNamespace(imported=2)
-        monkeypatch.setitem(sys.modules, "agentstate.integrations.claude_code", fake)
-        assert hooks_module._catch_up(store, parsed, "run:abcd1234") == 2
-        assert called == [(transcript, "run:abcd1234")]
-        monkeypatch.setitem(sys.modules, "agentstate.integrations.claude_code", None)
-        assert hooks_module._catch_up(store, parsed, "run:abcd1234") is None
-    finally:
-        store.close()
-
-
 def test_write_hooks_import_nothing_heavy(initialised):
     """Hooks run on every tool call: no tokenizer, no sqlite_utils, no rich on that path."""
     import subprocess
@@ -237,3 +209,38 @@ def test_write_hooks_import_nothing_heavy(initialised):
                               input=json.dumps(payload("claude-code", name, initialised)),
                               capture_output=True, timeout=60)
         assert proc.stderr == "" and proc.stdout.strip().splitlines()[-1] == "HEAVY []", name
+
+
+def _line(kind: str, uuid: str, content, ts: str, parent: str | None = None) -> str:
+    role = "user" if kind == "user" else "assistant"
+    return json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": False,
+                       "sessionId": "0b6f7c1e-5d2a-4c3e-9f1a-2b7d8e9c0a11", "cwd": "/repo",
+                       "gitBranch": "main", "timestamp": ts,
+                       "message": {"role": role, "content": content}})
+
+
+def test_catch_up_from_the_transcript_does_not_record_a_session_twice(initialised, cli):
+    """Stop imports what the hooks missed from transcript_path — here the assistant's words
+    — but not the prompt and the tool call the hooks already recorded."""
+    prompt = payload("claude-code", "user_prompt_submit", initialised)["prompt"]
+    transcript = initialised / "session.jsonl"
+    transcript.write_text("\n".join([
+        _line("user", "u1", prompt, "2026-01-15T09:00:00Z"),
+        _line("assistant", "a1", [
+            {"type": "text", "text": "First I check what changed."},
+            {"type": "tool_use", "id": "toolu_01A", "name": "Bash",
+             "input": {"command": "git status --short"}}], "2026-01-15T09:00:01Z", "u1"),
+        _line("user", "u2", [{"type": "tool_result", "tool_use_id": "toolu_01A",
+                              "content": " M src/dates.py\n", "is_error": False}],
+              "2026-01-15T09:00:02Z", "a1"),
+    ]) + "\n")
+    for name in ("user_prompt_submit", "post_tool_use_bash", "stop", "stop"):
+        data = payload("claude-code", name, initialised, transcript_path=str(transcript))
+        proc = hook("claude-code", data, initialised)
+        assert proc.returncode == 0 and proc.stderr == "", (name, proc.stderr)
+    found = events(cli)
+    prompts = [e for e in found if e["kind"] == "observation" and e["source"] == "user"]
+    tools = [e for e in found if e["kind"] == "tool"]
+    said = [e for e in found if e["kind"] == "observation" and e["source"] == "model"]
+    assert len(prompts) == 1 and len(tools) == 1
+    assert [e["text"] for e in said] == ["First I check what changed."]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.integrations.transcripts import (
+    AlreadyLogged,
     Session,
     TranscriptImport,
     goal_from,
@@ -53,6 +54,7 @@ def import_claude_code(
     goal: str | None = None,
     strict: bool = False,
     include_thinking: bool = False,
+    already_logged: AlreadyLogged | None = None,
 ) -> TranscriptImport:
     """Import ONE Claude Code transcript file into `run_ref`, or the run of its session.
 
@@ -65,7 +67,8 @@ def import_claude_code(
     path = open_transcript(path, AGENT)
     session = read_session(path)
     return run_import(store, path, session, _records(path, include_thinking, session.first_ts),
-                      run_ref=run_ref, goal=goal, strict=strict)
+                      run_ref=run_ref, goal=goal, strict=strict,
+                      already_logged=already_logged)
 
 
 def _text_of(content: Any) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.integrations.transcripts import (
+    AlreadyLogged,
     Session,
     TranscriptImport,
     goal_from,
@@ -56,6 +57,7 @@ def import_codex(
     goal: str | None = None,
     strict: bool = False,
     include_reasoning: bool = False,
+    already_logged: AlreadyLogged | None = None,
 ) -> TranscriptImport:
     """Import ONE Codex rollout file into `run_ref`, or the run of its session.
 
@@ -66,7 +68,8 @@ def import_codex(
     path = open_transcript(path, AGENT)
     session, has_items = read_session(path)
     return run_import(store, path, session, _records(path, include_reasoning, has_items),
-                      run_ref=run_ref, goal=goal, strict=strict)
+                      run_ref=run_ref, goal=goal, strict=strict,
+                      already_logged=already_logged)
 
 
 def _message_text(payload: dict) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -345,24 +346,56 @@ def _checkpoint(store: Store, payload: HookPayload, outcome: HookOutcome) -> Non
 
 
 def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
-    """Import from the agent's transcript what the hooks missed (idempotent by design).
-
-    The transcript importers live in their own modules; without them this does nothing."""
+    """Import from the agent's transcript what the hooks missed: idempotent (the importers
+    key every record by its transcript identity), and what a hook already recorded in its
+    own form is skipped (`logged_by_hooks`)."""
     if not payload.transcript_path:
         return None
     path = Path(payload.transcript_path).expanduser()
     if not path.is_file():
         return None
+    already = logged_by_hooks(store, run_ref)
     if payload.agent == "claude-code":
-        try:
-            from agentstate.integrations.claude_code import import_claude_code
-        except ImportError:
-            return None
-        result = import_claude_code(store, path, run_ref=run_ref)
+        from agentstate.integrations.claude_code import import_claude_code
+
+        result = import_claude_code(store, path, run_ref=run_ref, already_logged=already)
     else:
-        try:
-            from agentstate.integrations.codex import import_codex
-        except ImportError:
-            return None
-        result = import_codex(store, path, run_ref=run_ref)
-    return getattr(result, "imported", None)
+        from agentstate.integrations.codex import import_codex
+
+        result = import_codex(store, path, run_ref=run_ref, already_logged=already)
+    return result.result.imported
+
+
+def _prompt_key(text: str) -> str:
+    # Hooks cut long prompts and both sides redact: compare the folded start of the text.
+    return " ".join(text.split())[:PROMPT_KEY_CHARS]
+
+
+PROMPT_KEY_CHARS = 500
+
+
+def logged_by_hooks(store: Store, run_ref: str) -> Callable[[dict[str, Any]], bool]:
+    """Which transcript records this run already holds because a hook logged them as they
+    happened: the user's prompts (by text) and tool calls (by the agent's call id). The
+    catch-up skips those, so a session is not recorded twice."""
+    from agentstate.runs.log import list_events
+
+    prompts: set[str] = set()
+    calls: set[str] = set()
+    for event in list_events(store, run_ref):
+        meta = event.meta or {}
+        if "hook" not in meta:
+            continue
+        if event.kind == "observation" and event.source == "user":
+            prompts.add(_prompt_key(event.text))
+        elif event.kind == "tool" and isinstance(meta.get("tool_use_id"), str):
+            calls.add(meta["tool_use_id"])
+
+    def already(record: dict[str, Any]) -> bool:
+        identity = str(record.get("id", ""))
+        if record.get("kind") == "tool":
+            return identity.split(":", 1)[-1] in calls
+        return (record.get("kind") == "observation" and record.get("source") == "user"
+                and _prompt_key(str(record.get("text", ""))) in prompts)
+
+    return already

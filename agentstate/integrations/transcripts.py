@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -280,11 +280,23 @@ def tool_record(agent: str, name: str, tool_input: Any, output: str, *, error: b
 # ---------------------------------------------------------------- running
 
 
+AlreadyLogged = Callable[[dict[str, Any]], bool]
+LOGGED_BY_HOOK = "already logged by a hook"
+
+
 def run_import(store: Store, path: Path, session: Session, records: Iterator[ImportLine], *,
-               run_ref: str | None, goal: str | None, strict: bool) -> TranscriptImport:
-    """Import one transcript's records through the generic path and remember its session."""
+               run_ref: str | None, goal: str | None, strict: bool,
+               already_logged: AlreadyLogged | None = None) -> TranscriptImport:
+    """Import one transcript's records through the generic path and remember its session.
+
+    `already_logged` (a hook's catch-up) names records the run already holds in another
+    form — a prompt or a tool call the hooks recorded as it happened — so they are counted
+    as skipped rather than stored twice."""
     from agentstate.runs.importer import remember_run_source
     from agentstate.runs.worktree import snapshot
+
+    if already_logged is not None:
+        records = _skipping(records, already_logged)
 
     origin = (f"{session.agent}:{session.session}" if session.session
               else f"{session.agent}:{path.resolve()}")
@@ -306,6 +318,15 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
     return TranscriptImport(path=str(path), agent=session.agent, session=session.session,
                             cwd=session.cwd, branch=session.branch, result=result,
                             counts=counts_by_kind(result))
+
+
+def _skipping(records: Iterator[ImportLine], already_logged: AlreadyLogged
+              ) -> Iterator[ImportLine]:
+    for line in records:
+        if line.skip is None and isinstance(line.data, dict) and already_logged(line.data):
+            yield ImportLine(line.position, line.data, skip=LOGGED_BY_HOOK)
+        else:
+            yield line
 
 
 def open_transcript(path: Path, agent: str) -> Path:
