@@ -166,7 +166,8 @@ def _records(path: Path, include_thinking: bool, first_ts: str | None) -> Iterat
             if not text.strip():
                 yield ImportLine(number, error="compaction summary without text")
                 continue
-            extra = {k: compaction[k] for k in ("trigger", "preTokens") if k in compaction}
+            extra: dict[str, Any] = {k: compaction[k] for k in ("trigger", "preTokens")
+                                     if k in compaction}
             yield ImportLine(number, record("checkpoint", text, "model", ts, f"{uuid}:summary",
                                             {**meta, "compaction": "summary", **extra}))
             compaction = {}

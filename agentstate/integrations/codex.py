@@ -137,7 +137,7 @@ def parse_output(value: Any) -> tuple[str, int | None, bool]:
     `content`/`success`, or a list of content blocks."""
     success = None
     exit_code = None
-    text = ""
+    text: Any = ""  # a string, or a list of content blocks until the end of this function
     if isinstance(value, str):
         text = value
         try:

@@ -129,8 +129,8 @@ def git_event(root: Path, hook: str, args: list[str]) -> tuple[str, dict] | None
     # A rebase replays commits and checks out detached heads: one event per step is noise.
     if "rebase" in os.environ.get("GIT_REFLOG_ACTION", ""):
         return None
-    branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
-    branch = None if branch == "HEAD" else branch
+    head = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    branch = None if head == "HEAD" else head
     if hook == "post-commit":
         sha, _, subject = _git(root, "log", "-1", "--format=%H%x00%s").partition("\0")
         text = f"commit {sha[:12]} on {branch or '(detached HEAD)'}: {subject}"

@@ -295,7 +295,7 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
     if failed or command:
         meta["exit_code"] = exit_code
     meta["failed"] = failed
-    return text, tool_source(name), meta
+    return text, tool_source(str(name)), meta
 
 
 def _text(value: Any) -> str:

@@ -18,6 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from types import ModuleType
+
+tomllib: ModuleType | None
 try:
     import tomllib
 except ImportError:  # Python < 3.11: pyproject detection falls back to a text search
