@@ -1,3 +1,3 @@
-from agentstate.cli import main
+from agentstate.entry import main
 
 main()

@@ -194,16 +194,18 @@ def test_locked_store_gives_up_quickly(initialised):
 
 
 def test_write_hooks_import_nothing_heavy(initialised):
-    """Hooks run on every tool call: no tokenizer, no sqlite_utils, no rich on that path."""
+    """Hooks run on every tool call: no tokenizer, no sqlite_utils, no rich and not even the
+    CLI framework on that path (the console entry point goes straight to the handler)."""
     import subprocess
     import sys
 
     hook("claude-code", payload("claude-code", "user_prompt_submit", initialised), initialised)
     for name in ("post_tool_use_bash", "post_tool_use_failure_bash", "stop"):
         code = ("import sys; sys.argv = ['agentstate', 'hook', 'claude-code']\n"
-                "from agentstate.cli import main\n"
+                "from agentstate.entry import main\n"
                 "try:\n    main()\nexcept SystemExit:\n    pass\n"
-                "print('HEAVY', sorted(m for m in ('git', 'tiktoken', 'sqlite_utils', 'rich') "
+                "print('HEAVY', sorted(m for m in ('git', 'tiktoken', 'sqlite_utils', 'rich', "
+                "'typer', 'click') "
                 "if m in sys.modules))")
         proc = subprocess.run([sys.executable, "-c", code], cwd=initialised, text=True,
                               input=json.dumps(payload("claude-code", name, initialised)),

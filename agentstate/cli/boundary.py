@@ -190,6 +190,8 @@ def run(body: Callable[[], Any], invocation: Invocation) -> int:
         except _click_exception() as exc:
             return _usage(exc, invocation)
         except (AgentStateError, sqlite3.Error, OSError) as exc:
+            from agentstate.store.db import as_agentstate_error
+
             mapped = as_agentstate_error(exc)
             assert mapped is not None
             return report(mapped, invocation)
@@ -209,21 +211,6 @@ def report(exc: AgentStateError, invocation: Invocation) -> int:
     else:
         info(f"error: {exc.message}")
     return exc.exit_code
-
-
-def as_agentstate_error(exc: BaseException) -> AgentStateError | None:
-    """Map the failures a user can cause (bad db file, read-only dir) to our error family."""
-    from agentstate.store.db import translate_sqlite_error
-
-    if isinstance(exc, AgentStateError):
-        return exc
-    if isinstance(exc, sqlite3.Error):
-        return translate_sqlite_error(exc)
-    if isinstance(exc, PermissionError):
-        return AgentStateError(f"permission denied: {exc.filename or exc}")
-    if isinstance(exc, OSError):
-        return AgentStateError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
-    return None
 
 
 def _click_exception() -> type[Exception]:

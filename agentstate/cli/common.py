@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentstate.cli.boundary import as_agentstate_error, command_name, store_override
+from agentstate.cli.boundary import command_name, store_override
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["AsOption", "JsonOption", "RunOption", "as_agentstate_error", "cli_store",
+__all__ = ["AsOption", "JsonOption", "RunOption", "cli_store",
            "command_name", "emit", "parse_key_values", "store_override"]
 
 # Eager: parsed before the command's other parameters, so that a usage error in any of them

@@ -176,58 +176,6 @@ def hook(
     Always exits 0: a problem is one line on stderr and an entry in the hook-error log
     (`agentstate doctor` and `agentstate hooks status` show the last ones).
     """
-    sys.exit(run_hook(agent, list(args or []), sys.stdin))
+    from agentstate.integrations.hook_runner import run_hook
 
-
-def run_hook(agent: str, args: list[str], stdin: Any) -> int:
-    """Read, act, print; on any failure, report it and still return 0."""
-    from agentstate.errors import AgentStateError
-
-    store = None
-    event = args[0] if agent == "git" and args else "?"
-    try:
-        if agent == "git":
-            from agentstate.integrations.git_hooks import record_git_hook
-            from agentstate.store.db import open_store
-
-            store = open_store(store_override())
-            record_git_hook(store, event, args[1:])
-            return 0
-        from agentstate.integrations.hooks import handle, open_hook_store, parse_payload
-
-        payload = parse_payload(agent, stdin.read())
-        event = payload.event
-        store = open_hook_store(payload.cwd, store_override())
-        outcome = handle(store, payload)
-        if outcome.stdout:
-            sys.stdout.write(outcome.stdout + "\n")
-            sys.stdout.flush()
-        return 0
-    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - a hook never breaks the agent
-        from agentstate.store.hooklog import record_hook_error
-
-        if isinstance(exc, AgentStateError):
-            message = exc.message
-        else:
-            from agentstate.cli.common import as_agentstate_error
-
-            mapped = as_agentstate_error(exc)
-            message = mapped.message if mapped else f"internal error: {type(exc).__name__}: {exc}"
-        root = store.root if store is not None else _store_root_guess()
-        where = record_hook_error(root, agent, event, message)
-        logged = f" (logged in {where})" if where else ""
-        sys.stderr.write(f"agentstate hook {agent} {event}: {message}{logged}\n")
-        return 0
-    finally:
-        if store is not None:
-            store.close()
-
-
-def _store_root_guess() -> Path | None:
-    """The store directory when one can be found, for the error log; None otherwise."""
-    try:
-        from agentstate.store.db import find_store
-
-        return find_store(override=store_override())
-    except Exception:  # noqa: BLE001 - only a place to write the log
-        return None
+    sys.exit(run_hook(agent, list(args or []), sys.stdin, directory=store_override()))

@@ -109,7 +109,7 @@ class StoreService:
 
     def envelope(self, command: str, work: Callable[[Any], Done]) -> tuple[dict, Done | None]:
         """Run `work(store)` and wrap it in the result envelope (on the worker thread)."""
-        from agentstate.cli.common import as_agentstate_error
+        from agentstate.store.db import as_agentstate_error
         from agentstate.tokens import save_counts
 
         try:

@@ -254,3 +254,16 @@ def translate_sqlite_error(exc: sqlite3.Error, root: Path | None = None) -> Agen
     if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
         return CorruptStore(f"the store database is damaged{where}: {text}")
     return AgentStateError(f"database error{where}: {text}")
+
+
+def as_agentstate_error(exc: BaseException) -> AgentStateError | None:
+    """Map the failures a user can cause (bad db file, read-only dir) to our error family."""
+    if isinstance(exc, AgentStateError):
+        return exc
+    if isinstance(exc, sqlite3.Error):
+        return translate_sqlite_error(exc)
+    if isinstance(exc, PermissionError):
+        return AgentStateError(f"permission denied: {exc.filename or exc}")
+    if isinstance(exc, OSError):
+        return AgentStateError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+    return None

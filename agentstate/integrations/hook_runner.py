@@ -1,0 +1,66 @@
+"""The hook handler's body, apart from the CLI: installed hooks call `agentstate hook AGENT`
+on every prompt and tool call, so `agentstate.entry` runs this without building the Typer
+command tree (it saves the CLI's start-up on the agent's hot path).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import IO
+
+
+def run_hook(agent: str, args: list[str], stdin: IO[str], *, directory: str | None = None
+             ) -> int:
+    """Read, act, print; on any failure, report it and still return 0. `directory` is the
+    store override (--dir / AGENTSTATE_DIR)."""
+    from agentstate.errors import AgentStateError
+
+    store = None
+    event = args[0] if agent == "git" and args else "?"
+    try:
+        if agent == "git":
+            from agentstate.integrations.git_hooks import record_git_hook
+            from agentstate.store.db import open_store
+
+            store = open_store(directory)
+            record_git_hook(store, event, args[1:])
+            return 0
+        from agentstate.integrations.hooks import handle, open_hook_store, parse_payload
+
+        payload = parse_payload(agent, stdin.read())
+        event = payload.event
+        store = open_hook_store(payload.cwd, directory)
+        outcome = handle(store, payload)
+        if outcome.stdout:
+            sys.stdout.write(outcome.stdout + "\n")
+            sys.stdout.flush()
+        return 0
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - a hook never breaks the agent
+        from agentstate.store.hooklog import record_hook_error
+
+        if isinstance(exc, AgentStateError):
+            message = exc.message
+        else:
+            from agentstate.store.db import as_agentstate_error
+
+            mapped = as_agentstate_error(exc)
+            message = mapped.message if mapped else f"internal error: {type(exc).__name__}: {exc}"
+        root = store.root if store is not None else _store_root_guess(directory)
+        where = record_hook_error(root, agent, event, message)
+        logged = f" (logged in {where})" if where else ""
+        sys.stderr.write(f"agentstate hook {agent} {event}: {message}{logged}\n")
+        return 0
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _store_root_guess(directory: str | None) -> Path | None:
+    """The store directory when one can be found, for the error log; None otherwise."""
+    try:
+        from agentstate.store.db import find_store
+
+        return find_store(override=directory)
+    except Exception:  # noqa: BLE001 - only a place to write the log
+        return None
