@@ -76,3 +76,17 @@ def test_help_and_plain_reads_import_neither_git_nor_tiktoken(initialised):
                               capture_output=True, text=True, timeout=60)
         heavy = [line for line in proc.stdout.splitlines() if line.startswith("HEAVY")]
         assert heavy == ["HEAVY []"], (argv, heavy, proc.stderr[-500:])
+
+
+def test_cli_modules_hold_no_sql():
+    """The CLI parses, calls a domain function and renders: queries live with their table's
+    owner (docs/architecture.md)."""
+    from pathlib import Path
+
+    import agentstate.cli
+
+    folder = Path(agentstate.cli.__file__).parent
+    offenders = [path.name for path in sorted(folder.glob("*.py"))
+                 if any(marker in path.read_text(encoding="utf-8")
+                        for marker in (".conn", ".execute(", "SELECT ", "INSERT ", "UPDATE "))]
+    assert offenders == []

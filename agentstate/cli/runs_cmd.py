@@ -105,7 +105,7 @@ def run_list(
     as_json: JsonOption = False,
 ) -> None:
     """List runs, newest first, with their status and event counts."""
-    from agentstate.runs.log import list_runs
+    from agentstate.runs.log import event_counts_by_run, list_runs, marked_current_run_id
 
     with cli_store() as store:
         if limit is not None and limit < 1:
@@ -113,10 +113,8 @@ def run_list(
 
             raise InvalidInput("--limit must be at least 1")
         runs = list_runs(store, status=status, limit=limit)
-        counts = dict(store.conn.execute("SELECT run, count(*) FROM events GROUP BY run"))
-        current = store.conn.execute(
-            "SELECT value FROM kv WHERE key = 'current_run'").fetchone()
-    current_id = current[0] if current else None
+        counts = event_counts_by_run(store)
+        current_id = marked_current_run_id(store)
     data = [
         {**_run_dict(r), "events": counts.get(r.id, 0), "current": r.id == current_id}
         for r in runs
@@ -154,13 +152,11 @@ def run_show(
     """Show a run: its goal, work-tree version, event counts by kind, open questions,
     pending verifications and last checkpoint."""
     from agentstate.runs.checkpoint import last_checkpoint, recorded_version, working_state
-    from agentstate.runs.log import resolve_run
+    from agentstate.runs.log import event_counts_by_kind, resolve_run
 
     with cli_store() as store:
         run = resolve_run(store, ref)
-        counts = dict(store.conn.execute(
-            "SELECT kind, count(*) FROM events WHERE run = ? GROUP BY kind ORDER BY kind",
-            (run.id,)))
+        counts = event_counts_by_kind(store, run)
         state = working_state(store, run)
         checkpoint = last_checkpoint(store, run)
         recorded, since = recorded_version(store, run)

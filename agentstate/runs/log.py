@@ -417,3 +417,21 @@ def list_events(
 def run_event_count(store: Store, run: Run) -> int:
     row = _one(store, "SELECT count(*) AS n FROM events WHERE run = ?", (run.id,))
     return row["n"] if row else 0
+
+
+def event_counts_by_run(store: Store) -> dict[str, int]:
+    """Run id → number of events, for every run that has any."""
+    return dict(store.conn.execute("SELECT run, count(*) FROM events GROUP BY run"))
+
+
+def event_counts_by_kind(store: Store, run: Run) -> dict[str, int]:
+    """Event kind → number of events of that kind in `run`, kinds in name order."""
+    return dict(store.conn.execute(
+        "SELECT kind, count(*) FROM events WHERE run = ? GROUP BY kind ORDER BY kind",
+        (run.id,)))
+
+
+def marked_current_run_id(store: Store) -> str | None:
+    """The id of the run last marked current (whatever its status now)."""
+    row = _one(store, "SELECT value FROM kv WHERE key = 'current_run'", ())
+    return row["value"] if row and row["value"] else None
