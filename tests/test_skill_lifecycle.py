@@ -13,7 +13,7 @@ import pytest
 
 from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, end_run, list_events, start_run
-from agentstate.skills import publishing
+from agentstate.skills import journal
 from agentstate.skills.acceptance import run_acceptance
 from agentstate.skills.authoring import add_skill, new_skill, write_scaffold
 from agentstate.skills.catalog import list_catalog, match_skills
@@ -81,7 +81,7 @@ def test_database_failure_rolls_back_commit_and_tag(store, demo, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(publishing, "_record_release", broken)
+    monkeypatch.setattr(journal, "complete", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         publish_skill(store, "demo")
     _assert_nothing_published(store, head_before)
