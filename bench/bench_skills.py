@@ -56,12 +56,12 @@ def _add_catalog(store, n: int, seed: int = 3, prefix: str = "skill") -> None:
 
 
 def main() -> None:
+    from agentstate.maintenance.init import init_store
     from agentstate.skills import shipped
     from agentstate.skills.authoring import new_skill
     from agentstate.skills.catalog import match_skills
     from agentstate.skills.publishing import publish_skill
     from agentstate.store.db import open_store
-    from agentstate.store.init import init_store
 
     with tempfile.TemporaryDirectory(prefix="bench-skills-") as tmp:
         base = Path(tmp)

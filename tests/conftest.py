@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from agentstate.cli import load_commands, main
+from agentstate.maintenance.init import init_store
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import Store, open_store
-from agentstate.store.init import init_store
 
 FIXED_NOW = "2026-01-15T09:00:00Z"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
+from agentstate.maintenance.init import init_store
 from agentstate.runs.log import append_event, end_run, list_events, start_run
 from agentstate.skills import journal
 from agentstate.skills.acceptance import run_acceptance
@@ -22,7 +23,6 @@ from agentstate.skills.history import check_registry, skill_diff, skill_history
 from agentstate.skills.load import load_skill
 from agentstate.skills.publishing import publish_skill
 from agentstate.skills.revocation import revoke_skill
-from agentstate.store.init import init_store
 from tests.conftest import run_agentstate
 
 

@@ -200,6 +200,9 @@ class PreparedRelease:
     reasons: list[str]
     provenance: dict[str, Any]
     test: str
+    # "restore": re-commit and re-tag an existing row's content (a deleted registry); the row
+    # keeps its status, so a revoked version is never brought back.
+    mode: str = "publish"
 
 
 def release(store: Store, items: list[PreparedRelease]) -> list[PublishResult]:
@@ -221,7 +224,7 @@ def release(store: Store, items: list[PreparedRelease]) -> list[PublishResult]:
     previous = registry.head_commit(path)
     entry = journal.begin(store, previous, message, [
         {"name": i.name, "version": i.version, "tree": i.tree,
-         "tag": registry.tag_name(i.name, i.version), "mode": "publish",
+         "tag": registry.tag_name(i.name, i.version), "mode": i.mode,
          "row": _release_row(i.folder, i.approver, i.reasons, i.provenance)}
         for i in items
     ])
