@@ -20,6 +20,7 @@ from agentstate.safety import find_injection, refuse_secrets
 from agentstate.skills import journal, registry
 from agentstate.skills import manifest as mf
 from agentstate.skills.acceptance import last_test, run_acceptance
+from agentstate.skills.authoring import scaffold_leftovers
 from agentstate.skills.records import (
     candidate_row,
     current_release,
@@ -119,7 +120,7 @@ def publish_skill(store: Store, target: str, *, approve: bool = False,
 def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool,
                     run_ref: str | None, params: dict[str, str] | None) -> PublishResult:
     report = mf.validate_folder(folder_path, store.settings.tools, display=f"skills/{name}")
-    reasons = [str(p) for p in report.errors]
+    reasons = [str(p) for p in report.errors] + scaffold_leftovers(folder_path, name)
     tree = registry.tree_hash(folder_path)
     if tree is None:
         raise InvalidInput(f"the draft {folder_path} is empty")
