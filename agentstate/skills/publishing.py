@@ -222,6 +222,15 @@ def release(store: Store, items: list[PreparedRelease]) -> list[PublishResult]:
         message = f"{item.name} v{item.version}: {item.folder.description[:60]}"
     else:
         message = "release " + ", ".join(f"{i.name} v{i.version}" for i in items)
+    locks = registry.git_locks(path)
+    if locks:
+        # Checked before the journal: a lock seen while recovering a journal entry can then
+        # only be that publish's own.
+        raise CorruptStore(
+            f"cannot publish: git's lock file {', '.join(str(p.relative_to(path)) for p in locks)}"
+            f" exists in {path} (a git process is working there, or one was killed). If none "
+            "is running, `agentstate doctor --repair` removes it",
+            details={"locks": [str(p) for p in locks]})
     previous = registry.head_commit(path)
     entry = journal.begin(store, previous, message, [
         {"name": i.name, "version": i.version, "tree": i.tree,
