@@ -477,3 +477,35 @@ def test_revoking_a_skill_by_name_revokes_every_published_version(store, demo):
     with pytest.raises(Refused, match="revoked"):
         load_skill(store, "demo")
     assert "demo" not in {e.name for e in list_catalog(store)}
+
+
+def test_skill_new_writes_an_unversioned_draft_and_an_unedited_scaffold_is_refused(
+        cli, initialised):
+    new = cli.ok("skill", "new", "fresh", "--description", "Check the fresh target.")
+    assert "@v1" not in new.stdout and "no version until it is published" in new.stdout
+    assert "draft written to" in new.stdout
+    refused = cli("skill", "publish", "fresh")
+    assert refused.exit_code == 3
+    assert "placeholder body" in refused.stderr and "always passes" in refused.stderr
+    history = cli.json("skill", "history", "fresh")
+    assert history["current"] is None
+    assert [v["status"] for v in history["versions"]] == ["candidate"]
+    folder = initialised / ".agentstate" / "skills" / "fresh"
+    md = folder / "SKILL.md"
+    from agentstate.skills.authoring import PLACEHOLDER_BODY
+
+    md.write_text(md.read_text().replace(PLACEHOLDER_BODY, "Look at the fresh target first"))
+    still = cli("skill", "publish", "fresh")  # the check script is still the placeholder
+    assert still.exit_code == 3 and "placeholder body" not in still.stderr
+    assert "scripts/check.py is the scaffold's placeholder" in still.stderr
+    author_scaffold_script = folder / "scripts" / "check.py"
+    from agentstate.skills.authoring import PLACEHOLDER_SCRIPT
+
+    author_scaffold_script.write_text(
+        author_scaffold_script.read_text().replace(PLACEHOLDER_SCRIPT, "Existence check for"))
+    assert cli.json("skill", "publish", "fresh")["ref"] == "skill:fresh@v1"
+    # The default description is a placeholder too.
+    cli.ok("skill", "new", "nodesc")
+    author_scaffold(initialised / ".agentstate" / "skills" / "nodesc")
+    refused = cli("skill", "publish", "nodesc")
+    assert refused.exit_code == 3 and "placeholder description" in refused.stderr
