@@ -46,6 +46,17 @@ class PublishState:
         return self.interrupted + self.locks + self.orphans
 
 
+def _lock_ages(path: Path) -> list[tuple[Path, float]]:
+    """Git lock files with their age in seconds."""
+    now, found = time.time(), []
+    for lock in registry.git_locks(path):
+        try:
+            found.append((lock, now - lock.stat().st_mtime))
+        except OSError:
+            continue  # gone meanwhile
+    return found
+
+
 def inspect_publishing(path: Path, conn: sqlite3.Connection | None) -> PublishState:
     """Interrupted publishes, git lock files and untagged commits, changing nothing."""
     state = PublishState()
@@ -55,12 +66,7 @@ def inspect_publishing(path: Path, conn: sqlite3.Connection | None) -> PublishSt
             f"interrupted publish of {', '.join(entry.refs)} (process {entry.pid} "
             f"{'still running' if alive else 'gone'}, "
             f"{'commit ' + entry.commit[:12] if entry.commit else 'no commit yet'})")
-    now = time.time()
-    for lock in registry.git_locks(path):
-        try:
-            age = now - lock.stat().st_mtime
-        except OSError:
-            continue
+    for lock, age in _lock_ages(path):
         state.locks.append(f"git lock {lock.relative_to(path)} ({age:.0f}s old) blocks every "
                            "publish")
     if (path / ".git").exists():
@@ -78,12 +84,7 @@ def repair_registry(store: Store, *, stale_after: float = STALE_LOCK_SECONDS) ->
     if not (path / ".git").exists():
         return []
     actions = []
-    now = time.time()
-    for lock in registry.git_locks(path):
-        try:
-            age = now - lock.stat().st_mtime
-        except OSError:
-            continue
+    for lock, age in _lock_ages(path):
         if age >= stale_after:
             lock.unlink(missing_ok=True)
             actions.append(f"removed stale git lock {lock.relative_to(path)} ({age:.0f}s old, "
