@@ -56,8 +56,8 @@ def _text(rng: random.Random, vocab: list[str], weights: list[float], lo: int, h
 
 
 def build_store(path: Path, events: int, seed: int = 7) -> Path:
+    from agentstate.maintenance.init import init_store
     from agentstate.store.db import open_store
-    from agentstate.store.init import init_store
 
     path.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=path, check=True)

@@ -40,8 +40,8 @@ def _vocabulary(rng: random.Random, n: int = 5000) -> list[str]:
 
 def build_store(path: Path, n: int, seed: int = 1) -> Path:
     """An initialised store at `path` with `n` active memories (plus some other statuses)."""
+    from agentstate.maintenance.init import init_store
     from agentstate.store.db import open_store
-    from agentstate.store.init import init_store
 
     path.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q"], cwd=path, check=True)

@@ -27,12 +27,12 @@ AGENTSTATE = str(Path(sys.executable).with_name("agentstate"))
 
 
 def build_store(root: Path, events: int = EVENTS) -> str:
+    from agentstate.maintenance.init import init_store
     from agentstate.runs.checkpoint import create_checkpoint
     from agentstate.runs.log import start_run
     from agentstate.runs.worktree import snapshot
     from agentstate.store.clock import IdSource
     from agentstate.store.db import open_store
-    from agentstate.store.init import init_store
 
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
     (root / "app.py").write_text("print('hi')\n")

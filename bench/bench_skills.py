@@ -55,13 +55,22 @@ def _add_catalog(store, n: int, seed: int = 3, prefix: str = "skill") -> None:
             })
 
 
+def _author(folder: Path) -> None:
+    """Replace the scaffold's placeholders (publish refuses an unedited scaffold)."""
+    from agentstate.skills.authoring import PLACEHOLDER_BODY, PLACEHOLDER_SCRIPT
+
+    for rel, marker in (("SKILL.md", PLACEHOLDER_BODY), ("scripts/check.py", PLACEHOLDER_SCRIPT)):
+        file = folder / rel
+        file.write_text(file.read_text().replace(marker, "Benchmark procedure"))
+
+
 def main() -> None:
+    from agentstate.maintenance.init import init_store
     from agentstate.skills import shipped
     from agentstate.skills.authoring import new_skill
     from agentstate.skills.catalog import match_skills
     from agentstate.skills.publishing import publish_skill
     from agentstate.store.db import open_store
-    from agentstate.store.init import init_store
 
     with tempfile.TemporaryDirectory(prefix="bench-skills-") as tmp:
         base = Path(tmp)
@@ -107,6 +116,7 @@ def main() -> None:
         def publish_one() -> None:
             name = f"bench-{next(counter)}"
             new_skill(store, name, description="A benchmark skill.")
+            _author(store.skills_path / name)
             publish_skill(store, name)
 
         seconds = _median(publish_one, 5)

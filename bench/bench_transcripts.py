@@ -61,8 +61,8 @@ def codex_lines(turns: int) -> list[str]:
 def _measure(agent: str, lines: list[str]) -> tuple[float, float]:
     from agentstate.integrations.claude_code import import_claude_code
     from agentstate.integrations.codex import import_codex
+    from agentstate.maintenance.init import init_store
     from agentstate.store.db import open_store
-    from agentstate.store.init import init_store
 
     best_first = best_again = float("inf")
     importer = import_claude_code if agent == "claude-code" else import_codex

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from agentstate.cli import load_commands, main
+from agentstate.maintenance.init import init_store
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import Store, open_store
-from agentstate.store.init import init_store
 
 FIXED_NOW = "2026-01-15T09:00:00Z"
 
@@ -192,3 +192,19 @@ def run_agentstate(*args: str, cwd: Path, env: dict | None = None, input: str | 
         [sys.executable, "-m", "agentstate", *args], cwd=cwd, env=full_env,
         capture_output=True, text=True, input=input, timeout=120,
     )
+
+
+def author_scaffold(folder: Path) -> Path:
+    """Do what `skill new` asks of its author: replace the placeholder body and check (publish
+    refuses a scaffold that still has them)."""
+    from agentstate.skills.authoring import PLACEHOLDER_BODY, PLACEHOLDER_SCRIPT
+
+    md = folder / "SKILL.md"
+    text = md.read_text()
+    start = text.index(PLACEHOLDER_BODY)
+    end = text.index("\n\n", start)
+    md.write_text(text[:start] + "Check that the target exists before working on it: run the "
+                  "check, read its output, stop when it fails." + text[end:])
+    script = folder / "scripts" / "check.py"
+    script.write_text(script.read_text().replace(PLACEHOLDER_SCRIPT, "Existence check for the"))
+    return folder

@@ -20,11 +20,11 @@ from agentstate.config import TokenSettings
 from agentstate.context.assemble import build_context
 from agentstate.context.candidates import DECISIONS, REASONS
 from agentstate.errors import BudgetTooSmall
+from agentstate.maintenance.init import init_store
 from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
-from agentstate.store.init import init_store
 from agentstate.tokens import counter_for, load_encoding
 
 WORDS = ["login", "test", "fixture", "timeout", "database", "flaky", "retry", "cache", "parser",

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
+from agentstate.maintenance.init import init_store
 from agentstate.runs.log import append_event, end_run, list_events, start_run
-from agentstate.skills import publishing
+from agentstate.skills import journal
 from agentstate.skills.acceptance import run_acceptance
 from agentstate.skills.authoring import add_skill, new_skill, write_scaffold
 from agentstate.skills.catalog import list_catalog, match_skills
@@ -22,8 +23,7 @@ from agentstate.skills.history import check_registry, skill_diff, skill_history
 from agentstate.skills.load import load_skill
 from agentstate.skills.publishing import publish_skill
 from agentstate.skills.revocation import revoke_skill
-from agentstate.store.init import init_store
-from tests.conftest import run_agentstate
+from tests.conftest import author_scaffold, run_agentstate
 
 
 def git(path: Path, *args: str) -> str:
@@ -44,7 +44,7 @@ def published_rows(store, name):
 @pytest.fixture
 def demo(store):
     new_skill(store, "demo", description="Check that the demo target exists.")
-    return store.skills_path / "demo"
+    return author_scaffold(store.skills_path / "demo")
 
 
 def bump(folder: Path, text: str = "# v2\n") -> None:
@@ -81,7 +81,7 @@ def test_database_failure_rolls_back_commit_and_tag(store, demo, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(publishing, "_record_release", broken)
+    monkeypatch.setattr(journal, "complete", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         publish_skill(store, "demo")
     _assert_nothing_published(store, head_before)
@@ -191,7 +191,8 @@ def test_each_load_records_its_version(store, demo):
     assert [e.meta["version"] for e in events] == [1, 2, 1]
     assert [e.ref for e in events] == [first.event, second.event, pinned.event]
     assert events[1].meta["tree"] == v2.tree and events[1].meta["skill"] == "skill:demo@v2"
-    assert "Say here, for an agent" in first.body and first.resources == ["scripts/check.py"]
+    assert "Check that the target exists before" in first.body
+    assert first.resources == ["scripts/check.py"]
     # The body comes from the release, not from the (edited) draft.
     (demo / "SKILL.md").write_text((demo / "SKILL.md").read_text() + "\nDRAFT ONLY\n")
     assert "DRAFT ONLY" not in load_skill(store, "demo").body
@@ -202,6 +203,7 @@ def test_untrusted_draft_needs_human_approval(store, monkeypatch):
     # A folder that simply appears in the registry (an agent wrote it with file tools).
     src = store.skills_path / "sneaky"
     write_scaffold(src, "sneaky", "Looks harmless.")
+    author_scaffold(src)
     head_before = git(store.skills_path, "rev-parse", "HEAD")
     with pytest.raises(Refused) as caught:
         publish_skill(store, "sneaky")
@@ -328,7 +330,8 @@ def test_user_skill_of_a_shipped_name_is_left_alone(repo):
 
 def test_cli_flow_and_exit_codes(cli, initialised):
     data = cli.json("skill", "new", "demo", "--description", "Check the demo.")
-    assert data["ref"] == "skill:demo@v1"
+    assert data["ref"] is None and data["draft"] is True  # no version until published
+    author_scaffold(initialised / ".agentstate" / "skills" / "demo")
     assert cli.json("skill", "test", "demo")["passed"] is True
     published = cli.json("skill", "publish", "demo")
     assert published["ref"] == "skill:demo@v1" and published["tag"] == "demo/v1"
@@ -361,6 +364,8 @@ def test_cli_flow_and_exit_codes(cli, initialised):
 def test_concurrent_publishes_both_land(store, repo):
     new_skill(store, "alpha", description="First concurrent skill.")
     new_skill(store, "beta", description="Second concurrent skill.")
+    for name in ("alpha", "beta"):
+        author_scaffold(store.skills_path / name)
     import os
 
     procs = [
@@ -395,6 +400,7 @@ def test_check_registry_finds_drift_between_git_and_database(store, demo):
 def test_add_imports_a_folder_as_an_untrusted_candidate(store, repo):
     source = repo / "skills" / "repo-skill"
     write_scaffold(source, "repo-skill", "A skill kept in the repository.")
+    author_scaffold(source)
     added = add_skill(store, source)
     assert added.ref == "skill:repo-skill@v1"
     assert (store.skills_path / "repo-skill" / "skill.toml").exists()
@@ -471,3 +477,35 @@ def test_revoking_a_skill_by_name_revokes_every_published_version(store, demo):
     with pytest.raises(Refused, match="revoked"):
         load_skill(store, "demo")
     assert "demo" not in {e.name for e in list_catalog(store)}
+
+
+def test_skill_new_writes_an_unversioned_draft_and_an_unedited_scaffold_is_refused(
+        cli, initialised):
+    new = cli.ok("skill", "new", "fresh", "--description", "Check the fresh target.")
+    assert "@v1" not in new.stdout and "no version until it is published" in new.stdout
+    assert "draft written to" in new.stdout
+    refused = cli("skill", "publish", "fresh")
+    assert refused.exit_code == 3
+    assert "placeholder body" in refused.stderr and "always passes" in refused.stderr
+    history = cli.json("skill", "history", "fresh")
+    assert history["current"] is None
+    assert [v["status"] for v in history["versions"]] == ["candidate"]
+    folder = initialised / ".agentstate" / "skills" / "fresh"
+    md = folder / "SKILL.md"
+    from agentstate.skills.authoring import PLACEHOLDER_BODY
+
+    md.write_text(md.read_text().replace(PLACEHOLDER_BODY, "Look at the fresh target first"))
+    still = cli("skill", "publish", "fresh")  # the check script is still the placeholder
+    assert still.exit_code == 3 and "placeholder body" not in still.stderr
+    assert "scripts/check.py is the scaffold's placeholder" in still.stderr
+    author_scaffold_script = folder / "scripts" / "check.py"
+    from agentstate.skills.authoring import PLACEHOLDER_SCRIPT
+
+    author_scaffold_script.write_text(
+        author_scaffold_script.read_text().replace(PLACEHOLDER_SCRIPT, "Existence check for"))
+    assert cli.json("skill", "publish", "fresh")["ref"] == "skill:fresh@v1"
+    # The default description is a placeholder too.
+    cli.ok("skill", "new", "nodesc")
+    author_scaffold(initialised / ".agentstate" / "skills" / "nodesc")
+    refused = cli("skill", "publish", "nodesc")
+    assert refused.exit_code == 3 and "placeholder description" in refused.stderr

@@ -159,3 +159,29 @@ def test_release_checkout_paths_become_a_skill_folder_input(store, repo):
     assert contract["steps"][0]["run"] == ["bash", "{verify_tests_dir}/scripts/run-tests.sh",
                                            "--quick"]
     assert [i["name"] for i in contract["inputs"]] == ["verify_tests_dir"]
+
+
+def test_acceptance_is_the_runs_real_test_command_not_agentstate(store):
+    """A run that verified with `skill test` (agentstate's bookkeeping) and with pytest: the
+    candidate's acceptance is pytest."""
+    run, _ = start_run(store, "Fix the parser and verify it")
+    _tool(store, run, ["python3", "tools/fix_parser.py"])
+    _tool(store, run, ["pytest", "-q", "tests/test_parser.py"])
+    _tool(store, run, ["agentstate", "skill", "test", "verify-tests"])
+    _tool(store, run, ["python3", "-m", "agentstate", "skill", "test", "verify-tests"])
+    end_run(store, run.ref, "done")
+    proposal = propose_from_run(store, run.ref, "fix-parser")
+    assert proposal.acceptance == ["pytest -q tests/test_parser.py"]
+
+    run2, _ = start_run(store, "Build and check")
+    _tool(store, run2, ["make", "build"])
+    _tool(store, run2, ["make", "test"])
+    _tool(store, run2, ["agentstate", "skill", "test", "verify-tests"])
+    end_run(store, run2.ref, "done")
+    assert propose_from_run(store, run2.ref, "build-check").acceptance == ["make test"]
+
+    run3, _ = start_run(store, "Only bookkeeping and a build")
+    _tool(store, run3, ["make", "build"])
+    _tool(store, run3, ["agentstate", "skill", "test", "verify-tests"])
+    end_run(store, run3.ref, "done")
+    assert propose_from_run(store, run3.ref, "just-build").acceptance == ["make build"]

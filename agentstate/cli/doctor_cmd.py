@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from agentstate.cli import app
@@ -11,30 +13,48 @@ _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
 
 
 @app.command()
-def doctor(as_json: JsonOption = False) -> None:
-    """Check the store without changing it: config parses, schema version and pending
-    migrations, PRAGMA integrity_check, WAL mode, the tokenizer loads offline (hash-checked),
-    and the skills repository (a git repository; clean or dirty; HEAD).
+def doctor(
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Fix what can be fixed first: finish or roll back "
+                                            "interrupted publishes, remove stale git locks, "
+                                            "drop tags without rows and untagged commits, "
+                                            "recreate missing tags, restore shipped skills.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Check the store: config parses, schema version and pending migrations, PRAGMA
+    integrity_check, WAL mode, the tokenizer loads offline (hash-checked), the skills
+    repository, interrupted publishes and git locks, and the database mirror of the releases.
 
-    Exits 1 when any check fails (warnings do not fail).
+    Without --repair nothing is changed. Exits 1 when any check fails (warnings do not fail).
     """
+    from agentstate.maintenance.doctor import diagnose
     from agentstate.output import envelope_error, print_json, to_jsonable
     from agentstate.store.db import find_store
-    from agentstate.store.doctor import diagnose
 
-    report = diagnose(find_store(override=store_override()))
+    root = find_store(override=store_override())
+    repaired: list[str] = []
+    if repair:
+        from agentstate.maintenance.repair import repair_store
+
+        repaired = repair_store(root)
+    report = diagnose(root)
     failed = report.failed
     if as_json and failed:
         # The error envelope, plus the full report so a script can see every check.
         envelope = envelope_error(
             command_name(), "unhealthy", f"{len(failed)} check(s) failed: "
             + ", ".join(c.name for c in failed))
-        envelope["data"] = to_jsonable(report) | {"healthy": False}
+        envelope["data"] = to_jsonable(report) | {"healthy": False, "repaired": repaired}
         print_json(envelope)
         raise typer.Exit(1)
 
     def human(console, _):
         console.print(f"store: {report.store}", markup=False)
+        if repair:
+            console.print(f"repaired: {len(repaired) or 'nothing to repair'}", markup=False)
+            for action in repaired:
+                console.print(f"  - {action}", markup=False)
         for check in report.checks:
             console.print(f"  {_MARK[check.status]} {check.name}: {check.detail}", markup=False)
         if failed:
@@ -42,7 +62,8 @@ def doctor(as_json: JsonOption = False) -> None:
         else:
             console.print("healthy", markup=False)
 
-    emit(to_jsonable(report) | {"healthy": report.healthy}, as_json=as_json,
+    emit(to_jsonable(report) | {"healthy": report.healthy, "repaired": repaired},
+         as_json=as_json,
          human=human)
     if failed:
         raise typer.Exit(1)

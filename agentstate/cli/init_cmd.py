@@ -24,9 +24,11 @@ def init(
 ) -> None:
     """Create .agentstate/ (config.toml, state.db, skills/ repository, .gitignore).
 
-    Running it again changes nothing and says so.
+    Running it again creates whatever part is missing (a deleted skills registry comes back
+    with the shipped skills restored; versions revoked here stay revoked) and otherwise
+    changes nothing and says so.
     """
-    from agentstate.store.init import init_store
+    from agentstate.maintenance.init import init_store
 
     result = init_store(target=path, override=store_override())
     from agentstate.tokens import warm_count_cache

@@ -100,10 +100,12 @@ def skill_new(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Write a valid skill scaffold (SKILL.md, skill.toml, scripts/check.py).
+    """Write a skill scaffold (SKILL.md, skill.toml, scripts/check.py) as a draft.
 
-    Without --path it becomes a candidate in the registry (.agentstate/skills/NAME/):
-    edit it, then `skill test NAME` and `skill publish NAME`.
+    Without --path the draft goes into the registry (.agentstate/skills/NAME/). It has no
+    version until `skill publish NAME` releases it, and publish refuses it while the
+    placeholders are left (the body, the description, the check whose --self-test always
+    passes): write the procedure, then `skill test NAME` and `skill publish NAME`.
     """
     from agentstate.skills.authoring import new_skill
 
@@ -114,9 +116,13 @@ def skill_new(
             result = new_skill(store, name, description=description)
 
     def human(console, r):
-        console.print(f"{r.ref or r.name}: scaffold written to {r.path}")
+        console.print(f"{r.name}: draft written to {r.path} (no version until it is "
+                      "published)", markup=False)
         for file in r.files:
-            console.print(f"  {file}")
+            console.print(f"  {file}", markup=False)
+        if r.draft:
+            console.print(f"next: replace the placeholders, then `agentstate skill test "
+                          f"{r.name}` and `agentstate skill publish {r.name}`", markup=False)
 
     emit(result, as_json=as_json, human=human)
 

@@ -197,11 +197,11 @@ def imported(conversation: Conversation, root: Path | None = None
              ) -> Iterator[ImportedConversation]:
     """Import `conversation` into a fresh store under `root` (default: a new temporary
     directory, removed on exit) through the run log's one import path."""
+    from agentstate.maintenance.init import init_store
     from agentstate.runs.importer import import_events
     from agentstate.runs.log import list_events
     from agentstate.store.clock import Clock, IdSource
     from agentstate.store.db import open_store
-    from agentstate.store.init import init_store
 
     own = root is None
     base = Path(tempfile.mkdtemp(prefix="agentstate-eval-")) if own else Path(root)

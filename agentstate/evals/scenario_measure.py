@@ -141,9 +141,9 @@ class _scenario_store:
         self.store = None
 
     def __enter__(self):
+        from agentstate.maintenance.init import init_store
         from agentstate.store.clock import Clock, IdSource
         from agentstate.store.db import open_store
-        from agentstate.store.init import init_store
 
         try:
             init_store(target=self.base)

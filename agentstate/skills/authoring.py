@@ -1,5 +1,10 @@
 """Authoring drafts: `skill new` (a valid scaffold), `skill add` (import a folder as a
 candidate) and `skill validate` (which folders a list of targets names, and their reports).
+
+A scaffold is a draft, not a release: it gets its version number only when `skill publish`
+releases it, and publish refuses it while it still holds the scaffold's placeholders (the
+placeholder body, the placeholder check whose `--self-test` always passes, the placeholder
+description): see `scaffold_leftovers`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ from agentstate.store.refs import make_ref
 
 # ---------------------------------------------------------------- new
 
+
+# Placeholder text a scaffold is written with; while any is left, publish refuses the draft.
+PLACEHOLDER_BODY = "Say here, for an agent, how to do this kind of task"
+PLACEHOLDER_SCRIPT = "Placeholder check for the"
+PLACEHOLDER_DESCRIPTION = "Describe what {name} does and when to use it."
 
 SCAFFOLD_MD = """\
 ---
@@ -111,8 +121,31 @@ if __name__ == "__main__":
 class NewSkill:
     name: str
     path: str
-    ref: str | None  # the candidate's ref when created in the registry
+    ref: str | None  # a candidate's ref (`skill add`); None for a `skill new` draft
     files: list[str]
+    draft: bool = False  # a scaffold in the registry: versioned only when published
+
+
+def scaffold_leftovers(folder: Path, name: str) -> list[str]:
+    """What in a draft is still the scaffold's placeholder (empty: it has been written)."""
+    def read(rel: str) -> str:
+        try:
+            return (folder / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
+
+    found = []
+    skill_md = read(mf.SKILL_MD)
+    if PLACEHOLDER_BODY in skill_md:
+        found.append(f"{mf.SKILL_MD} still has the scaffold's placeholder body "
+                     f"(\"{PLACEHOLDER_BODY}…\"): write the procedure an agent should follow")
+    if PLACEHOLDER_DESCRIPTION.format(name=name) in skill_md:
+        found.append(f"{mf.SKILL_MD} still has the placeholder description: say what {name} "
+                     "does and when to use it")
+    if PLACEHOLDER_SCRIPT in read("scripts/check.py"):
+        found.append("scripts/check.py is the scaffold's placeholder, whose --self-test always "
+                     "passes: make it (and the [[acceptance]] command) check the real outcome")
+    return found
 
 
 def write_scaffold(dest: Path, name: str, description: str) -> list[str]:
@@ -145,7 +178,7 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
     problems = mf.check_name(name)
     if problems:
         raise InvalidInput(problems[0])
-    description = (description or f"Describe what {name} does and when to use it.").strip()
+    description = (description or PLACEHOLDER_DESCRIPTION.format(name=name)).strip()
     if len(description) > mf.DESCRIPTION_MAX:
         raise InvalidInput(f"the description is longer than {mf.DESCRIPTION_MAX} characters")
     if "\n" in description or "\r" in description:
@@ -175,8 +208,8 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
         except BaseException:
             shutil.rmtree(dest, ignore_errors=True)
             raise
-    return NewSkill(name=name, path=str(dest), ref=make_ref("skill", name, row["version"]),
-                    files=files)
+    del row  # the candidate row records where the draft came from; its number is not shown
+    return NewSkill(name=name, path=str(dest), ref=None, files=files, draft=True)
 
 
 # ---------------------------------------------------------------- add (import a folder)

@@ -82,7 +82,8 @@ def check_registry(store: Store) -> list[str]:
     """Problems between the database mirror and the git registry (empty: consistent).
 
     Every released row (published or revoked) must have its tag pointing at its commit with
-    the recorded tree; every `<name>/v<N>` tag must have a row. Meant for `agentstate doctor`.
+    the recorded tree (a revoked row whose commit is gone too is history only); every
+    `<name>/v<N>` tag must have a row. Meant for `agentstate doctor`.
     """
     problems = []
     tag_list = registry.list_tags(store.skills_path)
@@ -93,6 +94,9 @@ def check_registry(store: Store) -> list[str]:
     repo_path = store.skills_path
     for tag, row in released.items():
         if tag not in tag_list:
+            if row["status"] == "revoked" and not (
+                    row["commit_sha"] and registry.commit_exists(repo_path, row["commit_sha"])):
+                continue  # revoked and its content gone (a lost registry): history only
             problems.append(f"{make_ref('skill', row['name'], row['version'])} "
                             f"({row['status']}) has no tag {tag} in the registry")
             continue

@@ -1,7 +1,9 @@
 """`skill propose --from-run REF --name NAME`: distil a candidate from a finished run.
 
 goal → description and trigger; the run's successful tool calls, in order → steps; the
-verification-like ones (tests, linters, checks) → acceptance (else the last successful call).
+run's real verification (test and lint programs such as `pytest`/`python -m pytest`/`ruff`,
+then calls like `make test`; agentstate's own commands never) → acceptance (else the last
+successful call).
 Accidental state is stripped so the procedure transfers to a new setting:
   absolute paths in the work tree → `{repo}/…`      temp paths → `{tmp_dir}/…`
   other home/user paths → `{path}` inputs           timestamps → `{timestamp}` inputs
@@ -160,13 +162,30 @@ def _succeeded(event: Event) -> bool:
     return meta.get("exit_code") == 0
 
 
-def _is_verification(argv: list[str]) -> bool:
+def _is_agentstate(argv: list[str]) -> bool:
+    """agentstate's own bookkeeping (`agentstate skill test X`, `python -m agentstate …`): it
+    records state, it does not verify the work."""
+    program = os.path.basename(argv[0])
+    return program == "agentstate" or (argv[1:3] == ["-m", "agentstate"])
+
+
+def _verification_rank(argv: list[str]) -> int:
+    """2: a test/lint program (`pytest`, `python -m pytest`, `ruff`); 1: a sub-command that
+    reads as one (`make test`, `npm run lint`); 0: not a verification."""
+    if _is_agentstate(argv):
+        return 0
     program = os.path.basename(argv[0])
     if program in VERIFY_PROGRAMS:
-        return True
-    # Sub-commands and module names (`make test`, `npm run lint`, `-m pytest`), not paths.
+        return 2
+    if argv[1:2] == ["-m"] and len(argv) > 2 and argv[2] in VERIFY_PROGRAMS:
+        return 2
+    # Sub-commands and module names (`make test`, `npm run lint`), not paths.
     words = {a.lower() for a in argv[1:4] if "/" not in a and "{" not in a}
-    return bool(words & VERIFY_WORDS)
+    return 1 if words & VERIFY_WORDS else 0
+
+
+def _is_verification(argv: list[str]) -> bool:
+    return _verification_rank(argv) > 0
 
 
 def _toml_str(value: str) -> str:
@@ -201,9 +220,13 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
     if not steps:
         raise InvalidInput(f"{run.ref} has no successful tool calls to distil (run commands "
                            "through `agentstate exec` so they are logged)")
-    # Acceptance: the verification-like calls (else the last call); prefer those that run
-    # without a human filling in values (only built-in placeholders).
-    pool = [s for s in steps if _is_verification(s[0])] or steps[-1:]
+    # Acceptance: the run's real verification — test and lint programs first, then calls
+    # that read as one, never agentstate's own commands (else the last other call); prefer
+    # those that run without a human filling in values (only built-in placeholders).
+    best = max((_verification_rank(s[0]) for s in steps), default=0)
+    others = [s for s in steps if not _is_agentstate(s[0])] or steps
+    pool = ([s for s in steps if _verification_rank(s[0]) == best] if best
+            else others[-1:])
     runnable = [s for s in pool if mf.command_params(s[0]) <= set(mf.BUILTIN_PARAMS)]
     acceptance = runnable or pool
     notes = [e for e in events if e.kind in NOTE_KINDS]

@@ -17,9 +17,10 @@ from typing import Any
 
 from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
 from agentstate.safety import find_injection, refuse_secrets
+from agentstate.skills import journal, registry
 from agentstate.skills import manifest as mf
-from agentstate.skills import registry
 from agentstate.skills.acceptance import last_test, run_acceptance
+from agentstate.skills.authoring import scaffold_leftovers
 from agentstate.skills.records import (
     candidate_row,
     current_release,
@@ -80,22 +81,16 @@ def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | No
     return reasons
 
 
-def _record_release(store: Store, name: str, version: int, *, commit: str, tree: str,
-                    tag: str, folder: mf.SkillFolder, approver: str | None,
-                    reasons: list[str], provenance: dict[str, Any]) -> None:
-    """The database half of a publish (one transaction)."""
-    now = store.now()
-    with store.transaction() as conn:
-        conn.execute("DELETE FROM skill_versions WHERE name = ? AND version = ? AND "
-                     "status = 'candidate'", (name, version))
-        store.db["skill_versions"].insert({
-            "name": name, "version": version, "status": "published", "commit_sha": commit,
-            "tree": tree, "tag": tag, "description": folder.description,
-            "triggers": json.dumps(folder.contract.triggers if folder.contract else []),
-            "approver": approver, "reasons": json.dumps(reasons),
-            "provenance": json.dumps(provenance, sort_keys=True), "created": now,
-            "published": now,
-        })
+def _release_row(folder: mf.SkillFolder, approver: str | None, reasons: list[str],
+                 provenance: dict[str, Any]) -> dict[str, Any]:
+    """The columns of a release row known before git is touched (kept in the journal, so an
+    interrupted publish can be finished by another process)."""
+    return {
+        "description": folder.description,
+        "triggers": json.dumps(folder.contract.triggers if folder.contract else []),
+        "approver": approver, "reasons": json.dumps(reasons),
+        "provenance": json.dumps(provenance, sort_keys=True),
+    }
 
 
 def publish_skill(store: Store, target: str, *, approve: bool = False,
@@ -125,7 +120,7 @@ def publish_skill(store: Store, target: str, *, approve: bool = False,
 def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool,
                     run_ref: str | None, params: dict[str, str] | None) -> PublishResult:
     report = mf.validate_folder(folder_path, store.settings.tools, display=f"skills/{name}")
-    reasons = [str(p) for p in report.errors]
+    reasons = [str(p) for p in report.errors] + scaffold_leftovers(folder_path, name)
     tree = registry.tree_hash(folder_path)
     if tree is None:
         raise InvalidInput(f"the draft {folder_path} is empty")
@@ -206,36 +201,63 @@ class PreparedRelease:
     reasons: list[str]
     provenance: dict[str, Any]
     test: str
+    # "restore": re-commit and re-tag an existing row's content (a deleted registry); the row
+    # keeps its status, so a revoked version is never brought back.
+    mode: str = "publish"
 
 
 def release(store: Store, items: list[PreparedRelease]) -> list[PublishResult]:
-    """Commit + tag + rows for checked drafts, all together or not at all.
+    """Commit + tag + rows for checked drafts, all together or not at all (call it with the
+    registry lock held).
 
-    The git side goes first (one commit, one tag per skill); if the database write (or
-    anything after the commit) fails, the tags are deleted and HEAD/index reset, so neither a
-    tag nor a commit nor a row is left behind.
+    The intent goes into the publish journal first; then the commit object is built on a
+    private index, the branch and the tags move in one git transaction, and the rows go in
+    with the journal row's deletion in one database transaction (see skills.journal). An
+    error on the way rolls the git side back; a killed process leaves the journal, and the
+    next command that takes the registry lock finishes or rolls back what it reached.
     """
-    releases = [(i.name, i.version) for i in items]
+    path = store.skills_path
     if len(items) == 1:
         item = items[0]
         message = f"{item.name} v{item.version}: {item.folder.description[:60]}"
     else:
-        message = "release " + ", ".join(f"{n} v{v}" for n, v in releases)
-    commit, trees, previous = registry.commit_releases(store.skills_path, releases, message)
+        message = "release " + ", ".join(f"{i.name} v{i.version}" for i in items)
+    locks = registry.git_locks(path)
+    if locks:
+        # Checked before the journal: a lock seen while recovering a journal entry can then
+        # only be that publish's own.
+        raise CorruptStore(
+            f"cannot publish: git's lock file {', '.join(str(p.relative_to(path)) for p in locks)}"
+            f" exists in {path} (a git process is working there, or one was killed). If none "
+            "is running, `agentstate doctor --repair` removes it",
+            details={"locks": [str(p) for p in locks]})
+    previous = registry.head_commit(path)
+    entry = journal.begin(store, previous, message, [
+        {"name": i.name, "version": i.version, "tree": i.tree,
+         "tag": registry.tag_name(i.name, i.version), "mode": i.mode,
+         "row": _release_row(i.folder, i.approver, i.reasons, i.provenance)}
+        for i in items
+    ])
     try:
+        journal.kill_point("journal")
+        commit, trees = registry.build_release_commit(path, [i.name for i in items], message,
+                                                      previous)
         for item in items:
             if trees.get(item.name) != item.tree:
                 raise CorruptStore(
                     f"committed tree of {item.name} ({str(trees.get(item.name))[:12]}) differs "
                     f"from the checked tree {item.tree[:12]}; nothing was published")
-        with store.transaction():
-            for item in items:
-                _record_release(store, item.name, item.version, commit=commit, tree=item.tree,
-                                tag=registry.tag_name(item.name, item.version),
-                                folder=item.folder, approver=item.approver,
-                                reasons=item.reasons, provenance=item.provenance)
+        journal.set_commit(store, entry, commit)
+        journal.kill_point("commit")
+        registry.move_refs(path, previous, commit, entry.tags, f"agentstate: {message}")
+        journal.kill_point("tag")
+        registry.sync_index(path)
+        journal.complete(store, entry)
     except BaseException:
-        registry.undo_releases(store.skills_path, releases, previous)
+        try:
+            journal.roll_back(store, entry)
+        except Exception:  # noqa: BLE001 - the journal stays; the next locked command repairs
+            pass
         raise
     return [
         PublishResult(ref=make_ref("skill", i.name, i.version), name=i.name, version=i.version,

@@ -124,14 +124,22 @@ def draft_path(store: Store, name: str) -> Path:
 
 
 @contextmanager
-def registry_lock(store: Store) -> Iterator[None]:
-    """One writer of the registry at a time (git's index is not shared safely)."""
+def registry_lock(store: Store, *, recover: bool = True) -> Iterator[list[str]]:
+    """One writer of the registry at a time (git's index is not shared safely).
+
+    Whoever takes the lock first finishes or rolls back an interrupted publish (the publish
+    journal, agentstate.skills.journal); the context value lists what that repaired."""
     # O_CREAT without truncation: taking the lock never rewrites the file.
     fd = os.open(store.root / "skills.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            yield
+            repaired: list[str] = []
+            if recover:
+                from agentstate.skills.journal import recover as recover_publishes
+
+                repaired = recover_publishes(store)
+            yield repaired
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:

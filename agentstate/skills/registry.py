@@ -73,12 +73,6 @@ def _repo(path: Path):
         raise CorruptStore(f"the skills registry {path} is damaged: {exc}") from exc
 
 
-def _git_error(exc: Exception, what: str) -> AgentStateError:
-    detail = getattr(exc, "stderr", "") or str(exc)
-    detail = " ".join(str(detail).split())[:300]
-    return AgentStateError(f"skills registry: {what} failed: {detail}")
-
-
 def tag_name(name: str, version: int) -> str:
     return f"{name}/v{version}"
 
@@ -123,98 +117,235 @@ def tree_hash(folder: Path) -> str | None:
 
 
 # ---------------------------------------------------------------- releases
+#
+# A release is built without touching HEAD, the branch or the shared index: the folders are
+# staged in a private index, written as a tree and a commit object (objects only), and then
+# HEAD's branch and every tag move in ONE `git update-ref --stdin` transaction. A crash can
+# therefore leave only (a) nothing visible, or (b) branch + tags moved but no database row;
+# the publish journal (agentstate.skills.journal) finishes (b) and cleans up after (a).
+
+PRIVATE_INDEX = "agentstate-index-"  # private index files in .git (one per publishing pid)
 
 
 def head_commit(path: Path) -> str:
     return _repo(path).git.rev_parse("HEAD")
 
 
-def commit_release(path: Path, name: str, version: int, message: str) -> tuple[str, str]:
-    """Commit the skill's folder and tag it `<name>/v<N>`. Returns (commit, tree of folder)."""
-    commit, trees, _ = commit_releases(path, [(name, version)], message)
-    return commit, trees[name]
+def build_release_commit(path: Path, names: list[str], message: str, previous: str
+                         ) -> tuple[str, dict[str, str]]:
+    """Commit object for `previous` + the named folders as they are in the work tree.
 
-
-def commit_releases(
-    path: Path, releases: list[tuple[str, int]], message: str
-) -> tuple[str, dict[str, str], str]:
-    """Commit the named skill folders in one commit and tag each `<name>/v<N>`.
-
-    Returns (commit, {name: tree hash of its folder}, previous HEAD). All or nothing on the
-    git side: the tags are created in one `git update-ref --stdin` transaction (all or none;
-    an existing tag fails it), and if the commit or the tags fail, HEAD and the index are put
-    back (the work tree, i.e. the drafts, is never touched). Tags are lightweight: the
-    release commit carries the message. Few git processes on purpose: `init` installs the
-    shipped skills through here.
+    Returns (commit, {name: tree of its folder}). Nothing a reader sees changes: no ref
+    moves and the shared index is not touched (so no `.git/index.lock` is taken).
     """
+    import git
+
+    repo = _repo(path)
+    index = Path(repo.git_dir) / f"{PRIVATE_INDEX}{os.getpid()}"
+    env = {"GIT_INDEX_FILE": str(index)}
+    try:
+        repo.git.read_tree(previous, env=env)
+        repo.git.add("--all", "--", *names, env=env)
+        root = repo.git.write_tree(env=env)
+        trees: dict[str, str] = {}
+        for line in repo.git.ls_tree(root, "--", *names).splitlines():
+            meta, _, entry = line.partition("\t")
+            trees[entry] = meta.split()[2]
+        commit = repo.git.commit_tree(root, "-p", previous, "-m", message)
+    except git.GitCommandError as exc:
+        raise explain_git_error(path, exc, "building the release commit") from exc
+    finally:
+        for leftover in (index, index.with_name(index.name + ".lock")):
+            leftover.unlink(missing_ok=True)
+    return commit, trees
+
+
+def move_refs(path: Path, previous: str, commit: str, tags: list[str], message: str) -> None:
+    """HEAD's branch from `previous` to `commit` and every tag created, all or none."""
     import tempfile
 
     import git
 
     repo = _repo(path)
-    names = [name for name, _ in releases]
-    previous = repo.git.rev_parse("HEAD")
-    committed = False
+    script = f"start\nupdate HEAD {commit} {previous}\n" + "".join(
+        f"create refs/tags/{tag} {commit}\n" for tag in tags) + "prepare\ncommit\n"
     try:
-        repo.git.add("--all", "--", *names)
-        repo.git.commit("-q", "-m", message, "--no-verify", "--", *names)
-        committed = True
-        commit = repo.git.rev_parse("HEAD")
-        trees = {}
-        for line in repo.git.ls_tree(commit, "--", *names).splitlines():
-            meta, _, entry = line.partition("\t")
-            trees[entry] = meta.split()[2]
-        script = "start\n" + "".join(
-            f"create refs/tags/{tag_name(n, v)} {commit}\n" for n, v in releases
-        ) + "prepare\ncommit\n"
         with tempfile.TemporaryFile() as stdin:
             stdin.write(script.encode())
             stdin.seek(0)
-            repo.git.update_ref("--stdin", istream=stdin)
+            repo.git.update_ref("-m", message, "--stdin", istream=stdin)
     except git.GitCommandError as exc:
-        _restore(repo, previous if committed else None, [])
-        detail = str(getattr(exc, "stderr", "") or "")
-        tags = ", ".join(tag_name(*r) for r in releases)
-        if "exists" in detail:
-            existing = [t for t in (tag_name(*r) for r in releases) if t in list_tags(path)]
-            named = ", ".join(existing) or tags
-            raise CorruptStore(
-                f"the registry already has tag {named} but the database has no release for it "
-                "(a publish interrupted after tagging, or a replaced state.db); nothing was "
-                f"published. Inspect it with `git -C {path} show {named.split(', ')[0]}`; "
-                "delete it with `git tag -d` there to publish this version again") from exc
-        raise _git_error(exc, f"publishing {tags}") from exc
-    except BaseException:
-        _restore(repo, previous if committed else None, [])
-        raise
-    return commit, trees, previous
+        raise explain_git_error(path, exc, f"tagging {', '.join(tags)}", tags=tags) from exc
 
 
-def _restore(repo, previous: str | None, tags: list[str]) -> None:
+def sync_index(path: Path) -> None:
+    """The shared index back to HEAD (what `git reset --mixed` does; the work tree, where
+    drafts live, is never touched)."""
     import git
 
-    for tag in tags:
+    repo = _repo(path)
+    try:
+        repo.git.read_tree("HEAD")
+    except git.GitCommandError as exc:
+        raise explain_git_error(path, exc, "updating the registry index") from exc
+    try:
+        repo.git.update_index("-q", "--refresh")  # stat info only; "needs update" is fine
+    except git.GitCommandError:
+        pass
+
+
+def rewind(path: Path, commit: str, previous: str, tags: list[str]) -> None:
+    """Undo `move_refs`: delete the tags that point at `commit`, HEAD back to `previous` if it
+    is still at `commit`, then the index back to HEAD."""
+    import git
+
+    repo = _repo(path)
+    pointing = {t for t, c in tag_commits(path).items() if c == commit}
+    lines = [f"delete refs/tags/{t} {commit}\n" for t in tags if t in pointing]
+    if repo.git.rev_parse("HEAD") == commit:
+        lines.append(f"update HEAD {previous} {commit}\n")
+    if lines:
+        import tempfile
+
         try:
-            repo.git.tag("-d", tag)
-        except git.GitCommandError:
-            pass  # already gone
-    if previous is not None:
-        # --mixed: HEAD and index back to `previous`; the work tree (the draft) stays as is.
-        repo.git.reset("--mixed", "-q", previous)
-    else:
-        try:
-            repo.git.reset("-q")  # unstage whatever `git add` staged
-        except git.GitCommandError:
-            pass
+            with tempfile.TemporaryFile() as stdin:
+                stdin.write(("start\n" + "".join(lines) + "prepare\ncommit\n").encode())
+                stdin.seek(0)
+                repo.git.update_ref("-m", "agentstate: roll back an unfinished publish",
+                                    "--stdin", istream=stdin)
+        except git.GitCommandError as exc:
+            raise explain_git_error(path, exc, "rolling back an unfinished publish") from exc
+    sync_index(path)
 
 
-def undo_releases(path: Path, releases: list[tuple[str, int]], previous: str) -> None:
-    """Roll the git side of releases back (used when the database write fails after it)."""
-    _restore(_repo(path), previous, [tag_name(n, v) for n, v in releases])
+def tag_commits(path: Path) -> dict[str, str]:
+    """{tag: commit it points at} for every tag."""
+    repo = _repo(path)
+    out = repo.git.for_each_ref("--format=%(refname:strip=2) %(objectname) %(*objectname)",
+                                "refs/tags")
+    result = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            result[parts[0]] = parts[2] if len(parts) > 2 else parts[1]
+    return result
 
 
-def undo_release(path: Path, name: str, version: int, previous: str) -> None:
-    undo_releases(path, [(name, version)], previous)
+def commit_exists(path: Path, commit: str) -> bool:
+    import git
+
+    try:
+        return _repo(path).git.cat_file("-t", commit) == "commit"
+    except git.GitCommandError:
+        return False
+
+
+def folder_tree(path: Path, commit: str, name: str) -> str | None:
+    import git
+
+    try:
+        return _repo(path).git.rev_parse(f"{commit}:{name}")
+    except git.GitCommandError:
+        return None
+
+
+def create_tag(path: Path, tag: str, commit: str) -> None:
+    import git
+
+    try:
+        _repo(path).git.update_ref(f"refs/tags/{tag}", commit, "")
+    except git.GitCommandError as exc:
+        raise explain_git_error(path, exc, f"tagging {tag}", tags=[tag]) from exc
+
+
+def delete_tag(path: Path, tag: str) -> None:
+    import git
+
+    try:
+        _repo(path).git.update_ref("-d", f"refs/tags/{tag}")
+    except git.GitCommandError as exc:
+        raise explain_git_error(path, exc, f"deleting tag {tag}") from exc
+
+
+def untagged_head(path: Path) -> tuple[list[str], str]:
+    """Commits at the tip of the branch that no tag reaches (newest first), and the commit
+    the branch would be reset to (the newest tagged one, or the registry's first commit).
+
+    Every commit agentstate makes after the first is a tagged release, so an untagged tip is
+    a commit left by an interrupted publish of an older agentstate (or made by hand)."""
+    repo = _repo(path)
+    untagged = set(repo.git.rev_list("HEAD", "--not", "--tags").split())
+    orphans = []
+    for commit in repo.git.rev_list("--first-parent", "HEAD").split():
+        parents = repo.git.rev_list("--parents", "-n", "1", commit).split()[1:]
+        if commit not in untagged or not parents:
+            return orphans, commit
+        orphans.append(commit)
+    return orphans, repo.git.rev_parse("HEAD")
+
+
+def reset_branch(path: Path, target: str, expected: str) -> None:
+    """Move HEAD's branch back to `target` (only if it is still at `expected`), then the index;
+    the work tree keeps the drafts."""
+    import git
+
+    repo = _repo(path)
+    try:
+        repo.git.update_ref("-m", "agentstate: drop an unreleased commit", "HEAD", target,
+                            expected)
+    except git.GitCommandError as exc:
+        raise explain_git_error(path, exc, "resetting the registry branch") from exc
+    sync_index(path)
+
+
+# ---------------------------------------------------------------- git locks
+
+LOCK_NAMES = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock", "ORIG_HEAD.lock")
+
+
+def git_locks(path: Path) -> list[Path]:
+    """Lock files git leaves behind when it is killed while writing (index, HEAD, refs)."""
+    git_dir = path / ".git"
+    if not git_dir.is_dir():
+        return []
+    found = [git_dir / n for n in LOCK_NAMES if (git_dir / n).exists()]
+    refs = git_dir / "refs"
+    if refs.is_dir():
+        found += sorted(p for p in refs.rglob("*.lock") if p.is_file())
+    return found
+
+
+def private_indexes(path: Path) -> list[tuple[Path, int]]:
+    """Private index files of publishes (and the pid that made each)."""
+    git_dir = path / ".git"
+    found = []
+    for file in git_dir.glob(f"{PRIVATE_INDEX}*") if git_dir.is_dir() else []:
+        digits = file.name[len(PRIVATE_INDEX):].removesuffix(".lock")
+        if digits.isdigit():
+            found.append((file, int(digits)))
+    return found
+
+
+def explain_git_error(path: Path, exc: Exception, what: str,
+                      tags: list[str] | None = None) -> AgentStateError:
+    """The real cause of a failed git step: a lock file left by a killed git (named, with the
+    repair), an existing tag (only when that tag really exists), else git's own message."""
+    detail = " ".join(str(getattr(exc, "stderr", "") or exc).split())[:300]
+    locks = git_locks(path)
+    if locks and ("lock" in detail or "File exists" in detail):
+        names = ", ".join(str(p.relative_to(path)) for p in locks)
+        return CorruptStore(
+            f"skills registry: {what} failed: git's lock file {names} exists (a git process "
+            f"is working in {path}, or one was killed). If none is running, `agentstate "
+            "doctor --repair` removes it", details={"locks": [str(p) for p in locks]})
+    existing = [t for t in tags or [] if t in tag_commits(path)]
+    if existing:
+        return CorruptStore(
+            f"skills registry: the registry already has tag {', '.join(existing)} but the "
+            "database has no release for it (a publish interrupted by an older agentstate, or "
+            "a replaced state.db); nothing was published. `agentstate doctor --repair` "
+            "removes it", details={"tags": existing})
+    return AgentStateError(f"skills registry: {what} failed: {detail}")
 
 
 def list_tags(path: Path) -> list[str]:
@@ -301,7 +432,8 @@ def diff_versions(path: Path, name: str, va: int, vb: int) -> str:
     try:
         return repo.git.diff(tag_name(name, va), tag_name(name, vb), "--", f"{name}/")
     except git.GitCommandError as exc:
-        raise _git_error(exc, f"diff {tag_name(name, va)}..{tag_name(name, vb)}") from exc
+        what = f"diff {tag_name(name, va)}..{tag_name(name, vb)}"
+        raise explain_git_error(path, exc, what) from exc
 
 
 def log_commits(path: Path, name: str) -> list[dict[str, str]]:

@@ -91,3 +91,26 @@ def m201_skills_registry(db: sqlite_utils.Database) -> None:
         """
     )
 
+
+
+def m202_publish_journal(db: sqlite_utils.Database) -> None:
+    """`skill_publish_journal`: a publish's intent, written before git is touched and deleted
+    in the same transaction as its release rows. A row left behind is an interrupted publish
+    (see agentstate.skills.journal): the next command that takes the registry lock finishes
+    it (tags made, rows missing) or rolls it back (nothing visible yet)."""
+    run_script(
+        db,
+        """
+        CREATE TABLE skill_publish_journal (
+            id TEXT PRIMARY KEY,
+            pid INTEGER NOT NULL,                  -- the publishing process
+            pid_start TEXT,                        -- its start time (a reused pid differs)
+            host TEXT NOT NULL,
+            started TEXT NOT NULL,
+            previous TEXT NOT NULL,                -- registry HEAD before the publish
+            commit_sha TEXT,                       -- the release commit, once built
+            message TEXT NOT NULL,
+            releases TEXT NOT NULL                 -- JSON: name, version, tree, tag, mode, row
+        );
+        """
+    )

@@ -13,6 +13,12 @@ must not run commands in a user's repository — they run in agentstate's own te
 present (any version with the same content, or a draft/skill of the same name that did not
 come from agentstate) is left alone, so a second `init` changes nothing; a newer shipped
 version of a skill whose current version was shipped is published as the next version.
+
+Restore: when the registry was deleted or emptied (`rm -rf .agentstate/skills; agentstate
+init`), a shipped skill whose release row is still in the database but whose tag is gone is
+committed and tagged again at the SAME version from the shipped files (only when they are the
+recorded content, tree for tree). The row keeps its status: a version revoked here gets its
+tag back as history but stays revoked, and a revoked skill gets no newer shipped version.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ def shipped_skills() -> list[Path]:
 @dataclass
 class InstallResult:
     published: list[str] = field(default_factory=list)  # refs
+    restored: list[str] = field(default_factory=list)  # refs re-tagged in a new registry
     skipped: dict[str, str] = field(default_factory=dict)  # name → why
 
 
@@ -62,21 +69,32 @@ def install_shipped(store: Store) -> InstallResult:
     if _all_installed(store):
         return result  # the common case (every init after the first): no lock, no writes
     with registry_lock(store):
-        todo = []
+        todo, restore = [], []
+        tags = registry.tag_commits(store.skills_path)
         for source in shipped_skills():
             name = source.name
             tree = registry.tree_hash(source)
             rows = version_rows(store, name)
-            if any(r["tree"] == tree for r in rows):
-                continue  # this exact content is (or was) installed: nothing to do
             draft = store.skills_path / name
+            same = [r for r in rows if r["tree"] == tree and r["status"] != "candidate"]
+            if same:
+                row = same[-1]
+                if registry.tag_name(name, row["version"]) not in tags:
+                    if draft.exists() and registry.tree_hash(draft) != tree:
+                        result.skipped[name] = (f"its release tag is gone but {draft} differs "
+                                                "from the shipped files; not restored")
+                    else:
+                        restore.append((source, draft, tree, row))
+                continue  # this exact content is (or was) installed
             if rows:
                 last = rows[-1]
                 origin = json.loads(last["provenance"] or "{}").get("origin")
                 if last["status"] == "revoked":
                     result.skipped[name] = "revoked here; a newer shipped version is not forced"
                     continue
-                if origin != "shipped" or last["status"] != "published":
+                if origin == "shipped" and last["status"] == "candidate":
+                    pass  # an install interrupted before its release: redo it
+                elif origin != "shipped" or last["status"] != "published":
                     result.skipped[name] = "a skill of this name exists that is not the shipped one"
                     continue
             elif draft.exists():
@@ -88,10 +106,19 @@ def install_shipped(store: Store) -> InstallResult:
                 result.skipped[name] = "; ".join(str(p) for p in report.errors)
                 continue
             todo.append((source, draft, tree))
-        if not todo:
+        if not todo and not restore:
             return result
         copied, items = [], []
         try:
+            for source, draft, tree, row in restore:
+                if not draft.exists():
+                    shutil.copytree(source, draft, symlinks=True,
+                                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                items.append(PreparedRelease(
+                    name=draft.name, version=row["version"], tree=tree,
+                    folder=mf.load_folder(draft), approver=row["approver"], reasons=[],
+                    provenance=json.loads(row["provenance"] or "{}"), test="shipped",
+                    mode="restore"))
             for source, draft, tree in todo:
                 if draft.exists():
                     shutil.rmtree(draft)
@@ -118,27 +145,39 @@ def install_shipped(store: Store) -> InstallResult:
             for draft in copied:
                 shutil.rmtree(draft, ignore_errors=True)
             raise
-    result.published = [p.ref for p in published]
+    result.restored = [p.ref for p, i in zip(published, items, strict=True)
+                       if i.mode == "restore"]
+    result.published = [p.ref for p, i in zip(published, items, strict=True)
+                        if i.mode == "publish"]
     return result
 
 
 def _all_installed(store: Store) -> bool:
+    """Every shipped skill has a row for its content and, if released, its tag."""
     from agentstate.skills.records import version_rows
 
+    tags = None
     for source in shipped_skills():
         tree = registry.tree_hash(source)
-        if not any(r["tree"] == tree for r in version_rows(store, source.name)):
+        rows = [r for r in version_rows(store, source.name) if r["tree"] == tree]
+        if not rows:
+            return False
+        released = [r for r in rows if r["status"] != "candidate"]
+        if not released:
+            return False  # an install interrupted before its release
+        tags = registry.tag_commits(store.skills_path) if tags is None else tags
+        if registry.tag_name(source.name, released[-1]["version"]) not in tags:
             return False
     return True
 
 
-def install_into(root: Path) -> list[str]:
+def install_into(root: Path) -> InstallResult:
     """`init`'s entry point: open the store at `root` (a `.agentstate` dir, possibly still
-    being staged) and install the shipped skills. Returns the refs published."""
+    being staged) and install (or restore) the shipped skills."""
     from agentstate.store.db import open_store
 
     store = open_store(root, migrate=False)
     try:
-        return install_shipped(store).published
+        return install_shipped(store)
     finally:
         store.close()

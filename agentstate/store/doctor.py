@@ -1,7 +1,7 @@
-"""`agentstate doctor`: check the store's health without changing anything.
-
-Each check returns ok / warn / fail with a one-line detail. The store is opened read-only
-in spirit: no migrations are applied (pending ones are reported), nothing is written.
+"""The storage layer's health checks: config, database (schema, integrity, WAL), writable,
+tokenizer, git on PATH, hook errors. Each returns ok / warn / fail with a one-line detail and
+changes nothing (pending migrations are reported, not applied). The domains' checks and the
+whole report live in agentstate.maintenance.doctor.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from agentstate.config import CONFIG_NAME, Settings, TokenSettings, load_settings
 from agentstate.errors import AgentStateError
-from agentstate.store.db import DB_NAME, SKILLS_DIR
+from agentstate.store.db import DB_NAME
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -40,10 +40,6 @@ class Report:
     @property
     def failed(self) -> list[Check]:
         return [c for c in self.checks if c.status == FAIL]
-
-
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 
 def check_config(root: Path) -> tuple[Check, Settings]:
@@ -148,26 +144,6 @@ def check_tokenizer(settings: TokenSettings) -> Check:
         return Check("tokenizer", FAIL, f"cannot load the tokenizer offline: {exc}")
 
 
-def check_skills_repo(root: Path) -> Check:
-    path = root / SKILLS_DIR
-    if not path.is_dir():
-        return Check("skills", FAIL, f"{path} missing (run `agentstate init` to recreate it)")
-    top = _git(path, "rev-parse", "--show-toplevel")
-    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != path.resolve():
-        return Check("skills", FAIL, f"{path} is not its own git repository")
-    head = _git(path, "rev-parse", "--short", "HEAD").stdout.strip() or "(no commits)"
-    status = _git(path, "status", "--porcelain").stdout
-    dirty = [line[3:] for line in status.splitlines() if line.strip()]
-    tags = [t for t in _git(path, "tag", "--list").stdout.splitlines() if t]
-    data = {"head": head, "dirty": dirty, "tags": len(tags)}
-    if dirty:
-        # Drafts and proposed candidates live in the work tree until they are published.
-        return Check("skills", OK, f"git repository at {head}, {len(tags)} tag(s); "
-                                   f"{len(dirty)} unpublished draft path(s): "
-                                   f"{', '.join(dirty[:5])}", data)
-    return Check("skills", OK, f"git repository at {head}, clean, {len(tags)} tag(s)", data)
-
-
 def check_git() -> Check:
     """git is needed for work-tree versions and drift, and for the skills registry."""
     try:
@@ -187,55 +163,6 @@ def check_writable(root: Path) -> Check:
     return Check("writable", OK, "the store directory and database are writable")
 
 
-def check_search_indexes(root: Path) -> Check:
-    """FTS5 integrity of the memory and event indexes.
-
-    FTS5's integrity-check is phrased as an INSERT, so it needs a writable connection; it runs
-    inside a transaction that is rolled back, leaving the store exactly as it was.
-    """
-    from agentstate.memory.search import check_indexes
-
-    try:
-        conn = sqlite3.connect(str(root / DB_NAME), isolation_level=None, timeout=10)
-    except sqlite3.Error as exc:
-        return Check("search", WARN, f"not checked: {exc}")
-    try:
-        conn.execute("BEGIN")
-        problems = check_indexes(conn)
-    except sqlite3.Error as exc:
-        return Check("search", WARN, f"not checked: {exc}")
-    finally:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        conn.close()
-    if any("readonly" in p for p in problems):
-        return Check("search", WARN, "not checked: the store is read-only")
-    if problems:
-        return Check("search", FAIL, "; ".join(problems[:3]), {"problems": problems})
-    return Check("search", OK, "memory and event full-text indexes consistent")
-
-
-def check_registry_mirror(root: Path, settings: Settings) -> Check:
-    """Every released skill version in the database has its tag at the recorded commit/tree."""
-    from agentstate.skills.history import check_registry
-    from agentstate.store.db import LazyDatabase, Store
-
-    try:
-        conn = sqlite3.connect(f"file:{root / DB_NAME}?mode=ro", uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        return Check("registry", WARN, f"not checked: {exc}")
-    store = Store(root=root, db=LazyDatabase(conn), settings=settings)  # type: ignore[arg-type]
-    try:
-        problems = check_registry(store)
-    except (sqlite3.Error, AgentStateError, OSError) as exc:
-        return Check("registry", WARN, f"not checked: {exc}")
-    finally:
-        conn.close()
-    if problems:
-        return Check("registry", FAIL, "; ".join(problems[:3]), {"problems": problems})
-    return Check("registry", OK, "database mirror matches the registry's tags")
-
-
 def check_hook_errors(root: Path) -> Check:
     """What agent and git hooks could not record lately (they never fail the agent, so this
     is where their problems show up)."""
@@ -250,12 +177,9 @@ def check_hook_errors(root: Path) -> Check:
                                 f"(log: {last.get('log')})", {"errors": errors})
 
 
-def diagnose(root: Path) -> Report:
-    """Run every check against the store at `root` (the .agentstate directory)."""
+def storage_checks(root: Path) -> tuple[list[Check], Settings]:
+    """The storage layer's own checks (agentstate.maintenance.doctor adds the domains')."""
     config_check, settings = check_config(root)
     checks = [config_check, *check_database(root), check_writable(root),
-              check_tokenizer(settings.tokens), check_skills_repo(root), check_git(),
-              check_hook_errors(root)]
-    if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):
-        checks += [check_search_indexes(root), check_registry_mirror(root, settings)]
-    return Report(store=str(root), checks=checks)
+              check_tokenizer(settings.tokens), check_git(), check_hook_errors(root)]
+    return checks, settings

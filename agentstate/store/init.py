@@ -1,9 +1,15 @@
-"""`agentstate init`: create the store, or report that it is already there."""
+"""The storage half of `agentstate init`: config.toml, .gitignore, state.db and its migrations.
+
+It knows no domain: `agentstate.maintenance.init.init_store` composes it with the skills
+registry and the shipped skills through the `extra` callback, which runs on the (possibly
+still staged) store directory.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,10 +29,14 @@ class InitResult:
         return bool(self.created)
 
 
-def init_store(
+Extra = Callable[[Path, "InitResult"], None]
+
+
+def create_store(
     start: Path | None = None,
     target: Path | None = None,
     override: str | Path | None = None,
+    extra: Extra | None = None,
 ) -> InitResult:
     """Create whatever part of `.agentstate/` is missing; an existing part is left alone.
 
@@ -42,14 +52,12 @@ def init_store(
         target = named.parent if named.name == STORE_DIR else named
     base = target.resolve() if target else init_location(start)
     root = base / STORE_DIR
-    if root.exists() and (root / DB_NAME).exists():
-        return _complete(root, InitResult(root))
     if root.exists():
-        return _complete(root, InitResult(root))
+        return _complete(root, InitResult(root), extra)
     staging = base / f".agentstate.init-{os.getpid()}"
     try:
         staging.mkdir(parents=False, exist_ok=False)
-        result = _complete(staging, InitResult(root))
+        result = _complete(staging, InitResult(root), extra)
         staging.rename(root)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
@@ -60,9 +68,7 @@ def init_store(
     return result
 
 
-def _complete(root: Path, result: InitResult) -> InitResult:
-    from agentstate.skills.registry import ensure_registry
-
+def _complete(root: Path, result: InitResult, extra: Extra | None) -> InitResult:
     config = root / CONFIG_NAME
     if config.exists():
         load_settings(config)  # a committed config with a mistake fails before anything is made
@@ -86,12 +92,6 @@ def _complete(root: Path, result: InitResult) -> InitResult:
         result.created.append(DB_NAME)
     elif applied:
         result.created.append(f"{DB_NAME} migrations: {', '.join(applied)}")
-    if ensure_registry(root / "skills"):
-        result.created.append("skills/ (git repository)")
-    # Shipped skills (top-level skills/ in the source): published once; a second init finds
-    # them installed and changes nothing (see agentstate/skills/shipped.py).
-    from agentstate.skills.shipped import install_into
-
-    for ref in install_into(root):
-        result.created.append(f"skill {ref} (shipped, published)")
+    if extra is not None:
+        extra(root, result)
     return result

@@ -1,0 +1,139 @@
+"""`agentstate doctor`: the storage checks (agentstate.store.doctor) plus the domains': the
+skills registry (a git repository; interrupted publishes, git locks, untagged commits; the
+database mirror against the tags) and the memory/event search indexes. Nothing is changed;
+`agentstate.maintenance.repair` mends what can be mended.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from agentstate.config import Settings
+from agentstate.errors import AgentStateError
+from agentstate.store.db import DB_NAME, SKILLS_DIR
+from agentstate.store.doctor import FAIL, OK, WARN, Check, Report, storage_checks
+
+REPAIR_HINT = "run `agentstate doctor --repair`"
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def _read_only(root: Path) -> sqlite3.Connection | None:
+    try:
+        return sqlite3.connect(f"file:{root / DB_NAME}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error:
+        return None
+
+
+def check_skills_repo(root: Path) -> Check:
+    path = root / SKILLS_DIR
+    if not path.is_dir():
+        return Check("skills", FAIL, f"{path} missing (run `agentstate init`: it recreates the "
+                                     "registry and restores the shipped skills)")
+    top = _git(path, "rev-parse", "--show-toplevel")
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != path.resolve():
+        return Check("skills", FAIL, f"{path} is not its own git repository (move it aside and "
+                                     "run `agentstate init`)")
+    head = _git(path, "rev-parse", "--short", "HEAD").stdout.strip() or "(no commits)"
+    # --no-optional-locks: the doctor must not take git's index lock itself.
+    status = _git(path, "--no-optional-locks", "status", "--porcelain").stdout
+    dirty = [line[3:] for line in status.splitlines() if line.strip()]
+    tags = [t for t in _git(path, "tag", "--list").stdout.splitlines() if t]
+    data = {"head": head, "dirty": dirty, "tags": len(tags)}
+    if dirty:
+        # Drafts and proposed candidates live in the work tree until they are published.
+        return Check("skills", OK, f"git repository at {head}, {len(tags)} tag(s); "
+                                   f"{len(dirty)} unpublished draft path(s): "
+                                   f"{', '.join(dirty[:5])}", data)
+    return Check("skills", OK, f"git repository at {head}, clean, {len(tags)} tag(s)", data)
+
+
+def check_publishing(root: Path) -> Check:
+    """Interrupted publishes (journal rows), git lock files, untagged commits at HEAD."""
+    from agentstate.skills.repair import inspect_publishing
+
+    path = root / SKILLS_DIR
+    if not (path / ".git").exists():
+        return Check("publish", WARN, "not checked: no skills registry")
+    conn = _read_only(root)
+    try:
+        state = inspect_publishing(path, conn)
+    except (sqlite3.Error, AgentStateError, OSError) as exc:
+        return Check("publish", WARN, f"not checked: {exc}")
+    finally:
+        if conn is not None:
+            conn.close()
+    problems = state.problems
+    if problems:
+        return Check("publish", FAIL, "; ".join(problems[:3]) + f" ({REPAIR_HINT})",
+                     {"problems": problems})
+    return Check("publish", OK, "no interrupted publish, no git lock, every commit tagged")
+
+
+def check_search_indexes(root: Path) -> Check:
+    """FTS5 integrity of the memory and event indexes.
+
+    FTS5's integrity-check is phrased as an INSERT, so it needs a writable connection; it runs
+    inside a transaction that is rolled back, leaving the store exactly as it was.
+    """
+    from agentstate.memory.search import check_indexes
+
+    try:
+        conn = sqlite3.connect(str(root / DB_NAME), isolation_level=None, timeout=10)
+    except sqlite3.Error as exc:
+        return Check("search", WARN, f"not checked: {exc}")
+    try:
+        conn.execute("BEGIN")
+        problems = check_indexes(conn)
+    except sqlite3.Error as exc:
+        return Check("search", WARN, f"not checked: {exc}")
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.close()
+    if any("readonly" in p for p in problems):
+        return Check("search", WARN, "not checked: the store is read-only")
+    if problems:
+        return Check("search", FAIL, "; ".join(problems[:3]), {"problems": problems})
+    return Check("search", OK, "memory and event full-text indexes consistent")
+
+
+def check_registry_mirror(root: Path, settings: Settings) -> Check:
+    """Every released skill version in the database has its tag at the recorded commit/tree,
+    every release tag has a row, and the shipped skills are installed."""
+    from agentstate.skills.history import check_registry
+    from agentstate.store.db import LazyDatabase, Store
+
+    if not (root / SKILLS_DIR / ".git").exists():
+        return Check("registry", WARN, "not checked: no skills registry")
+    conn = _read_only(root)
+    if conn is None:
+        return Check("registry", WARN, "not checked: the database cannot be opened")
+    store = Store(root=root, db=LazyDatabase(conn), settings=settings)  # type: ignore[arg-type]
+    try:
+        problems = check_registry(store)
+    except (sqlite3.Error, AgentStateError, OSError) as exc:
+        return Check("registry", WARN, f"not checked: {exc}")
+    finally:
+        conn.close()
+    if problems:
+        return Check("registry", FAIL, "; ".join(problems[:3]) + f" ({REPAIR_HINT})",
+                     {"problems": problems})
+    return Check("registry", OK, "database mirror matches the registry's tags")
+
+
+def diagnose(root: Path) -> Report:
+    """Run every check against the store at `root` (the .agentstate directory)."""
+    checks, settings = storage_checks(root)
+    checks.insert(-2, check_skills_repo(root))
+    if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):
+        checks += [check_search_indexes(root), check_publishing(root),
+                   check_registry_mirror(root, settings)]
+    return Report(store=str(root), checks=checks)
+
+
+__all__ = ["FAIL", "OK", "WARN", "Check", "Report", "diagnose"]
