@@ -51,7 +51,7 @@ def test_denied_and_missing_commands_are_logged_without_running(store, tmp_path)
     assert not marker.exists()
     configure(store, "tools", allow=(*store.settings.tools.allow, "no-such-program-x1"))
     missing = run_tool(store, ["no-such-program-x1", "--flag"])
-    assert missing.allowed and missing.not_found and "not on PATH" in missing.reason
+    assert missing.allowed and missing.not_found and "not on the [tools] path" in missing.reason
     rows = calls(store)
     assert [(r["allowed"], r["exit_code"]) for r in rows] == [(0, None), (1, None)]
     texts = [e.text for e in list_events(store, kind="tool")]
