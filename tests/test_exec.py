@@ -369,3 +369,14 @@ def test_the_sandbox_confines_writes_and_network(initialised, tmp_path):
     set_tools(initialised, sandbox="none")
     run_agentstate("exec", "--", "python3", "-c", script, str(outside), cwd=initialised)
     assert outside.exists()
+
+
+@needs_bwrap
+def test_the_sandbox_lets_a_skill_write_its_temp_dir(store, tmp_path):
+    configure(store, "tools", sandbox="bwrap")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code = f"open({str(scratch / 'out')!r}, 'w').write('x')"
+    assert not run_tool(store, ["python3", "-c", code]).ok  # /tmp is private in the sandbox
+    assert run_tool(store, ["python3", "-c", code], writable=[scratch]).ok
+    assert (scratch / "out").read_text() == "x"

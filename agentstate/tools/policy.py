@@ -29,6 +29,7 @@ import os
 import pwd
 import shlex
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,11 +84,19 @@ def search_path(tools: ToolSettings, base: Path) -> list[str]:
 
 def resolve_program(argv0: str, dirs: list[str], cwd: Path | str) -> str | None:
     """The file `argv0` names: a path (relative to `cwd`) as written, a bare name looked up in
-    `dirs` only. None when there is no such executable file."""
+    `dirs` only (and `agentstate` beside this interpreter). None when there is no such
+    executable file."""
     if os.sep in argv0:
         where = os.path.join(cwd, argv0)
         return where if os.path.isfile(where) and os.access(where, os.X_OK) else None
-    return shutil.which(argv0, path=os.pathsep.join(dirs)) if dirs else None
+    found = shutil.which(argv0, path=os.pathsep.join(dirs)) if dirs else None
+    if found is None and argv0 == "agentstate":
+        # agentstate itself (shipped skills run it): the one installed beside the running
+        # interpreter, wherever that is (a virtualenv, pipx), when the path has none.
+        own = Path(sys.executable).parent / "agentstate"
+        if own.is_file() and os.access(own, os.X_OK):
+            return str(own)
+    return found
 
 
 def _same_file(a: str | None, b: str | None) -> bool:

@@ -388,7 +388,7 @@ def tool_availability(tools: ToolSettings, tool: str, base: Path | None = None) 
     decision = check_command(tools, [tool])
     problems = []
     if not on_path:
-        problems.append(f"required tool {tool!r} is not on PATH (the [tools] path)")
+        problems.append(f"required tool {tool!r} is not on PATH")
     if not decision.allowed:
         problems.append(f"required tool {tool!r} is not allowed: {decision.reason}")
     return Availability(tool, on_path=on_path, allowed=decision.allowed,
