@@ -190,3 +190,39 @@ def test_arguments_that_run_another_program_are_refused(argv, rule):
 def test_ordinary_arguments_of_those_programs_are_allowed(argv):
     decision = check_command(cfg(["*"]), shlex.split(argv))
     assert decision.allowed, decision.reason
+
+
+def test_a_relative_path_to_the_root_is_the_root(tmp_path):
+    from agentstate.tools.policy import authorize
+
+    depth = len(tmp_path.parts)
+    argv = ["rm", "-rf", "/".join([".."] * depth)]
+    verdict = authorize(STAR, argv, cwd=tmp_path, base=tmp_path)
+    assert not verdict.decision.allowed and verdict.decision.rule == "rm -rf /"
+    kept = authorize(STAR, ["rm", "-rf", "build"], cwd=tmp_path, base=tmp_path)
+    assert kept.decision.allowed and kept.executable
+
+
+RECURSIVE = st.sampled_from(["-r", "-R", "--recursive", "--recur"])
+FORCE = st.sampled_from(["-f", "--force", "--forc"])
+EXTRA = st.lists(st.sampled_from(["-v", "--no-preserve-root", "--one-file-system", "-d"]),
+                 max_size=2)
+ROOT = st.sampled_from(["/", "//", "/.", "/./", "/tmp/..", "///usr/.."])
+WRAPPERS = st.lists(st.sampled_from([["env"], ["nice", "-n", "3"], ["timeout", "5"],
+                                     ["nohup"], ["sudo", "-n"], ["busybox"], ["env", "-i"]]),
+                    max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(recursive=RECURSIVE, force=FORCE, extra=EXTRA, root=ROOT, wrappers=WRAPPERS,
+       cluster=st.booleans(), order=st.randoms(use_true_random=False))
+def test_rm_rf_root_is_denied_however_it_is_spelt(recursive, force, extra, root, wrappers,
+                                                    cluster, order):
+    options = [recursive, force, *extra]
+    order.shuffle(options)
+    if cluster:  # merge the short ones: -r -f -v -> -rfv
+        short = [o[1] for o in options if len(o) == 2]
+        options = [o for o in options if len(o) != 2] + (["-" + "".join(short)] if short else [])
+    argv = [word for wrapper in wrappers for word in wrapper] + ["rm", *options, root]
+    decision = check_command(STAR, argv)
+    assert not decision.allowed and decision.rule == "rm -rf /", (argv, decision.reason)

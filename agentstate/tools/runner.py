@@ -203,7 +203,7 @@ def run_tool(
             assert bwrap is not None  # authorize refuses when it is missing
             command = bwrap_command(bwrap, executable, argv, cwd=where,
                                     work_tree=store.work_tree, store_dir=store.root,
-                                    writable=[Path(p).resolve() for p in writable])
+                                    writable=[Path(p) for p in writable])
             executable = bwrap
         try:
             _execute(result, command, executable, where, timeout, echo,

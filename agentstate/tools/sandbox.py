@@ -48,6 +48,8 @@ def bwrap_command(bwrap: str, executable: str, argv: list[str], *, cwd: Path,
                   work_tree: Path, store_dir: Path,
                   writable: Iterable[Path] = ()) -> list[str]:
     """The bubblewrap command line that runs `argv` (via `executable`) in the sandbox."""
+    work_tree, store_dir = work_tree.resolve(), store_dir.resolve()
+    writable = [Path(p).resolve() for p in writable]
     command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                "--tmpfs", "/tmp", "--bind", str(work_tree), str(work_tree)]
     if store_dir.is_dir():
