@@ -117,6 +117,16 @@ def _rules(value: Any) -> tuple[str, ...]:
     return rules
 
 
+def _choice(options: tuple[str, ...]) -> Check:
+    what = "one of " + ", ".join(repr(o) for o in options)
+
+    def check(value: Any) -> str:
+        if value not in options:
+            raise _Bad(what, value)
+        return value
+    return check
+
+
 def _classes(value: Any) -> tuple[str, ...]:
     classes = _strings(value)
     for name in classes:
@@ -237,8 +247,16 @@ class ToolSettings:
 
     allow: tuple[str, ...] = _setting(
         ("git", "make", "pytest", "python", "python3", "ls", "cat", "echo", "true", "false",
-         "grep", "rg", "npm", "cargo", "go", "ruff", "agentstate"), _rules)
+         "grep", "rg", "sed", "find", "npm", "node", "cargo", "go", "ruff", "uv", "tox",
+         "agentstate"), _rules)
     deny: tuple[str, ...] = _setting(("rm -rf /", "curl", "wget", "ssh", "scp"), _rules)
+    # Where programs are looked up (never the caller's PATH): system directories first, then
+    # the repository's virtualenv. `~/` is the user's home; relative entries are relative to
+    # the repository.
+    path: tuple[str, ...] = _setting(
+        ("/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
+         "/opt/homebrew/bin", ".venv/bin"), _strings)
+    sandbox: str = _setting("none", _choice(("none", "bwrap")))
     # Seconds; 0 means no limit.
     timeout: float = _setting(600.0, _number(0, what="a number of seconds (0 for no limit)"))
     definitions: tuple[ToolDefinition, ...] = _setting((), _definitions)
@@ -321,8 +339,19 @@ classes = ["pinned", "task", "catalog", "evidence", "trajectory", "index"]
 # allows everything not denied. Commands never run through a shell. A guardrail, not a
 # sandbox: an allowed interpreter can still do anything you can.
 allow = ["git", "make", "pytest", "python", "python3", "ls", "cat", "echo", "true", "false",
-         "grep", "rg", "npm", "cargo", "go", "ruff", "agentstate"]
+         "grep", "rg", "sed", "find", "npm", "node", "cargo", "go", "ruff", "uv", "tox",
+         "agentstate"]
+# Deny rules also match through wrappers (env, nice, timeout, sudo, busybox, xargs, sh -c…);
+# rm's options are compared as a set, so "rm -rf /" also denies rm -fr /, rm -r -f //.
 deny = ["rm -rf /", "curl", "wget", "ssh", "scp"]
+# Where programs are looked up, in order; your shell's PATH is never used, so an agent cannot
+# put its own `git` first. "~/" is your home; relative entries are inside the repository.
+# Add e.g. "~/.cargo/bin" or "~/.local/bin" for tools installed there.
+path = ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
+        "/opt/homebrew/bin", ".venv/bin"]
+# "bwrap": run commands under bubblewrap (Linux): file system read-only except the
+# repository (and not .agentstate/), private /tmp, no network. "none": no sandbox.
+sandbox = "none"
 # Default time limit in seconds (agentstate exec exits 124 when it is reached).
 timeout = 600
 # Tool definitions shown in the context catalog: [{name = "...", description = "..."}]

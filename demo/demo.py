@@ -306,8 +306,9 @@ def play(chapters: list[Chapter], workdir: Path) -> int:
     env = dict(os.environ, COLUMNS="100", NO_COLOR="1", GIT_AUTHOR_NAME="Dev",
                GIT_AUTHOR_EMAIL="dev@example.com", GIT_COMMITTER_NAME="Dev",
                GIT_COMMITTER_EMAIL="dev@example.com")
-    # The venv first on PATH, so `python3` and `agentstate` in commands the tool layer runs
-    # (make test, skill steps) are the ones this demo was started with.
+    # The venv first on PATH for the demo's own shell steps. Commands the tool layer runs
+    # (make test, skill steps) find programs on `[tools] path` instead, and `agentstate`
+    # beside this interpreter.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     # Nothing from the caller's environment may steer the story: another store, another
     # principal, or `make`'s own variables (which would make the inner `make test` chatty).

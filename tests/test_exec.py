@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -51,7 +54,7 @@ def test_denied_and_missing_commands_are_logged_without_running(store, tmp_path)
     assert not marker.exists()
     configure(store, "tools", allow=(*store.settings.tools.allow, "no-such-program-x1"))
     missing = run_tool(store, ["no-such-program-x1", "--flag"])
-    assert missing.allowed and missing.not_found and "not on PATH" in missing.reason
+    assert missing.allowed and missing.not_found and "not on the [tools] path" in missing.reason
     rows = calls(store)
     assert [(r["allowed"], r["exit_code"]) for r in rows] == [(0, None), (1, None)]
     texts = [e.text for e in list_events(store, kind="tool")]
@@ -183,3 +186,197 @@ def test_an_empty_program_is_a_usage_error_like_no_command(cli, initialised):
     for args in (("exec", "--", ""), ("exec", "--", "  ", "x")):
         result = cli(*args)
         assert result.exit_code == 2 and "no command given" in result.stderr
+
+
+# ---------------------------------------------------------------- a tool layer hard to fool
+
+def set_tools(repo, **values) -> None:
+    """Edit [tools] in the repository's config.toml, as a user would."""
+    import tomlkit
+
+    path = repo / ".agentstate" / "config.toml"
+    document = tomlkit.parse(path.read_text())
+    for key, value in values.items():
+        document["tools"][key] = value
+    path.write_text(tomlkit.dumps(document))
+
+
+def plant(folder, name: str, marker) -> str:
+    """An executable called `name` in `folder` that creates `marker` when it runs."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def refusal(proc) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 3 and len(lines) == 1, (proc.returncode, proc.stderr)
+    return lines[0]
+
+
+def test_the_callers_path_does_not_choose_the_program(initialised, tmp_path):
+    marker = tmp_path / "evil-ran"
+    evil = tmp_path / "evil"
+    plant(evil, "git", marker)
+    env = {"PATH": f"{evil}:{os.environ['PATH']}"}
+    proc = run_agentstate("exec", "--", "git", "--version", cwd=initialised, env=env)
+    assert proc.returncode == 0 and "git version" in proc.stdout and not marker.exists()
+    # what the command starts is found on the policy path too
+    proc = run_agentstate("exec", "--", "env", "git", "--version", cwd=initialised, env=env)
+    assert not marker.exists()
+
+
+def test_an_allowed_name_at_another_path_is_refused(initialised, tmp_path):
+    marker = tmp_path / "evil-ran"
+    evil = plant(tmp_path / "elsewhere", "git", marker)
+    line = refusal(run_agentstate("exec", "--", evil, "status", cwd=initialised))
+    assert "unexpected-path" in line and "the one at /usr/bin/git" in line
+    script = plant(initialised / "myskill" / "scripts", "git", marker)  # a skill script `git`
+    line = refusal(run_agentstate("exec", "--", "./myskill/scripts/git", cwd=initialised))
+    assert "unexpected-path" in line
+    assert run_agentstate("exec", "--", script, cwd=initialised).returncode == 3
+    assert not marker.exists()
+    # the real file under another spelling is the same program
+    assert run_agentstate("exec", "--", "/usr/bin/../bin/git", "--version",
+                          cwd=initialised).returncode == 0
+
+
+def test_a_skill_script_named_like_a_tool_does_not_run_as_that_tool(store, tmp_path):
+    marker = tmp_path / "ran"
+    folder = tmp_path / "skill"
+    plant(folder / "scripts", "git", marker)
+    result = run_tool(store, [str(folder / "scripts" / "git"), "status"], cwd=folder)
+    assert not result.allowed and "unexpected-path" in result.reason and not marker.exists()
+
+
+def test_a_missing_program_is_not_found_not_refused(initialised):
+    proc = run_agentstate("exec", "--", "nonexistentcmd", "x", cwd=initialised)
+    assert proc.returncode == 1 and "command not found: nonexistentcmd" in proc.stderr
+    assert "not in [tools] allow" not in proc.stderr
+
+
+def test_a_program_only_on_the_callers_path_is_explained(store, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "mybin"
+    plant(bin_dir, "mytool", tmp_path / "m")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    configure(store, "tools", allow=("mytool",))
+    result = run_tool(store, ["mytool"])
+    assert result.not_found and f"add {bin_dir} to [tools] path" in result.reason
+    configure(store, "tools", path=(*store.settings.tools.path, str(bin_dir)))
+    assert run_tool(store, ["mytool"]).ok and (tmp_path / "m").exists()
+
+
+def test_relative_and_home_entries_of_the_tools_path(store, tmp_path, monkeypatch):
+    from agentstate.tools.policy import search_path
+
+    (store.work_tree / ".venv" / "bin").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(tmp_path))  # the caller's HOME does not move `~/`
+    (tmp_path / "hbin").mkdir()
+    configure(store, "tools", path=("/usr/bin", ".venv/bin", "~/hbin", "/no/such/dir"))
+    dirs = search_path(store.settings.tools, store.work_tree)
+    assert dirs == ["/usr/bin", str(store.work_tree / ".venv" / "bin")]
+
+
+@pytest.mark.parametrize("argv,marker_in", [
+    (["git", "-c", "alias.y=!touch {m}", "y"], "git-config-exec"),
+    (["make", "--eval=x:; @touch {m}", "x"], "make-eval"),
+    (["find", ".", "-maxdepth", "0", "-exec", "touch", "{m}", ";"], "find-exec"),
+    (["sed", "-n", "1e touch {m}", "README.md"], "sed-exec"),
+])
+def test_arguments_that_run_other_programs_are_refused_before_running(initialised, tmp_path,
+                                                                      argv, marker_in):
+    marker = tmp_path / "ran"
+    argv = [a.replace("{m}", str(marker)) for a in argv]
+    line = refusal(run_agentstate("exec", "--", *argv, cwd=initialised))
+    assert f"denied by built-in rule {marker_in}" in line and not marker.exists()
+
+
+def test_environment_variables_that_run_code_are_dropped(initialised, tmp_path):
+    marker = tmp_path / "ran"
+    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "alias.y",
+           "GIT_CONFIG_VALUE_0": f"!touch {marker}",
+           "GIT_CONFIG_PARAMETERS": f"'alias.z=!touch {marker}'",
+           "MAKEFLAGS": f"--eval=all:; @touch {marker}"}
+    run_agentstate("exec", "--", "git", "y", cwd=initialised, env=env)
+    run_agentstate("exec", "--", "git", "z", cwd=initialised, env=env)
+    run_agentstate("exec", "--", "make", "-f", "/dev/null", cwd=initialised, env=env)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["rm", "-fr", "{d}"], ["rm", "-r", "-f", "{d}"], ["rm", "-rf", "--no-preserve-root", "{d}"],
+    ["rm", "--recursive", "--force", "--", "{d}/"], ["env", "rm", "-rf", "{d}"],
+    ["nice", "-n", "5", "rm", "-rf", "{d}"], ["timeout", "9", "rm", "-rf", "{d}"],
+    ["nohup", "rm", "-rf", "{d}"], ["sh", "-c", "true && rm -rf {d}"],
+])
+def test_with_allow_star_the_deny_rule_holds_whatever_the_spelling(initialised, tmp_path, argv):
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    set_tools(initialised, allow=["*"], deny=[f"rm -rf {victim}"])
+    argv = [a.replace("{d}", str(victim)) for a in argv]
+    line = refusal(run_agentstate("exec", "--", *argv, cwd=initialised))
+    assert f"deny rule 'rm -rf {victim}'" in line and (victim / "sub").is_dir()
+
+
+def test_a_symlink_to_a_denied_program_is_denied(store, tmp_path):
+    link = tmp_path / "innocent"
+    link.symlink_to("/usr/bin/curl")
+    configure(store, "tools", allow=("*",))
+    result = run_tool(store, [str(link), "--version"])
+    assert not result.allowed and "deny rule 'curl'" in result.reason
+
+
+# ---------------------------------------------------------------- the bubblewrap sandbox
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is None,
+    reason="bubblewrap is not installed (apt-get install bubblewrap): sandbox not tested")
+
+
+def test_a_missing_sandbox_refuses_rather_than_runs_unconfined(store, tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "git").symlink_to("/usr/bin/git")  # git, but no bwrap
+    configure(store, "tools", sandbox="bwrap", path=(str(tmp_path / "bin"),))
+    result = run_tool(store, ["git", "--version"])
+    assert not result.allowed and "[tools] sandbox = 'bwrap'" in result.reason
+
+
+@needs_bwrap
+def test_the_sandbox_confines_writes_and_network(initialised, tmp_path):
+    set_tools(initialised, sandbox="bwrap")
+    outside = tmp_path / "outside.txt"
+    script = (
+        "import os, socket, sys\n"
+        f"open({str(initialised / 'inside.txt')!r}, 'w').write('ok')\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        open(path, 'w').write('escaped')\n"
+        "    except OSError as exc:\n"
+        "        print('refused', path, exc.errno)\n"
+        "print('interfaces', sorted(name for _, name in socket.if_nameindex()))\n"
+    )
+    proc = run_agentstate("exec", "--", "python3", "-c", script, str(outside),
+                          str(initialised / ".agentstate" / "planted"),
+                          str(Path.home() / "planted"), cwd=initialised)
+    assert proc.returncode == 0, proc.stderr
+    assert (initialised / "inside.txt").read_text() == "ok"
+    assert not outside.exists() and not (initialised / ".agentstate" / "planted").exists()
+    assert not (Path.home() / "planted").exists()
+    assert "interfaces ['lo']" in proc.stdout
+    # without the sandbox the same command writes outside (so the test can fail)
+    set_tools(initialised, sandbox="none")
+    run_agentstate("exec", "--", "python3", "-c", script, str(outside), cwd=initialised)
+    assert outside.exists()
+
+
+@needs_bwrap
+def test_the_sandbox_lets_a_skill_write_its_temp_dir(store, tmp_path):
+    configure(store, "tools", sandbox="bwrap")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code = f"open({str(scratch / 'out')!r}, 'w').write('x')"
+    assert not run_tool(store, ["python3", "-c", code]).ok  # /tmp is private in the sandbox
+    assert run_tool(store, ["python3", "-c", code], writable=[scratch]).ok
+    assert (scratch / "out").read_text() == "x"

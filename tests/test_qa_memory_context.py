@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -98,7 +100,11 @@ def test_distill_proposes_one_command_per_key_so_a_second_accept_is_harmless(cli
     (initialised / "Makefile").write_text("test:\n\t@echo 3 passed\ncheck:\n\t@echo ok\n")
     cli.ok("run", "start", "verify things")
     cli.ok("exec", "--", "make", "test")
-    cli.ok("exec", "--", "python3", "-m", "pytest", "--version")  # not a test run
+    # not a test run (python3 of this environment, which has pytest: its directory first)
+    config = initialised / ".agentstate" / "config.toml"
+    venv = str(Path(sys.executable).parent)
+    config.write_text(config.read_text().replace('path = ["', f'path = ["{venv}", "', 1))
+    cli.ok("exec", "--", "python3", "-m", "pytest", "--version")
     cli.ok("exec", "--", "make", "test", "V=1")  # another value for the same key …
     cli.ok("exec", "--", "make", "test")  # … and the latest success wins
     cli.ok("run", "end", "--status", "done")

@@ -29,7 +29,8 @@ def exec_command(
 ) -> None:
     """Run a command under the [tools] policy and log it as a `tool` event.
 
-    The command runs without a shell (pipes and `&&` are plain arguments). Its output streams
+    The command runs without a shell (pipes and `&&` are plain arguments); the program is
+    looked up in `[tools] path` in config.toml, not in PATH. Its output streams
     through; the event keeps the command, exit code, duration and a redacted output excerpt.
     Exit code: the command's own exit code; 3 when the policy denies it; 1 when it is not
     found; 124 when it times out. Without an active run only the tool_calls row is written.

@@ -120,7 +120,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
                     "give the input a default")
             cwd = folder if command.cwd == "skill" else store.work_tree
             result = run_tool(store, argv, run_ref=run_ref, timeout=command.timeout, cwd=cwd,
-                              purpose=f"skill:{name} acceptance")
+                              purpose=f"skill:{name} acceptance", writable=[tmp_dir])
             ok = (result.allowed and not result.not_found and not result.timed_out
                   and result.exit_code == command.expect_exit)
             results.append(AcceptanceResult(

@@ -195,7 +195,7 @@ def run_skill_steps(store: Store, target: str, *, step: int | None = None,
                                    "--param NAME=VALUE")
             cwd = folder if item.run.cwd == "skill" else store.work_tree
             done = run_tool(store, argv, run_ref=run_ref, cwd=cwd,
-                            purpose=f"{row.ref} step {index}")
+                            purpose=f"{row.ref} step {index}", writable=[tmp])
             result.steps.append(StepRun(
                 step=index, do=item.do, command=item.run.text, ok=done.ok,
                 status=done.status if done.allowed and not done.not_found else done.reason,

@@ -15,12 +15,12 @@ import hashlib
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -32,7 +32,14 @@ from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import tool_source
 from agentstate.tools.excerpt import is_error_line, output_excerpt, redact
-from agentstate.tools.policy import check_command, program_name
+from agentstate.tools.policy import (
+    authorize,
+    check_command,
+    program_name,
+    resolve_program,
+    search_path,
+)
+from agentstate.tools.sandbox import bwrap_command, tool_environment
 
 KEEP_BYTES = 64 * 1024  # per stream, head and tail each, kept in memory for the result
 KEEP_ERROR_LINES = 100  # error-looking lines kept from the middle that head and tail drop
@@ -162,13 +169,16 @@ def run_tool(
     purpose: str | None = None,
     echo: bool = False,
     env: dict[str, str] | None = None,
+    writable: Sequence[str | Path] = (),
 ) -> ToolResult:
     """Check the policy, run `argv` without a shell, log it, and return what happened.
 
     Never raises for the command's own failure (denied, missing, non-zero, timeout): the
     result says so and the call is logged. Raises InvalidInput for an empty command, a bad
     timeout, a missing working directory or an ended run (checked before anything runs).
-    With `echo`, output streams to this process's stdout/stderr as it arrives.
+    With `echo`, output streams to this process's stdout/stderr as it arrives. `env` adds
+    variables (minus those tools/sandbox.py drops); `writable`: directories outside the
+    repository that the command may write under `[tools] sandbox = "bwrap"` (a temp dir).
     """
     argv = [str(a) for a in argv]
     if not argv or not argv[0].strip():
@@ -180,12 +190,24 @@ def run_tool(
     run = _target_run(store, run_ref)
     where = _resolve_cwd(store, cwd)
     program = program_name(argv[0])
-    decision = check_command(store.settings.tools, argv)
+    tools = store.settings.tools
+    verdict = authorize(tools, argv, cwd=where, base=store.work_tree)
+    decision = verdict.decision
     result = ToolResult(argv=argv, program=program, allowed=decision.allowed,
-                        reason=decision.reason, cwd=str(where))
-    if decision.allowed:
+                        reason=decision.reason, cwd=str(where), not_found=verdict.not_found)
+    if decision.allowed and verdict.executable is not None:
+        command, executable = argv, verdict.executable
+        dirs = search_path(tools, store.work_tree)
+        if tools.sandbox == "bwrap":
+            bwrap = resolve_program("bwrap", dirs, where)
+            assert bwrap is not None  # authorize refuses when it is missing
+            command = bwrap_command(bwrap, executable, argv, cwd=where,
+                                    work_tree=store.work_tree, store_dir=store.root,
+                                    writable=[Path(p) for p in writable])
+            executable = bwrap
         try:
-            _execute(result, argv, where, timeout, echo, env)
+            _execute(result, command, executable, where, timeout, echo,
+                     tool_environment(os.environ, env, dirs))
         except KeyboardInterrupt:
             # The call was cut short, but it ran: log it before the interrupt goes on.
             _log(store, result, run, purpose)
@@ -197,23 +219,18 @@ def run_tool(
 def _execute(
     result: ToolResult,
     argv: list[str],
+    executable: str,
     where: Path,
     timeout: float | None,
     echo: bool,
-    env: dict[str, str] | None,
+    env: dict[str, str],
 ) -> None:
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    executable = argv[0]
-    if os.sep not in executable and shutil.which(executable, path=full_env.get("PATH")) is None:
-        result.not_found = True
-        result.reason = f"command not found: {executable} (not on PATH)"
-        return
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            argv, cwd=where, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=None if echo else subprocess.DEVNULL,
+            # `executable` is the file the policy resolved; argv[0] stays as written.
+            argv, executable=executable, cwd=where, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, stdin=None if echo else subprocess.DEVNULL,
             # Own process group, so a timeout kills the command's children too.
             start_new_session=True,
         )
@@ -358,14 +375,16 @@ class Availability:
     problems: list[str] = field(default_factory=list)
 
 
-def tool_availability(tools: ToolSettings, tool: str) -> Availability:
-    """Can the tool layer run this tool here: on PATH and allowed, or declared in [tools]?"""
+def tool_availability(tools: ToolSettings, tool: str, base: Path | None = None) -> Availability:
+    """Can the tool layer run this tool here: on the [tools] path (relative entries from
+    `base`, default the current directory) and allowed, or declared in [tools]?"""
     from agentstate.tools.policy import declared_tools
 
     if tool in declared_tools(tools):
         return Availability(tool, on_path=False, allowed=True, declared=True,
                             reason="declared in [tools] definitions")
-    on_path = shutil.which(tool) is not None
+    where = base or Path.cwd()
+    on_path = resolve_program(tool, search_path(tools, where), where) is not None
     decision = check_command(tools, [tool])
     problems = []
     if not on_path:

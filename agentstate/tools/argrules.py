@@ -1,0 +1,291 @@
+"""Built-in rules: arguments that make an allowed program run another program.
+
+`git` is allowed by default, but `git -c 'alias.x=!curl …' x` runs curl; `make --eval`,
+`find -exec`, `sed 's/x/y/e'`, `tar --to-command`, `rsync -e` do the same. These rules are
+always on (whatever `[tools] allow` says) and each refusal names its rule. They are a list of
+known spellings, not a proof: what a program does with its own configuration files (a
+Makefile, `.git/config`, hooks, `conftest.py`, `package.json` scripts) is out of their reach,
+and an allowed interpreter (`python -c`, `node -e`) can run anything. See the README's
+"The tool layer".
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentstate.tools.normalise import program_name
+
+# ---------------------------------------------------------------- git
+
+# Config variables whose value is a program or command to run (matched on the lower-cased
+# last part of the name), or that pull in more config (include.path).
+_GIT_EXEC_NAMES = {
+    "sshcommand", "pager", "editor", "fsmonitor", "hookspath", "askpass", "gitproxy",
+    "external", "textconv", "command", "cmd", "program", "helper", "driver", "clean",
+    "smudge", "process", "uploadpack", "receivepack", "packobjectshook", "browser",
+    "alternaterefscommand", "difffilter", "path", "proxycommand",
+}
+_GIT_EXEC_SECTIONS = {"pager", "include", "includeif"}
+# Subcommand options that name a command to run.
+_GIT_SUB_OPTIONS = {
+    "rebase": {"-x", "--exec"},
+    "difftool": {"-x", "--extcmd"},
+    "grep": {"-O", "--open-files-in-pager"},
+    "clone": {"-u", "--upload-pack"},
+    "fetch": {"--upload-pack"},
+    "pull": {"--upload-pack"},
+    "ls-remote": {"--upload-pack"},
+    "fetch-pack": {"--upload-pack", "--exec"},
+    "push": {"--receive-pack", "--exec"},
+    "send-pack": {"--receive-pack", "--exec"},
+    "archive": {"--exec"},
+}
+_GIT_SUB_WORDS = {"submodule": "foreach", "bisect": "run"}
+_GIT_GLOBAL_VALUES = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
+                      "--config-env", "--list-cmds", "--attr-source"}
+
+
+def _git_key_runs(key: str, value: str | None) -> bool:
+    parts = key.strip().lower().split(".")
+    if len(parts) < 2:
+        return False
+    section, name = parts[0], parts[-1]
+    if section == "alias":
+        return value is None or value.lstrip().startswith("!")
+    if section == "protocol" and name == "allow":
+        return True  # enables ext::, which runs a command as a "transport"
+    return section in _GIT_EXEC_SECTIONS or name in _GIT_EXEC_NAMES
+
+
+def _git(args: list[str]) -> str | None:
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        word = args[i]
+        name, eq, attached = word.partition("=")
+        value = attached if eq else (args[i + 1] if i + 1 < len(args) else "")
+        if word == "-c":
+            key, has, setting = value.partition("=")
+            if _git_key_runs(key, setting if has else None):
+                return f"git-config-exec: `git -c {value}` sets a command git would run"
+        elif name == "--config-env":
+            if _git_key_runs(value.partition("=")[0], None):
+                return (f"git-config-exec: `git --config-env {value}` sets a command git "
+                        "would run from an environment variable")
+        elif name == "--exec-path" and eq:
+            return "git-exec-path: `git --exec-path=DIR` runs git's subcommands from DIR"
+        i += 1 if eq or name not in _GIT_GLOBAL_VALUES else 2
+    if i >= len(args):
+        return None
+    sub, rest = args[i], args[i + 1:]
+    if sub == "filter-branch":
+        return "git-runs-command: `git filter-branch` runs its filters as shell commands"
+    if sub == "config":
+        operands = [w for w in rest if not w.startswith("-")]
+        for index, key in enumerate(operands[:2]):  # `KEY VALUE`, or `set KEY VALUE`
+            if "." in key and index + 1 < len(operands) \
+                    and _git_key_runs(key, operands[index + 1]):
+                return f"git-config-exec: `git config {key} …` sets a command git would run"
+        return None
+    if _GIT_SUB_WORDS.get(sub) in rest[:1] or (sub == "submodule" and "foreach" in rest):
+        return f"git-runs-command: `git {sub} {_GIT_SUB_WORDS[sub]}` runs a shell command"
+    options = _GIT_SUB_OPTIONS.get(sub, set())
+    for word in rest:
+        if word == "--":
+            break
+        name = word.split("=", 1)[0]
+        if name in options or any(word.startswith(o) and len(o) == 2 and len(word) > 2
+                                   for o in options):
+            return f"git-runs-command: `git {sub} {name}` names a command to run"
+    return None
+
+
+# ---------------------------------------------------------------- make, find, tar, rsync
+
+_MAKE_SHORT_VALUES = set("CfIjloW")
+_MAKE_VAR = re.compile(r"^\s*(SHELL|\.SHELLFLAGS|MAKESHELL)\s*[:+?!]*=")
+
+
+def _make(args: list[str]) -> str | None:
+    for word in args:
+        if word.startswith("--eval"):
+            return "make-eval: `make --eval` adds rules (and so commands) from the command line"
+        if _MAKE_VAR.match(word):
+            return f"make-shell: `make {word.split('=')[0]}=…` replaces the shell recipes run in"
+        if word.startswith("-") and not word.startswith("--"):
+            for ch in word[1:]:
+                if ch == "E":
+                    return "make-eval: `make -E` adds rules (and so commands) from the command line"
+                if ch in _MAKE_SHORT_VALUES:
+                    break
+    return None
+
+
+def _find(args: list[str]) -> str | None:
+    for word in args:
+        if word in ("-exec", "-execdir", "-ok", "-okdir"):
+            return f"find-exec: `find {word}` runs a command for each file"
+    return None
+
+
+def _long_options(program: str, rule: str, options: tuple[str, ...], short: str = ""):
+    def check(args: list[str]) -> str | None:
+        for word in args:
+            if word == "--":
+                break
+            name = word.split("=", 1)[0]
+            if name.startswith("--") and len(name) > 3 and any(o.startswith(name)
+                                                               for o in options):
+                return f"{rule}: `{program} {name}` names a command to run"
+            if short and word.startswith("-") and not word.startswith("--") and any(
+                    ch in short for ch in word[1:]):
+                return f"{rule}: `{program} {word}` names a command to run"
+        return None
+    return check
+
+
+_tar = _long_options("tar", "tar-command", (
+    "--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
+    "--new-volume-script", "--rsh-command"), short="IF")
+_rsync = _long_options("rsync", "rsync-command", ("--rsh", "--rsync-path"), short="e")
+
+
+# ---------------------------------------------------------------- sed
+
+def _sed(args: list[str]) -> str | None:
+    scripts: list[str] = []
+    operands: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            operands += args[i + 1:]
+            break
+        if word == "--sandbox":
+            return None  # GNU sed itself then refuses e, r and w
+        if word.startswith("--"):
+            name, eq, value = word.partition("=")
+            if "--expression".startswith(name) and len(name) > 3:
+                scripts.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
+                i += 1 if eq else 2
+                continue
+            if "--file".startswith(name) and len(name) > 3:
+                return "sed-script-file: a sed script read from a file cannot be checked"
+            i += 2 if name in ("--line-length",) and not eq else 1
+            continue
+        if word.startswith("-") and word != "-":
+            j = 1
+            while j < len(word):
+                ch = word[j]
+                if ch == "e":
+                    value = word[j + 1:] or (args[i + 1] if i + 1 < len(args) else "")
+                    scripts.append(value)
+                    i += 0 if word[j + 1:] else 1
+                    break
+                if ch == "f":
+                    return "sed-script-file: a sed script read from a file cannot be checked"
+                if ch in "il":  # -i[SUFFIX], -l N: the rest of the word is their value
+                    if ch == "l" and not word[j + 1:]:
+                        i += 1
+                    break
+                j += 1
+            i += 1
+            continue
+        operands.append(word)
+        i += 1
+    if not scripts and operands:
+        scripts.append(operands[0])
+    for script in scripts:
+        verdict = sed_runs_command(script)
+        if verdict is None:
+            return f"sed-unreadable: cannot read the sed script {script!r} to check it"
+        if verdict:
+            return "sed-exec: the sed script uses `e` (runs a shell command)"
+    return None
+
+
+def _sed_delimited(s: str, i: int, parts: int) -> int:
+    """Skip `parts` sections delimited by s[i] (with backslash escapes); index after them."""
+    if i >= len(s) or s[i] in "\n\\":
+        raise ValueError
+    delim = s[i]
+    i += 1
+    for _ in range(parts):
+        while i < len(s) and s[i] != delim:
+            i += 2 if s[i] == "\\" else 1
+        if i >= len(s):
+            raise ValueError
+        i += 1
+    return i
+
+
+def _sed_address(s: str, i: int) -> int:
+    if i < len(s) and s[i] in "/\\":
+        i = _sed_delimited(s, i + 1 if s[i] == "\\" else i, 1)
+        while i < len(s) and s[i] in "IM":
+            i += 1
+        return i
+    while i < len(s) and (s[i].isdigit() or s[i] in "$~+"):
+        i += 1
+    return i
+
+
+def _to_line_end(s: str, i: int) -> int:
+    while i < len(s) and s[i] != "\n":
+        i += 2 if s[i] == "\\" else 1
+    return i
+
+
+def sed_runs_command(script: str) -> bool | None:
+    """Does a (GNU) sed script run a shell command (`e` command or `s///e`)? None: unreadable."""
+    s, i = script, 0
+    try:
+        while i < len(s):
+            while i < len(s) and s[i] in " \t\n;":
+                i += 1
+            if i >= len(s):
+                break
+            i = _sed_address(s, i)
+            if i < len(s) and s[i] == ",":
+                i = _sed_address(s, i + 1)
+            while i < len(s) and s[i] in " \t!":
+                i += 1
+            if i >= len(s):
+                return None
+            command = s[i]
+            i += 1
+            if command == "e":
+                return True
+            if command == "s":
+                i = _sed_delimited(s, i, 2)
+                while i < len(s) and s[i] not in ";\n}":
+                    if s[i] == "e":
+                        return True
+                    if s[i] in "wW":  # the rest of the line is a file name
+                        i = _to_line_end(s, i)
+                        break
+                    i += 1
+            elif command == "y":
+                i = _sed_delimited(s, i, 2)
+            elif command in "aicrRwW#":
+                i = _to_line_end(s, i)
+            elif command in ":btTv":
+                while i < len(s) and s[i] not in ";\n":
+                    i += 1
+            elif command in "qQlL":
+                while i < len(s) and (s[i].isdigit() or s[i] == " "):
+                    i += 1
+            elif command not in "{}=dDgGhHnNpPxzF":
+                return None
+    except ValueError:
+        return None
+    return False
+
+
+_RULES = {"git": _git, "make": _make, "gmake": _make, "find": _find, "sed": _sed,
+          "gsed": _sed, "tar": _tar, "gtar": _tar, "rsync": _rsync}
+
+
+def exec_argument_rule(argv: list[str]) -> str | None:
+    """The built-in rule `argv` breaks ("name: why"), or None."""
+    check = _RULES.get(program_name(argv[0]))
+    return check(argv[1:]) if check else None
