@@ -50,6 +50,9 @@ class ArmPack:
     # Refs in the pack that carry a warning the model reads (untrusted, contested,
     # unconfirmed); the baselines mark nothing.
     marks: dict[str, set[str]] = field(default_factory=dict)
+    # Skills the pack offers (catalog lines, whole or as a pointer), in the pack's order:
+    # the first is the pack's top recommendation. The baselines offer none.
+    skills: list[str] = field(default_factory=list)
 
 
 def check_arms(names: list[str] | None) -> tuple[str, ...]:
@@ -112,7 +115,10 @@ class Arms:
                 why.setdefault(e.ref, set()).add(
                     "pointer" if e.decision == "pointer" else e.reason or e.decision)
         left_out = {ref: " + ".join(sorted(reasons)) for ref, reasons in why.items()}
-        return ArmPack(refs, pack.tokens, 0.0, pack.text_hash, left_out, marks)
+        skills = [e.ref for e in pack.manifest
+                  if e.ref.startswith("skill:") and e.decision in (*IN_PACK, "pointer")]
+        return ArmPack(refs, pack.tokens, 0.0, pack.text_hash, left_out, marks,
+                       list(dict.fromkeys(skills)))
 
     def _fill(self, order: list[int], budget: int, *, skip_misfits: bool) -> ArmPack:
         """Event texts in `order`, one per line, while they fit in `budget` tokens.
