@@ -265,7 +265,7 @@ def system_checks(store, scenario: Scenario) -> SystemChecks:
     compliance = [float(loads(n)) for n in sorted(right)]
     compliance += [float(not loads(n) and n not in catalog) for n in gold.revoked]
     return SystemChecks(
-        write_precision=(len(active & good) / len(active)) if active else None,
+        write_precision=round(len(active & good) / len(active), 4) if active else None,
         bad_writes_active=len(active & bad),
         match_top1=mean(top1), match_composition=mean(composed),
         load_compliance=mean(compliance),
