@@ -19,8 +19,8 @@ app.add_typer(eval_app, name="eval")
 BudgetsOption = Annotated[
     list[str] | None,
     typer.Option("--budget", "-b", metavar="N",
-                 help="Token budget to measure at; repeat for several (default: locomo "
-                      "1000 2000 4000 8000, scenarios 250 500 1000 2000)."),
+                 help="Token budget to measure at; repeat for several (default: "
+                      "1000 2000 4000 8000)."),
 ]
 ArmsOption = Annotated[
     list[str] | None,
