@@ -282,7 +282,7 @@ def test_bad_arguments():
     assert check_metrics(None)[0] == "constraints"
 
 
-def test_cli_envelope_metric_filter_plot_and_errors(cli, tmp_path):
+def test_cli_envelope_metric_filter_plot_and_errors(cli, repo, tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "s.png"
     data = cli.json("eval", "scenarios", "--scenarios", "1", "-b", "500", "-b", "800",
@@ -295,6 +295,8 @@ def test_cli_envelope_metric_filter_plot_and_errors(cli, tmp_path):
                                        "poisoned", "conflict", "solvable", "discovery",
                                        "composition", "revoked", "tokens_mean", "p50_ms"}
     assert data["system"]["contamination"] == 0
+    # The stores are built in a temporary directory: nothing lands in the user's repository.
+    assert not (repo / ".agentstate").exists()
     for args, code, needle in [
         (("--arm", "nope"), 2, "unknown arm 'nope'"),
         (("--metric", "nope"), 2, "unknown metric 'nope'"),

@@ -90,10 +90,16 @@ def locomo(
         info(f"plot written to {plot}")
 
 
+PROGRESS_AFTER_S = 1.5
+
+
 @contextmanager
 def _progress() -> Iterator[dict]:
-    """A progress bar on stderr, only on a terminal (piped, stderr stays clean); yields the
-    callbacks the measuring functions take."""
+    """A progress bar on stderr, only on a terminal (piped, stderr stays clean) and only once
+    the run has taken over PROGRESS_AFTER_S (a quick run shows none); yields the callbacks the
+    measuring functions take."""
+    import time
+
     from agentstate.output import stderr_console
 
     console = stderr_console()
@@ -105,10 +111,16 @@ def _progress() -> Iterator[dict]:
     progress = Progress("packs", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, transient=True)
     task = progress.add_task("packs", total=None)
-    progress.start()
+    started = time.monotonic()
+
+    def advance(n: int) -> None:
+        progress.advance(task, n)
+        if not progress.live.is_started and time.monotonic() - started > PROGRESS_AFTER_S:
+            progress.start()
+
     try:
         yield {"on_start": lambda total: progress.update(task, total=total),
-               "on_progress": lambda n: progress.advance(task, n)}
+               "on_progress": advance}
     finally:
         progress.stop()
 

@@ -81,11 +81,11 @@ def declare_tool(config: Path, present: bool) -> None:
     """Put GONE_TOOL in (or take it out of) the store's `[tools] definitions`."""
     text = config.read_text(encoding="utf-8")
     declared = f'definitions = [{{name = "{GONE_TOOL}", description = "the old lint wrapper"}}]'
-    if present:
-        text = text.replace("definitions = []", declared)
-    else:
-        text = text.replace(declared, "definitions = []")
-    config.write_text(text, encoding="utf-8")
+    old, new = ("definitions = []", declared) if present else (declared, "definitions = []")
+    if old not in text:
+        # The config template changed shape: fail loudly rather than measure a wrong store.
+        raise RuntimeError(f"cannot find {old!r} in {config} to declare {GONE_TOOL}")
+    config.write_text(text.replace(old, new), encoding="utf-8")
 
 
 def _publish(store: Any, name: str, description: str, triggers: list[str],
