@@ -55,14 +55,20 @@ class ArmPack:
     skills: list[str] = field(default_factory=list)
 
 
+def check_names(names: list[str] | None, known: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """The names asked for, in the order given (default: all `known`); an unknown one is a
+    usage error naming the choices."""
+    if not names:
+        return known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"unknown {what} {unknown[0]!r}; expected some of {', '.join(known)}")
+    return tuple(dict.fromkeys(names))
+
+
 def check_arms(names: list[str] | None) -> tuple[str, ...]:
     """The arms asked for, in the order given (default: all); unknown names are a usage error."""
-    if not names:
-        return ARMS
-    unknown = [n for n in names if n not in ARMS]
-    if unknown:
-        raise UsageError(f"unknown arm {unknown[0]!r}; expected some of {', '.join(ARMS)}")
-    return tuple(dict.fromkeys(names))
+    return check_names(names, ARMS, "arm")
 
 
 class Arms:

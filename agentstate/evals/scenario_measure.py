@@ -33,8 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentstate.errors import UsageError
-from agentstate.evals.arms import ArmPack, Arms, check_arms
+from agentstate.evals.arms import ArmPack, Arms, check_arms, check_names
 from agentstate.evals.measure import cost, find_result, mean
 from agentstate.evals.scenario_skills import SkillGold, SkillTask
 from agentstate.evals.scenarios import Fact, Scenario, build, start_time
@@ -115,12 +114,7 @@ class _Tally:
 
 def check_metrics(names: list[str] | None) -> tuple[str, ...]:
     """The metrics asked for (default: all); unknown names are a usage error."""
-    if not names:
-        return METRICS
-    unknown = [n for n in names if n not in METRICS]
-    if unknown:
-        raise UsageError(f"unknown metric {unknown[0]!r}; expected some of {', '.join(METRICS)}")
-    return tuple(dict.fromkeys(names))
+    return check_names(names, METRICS, "metric")
 
 
 def _unmarked(refs: set[str], pack: ArmPack) -> set[str]:
