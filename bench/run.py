@@ -1,16 +1,33 @@
-"""`make bench`: run every bench/bench_*.py module's `main()` in one process run.
+"""`make bench`: every performance figure the project reports, and the eval summary, in one
+report (bench/REPORT.md, written by the run and not committed; also printed as it goes).
 
-Benchmarks measure; tests assert behaviour. Each module prints its own table, with ratios
-taken in the same run (these machines are shared and noisy).
+Runs every bench/bench_*.py module's `main()` in one process — store sizes, `--help`,
+`resume`, `context`, `recall`, `remember`/`log`, hooks, skills and import throughput, with
+growth from 1,000 to 100,000 events and `python -c pass` in the same run — then
+`agentstate eval scenarios` (defaults) and, when the LoCoMo development split is there
+(AGENTSTATE_LOCOMO_DIR, else ../shared/eval/locomo-dev beside the checkout), `eval locomo`
+at 1k and 2k. Benchmarks measure; tests assert behaviour. Ratios are taken within this run
+(these machines are shared and noisy).
+
+    python bench/run.py                 # everything
+    python bench/run.py context eval    # only bench_context and the evals
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
+import os
+import platform
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).parent
+REPORT = HERE / "REPORT.md"
+LOCOMO_BUDGETS = (1000, 2000)
 
 
 def precompile() -> None:
@@ -25,19 +42,99 @@ def precompile() -> None:
     compileall.compile_dir(str(HERE.parent / "agentstate"), quiet=1)
 
 
+class _Tee(io.TextIOBase):
+    """Print as it goes (a long run shows progress) and keep a copy for the report."""
+
+    def __init__(self, out) -> None:
+        self.out, self.copy = out, io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.out.write(text)
+        self.out.flush()
+        return self.copy.write(text)
+
+
+def locomo_dir() -> Path | None:
+    candidates = [os.environ.get("AGENTSTATE_LOCOMO_DIR"),
+                  str(HERE.parent.parent.parent / "shared" / "eval" / "locomo-dev"),
+                  str(HERE.parent.parent / "shared" / "eval" / "locomo-dev")]
+    for candidate in candidates:
+        if candidate and Path(candidate).exists():
+            return Path(candidate)
+    return None
+
+
+def _rendered(report, render) -> str:
+    from rich.console import Console
+
+    out = io.StringIO()
+    render(Console(file=out, width=170, no_color=True, highlight=False), report)
+    return out.getvalue()
+
+
+def evals() -> list[tuple[str, str]]:
+    """(title, rendered tables) of the eval summary."""
+    from agentstate.cli.eval_cmd import _render, _render_scenarios
+    from agentstate.evals.measure import run_locomo
+    from agentstate.evals.scenario_measure import run_scenarios
+
+    sections = [("eval scenarios (defaults)", _rendered(run_scenarios(), _render_scenarios))]
+    path = locomo_dir()
+    if path is None:
+        sections.append(("eval locomo", "skipped: no LoCoMo data (set AGENTSTATE_LOCOMO_DIR)\n"))
+    else:
+        report = run_locomo(path, budgets=LOCOMO_BUDGETS)
+        sections.append((f"eval locomo {path.name} at 1k and 2k", _rendered(report, _render)))
+    return sections
+
+
 def main() -> int:
     sys.path.insert(0, str(HERE.parent))
     precompile()
     selected = set(sys.argv[1:])
+    started = time.perf_counter()
+    sections: list[tuple[str, str, float]] = []
     for path in sorted(HERE.glob("bench_*.py")):
         name = path.stem
         if selected and name.removeprefix("bench_") not in selected:
             continue
-        print(f"== {name}")
+        print(f"== {name}", flush=True)
         module = importlib.import_module(f"bench.{name}")
-        module.main()
+        tee = _Tee(sys.stdout)
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(tee):
+            module.main()
+        sections.append((name, tee.copy.getvalue(), time.perf_counter() - t0))
         print()
+    if not selected or "eval" in selected:
+        print("== eval", flush=True)
+        t0 = time.perf_counter()
+        for title, text in evals():
+            print(f"-- {title}\n{text}")
+            sections.append((title, text, time.perf_counter() - t0))
+            t0 = time.perf_counter()
+    write_report(sections, time.perf_counter() - started)
+    print(f"report written to {REPORT}")
     return 0
+
+
+def write_report(sections: list[tuple[str, str, float]], seconds: float) -> None:
+    import agentstate
+
+    head = [
+        "# agentstate benchmark and eval report",
+        "",
+        f"Written by `make bench` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC in {seconds:.0f} s: "
+        f"agentstate {getattr(agentstate, '__version__', '?')}, Python "
+        f"{platform.python_version()}, {platform.system()} {platform.machine()}, "
+        f"{os.cpu_count()} CPU(s). Every figure below comes from this one run; compare "
+        "ratios, not absolute times, across machines.",
+        "",
+    ]
+    body = []
+    for title, text, took in sections:
+        body += [f"## {title}", "", f"({took:.0f} s)", "", "```", text.rstrip(), "```", ""]
+    REPORT.write_text("\n".join(head + body), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ app.add_typer(eval_app, name="eval")
 BudgetsOption = Annotated[
     list[str] | None,
     typer.Option("--budget", "-b", metavar="N",
-                 help="Token budget to measure at; repeat for several (default: locomo "
-                      "1000 2000 4000 8000, scenarios 250 500 1000 2000)."),
+                 help="Token budget to measure at; repeat for several (default: "
+                      "1000 2000 4000 8000)."),
 ]
 ArmsOption = Annotated[
     list[str] | None,
@@ -90,10 +90,16 @@ def locomo(
         info(f"plot written to {plot}")
 
 
+PROGRESS_AFTER_S = 1.5
+
+
 @contextmanager
 def _progress() -> Iterator[dict]:
-    """A progress bar on stderr, only on a terminal (piped, stderr stays clean); yields the
-    callbacks the measuring functions take."""
+    """A progress bar on stderr, only on a terminal (piped, stderr stays clean) and only once
+    the run has taken over PROGRESS_AFTER_S (a quick run shows none); yields the callbacks the
+    measuring functions take."""
+    import time
+
     from agentstate.output import stderr_console
 
     console = stderr_console()
@@ -105,10 +111,16 @@ def _progress() -> Iterator[dict]:
     progress = Progress("packs", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, transient=True)
     task = progress.add_task("packs", total=None)
-    progress.start()
+    started = time.monotonic()
+
+    def advance(n: int) -> None:
+        progress.advance(task, n)
+        if not progress.live.is_started and time.monotonic() - started > PROGRESS_AFTER_S:
+            progress.start()
+
     try:
         yield {"on_start": lambda total: progress.update(task, total=total),
-               "on_progress": lambda n: progress.advance(task, n)}
+               "on_progress": advance}
     finally:
         progress.stop()
 
@@ -176,35 +188,75 @@ def _render_misses(console, report) -> None:
 def scenarios(
     seed: Annotated[int, typer.Option("--seed", help="First scenario's seed.")] = 1,
     count: Annotated[
-        int, typer.Option("--scenarios", metavar="N", min=1,
-                          help="How many scenarios (seeds SEED … SEED+N-1).")
+        int, typer.Option("--scenarios", metavar="N",
+                          help="How many scenarios (seeds SEED … SEED+N-1; at least 1).")
     ] = 5,
     budget: BudgetsOption = None,
     arm: ArmsOption = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", metavar="NAME",
+                     help="Show only this metric; repeat for several (default: all): "
+                          "constraints, recall, stale, forgotten, poisoned, conflict, "
+                          "solvable, leak, discovery, composition, revoked."),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", metavar="FILE.png",
+                     help="Also draw recall and leakage against budget per arm (needs the "
+                          "[plot] extra: matplotlib)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Generated coding-agent histories with known answers: what each arm keeps and leaks.
+    """Generated coding-agent histories with known answers: what each arm keeps, leaks, finds.
 
-    Each seed writes one run into a temporary store through the ordinary domain functions:
-    constraints stated at the start, facts observed in tool output and remembered (some
-    change later, some are contradicted by the model's guesses, some expire, some are
-    forgotten or purged), tool output carrying injected instructions, and chatter. For each
-    fact's question and every arm and budget: constraint retention, evidence recall (the
-    current value in the pack), and leakage — stale (a superseded or expired version),
-    forgotten (a forgotten or purged memory), poisoned (a contradiction or injected text
-    shown without an untrusted/contested/unconfirmed mark). The same seed gives the same
-    scenario on every machine.
+    Each seed writes one task into a temporary store (removed afterwards) through the
+    ordinary domain functions, over three sessions of one run: constraints stated once at
+    the start; facts observed in tool output and remembered (the test command, a config
+    value and an owner change later; one is contradicted by the model's guess, one is only
+    a guess, one expires, one is forgotten, one purged, one comes with injected
+    instructions); ~10k tokens of chatter; skills with triggers (one revoked, one whose
+    required tool has gone, a task needing two); documents that try to get a skill
+    published. For each fact's question and skill task, every arm and budget: constraint
+    retention, evidence recall, stale/forgotten/poisoned leakage, conflict resolution, a
+    solvability proxy, skill discovery (top-1), composition and revoked skills offered.
+    Once per scenario (the same for every arm): write precision, `skill match` top-1, load
+    compliance, and contamination (skills published from documents: must be 0). The same
+    seed gives the same scenario on every machine.
     """
     from agentstate.context.assemble import parse_budget
+    from agentstate.errors import InvalidInput
     from agentstate.evals.arms import check_arms
-    from agentstate.evals.scenario_measure import DEFAULT_BUDGETS, run_scenarios
+    from agentstate.evals.scenario_measure import DEFAULT_BUDGETS, check_metrics, run_scenarios
 
+    if count < 1:
+        raise InvalidInput(f"--scenarios must be at least 1, got {count}")
     budgets = [parse_budget(b, 0) for b in budget] if budget else list(DEFAULT_BUDGETS)
     arms = list(check_arms(arm))
+    metrics = list(check_metrics(metric))
+    if plot is not None:
+        from agentstate.evals.plot import check_plot_target
+
+        plot = check_plot_target(plot)
     with _progress() as callbacks:
         report = run_scenarios(seed=seed, count=count, arms=arms, budgets=budgets,
-                               **callbacks)
+                               metrics=metrics, **callbacks)
+    if plot is not None:
+        from agentstate.evals.plot import plot_scenarios
+
+        plot_scenarios(report, plot)
     emit(report, as_json=as_json, human=_render_scenarios)
+    if plot is not None and not as_json:
+        from agentstate.output import info
+
+        info(f"plot written to {plot}")
+
+
+# Column headings of the scenarios table (short, so 14 columns fit in 130 characters).
+HEADINGS = {"constraints": "constr.", "recall": "recall", "stale": "stale↓",
+            "forgotten": "forgot.↓", "poisoned": "poison↓", "conflict": "conflict",
+            "solvable": "solvable", "leak": "leak↓", "discovery": "skill top-1",
+            "composition": "compose", "revoked": "revoked↓"}
 
 
 def _render_scenarios(console, report) -> None:
@@ -215,20 +267,36 @@ def _render_scenarios(console, report) -> None:
 
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.facts_by_kind.items()))
     console.print(f"{len(report.seeds)} scenario(s) (seeds {report.seeds[0]}–"
-                  f"{report.seeds[-1]}), {report.questions} questions ({kinds}); "
-                  f"{report.seconds:g} s")
+                  f"{report.seeds[-1]}; history {report.history_tokens:,.0f} tokens each on "
+                  f"average), {report.questions} questions ({kinds}), {report.tasks} skill "
+                  f"tasks; {report.seconds:g} s")
     if not console.is_terminal:
-        console.width = max(console.width, 120)
-    table = Table(title="retention and recall (higher is better), leakage (lower is better)")
-    columns = ("budget", "arm", "constraints", "recall", "stale", "forgotten", "poisoned",
-               "tokens (mean)", "p50 ms")
+        console.width = max(console.width, 160)
+    table = Table(title="per arm and budget (↓ lower is better; the rest higher is better)")
+    columns = ("budget", "arm", *(HEADINGS[m] for m in report.metrics), "tokens", "p50 ms")
     for column in columns:
         table.add_column(column, justify="left" if column == "arm" else "right")
     for budget in report.budgets:
         rows = [r for r in report.results if r.budget == budget]
         for n, row in enumerate(rows):
-            table.add_row(f"{budget:,}" if n == 0 else "", row.arm, cell(row.constraints),
-                          cell(row.recall), cell(row.stale), cell(row.forgotten),
-                          cell(row.poisoned), f"{row.tokens_mean:,.0f}", f"{row.p50_ms:.1f}",
+            table.add_row(f"{budget:,}" if n == 0 else "", row.arm,
+                          *(cell(getattr(row, m)) for m in report.metrics),
+                          f"{row.tokens_mean:,.0f}", f"{row.p50_ms:.1f}",
                           end_section=n == len(rows) - 1)
     console.print(table)
+    s = report.system
+    if s is None:
+        return
+    checks = Table(title="write path and skill registry (the same for every arm)")
+    checks.add_column("check")
+    checks.add_column("value", justify="right")
+    checks.add_row("write precision (active memories that are true)", cell(s.write_precision))
+    checks.add_row("guesses/contradictions/injections left active ↓", str(s.bad_writes_active))
+    checks.add_row("skill match top-1", cell(s.match_top1))
+    checks.add_row("skill match composition (both in the top 3)", cell(s.match_composition))
+    checks.add_row("load compliance (right skills load, revoked refused)",
+                   cell(s.load_compliance))
+    checks.add_row("skills whose tool has gone that still load ↓", str(s.tool_gone_loads))
+    checks.add_row(f"contamination: published from {s.documents} document attempts ↓",
+                   str(s.contamination))
+    console.print(checks)

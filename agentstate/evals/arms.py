@@ -50,16 +50,25 @@ class ArmPack:
     # Refs in the pack that carry a warning the model reads (untrusted, contested,
     # unconfirmed); the baselines mark nothing.
     marks: dict[str, set[str]] = field(default_factory=dict)
+    # Skills the pack offers (catalog lines, whole or as a pointer), in the pack's order:
+    # the first is the pack's top recommendation. The baselines offer none.
+    skills: list[str] = field(default_factory=list)
+
+
+def check_names(names: list[str] | None, known: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """The names asked for, in the order given (default: all `known`); an unknown one is a
+    usage error naming the choices."""
+    if not names:
+        return known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"unknown {what} {unknown[0]!r}; expected some of {', '.join(known)}")
+    return tuple(dict.fromkeys(names))
 
 
 def check_arms(names: list[str] | None) -> tuple[str, ...]:
     """The arms asked for, in the order given (default: all); unknown names are a usage error."""
-    if not names:
-        return ARMS
-    unknown = [n for n in names if n not in ARMS]
-    if unknown:
-        raise UsageError(f"unknown arm {unknown[0]!r}; expected some of {', '.join(ARMS)}")
-    return tuple(dict.fromkeys(names))
+    return check_names(names, ARMS, "arm")
 
 
 class Arms:
@@ -112,7 +121,10 @@ class Arms:
                 why.setdefault(e.ref, set()).add(
                     "pointer" if e.decision == "pointer" else e.reason or e.decision)
         left_out = {ref: " + ".join(sorted(reasons)) for ref, reasons in why.items()}
-        return ArmPack(refs, pack.tokens, 0.0, pack.text_hash, left_out, marks)
+        skills = [e.ref for e in pack.manifest
+                  if e.ref.startswith("skill:") and e.decision in (*IN_PACK, "pointer")]
+        return ArmPack(refs, pack.tokens, 0.0, pack.text_hash, left_out, marks,
+                       list(dict.fromkeys(skills)))
 
     def _fill(self, order: list[int], budget: int, *, skip_misfits: bool) -> ArmPack:
         """Event texts in `order`, one per line, while they fit in `budget` tokens.

@@ -52,3 +52,32 @@ def plot_recall(report: Any, path: Path) -> Path:
     figure.tight_layout()
     figure.savefig(path)
     return path
+
+
+def plot_scenarios(report: Any, path: Path) -> Path:
+    """Two panels against budget, one line per arm: evidence recall (higher is better) and
+    leakage — a stale, forgotten or unmarked poisoned fact in the pack (lower is better)."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(11, 4.5), dpi=120)
+    panels = figure.subplots(1, 2)
+    for axes, metric, label in ((panels[0], "recall", "evidence recall ↑"),
+                                (panels[1], "leak", "leakage: stale, forgotten or poisoned ↓")):
+        for arm in report.arms:
+            points = [(r.budget, getattr(r, metric)) for r in report.results
+                      if r.arm == arm and getattr(r, metric) is not None]
+            if points:
+                xs, ys = zip(*points, strict=True)
+                axes.plot(xs, ys, marker="o", label=arm)
+        axes.set_xscale("log", base=2)
+        axes.set_xticks(report.budgets, [f"{b:,}" for b in report.budgets])
+        axes.set_ylim(-0.02, 1.02)
+        axes.set_xlabel("budget (tokens, cl100k)")
+        axes.set_ylabel(label)
+        axes.grid(True, alpha=0.3)
+    panels[0].legend(loc="best")
+    figure.suptitle(f"generated scenarios ({len(report.seeds)} seeds, {report.questions} "
+                    "questions)")
+    figure.tight_layout()
+    figure.savefig(path)
+    return path

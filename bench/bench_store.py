@@ -1,0 +1,57 @@
+"""Store sizes on disk and the write path's wall time, at 1,000 and 100,000 events.
+
+The stores are the context benchmark's (bench_context.build_store: 20 runs, 10,000 memories,
+200 skills, the events around them). Reported, from this one run: the size of the database
+file (after a WAL checkpoint) and of the whole `.agentstate/` folder, and the median wall
+time of `agentstate remember` (a new fact each time, through the write gate) and of
+`agentstate log` (one event appended) as subprocesses, with `python -c pass` alongside.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.bench_context import SIZES, _cli, _python, build_store
+
+REPEATS = 7
+
+
+def folder_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="agentstate-bench-store-") as tmp:
+        paths = {}
+        for size in SIZES:
+            start = time.perf_counter()
+            paths[size] = build_store(Path(tmp) / f"s{size}", size)
+            print(f"  built {size:,} events in {time.perf_counter() - start:.1f} s")
+        walls: dict[tuple[str, int], list[float]] = {}
+        python = []
+        for n in range(REPEATS):   # sizes and commands alternate: noise hits both alike
+            python.append(_python())
+            for size in SIZES:
+                walls.setdefault(("remember", size), []).append(_cli(paths[size], [
+                    "remember", f"the nightly job number {n} runs at 0{n}:15", "--kind",
+                    "fact", "--key", f"nightly-{n}"]))
+                walls.setdefault(("log", size), []).append(_cli(paths[size], [
+                    "log", "observation", f"benchmark note {n}: nothing to see"]))
+        print(f"  python -c pass: {statistics.median(python) * 1000:.1f} ms (same run)")
+        print(f"  {'events':>8} {'db file':>10} {'.agentstate/':>13} {'remember p50':>13} "
+              f"{'log p50':>9}")
+        for size in SIZES:
+            store = paths[size] / ".agentstate"
+            db = store / "state.db"
+            db_size = db.stat().st_size if db.exists() else 0
+            print(f"  {size:>8,} {db_size / 1e6:>8.1f} MB {folder_size(store) / 1e6:>10.1f} MB "
+                  f"{statistics.median(walls[('remember', size)]) * 1000:>10.1f} ms "
+                  f"{statistics.median(walls[('log', size)]) * 1000:>6.1f} ms")
+        small, large = SIZES
+        for what in ("remember", "log"):
+            ratio = statistics.median(walls[(what, large)]) / statistics.median(
+                walls[(what, small)])
+            print(f"  growth {small:,} → {large:,} events, {what}: {ratio:.2f}x")
