@@ -27,10 +27,11 @@ def test_usage_errors_with_json_print_one_envelope(initialised, args):
     assert "Traceback" not in proc.stderr
 
 
-def test_usage_errors_without_json_keep_the_usage_text(initialised):
+def test_usage_errors_without_json_are_one_line_naming_help(initialised):
     proc = run_agentstate("events", "--limit", "abc", cwd=initialised)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert "Usage: " in proc.stderr and "--limit" in proc.stderr
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+    assert "--limit" in proc.stderr and "agentstate events --help" in proc.stderr
 
 
 def test_json_after_double_dash_belongs_to_the_command(initialised):
