@@ -18,7 +18,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["AsOption", "JsonOption", "RunOption", "as_agentstate_error", "cli_store",
-           "command_name", "emit", "parse_key_values", "store_override"]
+           "command_name", "emit", "from_stdin", "parse_key_values", "read_stdin",
+           "store_override"]
+
+STDIN = "-"  # as a text argument: read the text from standard input
 
 # Eager: parsed before the command's other parameters, so that a usage error in any of them
 # (`--limit abc --json`) still knows to answer with the envelope.
@@ -68,6 +71,29 @@ def emit(
         human(console, data)
     elif data is not None:
         console.print(data if isinstance(data, str) else json.dumps(to_jsonable(data), indent=2))
+
+
+def read_stdin(what: str) -> str:
+    """All of standard input as text. Undecodable input follows the rule for arguments and
+    files: it is refused (one line naming it), never stored with the bad bytes replaced."""
+    import sys
+
+    from agentstate.errors import InvalidInput
+
+    stream = sys.stdin
+    raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode(
+        "utf-8", "surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{what} from stdin is not valid UTF-8 (byte {exc.start + 1})",
+                           details={"argument": what}) from None
+
+
+def from_stdin(value: str | None, what: str) -> str | None:
+    """`-` means: read this text from standard input (text longer than the OS allows on a
+    command line, or kept out of the shell history)."""
+    return read_stdin(what) if value == STDIN else value
 
 
 def parse_key_values(items: list[str] | None, option: str = "--meta") -> dict[str, str]:

@@ -195,7 +195,9 @@ def run_hook(agent: str, args: list[str], stdin: Any) -> int:
             return 0
         from agentstate.integrations.hooks import handle, open_hook_store, parse_payload
 
-        payload = parse_payload(agent, stdin.read())
+        # Bytes: undecodable input is refused like any other (limits.parse_json).
+        payload = parse_payload(agent, stdin.buffer.read() if hasattr(stdin, "buffer")
+                                else stdin.read())
         event = payload.event
         store = open_hook_store(payload.cwd, store_override())
         outcome = handle(store, payload)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import AsOption, JsonOption, cli_store, emit
+from agentstate.cli.common import AsOption, JsonOption, cli_store, emit, from_stdin
 from agentstate.cli.runs_cmd import run_app
 from agentstate.output import info, shorten, warn
 
@@ -48,7 +48,7 @@ def _split(values: list[str] | None) -> list[str]:
 @app.command("remember")
 def remember_cmd(
     text: Annotated[str, typer.Argument(help="What to remember (one fact, preference, event "
-                                             "or procedure).")],
+                                             "or procedure); - reads it from stdin.")],
     kind: Annotated[str, typer.Option("--kind", "-k",
                                       help="fact, preference, event or procedure.")],
     key: Annotated[str | None, typer.Option(
@@ -75,6 +75,7 @@ def remember_cmd(
     """
     from agentstate.memory.write import remember
 
+    text = from_stdin(text, "TEXT")
     with cli_store() as store:
         result = remember(store, text, kind=kind, key=key, scope=scope, source=source,
                           evidence=evidence or [], ttl=ttl, until=until, principal=principal)

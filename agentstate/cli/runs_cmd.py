@@ -13,6 +13,7 @@ from agentstate.cli.common import (
     RunOption,
     cli_store,
     emit,
+    from_stdin,
     parse_key_values,
 )
 from agentstate.output import shorten
@@ -60,7 +61,7 @@ def log_event(
     kind: Annotated[str, typer.Argument(help="observation, decision, diagnosis, hypothesis, "
                                               "question, answer, verify, verified, failed, "
                                               "constraint or note.")],
-    text: Annotated[str, typer.Argument(help="What happened.")],
+    text: Annotated[str, typer.Argument(help="What happened; - reads it from stdin.")],
     run: RunOption = None,
     source: Annotated[
         str | None, typer.Option(help="user, model, tool:NAME or file:PATH@COMMIT (default: "
@@ -84,6 +85,7 @@ def log_event(
     from agentstate.runs.log import append_event
     from agentstate.store.principals import default_source, resolve_principal
 
+    text = from_stdin(text, "TEXT")
     with cli_store() as store:
         who = resolve_principal(store, principal)
         event = append_event(
@@ -266,7 +268,8 @@ def events(
 @app.command("checkpoint")
 def checkpoint(
     note: Annotated[
-        str | None, typer.Option(help="Where things stand, in a sentence, for whoever resumes.")
+        str | None, typer.Option(help="Where things stand, in a sentence, for whoever resumes "
+                                      "(- reads it from stdin).")
     ] = None,
     run: RunOption = None,
     principal: AsOption = None,
@@ -280,6 +283,7 @@ def checkpoint(
     from agentstate.runs.worktree import snapshot
     from agentstate.store.principals import default_source, resolve_principal
 
+    note = from_stdin(note, "--note")
     with cli_store() as store:
         who = resolve_principal(store, principal)
         cp = create_checkpoint(store, run, note, worktree=snapshot(store.work_tree),

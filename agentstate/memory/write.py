@@ -48,6 +48,7 @@ from agentstate.memory.versions import (
     vref,
 )
 from agentstate.safety import find_injection, refuse_secrets
+from agentstate.store.limits import MAX_NAME_CHARS, check_length
 from agentstate.store.sources import validate_source
 
 CANDIDATE_CONFIDENCE = 0.4
@@ -88,6 +89,8 @@ def remember(
                         ("the scope", scope or ""), ("the source", source or ""),
                         ("the evidence", " ".join(evidence))):
         refuse_secrets(value, what)
+    for what, value in (("the key", key), ("the scope", scope), ("the source", source)):
+        check_length(value, MAX_NAME_CHARS, what)
     text = check_text(store, text)
     kind = validate_kind(kind)
     key = validate_key(key)

@@ -12,6 +12,14 @@ from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.store.db import Store
+from agentstate.store.limits import (
+    MAX_CONSTRAINT_CHARS,
+    MAX_GOAL_CHARS,
+    MAX_NAME_CHARS,
+    check_length,
+    check_text,
+    compact_meta,
+)
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
 from agentstate.store.sources import validate_source
@@ -172,12 +180,16 @@ def start_run(
     goal = (goal or "").strip()
     if not goal:
         raise InvalidInput("the goal is empty")
+    check_length(goal, MAX_GOAL_CHARS, "the goal")
+    check_text(goal, "the goal")
     from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
 
     refuse_secrets(goal, "the goal")
     constraint_texts = [c.strip() for c in constraints or []]
     if any(not c for c in constraint_texts):
         raise InvalidInput("a constraint is empty")
+    for text in constraint_texts:
+        check_length(text, MAX_CONSTRAINT_CHARS, "a constraint")
     for text in constraint_texts:
         refuse_secrets(text, "a constraint")
     tree = worktree or {}
@@ -303,12 +315,14 @@ def append_event(
     import_key: str | None = None,
     allow_system_kinds: bool = False,
     claimed_by: Principal | None = None,
+    scanned: bool = False,
 ) -> Event:
     """Validate and append one event to a run (the current run when run_ref is None).
 
     Returns the stored event. With `import_key`, an event already imported under that key is
     returned unchanged instead of being added twice. With `claimed_by`, the principal must be
-    allowed to claim `source` (Refused otherwise).
+    allowed to claim `source` (Refused otherwise). `scanned`: the caller has already run the
+    secret scanner on this text and meta (imports scan outside their write transaction).
     """
     allowed = EVENT_KINDS if allow_system_kinds else set(USER_KINDS)
     if kind not in allowed:
@@ -317,17 +331,19 @@ def append_event(
     text = (text or "").strip()
     if not text:
         raise InvalidInput("the event text is empty")
-    if len(text) > MAX_EVENT_CHARS:
-        raise InvalidInput(f"the event text is longer than {MAX_EVENT_CHARS} characters")
-    source = validate_source(source)
+    check_length(text, MAX_CONSTRAINT_CHARS if kind == "constraint" else MAX_EVENT_CHARS,
+                 f"the {kind} text")
+    check_text(text, "the event text")
+    source = validate_source(check_length(source, MAX_NAME_CHARS, "the source"))
     if claimed_by is not None:
         claimed_by.check_claim(source)
     meta = validate_meta(meta)
-    from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
+    meta_json = compact_meta(meta, "the event meta")
+    if not scanned:
+        from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
 
-    refuse_secrets(text, "the event text")
-    meta_json = json.dumps(meta, ensure_ascii=False, sort_keys=True)
-    refuse_secrets(meta_json, "the event meta")
+        refuse_secrets(text, "the event text")
+        refuse_secrets(meta_json, "the event meta")
     run = resolve_run(store, run_ref)
     if run.status != "active":
         raise InvalidInput(f"{run.ref} has ended ({run.status}); start or name an active run")
