@@ -46,9 +46,39 @@ def cli_store(migrate: bool = True) -> Iterator[Any]:
 
     store = open_store(store_override(), migrate=migrate)
     try:
+        before = _current_run(store)
         yield store
+        _say_if_current_run_changed(before, _current_run(store))
     finally:
         store.close()
+
+
+def _current_run(store: Any) -> Any:
+    """The current run, or None (also for a store whose schema is not there yet)."""
+    import sqlite3
+
+    from agentstate.runs.log import current_run
+
+    try:
+        return current_run(store)
+    except sqlite3.Error:
+        return None
+
+
+def _say_if_current_run_changed(before: Any, after: Any) -> None:
+    """Whichever command moved the current run (an import creating a run, `run end` handing
+    over to another active run) says so on stderr: the next `log` goes there. `run start`
+    prints the new run's ref itself."""
+    from agentstate.output import info
+
+    if (before and before.ref) == (after and after.ref) or command_name() == "run start" \
+            or (after is None and command_name() == "run end"):
+        return
+    if after is None:
+        info(f"there is no current run now (was {before.ref})")
+    else:
+        was = f", was {before.ref}" if before else ""
+        info(f"the current run is now {after.ref}{was}: {after.goal[:60]}")
 
 
 def emit(

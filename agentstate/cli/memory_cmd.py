@@ -27,8 +27,18 @@ def _say(console, text: str) -> None:
 
 
 
+# What a write did, as a person would say it (the action names are the JSON's: a new
+# version that `superseded` the old one is itself active; a `contested` one is not current).
+_ACTIONS = {
+    "superseded": "stored as the current value",
+    "contested": "stored as contested: the current value stays",
+}
+
+
 def _write_human(console, result) -> None:
-    _say(console, f"{result.ref} {result.action} ({result.status})")
+    said = _ACTIONS.get(result.action, result.action)
+    status = "" if result.status in said else f" ({result.status})"
+    _say(console, f"{result.ref} {said}{status}")
     _say(console, f"  {result.reason}")
     if result.evidence_added:
         _say(console, f"  evidence: {', '.join(result.evidence_added)}")

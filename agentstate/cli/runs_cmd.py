@@ -142,6 +142,18 @@ def run_list(
     emit(data, as_json=as_json, human=human)
 
 
+def _read_run(store, ref):
+    """The run a read command shows; says so on stderr when it is not the current one."""
+    from agentstate.output import info
+    from agentstate.runs.log import run_to_read
+
+    run, fell_back = run_to_read(store, ref)
+    if fell_back:
+        info(f"no active run; showing the most recent, {run.ref} ({run.status}, "
+             f"ended {run.ended or run.updated})")
+    return run
+
+
 def _run_dict(run) -> dict:
     from agentstate.output import to_jsonable
 
@@ -156,10 +168,8 @@ def run_show(
     """Show a run: its goal, work-tree version, event counts by kind, open questions,
     pending verifications and last checkpoint."""
     from agentstate.runs.checkpoint import last_checkpoint, recorded_version, working_state
-    from agentstate.runs.log import resolve_run
-
     with cli_store() as store:
-        run = resolve_run(store, ref)
+        run = _read_run(store, ref)
         counts = dict(store.conn.execute(
             "SELECT kind, count(*) FROM events WHERE run = ? GROUP BY kind ORDER BY kind",
             (run.id,)))
@@ -241,12 +251,12 @@ def events(
     and supersedes.
     """
     from agentstate.errors import UsageError
-    from agentstate.runs.log import list_events, resolve_run
+    from agentstate.runs.log import list_events
 
     if all_runs and run:
         raise UsageError("pass either --run or --all, not both")
     with cli_store() as store:
-        run_ref = None if all_runs else resolve_run(store, run).ref
+        run_ref = None if all_runs else _read_run(store, run).ref
         found = list_events(store, run_ref, kind=kind, limit=limit)
 
     def human(console, rows):

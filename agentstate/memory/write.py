@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentstate.errors import InvalidInput, Refused
+from agentstate.errors import InvalidInput, Refused, a_or_an
 from agentstate.memory.model import (
     chain_rows,
     check_file_at_commit,
@@ -123,7 +123,7 @@ def remember(
                   f"({len(phrases)} instruction-like phrase(s)); kept out of reads")
     elif kind in ("fact", "procedure") and not refs:
         status = "candidate"
-        reason = (f"a {kind} without evidence (an event, a file at a commit, or the user as "
+        reason = (f"{a_or_an(kind)} without evidence (an event, a file at a commit, or the user as "
                   "source) is a candidate until `memory confirm` adds evidence")
     elif kind == "preference" and not any(k == "user" for _, k in refs):
         status = "candidate"

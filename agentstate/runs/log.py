@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentstate.errors import InvalidInput, NotFound
+from agentstate.errors import InvalidInput, NotFound, a_or_an
 from agentstate.store.db import Store
 from agentstate.store.limits import (
     MAX_CONSTRAINT_CHARS,
@@ -157,8 +157,25 @@ def resolve_run(store: Store, ref: str | None) -> Run:
         return get_run(store, ref)
     run = current_run(store)
     if run is None:
-        raise NotFound("no active run; start one with `agentstate run start GOAL` or pass --run")
+        last = _one(store, "SELECT id, status FROM runs ORDER BY updated DESC, rowid DESC "
+                           "LIMIT 1", ())
+        ended = f" (the most recent, {make_ref('run', last['id'])}, is {last['status']})" \
+            if last else ""
+        raise NotFound(f"no active run{ended}; start one with `agentstate run start GOAL` "
+                       f"or pass --run")
     return run
+
+
+def run_to_read(store: Store, ref: str | None) -> tuple[Run, bool]:
+    """The run a read command shows: the named one, else the current one, else the most
+    recently updated run of any status. The flag says the last case happened (the caller
+    says so: after `run end` there is no current run, but its events are still wanted)."""
+    if ref or current_run(store) is not None:
+        return resolve_run(store, ref), False
+    row = _one(store, "SELECT * FROM runs ORDER BY updated DESC, rowid DESC LIMIT 1", ())
+    if row is None:
+        raise NotFound("no runs yet; start one with `agentstate run start GOAL`")
+    return row_to_run(row), True
 
 
 def start_run(
@@ -374,7 +391,8 @@ def append_event(
 def _check_link(store: Store, run: Run, kind: str, ref: str | None, how: str) -> str | None:
     if not ref:
         if how == "resolves" and kind in ("answer", "verified", "failed"):
-            raise InvalidInput(f"a {kind} event needs --resolves pointing at the event it resolves")
+            raise InvalidInput(f"{a_or_an(kind)} event needs --resolves pointing at the event "
+                               f"it resolves")
         return None
     target = get_event(store, ref)
     if target.run != run.ref:
@@ -387,10 +405,10 @@ def _check_link(store: Store, run: Run, kind: str, ref: str | None, how: str) ->
     if how == "resolves":
         wanted = RESOLVES.get(kind)
         if wanted is None:
-            raise InvalidInput(f"a {kind} event cannot resolve another event")
+            raise InvalidInput(f"{a_or_an(kind)} event cannot resolve another event")
         if target.kind not in wanted:
             raise InvalidInput(
-                f"{kind} cannot resolve {target.ref}: it is a {target.kind}, "
+                f"{kind} cannot resolve {target.ref}: it is {a_or_an(target.kind)}, "
                 f"expected {' or '.join(sorted(wanted))}"
             )
     return target.id
