@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     args = boundary.global_options_first(typed)
 
     def invoke() -> object:
+        boundary.reject_impossible(args)
         load_commands(modules_for(args))
         # Parsed and invoked here rather than through click's standalone `main()`: that one
         # turns Ctrl-C into a bare exit (or "Aborted!") and prints usage errors itself,

@@ -97,7 +97,10 @@ def global_options_first(argv: list[str]) -> list[str]:
             after.append(arg)
         index += 1
     if moved_json and VERSION_FLAG not in front_globals:
-        after.append(JSON_FLAG)
+        # Right after the command's words (`run start GOAL --json …`), before its options,
+        # where it cannot become the value of an option that takes one.
+        words = next((i for i, a in enumerate(after) if a.startswith("-")), len(after))
+        after.insert(words, JSON_FLAG)
     return front_globals + after + rest
 
 
@@ -235,16 +238,39 @@ def reject_undecodable(ctx: Any) -> None:
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
         for item in value if isinstance(value, list | tuple) else (value,):
+            label = max(param.opts, key=len) if param.param_type_name == "option" \
+                else (param.name or "argument").upper()
             if isinstance(item, str) and not _is_utf8(item):
-                label = max(param.opts, key=len) if param.param_type_name == "option" \
-                    else (param.name or "argument").upper()
                 raise InvalidInput(f"{label} is not valid UTF-8: {_escaped(item)}",
                                    details={"argument": label})
+            if isinstance(item, os.PathLike) and not _is_file_name(item):
+                raise InvalidInput(f"{label} is not a file name this system can use: "
+                                   f"{_escaped(os.fspath(item))}", details={"argument": label})
 
 
 def _is_utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def reject_impossible(argv: list[str]) -> None:
+    """An argument holding a surrogate that stands for no byte (`\\ud800`) cannot come from
+    a real command line, only from main(argv) called from Python; refuse it before click
+    parses it (a path parameter would hand it to the file system)."""
+    for position, arg in enumerate(argv, start=1):
+        if not _is_file_name(arg):
+            raise InvalidInput(f"argument {position} is not valid UTF-8: {_escaped(arg)}",
+                               details={"argument": position})
+
+
+def _is_file_name(path: os.PathLike | str) -> bool:
+    """Any bytes the file system allows, but not a surrogate that came from no byte (only
+    possible through the Python API, never from a real command line)."""
+    try:
+        os.fsencode(path)
     except UnicodeEncodeError:
         return False
     return True
@@ -284,6 +310,11 @@ def run(body: Callable[[], Any], invocation: Invocation) -> int:
             mapped = as_agentstate_error(exc)
             assert mapped is not None
             return report(mapped, invocation)
+        except ValueError as exc:
+            if "null byte" not in str(exc):  # a NUL in a file name (only through main(argv))
+                return _internal(exc, invocation)
+            return report(InvalidInput("a file name cannot contain a NUL character"),
+                          invocation)
         except Exception as exc:  # noqa: BLE001 - the point of a boundary
             return _internal(exc, invocation)
     except BrokenPipeError:  # the reader went away while we reported
