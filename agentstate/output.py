@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import sys
 from datetime import date, datetime
@@ -94,6 +95,10 @@ def to_jsonable(value: Any) -> Any:
         return str(value)
     if isinstance(value, datetime | date):
         return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        # Imports refuse NaN/Infinity now; a value stored before that is shown as text so
+        # that --json output stays JSON.
+        return str(value)
     return value
 
 
@@ -109,7 +114,8 @@ def envelope_error(command: str, code: str, message: str, details: dict | None =
 
 
 def print_json(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False,
+                                allow_nan=False) + "\n")
     sys.stdout.flush()
 
 

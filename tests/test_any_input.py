@@ -68,6 +68,7 @@ def test_import_strict_names_the_hostile_line(cli, initialised):
     (("checkpoint", "--note", "n" * (MAX_NOTE_CHARS + 1)), "the checkpoint note is"),
     (("remember", "x", "-k", "fact", "--key", "k" * 600), "the key is 600"),
     (("log", "note", "x", "--source", "tool:" + "t" * 600), "the source is"),
+    (("context", "--query", "q " * 1_500), "--query is 3,000"),
 ])
 def test_every_stored_field_has_a_cap(cli, initialised, args, needle):
     if args[0] != "run":
@@ -147,3 +148,17 @@ def test_a_writer_is_not_blocked_while_an_import_scans(cli, initialised, monkeyp
         worker.join(30)
     assert result.exit_code == 0, result.stderr
     assert not failures
+
+
+def test_a_non_finite_number_stored_earlier_still_prints_as_json(cli, initialised):
+    import sqlite3
+
+    cli.ok("run", "start", "goal")
+    ref = cli.json("log", "note", "old")["ref"]
+    db = sqlite3.connect(initialised / ".agentstate" / "state.db")
+    with db:
+        db.execute("UPDATE events SET meta = ? WHERE id = ?", ('{"x": NaN}', ref[4:]))
+    db.close()
+    out = cli.ok("events", "--json").stdout
+    [event] = json.loads(out, parse_constant=lambda name: pytest.fail(name))["data"]
+    assert event["meta"] == {"x": "nan"}

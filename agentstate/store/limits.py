@@ -24,6 +24,7 @@ MAX_GOAL_CHARS = 2_000  # pinned into every resume and context pack, with the co
 MAX_CONSTRAINT_CHARS = 2_000  # likewise pinned: must fit a small budget beside the goal
 MAX_NOTE_CHARS = 20_000  # a checkpoint note
 MAX_META_CHARS = 20_000  # an event's or checkpoint's meta, as compact JSON
+MAX_QUERY_CHARS = 2_000  # a context query, stored with the pack's manifest
 MAX_NAME_CHARS = 500  # a source, memory key or scope, a kind or ref given as text
 MAX_JSON_DEPTH = 32  # nesting of objects and arrays in meta or an imported record
 MAX_JSON_INT = 2**63 - 1  # larger integers lose precision in most JSON readers and SQLite
