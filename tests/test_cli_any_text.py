@@ -25,6 +25,11 @@ TEMPLATES = [
     ("trace", T), ("memory", "show", T), ("memory", "list", "--status", T),
     ("skill", "new", T), ("skill", "new", "ok-name", "--description", T),
     ("exec", "--timeout", T, "--", "true"), ("import", "jsonl", T), (T,), ("run", T),
+    ("run", "distill", T), ("run", "end", T), ("memory", "history", T),
+    ("memory", "correct", T, "x"), ("memory", "confirm", T), ("skill", "load", T),
+    ("skill", "test", T), ("skill", "validate", T), ("skill", "publish", T),
+    ("hooks", "status", "--agent", T), ("doctor", T), ("log", "note", "x", "--as", T),
+    ("events", "--run", T), ("checkpoint", "--run", T),
 ]
 DOCUMENTED = {0, 1, 2, 3}
 
@@ -39,7 +44,7 @@ NASTY = st.one_of(
 )
 
 
-@settings(max_examples=120, deadline=None,
+@settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(template=st.sampled_from(TEMPLATES), text=NASTY, as_json=st.booleans())
 def test_any_text_in_any_command(cli, initialised, template, text, as_json):
