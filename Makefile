@@ -16,9 +16,12 @@ $(BIN)/agentstate: pyproject.toml
 demo: $(BIN)/agentstate
 	$(BIN)/python demo/demo.py
 
+# In parallel, one worker per core (pytest-xdist); `make test PYTEST_ARGS=` runs serially.
+PYTEST_ARGS ?= -n auto --dist loadgroup
+
 test: $(BIN)/agentstate
 	$(BIN)/ruff check agentstate tests bench demo
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_ARGS)
 
 bench: $(BIN)/agentstate
 	$(BIN)/python bench/run.py

@@ -80,3 +80,8 @@ class Interrupted(AgentStateError):
 
     def __init__(self, message: str = "interrupted") -> None:
         super().__init__(message)
+
+
+def a_or_an(word: str) -> str:
+    """`word` with its indefinite article, for messages: "an answer event", "an evt ref"."""
+    return ("an " if word[:1].lower() in "aeio" else "a ") + word

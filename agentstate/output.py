@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 import sys
 from datetime import date, datetime
 from pathlib import Path
@@ -24,18 +26,61 @@ if TYPE_CHECKING:
 ENVELOPE_VERSION = 1
 
 
+# Characters that must never reach a terminal as they are: C0 controls except newline and
+# tab (ESC starts colour, cursor and title sequences; NUL, BEL, backspace and a lone carriage
+# return rewrite what the reader sees), DEL, C1 controls (0x9b is a one-byte CSI on some
+# terminals), the bidirectional overrides and isolates (they reorder the text around them),
+# line/paragraph separators, and lone surrogates (undecodable bytes; they cannot be encoded).
+_INVISIBLE = re.compile(
+    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029"
+    "\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """Stored text made safe to show: every control character and escape-sequence byte is
+    written out as `\\xNN` (or `\\uNNNN`), so `\\e[2J` is displayed as the six characters
+    `\\x1b[2J` instead of clearing the screen. Newlines, tabs and CR LF are kept.
+
+    The one rule for human output (every renderer's console applies it, and the context and
+    resume packs are built with it); --json prints stored values exactly."""
+    return _INVISIBLE.sub(_escape, text) if text else text
+
+
+def _safe_console(**options: Any) -> Console:
+    """A rich console that shows stored text through `visible`: strings are escaped before
+    rich measures them, and every segment once more on the way out (rich's own styling is
+    applied after that, so colours still work)."""
+    from rich.console import Console
+
+    class SafeConsole(Console):
+        def render_str(self, text: str, **kwargs: Any) -> Any:
+            return super().render_str(visible(text), **kwargs)
+
+        def _render_buffer(self, buffer: Any) -> str:
+            from rich.segment import Segment
+
+            return super()._render_buffer(
+                segment if segment.control else Segment(visible(segment.text), segment.style)
+                for segment in buffer
+            )
+
+    return SafeConsole(**options)
+
+
 # Markup is off: what we print is mostly stored user text (goals, memories, commands), and a
 # "[/]" or "[bold]" in it must be shown as typed, not interpreted (or crash the renderer).
 def stdout_console() -> Console:
-    from rich.console import Console
-
-    return Console(soft_wrap=True, highlight=False, markup=False)
+    return _safe_console(soft_wrap=True, highlight=False, markup=False)
 
 
 def stderr_console() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
+    return _safe_console(stderr=True, soft_wrap=True, highlight=False, markup=False)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -50,6 +95,10 @@ def to_jsonable(value: Any) -> Any:
         return str(value)
     if isinstance(value, datetime | date):
         return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        # Imports refuse NaN/Infinity now; a value stored before that is shown as text so
+        # that --json output stays JSON.
+        return str(value)
     return value
 
 
@@ -65,7 +114,8 @@ def envelope_error(command: str, code: str, message: str, details: dict | None =
 
 
 def print_json(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False,
+                                allow_nan=False) + "\n")
     sys.stdout.flush()
 
 
@@ -84,6 +134,6 @@ def warn(message: str) -> None:
 def info(message: str) -> None:
     """A diagnostic line for humans; stderr so scripts reading stdout are not disturbed.
 
-    Written as is (no rich): the text is often stored user text, shown exactly as typed."""
-    sys.stderr.write(message + "\n")
+    Written without rich, through `visible`: the text is often stored user text."""
+    sys.stderr.write(visible(message) + "\n")
     sys.stderr.flush()

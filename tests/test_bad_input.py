@@ -82,7 +82,7 @@ def active(cli, repo, tmp_path_factory):
         (["log", "note", "x", "--run", "run:zzzzzzzzzz"], "no run run:zzzzzzzzzz"),
         (["log", "note", "x", "--run", "garbage"], "malformed ref"),
         (["run", "show", "run:zzzzzzzzzz"], "no run"),
-        (["run", "show", "evt:abcdefgh"], "is a evt ref"),
+        (["run", "show", "evt:abcdefgh"], "is an evt ref"),
         (["run", "end", "nope", "--status", "done"], "malformed ref"),
         (["run", "start", " "], "the goal is empty"),
         (["run", "start", "goal", "-c", ""], "a constraint is empty"),

@@ -94,7 +94,8 @@ def test_usage_errors_answer_with_the_envelope_wherever_json_is(cli, initialised
         assert payload["error"]["code"] == "usage" and payload["command"] in ("recall", "log")
     plain = cli("recall", "x", "--limit", "abc")
     assert plain.exit_code == 2 and plain.stdout == ""
-    assert "Usage: agentstate recall" in plain.stderr and "not a valid int" in plain.stderr
+    assert plain.stderr.startswith("error: ") and plain.stderr.count("\n") == 1
+    assert "agentstate recall --help" in plain.stderr and "not a valid int" in plain.stderr
 
 
 def test_json_is_the_parsed_option_not_the_token(cli, initialised):

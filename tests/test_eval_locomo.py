@@ -83,10 +83,14 @@ def test_import_keeps_dia_id_text_and_session_date_and_removes_the_store():
     assert not root.exists()
 
 
-def test_eval_writes_nothing_to_the_users_store(initialised, cli):
+def test_eval_writes_nothing_to_the_users_store(initialised, cli, tmp_path, monkeypatch):
     def snapshot():
         return {p.name: p.read_bytes() for p in (initialised / ".agentstate").glob("state.db*")}
 
+    # A temporary folder of this test's own: other tests (in parallel) run evals too.
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     before = snapshot()
     left = set(Path(tempfile.gettempdir()).glob("agentstate-eval-*"))
     cli.ok("eval", "locomo", str(TINY), "--budget", "500", "--arm", "full")

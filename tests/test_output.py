@@ -37,8 +37,11 @@ def test_usage_errors_never_echo_a_secret(initialised):
     assert '"code": "usage"' in as_json.stdout
 
 
-def test_plain_usage_errors_keep_click_form(initialised):
-    proc = run_agentstate("resume", "--budget", "abc", cwd=initialised)
-    assert proc.returncode == 2
-    assert "agentstate resume [OPTIONS]" in proc.stderr
-    assert "'abc' is not a valid int" in proc.stderr
+def test_plain_usage_errors_are_one_line_like_our_own(initialised):
+    # Click's bad values and agentstate's own checks of a value read the same way.
+    for args in (("resume", "--budget", "abc"), ("exec", "--timeout", "abc", "--", "true"),
+                 ("context", "--budget", "abc")):
+        proc = run_agentstate(*args, cwd=initialised)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+        assert "abc" in proc.stderr and "Usage:" not in proc.stderr

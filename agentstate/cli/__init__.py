@@ -25,7 +25,14 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"agentstate {__version__}")
+        from agentstate.cli import boundary
+
+        if boundary.json_requested(boundary.current()):
+            from agentstate.output import envelope_ok, print_json
+
+            print_json(envelope_ok("version", {"version": __version__}))
+        else:
+            typer.echo(f"agentstate {__version__}")
         raise typer.Exit()
 
 
@@ -114,15 +121,18 @@ def main(argv: list[str] | None = None) -> None:
 
     from agentstate.cli import boundary
 
-    args = sys.argv[1:] if argv is None else list(argv)
-    invocation = boundary.begin(args)
+    typed = sys.argv[1:] if argv is None else list(argv)
+    invocation = boundary.begin(typed)
+    args = boundary.global_options_first(typed)
 
     def invoke() -> object:
+        boundary.reject_impossible(args)
         load_commands(modules_for(args))
         # Parsed and invoked here rather than through click's standalone `main()`: that one
         # turns Ctrl-C into a bare exit (or "Aborted!") and prints usage errors itself,
         # before the boundary could answer with the envelope.
         command = typer.main.get_command(app)
+        boundary.name_metavars(command)
         boundary.watch(command, invocation)
         with command.make_context(boundary.PROGRAM, list(args)) as ctx:
             return command.invoke(ctx)

@@ -62,6 +62,62 @@ def current() -> Invocation:
     return _current
 
 
+# ------------------------------------------------------------------ the command line as typed
+
+VERSION_FLAG = "--version"
+
+
+def global_options_first(argv: list[str]) -> list[str]:
+    """Accept the global options on either side of the command: `--dir PATH` and
+    `--version` written after it move in front (the root command owns them), `--json`
+    written before it moves behind it (every command owns its own). Only agentstate's own
+    arguments are touched: after `--` they belong to the program `exec` runs.
+
+    With --version anywhere, a --json before the command is dropped here: the version is
+    answered first, in the envelope when the token was given."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    own, rest = argv[:cut], argv[cut:]
+    command_at = _first_command(own)
+    if command_at is None:
+        return [a for a in own if a != JSON_FLAG] + rest if VERSION_FLAG in own else argv
+    front, moved_json, after = own[:command_at], False, []
+    front_globals = [a for a in front if a != JSON_FLAG]
+    moved_json = len(front_globals) != len(front)
+    tail = own[command_at:]
+    index = 0
+    while index < len(tail):
+        arg = tail[index]
+        if arg == DIR_FLAG and index + 1 < len(tail):
+            front_globals += tail[index:index + 2]
+            index += 2
+            continue
+        if arg.startswith(DIR_FLAG + "=") or arg == VERSION_FLAG:
+            front_globals.append(arg)
+        else:
+            after.append(arg)
+        index += 1
+    if moved_json and VERSION_FLAG not in front_globals:
+        # Right after the command's words (`run start GOAL --json …`), before its options,
+        # where it cannot become the value of an option that takes one.
+        words = next((i for i, a in enumerate(after) if a.startswith("-")), len(after))
+        after.insert(words, JSON_FLAG)
+    return front_globals + after + rest
+
+
+def _first_command(own: list[str]) -> int | None:
+    """Where the sub-command name is among the root's arguments (skipping --dir's value)."""
+    index = 0
+    while index < len(own):
+        arg = own[index]
+        if arg == DIR_FLAG:
+            index += 2
+            continue
+        if not arg.startswith("-"):
+            return index
+        index += 1
+    return None
+
+
 # ------------------------------------------------------------------ the parsed command line
 
 
@@ -112,6 +168,44 @@ def json_requested(invocation: Invocation, ctx: Any = None) -> bool:
     return JSON_FLAG in own
 
 
+# ------------------------------------------------------------------ help text
+
+# What an option's value is, by the option's name; otherwise by its type, else its name.
+_METAVARS = {
+    "run": "RUN", "resolves": "EVT", "supersedes": "EVT", "evidence": "REF", "meta": "KEY=VALUE",
+    "budget": "TOKENS", "timeout": "SECONDS", "as": "PRINCIPAL", "dir": "PATH",
+    "ttl": "DURATION", "until": "DATE", "since": "DATE",
+}
+_TYPE_METAVARS = {"integer": "N", "float": "NUMBER", "path": "PATH", "int": "N"}
+
+
+def name_metavars(command: Any) -> None:
+    """Give every parameter of the click tree a meaningful placeholder in help and usage
+    lines: arguments by their name (`KIND TEXT`, `[REF]`), options by what they take
+    (`--run RUN`, `--budget TOKENS`, `--meta KEY=VALUE`) instead of `{text}` and `<str>`.
+    A metavar a command sets itself is kept."""
+    for sub in (getattr(command, "commands", None) or {}).values():
+        name_metavars(sub)
+    for param in command.params:
+        if param.param_type_name == "argument":
+            param.make_metavar = _argument_metavar(param)
+        elif param.metavar is None and not getattr(param, "is_flag", False) \
+                and getattr(param.type, "name", "") != "choice":
+            long = max(param.opts, key=len).lstrip("-")
+            param.metavar = _METAVARS.get(long) or _TYPE_METAVARS.get(
+                getattr(param.type, "name", ""), long.upper().replace("-", "_"))
+
+
+def _argument_metavar(param: Any) -> Callable[..., str]:
+    name = param.metavar or (param.name or "arg").upper()
+
+    def make_metavar(ctx: Any = None, *, usage: bool = False) -> str:
+        text = name if param.required or not usage else f"[{name}]"
+        return text + ("..." if param.nargs != 1 else "")
+
+    return make_metavar
+
+
 # ------------------------------------------------------------------ before a command runs
 
 
@@ -144,16 +238,39 @@ def reject_undecodable(ctx: Any) -> None:
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
         for item in value if isinstance(value, list | tuple) else (value,):
+            label = max(param.opts, key=len) if param.param_type_name == "option" \
+                else (param.name or "argument").upper()
             if isinstance(item, str) and not _is_utf8(item):
-                label = max(param.opts, key=len) if param.param_type_name == "option" \
-                    else (param.name or "argument").upper()
                 raise InvalidInput(f"{label} is not valid UTF-8: {_escaped(item)}",
                                    details={"argument": label})
+            if isinstance(item, os.PathLike) and not _is_file_name(item):
+                raise InvalidInput(f"{label} is not a file name this system can use: "
+                                   f"{_escaped(os.fspath(item))}", details={"argument": label})
 
 
 def _is_utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def reject_impossible(argv: list[str]) -> None:
+    """An argument holding a surrogate that stands for no byte (`\\ud800`) cannot come from
+    a real command line, only from main(argv) called from Python; refuse it before click
+    parses it (a path parameter would hand it to the file system)."""
+    for position, arg in enumerate(argv, start=1):
+        if not _is_file_name(arg):
+            raise InvalidInput(f"argument {position} is not valid UTF-8: {_escaped(arg)}",
+                               details={"argument": position})
+
+
+def _is_file_name(path: os.PathLike | str) -> bool:
+    """Any bytes the file system allows, but not a surrogate that came from no byte (only
+    possible through the Python API, never from a real command line)."""
+    try:
+        os.fsencode(path)
     except UnicodeEncodeError:
         return False
     return True
@@ -195,6 +312,11 @@ def run(body: Callable[[], Any], invocation: Invocation) -> int:
             mapped = as_agentstate_error(exc)
             assert mapped is not None
             return report(mapped, invocation)
+        except ValueError as exc:
+            if "null byte" not in str(exc):  # a NUL in a file name (only through main(argv))
+                return _internal(exc, invocation)
+            return report(InvalidInput("a file name cannot contain a NUL character"),
+                          invocation)
         except Exception as exc:  # noqa: BLE001 - the point of a boundary
             return _internal(exc, invocation)
     except BrokenPipeError:  # the reader went away while we reported
@@ -230,7 +352,11 @@ def _usage(exc: Any, invocation: Invocation) -> int:
         code = "usage" if exc.exit_code == 2 else "error"
         print_json(envelope_error(command_path(ctx), code, redact_secrets(exc.format_message())))
     else:
-        exc.show()  # click's own form: usage line, hint, message
+        # One line, like every other error (agentstate's own checks of a value say
+        # `error: --budget must be …` with the same exit code 2), naming where help is.
+        message = " ".join(redact_secrets(exc.format_message()).split())
+        where = f"{PROGRAM} {command_path(ctx)}" if ctx is not None and ctx.parent else PROGRAM
+        info(f"error: {message} (see `{where} --help`)")
     return exc.exit_code
 
 

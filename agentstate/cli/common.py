@@ -18,7 +18,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["AsOption", "JsonOption", "RunOption", "cli_store",
-           "command_name", "emit", "parse_key_values", "store_override"]
+           "command_name", "emit", "from_stdin", "parse_key_values", "read_stdin",
+           "store_override"]
+
+STDIN = "-"  # as a text argument: read the text from standard input
 
 # Eager: parsed before the command's other parameters, so that a usage error in any of them
 # (`--limit abc --json`) still knows to answer with the envelope.
@@ -43,9 +46,39 @@ def cli_store(migrate: bool = True) -> Iterator[Any]:
 
     store = open_store(store_override(), migrate=migrate)
     try:
+        before = _current_run(store)
         yield store
+        _say_if_current_run_changed(before, _current_run(store))
     finally:
         store.close()
+
+
+def _current_run(store: Any) -> Any:
+    """The current run, or None (also for a store whose schema is not there yet)."""
+    import sqlite3
+
+    from agentstate.runs.log import current_run
+
+    try:
+        return current_run(store)
+    except sqlite3.Error:
+        return None
+
+
+def _say_if_current_run_changed(before: Any, after: Any) -> None:
+    """Whichever command moved the current run (an import creating a run, `run end` handing
+    over to another active run) says so on stderr: the next `log` goes there. `run start`
+    prints the new run's ref itself."""
+    from agentstate.output import info
+
+    if (before and before.ref) == (after and after.ref) or command_name() == "run start" \
+            or (after is None and command_name() == "run end"):
+        return
+    if after is None:
+        info(f"there is no current run now (was {before.ref})")
+    else:
+        was = f", was {before.ref}" if before else ""
+        info(f"the current run is now {after.ref}{was}: {after.goal[:60]}")
 
 
 def emit(
@@ -68,6 +101,29 @@ def emit(
         human(console, data)
     elif data is not None:
         console.print(data if isinstance(data, str) else json.dumps(to_jsonable(data), indent=2))
+
+
+def read_stdin(what: str) -> str:
+    """All of standard input as text. Undecodable input follows the rule for arguments and
+    files: it is refused (one line naming it), never stored with the bad bytes replaced."""
+    import sys
+
+    from agentstate.errors import InvalidInput
+
+    stream = sys.stdin
+    raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode(
+        "utf-8", "surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{what} from stdin is not valid UTF-8 (byte {exc.start + 1})",
+                           details={"argument": what}) from None
+
+
+def from_stdin(value: str | None, what: str) -> str | None:
+    """`-` means: read this text from standard input (text longer than the OS allows on a
+    command line, or kept out of the shell history)."""
+    return read_stdin(what) if value == STDIN else value
 
 
 def parse_key_values(items: list[str] | None, option: str = "--meta") -> dict[str, str]:

@@ -62,7 +62,8 @@ def context(
 
     with cli_store() as store:
         pack = build_context(store, run=run, budget=budget, query=query, system_file=system,
-                             principal=principal, no_run=no_run)
+                             principal=principal, no_run=no_run, save=False)
+        _record(store, pack)
 
     if as_json:
         emit(pack.as_dict(), as_json=True)
@@ -76,9 +77,28 @@ def context(
     if sys.stdout.isatty() and not pack.text.endswith("\n"):
         sys.stdout.write("\n")  # a terminal only: piped output stays byte-identical
     sys.stdout.flush()
-    info(f"{pack.ref}: {pack.tokens}/{pack.budget} tokens (sha256 {pack.text_hash[:12]})")
+    info(f"{pack.ref or 'pack (not recorded)'}: {pack.tokens}/{pack.budget} tokens "
+         f"(sha256 {pack.text_hash[:12]})")
     if explain:
         _print_allocation(stdout_console(), pack)
+
+
+def _record(store, pack) -> None:
+    """Record the pack (its ref is how `trace` finds it later). A read-only store (a CI
+    checkout, a mounted volume) still gets its context: the record is skipped with a
+    warning and the pack has no ref."""
+    import sqlite3
+
+    from agentstate.context.manifest import save_pack
+    from agentstate.errors import AgentStateError
+    from agentstate.output import warn
+
+    try:
+        pack.ref = save_pack(store, pack)
+    except (sqlite3.Error, AgentStateError) as exc:
+        if "readonly" not in str(exc) and "read-only" not in str(exc):
+            raise
+        warn("the store is read-only: the pack is printed but not recorded (no pack ref)")
 
 
 def _print_allocation(console, pack) -> None:

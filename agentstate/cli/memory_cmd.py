@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import AsOption, JsonOption, cli_store, emit
+from agentstate.cli.common import AsOption, JsonOption, cli_store, emit, from_stdin
 from agentstate.cli.runs_cmd import run_app
 from agentstate.output import info, shorten, warn
 
@@ -27,8 +27,18 @@ def _say(console, text: str) -> None:
 
 
 
+# What a write did, as a person would say it (the action names are the JSON's: a new
+# version that `superseded` the old one is itself active; a `contested` one is not current).
+_ACTIONS = {
+    "superseded": "stored as the current value",
+    "contested": "stored as contested: the current value stays",
+}
+
+
 def _write_human(console, result) -> None:
-    _say(console, f"{result.ref} {result.action} ({result.status})")
+    said = _ACTIONS.get(result.action, result.action)
+    status = "" if result.status in said else f" ({result.status})"
+    _say(console, f"{result.ref} {said}{status}")
     _say(console, f"  {result.reason}")
     if result.evidence_added:
         _say(console, f"  evidence: {', '.join(result.evidence_added)}")
@@ -48,7 +58,7 @@ def _split(values: list[str] | None) -> list[str]:
 @app.command("remember")
 def remember_cmd(
     text: Annotated[str, typer.Argument(help="What to remember (one fact, preference, event "
-                                             "or procedure).")],
+                                             "or procedure); - reads it from stdin.")],
     kind: Annotated[str, typer.Option("--kind", "-k",
                                       help="fact, preference, event or procedure.")],
     key: Annotated[str | None, typer.Option(
@@ -75,6 +85,7 @@ def remember_cmd(
     """
     from agentstate.memory.write import remember
 
+    text = from_stdin(text, "TEXT")
     with cli_store() as store:
         result = remember(store, text, kind=kind, key=key, scope=scope, source=source,
                           evidence=evidence or [], ttl=ttl, until=until, principal=principal)

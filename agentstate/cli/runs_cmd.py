@@ -13,6 +13,7 @@ from agentstate.cli.common import (
     RunOption,
     cli_store,
     emit,
+    from_stdin,
     parse_key_values,
 )
 from agentstate.output import shorten
@@ -60,7 +61,7 @@ def log_event(
     kind: Annotated[str, typer.Argument(help="observation, decision, diagnosis, hypothesis, "
                                               "question, answer, verify, verified, failed, "
                                               "constraint or note.")],
-    text: Annotated[str, typer.Argument(help="What happened.")],
+    text: Annotated[str, typer.Argument(help="What happened; - reads it from stdin.")],
     run: RunOption = None,
     source: Annotated[
         str | None, typer.Option(help="user, model, tool:NAME or file:PATH@COMMIT (default: "
@@ -84,6 +85,7 @@ def log_event(
     from agentstate.runs.log import append_event
     from agentstate.store.principals import default_source, resolve_principal
 
+    text = from_stdin(text, "TEXT")
     with cli_store() as store:
         who = resolve_principal(store, principal)
         event = append_event(
@@ -138,6 +140,18 @@ def run_list(
     emit(data, as_json=as_json, human=human)
 
 
+def _read_run(store, ref):
+    """The run a read command shows; says so on stderr when it is not the current one."""
+    from agentstate.output import info
+    from agentstate.runs.log import run_to_read
+
+    run, fell_back = run_to_read(store, ref)
+    if fell_back:
+        info(f"no active run; showing the most recent, {run.ref} ({run.status}, "
+             f"ended {run.ended or run.updated})")
+    return run
+
+
 def _run_dict(run) -> dict:
     from agentstate.output import to_jsonable
 
@@ -152,10 +166,10 @@ def run_show(
     """Show a run: its goal, work-tree version, event counts by kind, open questions,
     pending verifications and last checkpoint."""
     from agentstate.runs.checkpoint import last_checkpoint, recorded_version, working_state
-    from agentstate.runs.log import event_counts_by_kind, resolve_run
+    from agentstate.runs.log import event_counts_by_kind
 
     with cli_store() as store:
-        run = resolve_run(store, ref)
+        run = _read_run(store, ref)
         counts = event_counts_by_kind(store, run)
         state = working_state(store, run)
         checkpoint = last_checkpoint(store, run)
@@ -235,12 +249,12 @@ def events(
     and supersedes.
     """
     from agentstate.errors import UsageError
-    from agentstate.runs.log import list_events, resolve_run
+    from agentstate.runs.log import list_events
 
     if all_runs and run:
         raise UsageError("pass either --run or --all, not both")
     with cli_store() as store:
-        run_ref = None if all_runs else resolve_run(store, run).ref
+        run_ref = None if all_runs else _read_run(store, run).ref
         found = list_events(store, run_ref, kind=kind, limit=limit)
 
     def human(console, rows):
@@ -262,7 +276,8 @@ def events(
 @app.command("checkpoint")
 def checkpoint(
     note: Annotated[
-        str | None, typer.Option(help="Where things stand, in a sentence, for whoever resumes.")
+        str | None, typer.Option(help="Where things stand, in a sentence, for whoever resumes "
+                                      "(- reads it from stdin).")
     ] = None,
     run: RunOption = None,
     principal: AsOption = None,
@@ -276,6 +291,7 @@ def checkpoint(
     from agentstate.runs.worktree import snapshot
     from agentstate.store.principals import default_source, resolve_principal
 
+    note = from_stdin(note, "--note")
     with cli_store() as store:
         who = resolve_principal(store, principal)
         cp = create_checkpoint(store, run, note, worktree=snapshot(store.work_tree),

@@ -115,7 +115,9 @@ def build_context(
         if not query.strip():
             raise InvalidInput("--query is empty")
         from agentstate.safety import refuse_secrets
+        from agentstate.store.limits import MAX_QUERY_CHARS, check_length
 
+        check_length(query, MAX_QUERY_CHARS, "--query")
         refuse_secrets(query, "the query")  # it is stored with the pack's manifest
         from agentstate.memory.search import split_query
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentstate.config import CONTEXT_CLASSES
+from agentstate.output import visible
 
 # Priority classes, highest first (config [context] classes may reorder all but `pinned`).
 CLASSES = CONTEXT_CLASSES
@@ -64,6 +65,14 @@ class Candidate:
     @property
     def placed_section(self) -> str:
         return "index" if self.decision == "pointer" else self.section
+
+    def __post_init__(self) -> None:
+        # The pack is read by a model and often shown on a terminal: stored control
+        # characters and escape sequences are written out visibly (output.visible) in every
+        # form, before anything is measured, so the budget holds for the text as printed.
+        self.full, self.compressed, self.pointer = (
+            None if form is None else visible(form)
+            for form in (self.full, self.compressed, self.pointer))
 
     def drop(self, reason: str) -> None:
         self.decision, self.reason, self.form, self.position = "dropped", reason, None, None

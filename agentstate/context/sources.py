@@ -335,7 +335,9 @@ def trajectory_candidates(rows: list[tuple], run_ref: str, recent_full: int) -> 
     total = len(rows)
     for rank, (eid, kind, text, source, ts, seq) in enumerate(rows):
         ref = f"evt:{eid}"
-        label = event_label(ref, kind, source, ts)
+        # A hypothesis is never shown as fact, here as in the evidence section.
+        shown_kind = "hypothesis (UNCONFIRMED)" if kind == "hypothesis" else kind
+        label = event_label(ref, shown_kind, source, ts)
         score = round(1.0 - rank / max(total, 1), 4)
         whole = rank < recent_full
         out.append(Candidate(
@@ -344,7 +346,8 @@ def trajectory_candidates(rows: list[tuple], run_ref: str, recent_full: int) -> 
             compressed=compress_line(label, text),
             pointer=pointer_line(ref, f"{kind} event"),
             order=(seq,), kind=kind,
-            flags=["untrusted"] if is_untrusted(source) else [],
+            flags=(["untrusted"] if is_untrusted(source) else [])
+            + (["unconfirmed"] if kind == "hypothesis" else []),
         ))
     return out
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import IO
 
 
-def run_hook(agent: str, args: list[str], stdin: IO[str], *, directory: str | None = None
-             ) -> int:
+def run_hook(agent: str, args: list[str], stdin: IO[str] | IO[bytes], *,
+             directory: str | None = None) -> int:
     """Read, act, print; on any failure, report it and still return 0. `directory` is the
     store override (--dir / AGENTSTATE_DIR)."""
     from agentstate.errors import AgentStateError
@@ -28,7 +28,9 @@ def run_hook(agent: str, args: list[str], stdin: IO[str], *, directory: str | No
             return 0
         from agentstate.integrations.hooks import handle, open_hook_store, parse_payload
 
-        payload = parse_payload(agent, stdin.read())
+        # Bytes: undecodable input is refused like any other (limits.parse_json).
+        payload = parse_payload(agent, stdin.buffer.read() if hasattr(stdin, "buffer")
+                                else stdin.read())
         event = payload.event
         store = open_hook_store(payload.cwd, directory)
         outcome = handle(store, payload)

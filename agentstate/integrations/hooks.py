@@ -67,15 +67,14 @@ class HookOutcome:
     caught_up: int | None = None
 
 
-def parse_payload(agent: str, raw: str) -> HookPayload:
-    """Check the hook's stdin: a JSON object with a session id and an event name."""
+def parse_payload(agent: str, raw: str | bytes) -> HookPayload:
+    """Check the hook's stdin: a JSON object with a session id and an event name (UTF-8,
+    within the JSON limits of store/limits.py)."""
+    from agentstate.store.limits import parse_json
+
     if agent not in AGENTS:
         raise InvalidInput(f"unknown agent {agent!r}: expected {', '.join(AGENTS)}")
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"the hook input is not JSON ({exc.msg} at line {exc.lineno})") \
-            from exc
+    data = parse_json(raw, "the hook input")
     if not isinstance(data, dict):
         raise InvalidInput("the hook input is not a JSON object")
     event = data.get("hook_event_name")

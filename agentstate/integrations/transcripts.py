@@ -22,6 +22,7 @@ from agentstate.errors import InvalidInput
 from agentstate.runs.importer import ImportLine, ImportResult, import_events
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
+from agentstate.store.limits import parse_json
 from agentstate.store.sources import tool_source
 from agentstate.tools.excerpt import excerpt, redact
 
@@ -92,9 +93,10 @@ def counts_by_kind(result: ImportResult) -> dict[str, int]:
 def read_lines(path: Path) -> Iterator[tuple[int, Any, str | None]]:
     """(line number, parsed object or None, error) for each non-blank line.
 
-    Bytes that are not UTF-8 are replaced (U+FFFD) rather than losing the line. A last line
-    without its newline that does not parse is reported as `partial`: the agent is still
-    writing it, and the next import will read it whole.
+    Lines are read under the one rule for input (store/limits.parse_json): bytes that are
+    not UTF-8, NaN, nesting or integers past the limits reject that line, never the file. A
+    last line without its newline that does not parse is reported as `partial`: the agent
+    is still writing it, and the next import will read it whole.
     """
     with path.open("rb") as handle:
         number = 0
@@ -102,14 +104,13 @@ def read_lines(path: Path) -> Iterator[tuple[int, Any, str | None]]:
             number += 1
             if not raw.strip():
                 continue
-            text = raw.decode("utf-8", errors="replace")
             try:
-                yield number, json.loads(text), None
-            except json.JSONDecodeError as exc:
-                if not raw.endswith(b"\n"):
+                yield number, parse_json(raw, "the line"), None
+            except InvalidInput as exc:
+                if not raw.endswith(b"\n") and "is not JSON" in exc.message:
                     yield number, None, "partial"
                 else:
-                    yield number, None, f"not JSON ({exc.msg} at column {exc.colno})"
+                    yield number, None, exc.message.removeprefix("the line is ")
 
 
 def parsed_lines(path: Path) -> Iterator[tuple[int, Any, ImportLine | None]]:

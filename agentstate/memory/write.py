@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentstate.errors import InvalidInput, Refused
+from agentstate.errors import InvalidInput, Refused, a_or_an
 from agentstate.memory.model import (
     chain_rows,
     check_file_at_commit,
@@ -48,6 +48,7 @@ from agentstate.memory.versions import (
     vref,
 )
 from agentstate.safety import find_injection, refuse_secrets
+from agentstate.store.limits import MAX_NAME_CHARS, check_length
 from agentstate.store.sources import validate_source
 
 CANDIDATE_CONFIDENCE = 0.4
@@ -88,6 +89,8 @@ def remember(
                         ("the scope", scope or ""), ("the source", source or ""),
                         ("the evidence", " ".join(evidence))):
         refuse_secrets(value, what)
+    for what, value in (("the key", key), ("the scope", scope), ("the source", source)):
+        check_length(value, MAX_NAME_CHARS, what)
     text = check_text(store, text)
     kind = validate_kind(kind)
     key = validate_key(key)
@@ -120,7 +123,7 @@ def remember(
                   f"({len(phrases)} instruction-like phrase(s)); kept out of reads")
     elif kind in ("fact", "procedure") and not refs:
         status = "candidate"
-        reason = (f"a {kind} without evidence (an event, a file at a commit, or the user as "
+        reason = (f"{a_or_an(kind)} without evidence (an event, a file at a commit, or the user as "
                   "source) is a candidate until `memory confirm` adds evidence")
     elif kind == "preference" and not any(k == "user" for _, k in refs):
         status = "candidate"

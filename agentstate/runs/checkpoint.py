@@ -198,7 +198,10 @@ def create_checkpoint(
         raise InvalidInput("the checkpoint note is empty")
     if note:
         from agentstate.safety import refuse_secrets
+        from agentstate.store.limits import MAX_NOTE_CHARS, check_length, check_text
 
+        check_length(note, MAX_NOTE_CHARS, "the checkpoint note")
+        check_text(note, "the checkpoint note")
         refuse_secrets(note, "the checkpoint note")
     run = resolve_run(store, run_ref)
     if run.status != "active":

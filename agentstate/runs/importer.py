@@ -21,6 +21,7 @@ duplicate. Agent-transcript importers (agentstate/integrations/) build records a
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
@@ -33,6 +34,13 @@ from agentstate.runs.log import USER_KINDS, Run, append_event, get_run, start_ru
 from agentstate.safety import refuse_secrets
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
+from agentstate.store.limits import (
+    MAX_NAME_CHARS,
+    check_json,
+    check_length,
+    compact_meta,
+    parse_json,
+)
 from agentstate.store.refs import make_ref, parse_ref
 from agentstate.store.sources import validate_source
 
@@ -92,7 +100,9 @@ def import_key(position: int | str, data: dict) -> str:
 
 
 def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[ImportLine]:
-    """Records of a JSONL file; a line that is not a JSON object comes back with `error`."""
+    """Records of a JSONL file; a line that is not a JSON object within the limits
+    (store/limits.py: UTF-8, depth, integer size, finite numbers, no lone surrogates) comes
+    back with `error`, so one bad line is rejected and the rest still import."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if on_bytes:
@@ -100,21 +110,20 @@ def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Ite
             if not raw.strip():
                 continue
             try:
-                data = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                yield ImportLine(number, error="not UTF-8")
-                continue
-            except json.JSONDecodeError as exc:
-                yield ImportLine(number, error=f"not JSON ({exc.msg} at column {exc.colno})")
+                data = parse_json(raw, "the line")
+            except InvalidInput as exc:
+                yield ImportLine(number, error=exc.message.removeprefix("the line is "))
                 continue
             yield ImportLine(number, data)
 
 
-def _check_record(data: Any, id_map: dict[str, str], *, scan: bool = True,
-                  kinds: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
-    """Validate one record's shape; raises InvalidInput naming the problem."""
+def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Validate one record's shape and scan it for secrets; raises InvalidInput (or Refused)
+    naming the problem. Links to earlier records are resolved later (`_links`), inside the
+    write, where the ids of the records before it are known."""
     if not isinstance(data, dict):
         raise InvalidInput("not a JSON object")
+    check_json(data, "the record")
     unknown = sorted(set(data) - KNOWN_FIELDS)
     if unknown:
         raise InvalidInput(f"unknown field(s) {', '.join(unknown)}")
@@ -128,33 +137,42 @@ def _check_record(data: Any, id_map: dict[str, str], *, scan: bool = True,
     if ts is not None:
         if not isinstance(ts, str):
             raise InvalidInput("ts must be an ISO 8601 string")
-        ts = format_ts(parse_ts(ts))
+        ts = format_ts(parse_ts(check_length(ts, MAX_NAME_CHARS, "ts")))
     source = data.get("source", DEFAULT_SOURCE)
     if not isinstance(source, str):
         raise InvalidInput("source must be a string")
-    source = validate_source(source)
+    source = validate_source(check_length(source, MAX_NAME_CHARS, "the source"))
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise InvalidInput("meta must be an object")
-    if scan:
-        # Checked here only while no run exists yet, so a refused first record does not
-        # create one; append_event scans every record anyway.
-        refuse_secrets(text, "the text")
-        refuse_secrets(json.dumps(meta, ensure_ascii=False), "the meta")
+    meta_json = compact_meta(meta)
+    # The expensive part (the secret scanner) runs here, before the write transaction:
+    # append_event is told the record was scanned.
+    refuse_secrets(text, "the text")
+    refuse_secrets(meta_json, "the meta")
     if "id" in data and not isinstance(data["id"], str | int):
         raise InvalidInput("id must be a string or number")
+    for how in ("resolves", "supersedes"):
+        target = data.get(how)
+        if target is not None and not isinstance(target, str):
+            raise InvalidInput(f"{how} {target!r} is neither an evt: ref nor an earlier id")
+    return {"kind": kind, "text": text, "ts": ts, "source": source, "meta": meta}
+
+
+def _links(data: dict, id_map: dict[str, str]) -> dict[str, str | None]:
+    """The record's resolves/supersedes as event refs (an earlier record's id, or evt:…)."""
     links = {}
     for how in ("resolves", "supersedes"):
         target = data.get(how)
         if target is None:
             links[how] = None
-        elif isinstance(target, str) and target in id_map:
+        elif target in id_map:
             links[how] = id_map[target]
-        elif isinstance(target, str) and target.startswith("evt:"):
+        elif target.startswith("evt:"):
             links[how] = str(parse_ref(target, expect="evt"))
         else:
             raise InvalidInput(f"{how} {target!r} is neither an evt: ref nor an earlier id")
-    return {"kind": kind, "text": text, "ts": ts, "source": source, "meta": meta, **links}
+    return links
 
 
 def import_events(
@@ -225,10 +243,24 @@ def import_events(
                                (origin_key, run.id))
         return run
 
-    def one(position: int | str, data: Any, error: str | None) -> None:
-        if error is not None:
-            raise InvalidInput(error)
-        record = _check_record(data, id_map, scan=run is None, kinds=extra_kinds)
+    def prepare(item: Any, ordinal: int) -> tuple[Any, ...]:
+        """Parse and check one record outside the write transaction: (position, data,
+        checked record or None, the error it raised or None, why it was skipped or None)."""
+        if isinstance(item, ImportLine):
+            if item.skip is not None:
+                return item.position, None, None, None, item.skip
+            position, data, error = item.position, item.data, item.error
+        else:
+            position, data, error = ordinal, item, None
+        try:
+            if error is not None:
+                raise InvalidInput(error)
+            return position, data, _check_record(data, kinds=extra_kinds), None, None
+        except AgentStateError as exc:
+            return position, data, None, exc, None
+
+    def one(position: int | str, data: dict, record: dict) -> None:
+        record = {**record, **_links(data, id_map)}
         key = import_key(data.get("id", position), data)
         target = ensure_run()
         existing = store.conn.execute(
@@ -258,7 +290,7 @@ def import_events(
                 store, target.ref, record["kind"], record["text"], source=record["source"],
                 meta=record["meta"], resolves=record["resolves"],
                 supersedes=record["supersedes"], ts=record["ts"], import_key=key,
-                allow_system_kinds=record["kind"] == "tool",
+                allow_system_kinds=record["kind"] == "tool", scanned=True,
             )
             result.imported += 1
             result.kinds[event.kind] = result.kinds.get(event.kind, 0) + 1
@@ -267,46 +299,44 @@ def import_events(
         if "id" in data:
             id_map[str(data["id"])] = event_ref
 
+    def reject(position: int | str, exc: AgentStateError) -> None:
+        if isinstance(exc, Refused):
+            if strict:
+                raise Refused(f"{label} {position}: {exc.message}; nothing imported") from exc
+            result.refused += 1
+            result.rejected.append(Rejected(position, exc.message, refused=True))
+            return
+        if strict:
+            raise InvalidInput(f"{label} {position}: {exc.message}; nothing imported "
+                               f"(--strict)") from exc
+        result.malformed += 1
+        result.rejected.append(Rejected(position, exc.message))
+
     def loop() -> None:
+        # Short locks: each batch is read, parsed and checked (secret scan included) before
+        # its write transaction opens, so other writers wait for inserts only.
         iterator = iter(records)
         ordinal = 0
-        exhausted = False
-        while not exhausted:
+        while True:
+            batch = []
+            for item in itertools.islice(iterator, batch_size):
+                ordinal += 1
+                batch.append(prepare(item, ordinal))
+            if not batch:
+                return
             with store.transaction():  # one transaction per batch
-                for _ in range(batch_size):
-                    try:
-                        item = next(iterator)
-                    except StopIteration:
-                        exhausted = True
-                        break
-                    ordinal += 1
-                    if isinstance(item, ImportLine):
-                        if item.skip is not None:
-                            result.skipped += 1
-                            reasons = result.skipped_reasons
-                            reasons[item.skip] = reasons.get(item.skip, 0) + 1
-                            if on_record:
-                                on_record()
-                            continue
-                        position, data, error = item.position, item.data, item.error
+                for position, data, record, error, skip in batch:
+                    if skip is not None:
+                        result.skipped += 1
+                        result.skipped_reasons[skip] = result.skipped_reasons.get(skip, 0) + 1
+                    elif error is not None:
+                        reject(position, error)
                     else:
-                        position, data, error = ordinal, item, None
-                    try:
-                        # append_event is atomic on its own (a savepoint), and a record is
-                        # fully checked before its run is created.
-                        one(position, data, error)
-                    except Refused as exc:
-                        if strict:
-                            raise Refused(f"{label} {position}: {exc.message}; nothing "
-                                          f"imported") from exc
-                        result.refused += 1
-                        result.rejected.append(Rejected(position, exc.message, refused=True))
-                    except AgentStateError as exc:
-                        if strict:
-                            raise InvalidInput(f"{label} {position}: {exc.message}; nothing "
-                                               f"imported (--strict)") from exc
-                        result.malformed += 1
-                        result.rejected.append(Rejected(position, exc.message))
+                        try:
+                            # append_event is atomic on its own (a savepoint).
+                            one(position, data, record)
+                        except AgentStateError as exc:
+                            reject(position, exc)
                     if on_record:
                         on_record()
 

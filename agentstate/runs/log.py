@@ -10,8 +10,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentstate.errors import InvalidInput, NotFound
+from agentstate.errors import InvalidInput, NotFound, a_or_an
 from agentstate.store.db import Store
+from agentstate.store.limits import (
+    MAX_CONSTRAINT_CHARS,
+    MAX_GOAL_CHARS,
+    MAX_NAME_CHARS,
+    check_length,
+    check_text,
+    compact_meta,
+)
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
 from agentstate.store.sources import validate_source
@@ -149,8 +157,25 @@ def resolve_run(store: Store, ref: str | None) -> Run:
         return get_run(store, ref)
     run = current_run(store)
     if run is None:
-        raise NotFound("no active run; start one with `agentstate run start GOAL` or pass --run")
+        last = _one(store, "SELECT id, status FROM runs ORDER BY updated DESC, rowid DESC "
+                           "LIMIT 1", ())
+        ended = f" (the most recent, {make_ref('run', last['id'])}, is {last['status']})" \
+            if last else ""
+        raise NotFound(f"no active run{ended}; start one with `agentstate run start GOAL` "
+                       f"or pass --run")
     return run
+
+
+def run_to_read(store: Store, ref: str | None) -> tuple[Run, bool]:
+    """The run a read command shows: the named one, else the current one, else the most
+    recently updated run of any status. The flag says the last case happened (the caller
+    says so: after `run end` there is no current run, but its events are still wanted)."""
+    if ref or current_run(store) is not None:
+        return resolve_run(store, ref), False
+    row = _one(store, "SELECT * FROM runs ORDER BY updated DESC, rowid DESC LIMIT 1", ())
+    if row is None:
+        raise NotFound("no runs yet; start one with `agentstate run start GOAL`")
+    return row_to_run(row), True
 
 
 def start_run(
@@ -172,12 +197,16 @@ def start_run(
     goal = (goal or "").strip()
     if not goal:
         raise InvalidInput("the goal is empty")
+    check_length(goal, MAX_GOAL_CHARS, "the goal")
+    check_text(goal, "the goal")
     from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
 
     refuse_secrets(goal, "the goal")
     constraint_texts = [c.strip() for c in constraints or []]
     if any(not c for c in constraint_texts):
         raise InvalidInput("a constraint is empty")
+    for text in constraint_texts:
+        check_length(text, MAX_CONSTRAINT_CHARS, "a constraint")
     for text in constraint_texts:
         refuse_secrets(text, "a constraint")
     tree = worktree or {}
@@ -303,12 +332,14 @@ def append_event(
     import_key: str | None = None,
     allow_system_kinds: bool = False,
     claimed_by: Principal | None = None,
+    scanned: bool = False,
 ) -> Event:
     """Validate and append one event to a run (the current run when run_ref is None).
 
     Returns the stored event. With `import_key`, an event already imported under that key is
     returned unchanged instead of being added twice. With `claimed_by`, the principal must be
-    allowed to claim `source` (Refused otherwise).
+    allowed to claim `source` (Refused otherwise). `scanned`: the caller has already run the
+    secret scanner on this text and meta (imports scan outside their write transaction).
     """
     allowed = EVENT_KINDS if allow_system_kinds else set(USER_KINDS)
     if kind not in allowed:
@@ -317,17 +348,19 @@ def append_event(
     text = (text or "").strip()
     if not text:
         raise InvalidInput("the event text is empty")
-    if len(text) > MAX_EVENT_CHARS:
-        raise InvalidInput(f"the event text is longer than {MAX_EVENT_CHARS} characters")
-    source = validate_source(source)
+    check_length(text, MAX_CONSTRAINT_CHARS if kind == "constraint" else MAX_EVENT_CHARS,
+                 f"the {kind} text")
+    check_text(text, "the event text")
+    source = validate_source(check_length(source, MAX_NAME_CHARS, "the source"))
     if claimed_by is not None:
         claimed_by.check_claim(source)
     meta = validate_meta(meta)
-    from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
+    meta_json = compact_meta(meta, "the event meta")
+    if not scanned:
+        from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
 
-    refuse_secrets(text, "the event text")
-    meta_json = json.dumps(meta, ensure_ascii=False, sort_keys=True)
-    refuse_secrets(meta_json, "the event meta")
+        refuse_secrets(text, "the event text")
+        refuse_secrets(meta_json, "the event meta")
     run = resolve_run(store, run_ref)
     if run.status != "active":
         raise InvalidInput(f"{run.ref} has ended ({run.status}); start or name an active run")
@@ -358,7 +391,8 @@ def append_event(
 def _check_link(store: Store, run: Run, kind: str, ref: str | None, how: str) -> str | None:
     if not ref:
         if how == "resolves" and kind in ("answer", "verified", "failed"):
-            raise InvalidInput(f"a {kind} event needs --resolves pointing at the event it resolves")
+            raise InvalidInput(f"{a_or_an(kind)} event needs --resolves pointing at the event "
+                               f"it resolves")
         return None
     target = get_event(store, ref)
     if target.run != run.ref:
@@ -371,10 +405,10 @@ def _check_link(store: Store, run: Run, kind: str, ref: str | None, how: str) ->
     if how == "resolves":
         wanted = RESOLVES.get(kind)
         if wanted is None:
-            raise InvalidInput(f"a {kind} event cannot resolve another event")
+            raise InvalidInput(f"{a_or_an(kind)} event cannot resolve another event")
         if target.kind not in wanted:
             raise InvalidInput(
-                f"{kind} cannot resolve {target.ref}: it is a {target.kind}, "
+                f"{kind} cannot resolve {target.ref}: it is {a_or_an(target.kind)}, "
                 f"expected {' or '.join(sorted(wanted))}"
             )
     return target.id

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.errors import BudgetTooSmall, InvalidInput, NotFound
+from agentstate.output import visible
 from agentstate.runs.checkpoint import (
     StateItem,
     last_checkpoint,
@@ -453,9 +454,12 @@ def render_pack(
     count: Callable[[str], int],
 ) -> None:
     """Fill pack.text (and, under a budget, pack.budget/omitted and trimmed lists)."""
-    pinned = "\n".join(pinned_lines(pack)) + "\n"
+    # Stored text is shown through output.visible (no raw escape sequences), before counting.
+    pinned = visible("\n".join(pinned_lines(pack)) + "\n")
     pack.pinned_text = pinned
-    parts = optional_parts(pack)
+    parts = [_Part(p.section, p.ref, [visible(line) for line in p.lines],
+                   p.fallback and [visible(line) for line in p.fallback])
+             for p in optional_parts(pack)]
     run_ref = pack.run["ref"]
     full = _compose(pinned, parts, [], None, run_ref)
     if budget is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agentstate.errors import InvalidInput
+from agentstate.errors import InvalidInput, a_or_an
 
 KINDS = ("run", "evt", "mem", "pack", "skill")
 
@@ -45,7 +45,7 @@ def parse_ref(text: str, *, expect: str | tuple[str, ...] | None = None) -> Ref:
         raise InvalidInput(f"malformed ref {text!r}: expected {wanted}")
     if allowed and kind not in allowed:
         wanted = " or ".join(f"{k}:…" for k in allowed)
-        raise InvalidInput(f"ref {text!r} is a {kind} ref; expected {wanted}")
+        raise InvalidInput(f"ref {text!r} is {a_or_an(kind)} ref; expected {wanted}")
     match = _PATTERNS[kind].match(raw)
     if not match:
         raise InvalidInput(f"malformed ref {text!r}")
