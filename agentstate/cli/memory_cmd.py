@@ -181,9 +181,17 @@ def forget_cmd(
         if r.scrubbed:
             _say(console, ("  would also erase from: " if r.dry_run else "  also erased from: ")
                  + ", ".join(f"{name} ({n})" for name, n in r.scrubbed.items()))
+        if r.files_scrubbed:
+            _say(console, ("  would also rewrite: " if r.dry_run else "  also rewrote: ")
+                 + ", ".join(r.files_scrubbed))
         if r.still_in:
-            _say(console, "  the text is still held by other memories (forget them too to "
-                          "erase it from the file): " + ", ".join(r.still_in))
+            _say(console, "  the text is still in (not erased):")
+            for place in r.still_in:
+                _say(console, f"    {place}")
+        if r.rewrite_command:
+            _say(console, "  to rewrite the skills registry's history (it changes released "
+                          "versions' commits):")
+            _say(console, f"    {r.rewrite_command}")
         if r.vacuumed:
             _say(console, "  search indexes merged, database vacuumed, WAL truncated")
         _say(console, f"  reason: {r.reason}")
@@ -271,7 +279,9 @@ def memory_history(
 
     def human(console, rows) -> None:
         for h in rows:
-            digest = f" sha256:{h.text_hash[:12]}" if h.text_hash else ""
+            # "hmac-sha256:<hex>" (keyed) or a bare sha256 from before hashes were keyed.
+            kind, _, hexdigest = (h.text_hash or "").rpartition(":")
+            digest = f" {kind or 'sha256'}:{hexdigest[:12]}" if h.text_hash else ""
             _say(console, f"{h.time} {h.memory} {h.op} by {h.actor}{digest}")
             _say(console, f"    {h.reason}")
 

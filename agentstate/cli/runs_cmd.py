@@ -231,6 +231,7 @@ def events(
     limit: Annotated[
         int | None, typer.Option(help="Only the newest N (shown oldest first).")
     ] = None,
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List a run's events (the current run by default), oldest first.
@@ -243,9 +244,12 @@ def events(
 
     if all_runs and run:
         raise UsageError("pass either --run or --all, not both")
+    from agentstate.runs.log import readable_events
+
     with cli_store() as store:
         run_ref = None if all_runs else resolve_run(store, run).ref
-        found = list_events(store, run_ref, kind=kind, limit=limit)
+        found = readable_events(store, list_events(store, run_ref, kind=kind, limit=limit),
+                                principal, run_ref)
 
     def human(console, rows):
         if not rows:

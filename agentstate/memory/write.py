@@ -6,7 +6,8 @@ Order of checks (each documented in the README, memory section):
 2. secrets — in the text, key, scope, source or evidence → Refused (exit 3) before anything
    is written anywhere (no memory, no history row, no run-log event);
 3. permission — the principal must be allowed to write the scope → Refused (exit 3);
-4. injection — text from a non-user source that reads as instructions → `quarantined`;
+4. injection — text that reads as instructions to the agent → `quarantined`, whatever its
+   source (a command run under the user's authority may still carry text an agent pasted);
 5. evidence — a fact or procedure with no evidence (event, file at a commit, or the user as
    source), or a preference not stated by the user → `candidate`;
 6. dedupe — the same content in the same scope (or the same key and value) → the existing
@@ -113,11 +114,12 @@ def remember(
         who.check_claim("user", "evidence")
 
     status, reason = "active", "passed the write gate"
-    phrases = find_injection(text) if source != "user" else []
+    phrases = find_injection(text)
     if phrases:
         status = "quarantined"
         reason = (f"text from {source} reads as instructions to the agent "
-                  f"({len(phrases)} instruction-like phrase(s)); kept out of reads")
+                  f"({len(phrases)} instruction-like phrase(s)); kept out of reads, never "
+                  "served as trusted")
     elif kind in ("fact", "procedure") and not refs:
         status = "candidate"
         reason = (f"a {kind} without evidence (an event, a file at a commit, or the user as "

@@ -86,6 +86,11 @@ def _complete(root: Path, result: InitResult) -> InitResult:
         result.created.append(DB_NAME)
     elif applied:
         result.created.append(f"{DB_NAME} migrations: {', '.join(applied)}")
+    from agentstate.store.keys import KEY_FILE, store_key
+
+    if not (root / KEY_FILE).exists():
+        store_key(root)
+        result.created.append(KEY_FILE)
     if ensure_registry(root / "skills"):
         result.created.append("skills/ (git repository)")
     # Shipped skills (top-level skills/ in the source): published once; a second init finds
