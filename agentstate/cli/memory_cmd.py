@@ -56,8 +56,9 @@ def remember_cmd(
              "new version (conflict rules in the README).")] = None,
     scope: Annotated[str | None, typer.Option(
         help="repo (default), user, run:REF, branch:NAME or path:GLOB.")] = None,
-    source: Annotated[str, typer.Option(
-        help="user, model, tool:NAME, file:PATH@COMMIT or evt:REF.")] = "user",
+    source: Annotated[str | None, typer.Option(
+        help="user, model, tool:NAME, file:PATH@COMMIT or evt:REF. Default: user, or model "
+             "for a principal that may not claim user (the agent).")] = None,
     evidence: Annotated[list[str] | None, typer.Option(
         "--evidence", "-e", help="evt:REF, file:PATH@COMMIT or user (repeatable); must exist.",
     )] = None,
@@ -70,7 +71,7 @@ def remember_cmd(
     """Store a memory through the write gate; says what the gate decided and why.
 
     Secrets are refused (exit 3) and nothing is stored. A fact or procedure without evidence
-    becomes a candidate; non-user text that reads as instructions is quarantined; the same
+    becomes a candidate; text that reads as instructions is quarantined; the same
     content refreshes the existing memory; a new value for a key makes a new version.
     """
     from agentstate.memory.write import remember

@@ -210,7 +210,8 @@ def _trace_memory(store: Store, ref: str, who: Principal) -> TraceNode:
     chain = get_chain(store, ref)
     hidden = sorted({m.scope for m in chain if not who.can_read(m.scope)})
     if hidden:
-        raise Refused(f"principal {who.name!r} may not read scope {', '.join(hidden)}")
+        names = ', '.join(map(repr, hidden))
+        raise Refused(f"principal {who.name!r} may not read scope {names}")
     if parsed.version is not None and all(m.version != parsed.version for m in chain):
         raise NotFound(f"no memory {ref} (the chain has v1..v{chain[-1].version})")
     chain_ref = make_ref("mem", parsed.id)

@@ -49,6 +49,7 @@ from agentstate.memory.versions import (
     vref,
 )
 from agentstate.safety import find_injection, refuse_secrets
+from agentstate.store.principals import default_source
 from agentstate.store.sources import validate_source
 
 CANDIDATE_CONFIDENCE = 0.4
@@ -76,13 +77,14 @@ def remember(
     kind: str,
     key: str | None = None,
     scope: str | None = None,
-    source: str = "user",
+    source: str | None = None,
     evidence: list[str] | tuple[str, ...] = (),
     ttl: str | None = None,
     until: str | None = None,
     principal: str | None = None,
 ) -> WriteResult:
-    """Pass `text` through the write gate; return what was decided and why."""
+    """Pass `text` through the write gate; return what was decided and why. Without a
+    `source`, the principal's own (`user`, or `model` for one that may not claim it)."""
     # Secrets first over every field: a refused write must leave no trace, and an error
     # message about a malformed field must not be the way a secret gets echoed.
     for what, value in (("the memory text", text), ("the key", key or ""),
@@ -93,9 +95,10 @@ def remember(
     kind = validate_kind(kind)
     key = validate_key(key)
     scope = validate_scope(store, scope)
-    source = validate_source(source, allow_event=True)
-    valid_until = parse_validity(store, ttl, until)
     who = resolve_principal(store, principal)
+    # No source named: the principal's own word (user, or model for the agent).
+    source = validate_source(source or default_source(who), allow_event=True)
+    valid_until = parse_validity(store, ttl, until)
     refs = [validate_evidence(store, e) for e in dict.fromkeys(evidence)]
     # The source itself is evidence when it is the user, an event or a file at a commit.
     if source == "user":

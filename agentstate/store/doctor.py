@@ -59,6 +59,21 @@ def check_config(root: Path) -> tuple[Check, Settings]:
     return Check("config", OK, f"{CONFIG_NAME} parses and its settings are valid"), settings
 
 
+def check_principal(settings: Any) -> Check:
+    """Which principal a command run here acts as, and why (agentstate.store.principals)."""
+    from agentstate.errors import AgentStateError
+    from agentstate.store.principals import principal_from_environment
+
+    try:
+        env = principal_from_environment(settings.principals)
+    except AgentStateError as exc:
+        return Check("principal", FAIL, exc.message)
+    who = env.principal
+    return Check("principal", OK, f"{who.name} ({env.decided_by}); --as may only narrow it",
+                 {"principal": who.name, "decided_by": env.decided_by, "agent": env.agent,
+                  "actions": who.allowed_actions()})
+
+
 def check_database(root: Path) -> list[Check]:
     from agentstate.store.migrations import all_migrations, applied_migrations
 
@@ -253,7 +268,8 @@ def check_hook_errors(root: Path) -> Check:
 def diagnose(root: Path) -> Report:
     """Run every check against the store at `root` (the .agentstate directory)."""
     config_check, settings = check_config(root)
-    checks = [config_check, *check_database(root), check_writable(root),
+    checks = [config_check, check_principal(settings), *check_database(root),
+              check_writable(root),
               check_tokenizer(settings.tokens), check_skills_repo(root), check_git(),
               check_hook_errors(root)]
     if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):

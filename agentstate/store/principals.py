@@ -113,9 +113,13 @@ def detected_agent(environ: Any = None) -> tuple[str, str] | None:
 
 def lookup_principal(store: Any, name: str) -> Principal:
     """The principal declared as `name`, with no check of who is asking."""
-    spec = store.settings.principals.declared.get(name)
+    return _lookup(store.settings.principals, name)
+
+
+def _lookup(section: Any, name: str) -> Principal:
+    spec = section.declared.get(name)
     if spec is None:
-        names = ", ".join(sorted(store.settings.principals.declared)) or "none"
+        names = ", ".join(sorted(section.declared)) or "none"
         raise InvalidInput(
             f"principal {name!r} is not declared in config.toml [principals] (declared: {names})"
         )
@@ -133,14 +137,19 @@ class EnvironmentPrincipal:
 
 def environment_principal(store: Any) -> EnvironmentPrincipal:
     """The principal the environment grants, before any --as (see the module docstring)."""
+    return principal_from_environment(store.settings.principals)
+
+
+def principal_from_environment(section: Any) -> EnvironmentPrincipal:
+    """The same, from the [principals] settings alone (for `doctor`)."""
     declared = os.environ.get("AGENTSTATE_PRINCIPAL") or None
     found = detected_agent()
     if found is not None:
         var, agent = found
-        ceiling = lookup_principal(store, AGENT_PRINCIPAL)
+        ceiling = _lookup(section, AGENT_PRINCIPAL)
         if declared is None:
             return EnvironmentPrincipal(ceiling, f"{var} is set: running under {agent}", agent)
-        chosen = lookup_principal(store, declared)
+        chosen = _lookup(section, declared)
         if not narrower(chosen, ceiling):
             raise Refused(f"AGENTSTATE_PRINCIPAL={declared} under {agent} ({var} is set): a "
                           f"command run by a coding agent may only act as {AGENT_PRINCIPAL!r} "
@@ -148,8 +157,8 @@ def environment_principal(store: Any) -> EnvironmentPrincipal:
         return EnvironmentPrincipal(chosen, f"AGENTSTATE_PRINCIPAL (under {agent}, {var} "
                                             "is set)", agent)
     if declared is not None:
-        return EnvironmentPrincipal(lookup_principal(store, declared), "AGENTSTATE_PRINCIPAL")
-    return EnvironmentPrincipal(lookup_principal(store, store.settings.principals.default),
+        return EnvironmentPrincipal(_lookup(section, declared), "AGENTSTATE_PRINCIPAL")
+    return EnvironmentPrincipal(_lookup(section, section.default),
                                 "[principals] default in config.toml")
 
 
