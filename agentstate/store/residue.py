@@ -179,14 +179,20 @@ def _paths_of(repo: Path, blobs: set[str]) -> list[str]:
 
 def rewrite_command(repo: Path, paths: list[str]) -> str:
     """A shell command (plain git) that removes `paths` from every commit and tag of `repo`
-    and prunes the objects that held them. It never contains the purged text."""
+    and prunes the objects that held them. It never contains the purged text. The rewrite
+    runs with the repository marked bare, so the (already scrubbed) drafts in its work tree
+    stay as they are; the index is then reset to the new HEAD."""
     where = shlex.quote(str(repo))
     steps = []
     if paths:
         removal = "git rm -q --cached --ignore-unmatch -- " + " ".join(
             shlex.quote(p) for p in paths)
-        steps.append(f"git -C {where} filter-branch -f --index-filter {shlex.quote(removal)} "
-                     "--tag-name-filter cat -- --all")
+        gitdir = shlex.quote(str(repo / ".git"))
+        steps.append(f"git -C {where} config core.bare true")
+        steps.append(f"{{ FILTER_BRANCH_SQUELCH_WARNING=1 git -C {gitdir} filter-branch -f "
+                     f"--index-filter {shlex.quote(removal)} --tag-name-filter cat -- --all; "
+                     f"rc=$?; git -C {where} config core.bare false; test $rc -eq 0; }}")
+        steps.append(f"git -C {where} read-tree HEAD")
         steps.append(f"git -C {where} for-each-ref --format='%(refname)' refs/original/ | "
                      f"xargs -r -n1 git -C {where} update-ref -d")
     steps.append(f"git -C {where} reflog expire --expire=now --all")
