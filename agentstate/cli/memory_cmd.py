@@ -158,18 +158,24 @@ def forget_cmd(
     reason: Annotated[str | None, typer.Option(help="Why (kept in the audit history).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go.")] = False,
     purge: Annotated[bool, typer.Option(
-        "--purge", help="Erase the text everywhere (tables, search indexes, the file itself); "
-                        "only a hash stays in the history.")] = False,
+        "--purge", help="Erase the text everywhere, ignoring case and spacing (tables, "
+                        "search indexes, the file itself, skill drafts); only a keyed hash "
+                        "stays in the history. What remains is listed in still_in.")] = False,
     principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Forget memories: a tombstone by default (out of every default read, kept for audit);
-    --purge erases the text from the database file."""
+    --purge erases the text from the database file and the files agentstate writes, lists
+    where it still is (other memories, the skills registry's git objects, exports) and gives
+    the git command that rewrites the registry. Purging what the user stated is owner-only."""
     from agentstate.memory.forget import forget
 
     with cli_store() as store:
+        from agentstate.skills.export import TARGETS
+
         result = forget(store, ref, key=key, query=query, scope=scope, reason=reason,
-                        dry_run=dry_run, purge=purge, principal=principal)
+                        dry_run=dry_run, purge=purge, principal=principal,
+                        export_dirs=[store.work_tree / t for t in TARGETS.values()])
     if not as_json and result.purge and result.wal_truncated is False:
         warn("another process is reading the store; the WAL could not be truncated fully")
 

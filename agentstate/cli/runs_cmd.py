@@ -237,7 +237,7 @@ def events(
     """List a run's events (the current run by default), oldest first.
 
     With --json each event has its ref, run, seq, kind, text, source, ts, meta, resolves
-    and supersedes.
+    and supersedes. Only runs the principal may read (`run:…` scopes) are listed.
     """
     from agentstate.errors import UsageError
     from agentstate.runs.log import list_events, resolve_run

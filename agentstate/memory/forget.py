@@ -2,14 +2,19 @@
 
 - Tombstone: the versions become `forgotten` (out of every default read, `recall --include
   forgotten` still finds them) and the history keeps why. Reversible only by remembering again.
-- Purge (`--purge`): the text is erased from the memory rows, from every other table that
+- Purge (`--purge`): the text — matched ignoring case and whitespace
+  (agentstate.store.residue) — is erased from the memory rows, from every other table that
   holds it (whole-value matches, and substrings for texts of PURGE_SUBSTRING_MIN characters
-  or more — e.g. an event the memory was distilled from), and from every FTS5 index (the
-  indexes are merged with 'optimize' so deleted entries leave the b-trees). Then the WAL is
-  checkpointed and truncated, the file is VACUUMed with secure_delete on, and the WAL is
-  truncated again, so the raw bytes of `state.db` and `state.db-wal` no longer contain it.
-  The token-count cache (digests of counted texts) is emptied as well.
-  An audit row per version keeps a hash of the text, the time and the reason.
+  or more — e.g. an event the memory was distilled from; any length in the events the memory
+  cites as source or evidence), from skill drafts and logs under `.agentstate/`, and from
+  every FTS5 index (merged with 'optimize' so deleted entries leave the b-trees). Then the
+  WAL is checkpointed and truncated, the file is VACUUMed with secure_delete on, and the WAL
+  is truncated again, so the raw bytes of `state.db` and `state.db-wal` no longer contain it.
+  The token-count cache (digests of counted texts) is emptied as well. What remains (other
+  memories, short-text mentions, git objects of the skills registry, exports, config.toml)
+  is listed in `still_in`, with the git command that rewrites the registry's history.
+  An audit row per version keeps a keyed hash of the text, the time and the reason.
+  Purging what the user stated is the owner-only action `purge`.
 Forgetting what is already forgotten (or purging what is already purged) is an error and
 changes nothing.
 """
@@ -17,7 +22,9 @@ changes nothing.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound, Refused, UsageError
@@ -99,8 +106,11 @@ def forget(
     dry_run: bool = False,
     purge: bool = False,
     principal: str | None = None,
+    export_dirs: Sequence[Path] = (),
 ) -> ForgetResult:
-    """Tombstone (default) or purge the memories named by a ref, a key or a query."""
+    """Tombstone (default) or purge the memories named by a ref, a key or a query.
+    `export_dirs`: folders other layers copy store content into (skill exports), searched
+    by a purge and reported in `still_in`."""
     for what, value in (("the reason", reason), ("the key", key), ("the query", query)):
         if value:
             refuse_secrets(value, what)  # before any message could echo it
@@ -131,12 +141,12 @@ def forget(
         if dry_run:
             result.still_in = _other_memories_holding(store.conn, todo)
             result.scrubbed = _scrub_elsewhere(store.conn, todo, count_only=True)
-            _files(store, matcher, result, dry_run=True)
+            _files(store, matcher, result, dry_run=True, export_dirs=export_dirs)
     if dry_run:
         return result
     if purge:
         _purge(store, todo, why, who.name, result)
-        _files(store, matcher, result, dry_run=False)
+        _files(store, matcher, result, dry_run=False, export_dirs=export_dirs)
     else:
         with store.transaction() as conn:
             for row in todo:
@@ -335,7 +345,8 @@ def _remaining_in_tables(conn: sqlite3.Connection) -> list[str]:
     return found
 
 
-def _files(store: Any, matcher: Matcher, result: ForgetResult, dry_run: bool) -> None:
+def _files(store: Any, matcher: Matcher, result: ForgetResult, dry_run: bool,
+           export_dirs: Sequence[Path]) -> None:
     """The files agentstate writes: skill drafts (the registry's work tree) and logs are
     rewritten; the released-version cache is deleted (rebuilt from git on demand); the
     registry's git objects and the skill exports are reported with how to remove them."""
@@ -373,13 +384,12 @@ def _files(store: Any, matcher: Matcher, result: ForgetResult, dry_run: bool) ->
         result.still_in.append(f"skills git objects: {len(git.objects)} blob(s){paths}; "
                                "releases are immutable, rewrite with rewrite_command")
         result.rewrite_command = git.command
-    from agentstate.skills.export import TARGETS  # noqa: PLC0415 (composition, lazily)
-
-    for target in TARGETS.values():
-        folder = store.work_tree / target
+    for folder in export_dirs:
         hits = residue.files_holding(residue.files_under(folder), report)
         if hits:
-            result.still_in.append(f"{target}: {len(hits)} exported file(s); after the "
+            where = folder.relative_to(store.work_tree) if folder.is_relative_to(
+                store.work_tree) else folder
+            result.still_in.append(f"{where}: {len(hits)} exported file(s); after the "
                                    "rewrite run `agentstate skill export` again")
 
 
