@@ -414,7 +414,8 @@ def test_a_principal_can_be_kept_from_claiming_the_user_as_source(cli, initialis
     config = initialised / ".agentstate" / "config.toml"
     config.write_text(config.read_text() + '\n[principals.bot]\nread = ["*"]\nwrite = ["repo"]\n'
                       'sources = ["model", "tool:*", "evt:*"]\n')
-    denied = cli("remember", "tabs over spaces", "--kind", "fact", "--as", "bot")
+    denied = cli("remember", "tabs over spaces", "--kind", "fact", "--source", "user", "--as",
+                 "bot")
     assert denied.exit_code == 3 and "may not claim source 'user'" in denied.stderr
     assert cli("remember", "x is y", "--kind", "fact", "--source", "model", "-e", "user",
                "--as", "bot").exit_code == 3
@@ -424,3 +425,6 @@ def test_a_principal_can_be_kept_from_claiming_the_user_as_source(cli, initialis
     assert cli("memory", "confirm", stored["ref"], "-e", "user", "--as", "bot").exit_code == 3
     assert cli("memory", "correct", stored["ref"], "no", "--as", "bot").exit_code == 3
     assert counts(initialised)[0] == 1
+    # Without --source its words are recorded as the model's.
+    assert rem(cli, "tabs over spaces", "--kind", "fact", "--as", "bot")["memory"]["source"] \
+        == "model"
