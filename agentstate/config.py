@@ -103,6 +103,18 @@ def _optional_strings(value: Any) -> tuple[str, ...] | None:
     return None if value is None else _strings(value)
 
 
+# What `actions` may name: the owner-only operations (see agentstate.store.principals).
+PRINCIPAL_ACTIONS = ("approve", "revoke", "purge")
+
+
+def _actions(value: Any) -> tuple[str, ...] | None:
+    actions = _optional_strings(value)
+    for action in actions or ():
+        if action not in PRINCIPAL_ACTIONS and action != "*":
+            raise _Bad(f"a list of actions from {', '.join(PRINCIPAL_ACTIONS)}", value)
+    return actions
+
+
 def _rules(value: Any) -> tuple[str, ...]:
     """Command prefixes: each must split into words like a command line."""
     import shlex
@@ -186,21 +198,24 @@ class ResumeSettings:
 @dataclass(frozen=True)
 class PrincipalSpec:
     """[principals.NAME]: the scopes a principal reads and writes; `sources` it may claim
-    (None = any source)."""
+    (None = any source); `actions`, the owner-only operations it may perform (None = all of
+    them when it may write every scope, none otherwise)."""
 
     read: tuple[str, ...] = _setting((), _strings)
     write: tuple[str, ...] = _setting((), _strings)
     sources: tuple[str, ...] | None = _setting(None, _optional_strings)
+    actions: tuple[str, ...] | None = _setting(None, _actions)
 
 
 def _default_principals() -> Mapping[str, PrincipalSpec]:
     return MappingProxyType({
-        "owner": PrincipalSpec(read=("*",), write=("*",)),
+        "owner": PrincipalSpec(read=("*",), write=("*",), actions=PRINCIPAL_ACTIONS),
         "agent": PrincipalSpec(
             read=("repo", "branch:*", "path:*", "run:*"),
             write=("run:*", "repo"),
             # An agent cannot claim the user's authority for what it writes.
             sources=("model", "tool:*", "file:*", "evt:*"),
+            actions=(),
         ),
     })
 
@@ -292,19 +307,25 @@ calibration = 1.0
 recent_events = 12
 
 [principals]
-# Who reads and writes memory. The principal comes from --as, AGENTSTATE_PRINCIPAL or `default`.
+# Who reads and writes memory: AGENTSTATE_PRINCIPAL, else `default` -- but `agent` whenever
+# a coding agent (Claude Code, Codex, Gemini CLI, ...) or a hook runs the command. --as (and,
+# under an agent, AGENTSTATE_PRINCIPAL) may only name a principal with no more rights.
 # Scopes: repo, user, run:REF, branch:NAME, path:GLOB; "*" and trailing ":*" are wildcards.
 default = "owner"
 
 [principals.owner]
 read = ["*"]
 write = ["*"]
+# Owner-only operations: approve (publish a skill as approved), revoke (a skill another
+# principal made), purge (memories stated by, or vouched for by, the user).
+actions = ["approve", "revoke", "purge"]
 
 [principals.agent]
 read = ["repo", "branch:*", "path:*", "run:*"]
 write = ["run:*", "repo"]
 # The sources this principal may claim: an agent cannot write with the user's authority.
 sources = ["model", "tool:*", "file:*", "evt:*"]
+actions = []
 
 [memory]
 # Longest memory text accepted by the write gate, in characters.

@@ -47,6 +47,10 @@ def isolated_home(tmp_path_factory, monkeypatch, token_cache):
     for var in ("AGENTSTATE_DIR", "AGENTSTATE_NOW", "AGENTSTATE_ID_SEED", "AGENTSTATE_PRINCIPAL",
                 "AGENTSTATE_RUN", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
+    from agentstate.store.principals import AGENT_ENV_VARS
+
+    for var, _ in AGENT_ENV_VARS:  # a test run inside a coding agent must not act as `agent`
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
     return home

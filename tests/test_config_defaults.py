@@ -223,7 +223,7 @@ def test_each_call_site_follows_its_setting(store):
 
 def test_default_agent_principal_cannot_claim_user_authority(cli, initialised):
     refused = cli("remember", "the deploy branch is main", "--kind", "fact", "--as", "agent",
-                  "--json")
+                  "--source", "user", "--json")
     assert refused.exit_code == 3
     assert "may not claim" in refused.json()["error"]["message"]
     stored = cli.json("remember", "the deploy branch is main", "--kind", "fact", "--as", "agent",

@@ -15,8 +15,9 @@ def test_doctor_on_a_healthy_store(cli, initialised):
     data = cli.json("doctor")
     assert data["healthy"] is True
     checks = _checks(data)
-    assert set(checks) == {"config", "schema", "integrity", "wal", "writable", "tokenizer",
-                           "skills", "git", "search", "publish", "registry", "hooks"}
+    assert set(checks) == {"config", "principal", "schema", "integrity", "wal", "writable",
+                           "tokenizer", "skills", "git", "search", "publish", "registry",
+                           "hooks"}
     assert all(c["status"] == "ok" for c in checks.values()), checks
     assert checks["schema"]["status"] == "ok" and checks["schema"]["data"]["pending"] == []
     assert checks["integrity"]["detail"] == "PRAGMA integrity_check: ok"

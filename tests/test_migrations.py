@@ -27,6 +27,7 @@ SHIPPED = [
     "m201_skills_registry",
     "m301_packs",
     "m202_publish_journal",
+    "m104_purged_history_hashes",
 ]
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, cli_store, emit
+from agentstate.cli.common import AsOption, JsonOption, cli_store, emit
 
 
 @app.command("context")
@@ -131,6 +131,7 @@ def _print_allocation(console, pack) -> None:
 def trace_cmd(
     ref: Annotated[str, typer.Argument(help="pack:…, mem:…[@vN], evt:…, skill:NAME[@vN] "
                                             "or run:…")],
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Follow cross-layer references both ways.
@@ -143,7 +144,7 @@ def trace_cmd(
     from agentstate.context.trace import trace
 
     with cli_store() as store:
-        root = trace(store, ref)
+        root = trace(store, ref, principal)
 
     def human(console, node):
         # Plain lines (not rich.Tree): long summaries must wrap, never be cut off.

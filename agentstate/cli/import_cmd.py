@@ -67,7 +67,10 @@ def import_jsonl(
     if agent:
         raise InvalidInput(f"{file} looks like {AGENT_LABELS[agent]}, not the generic JSONL "
                            f"format; import it with `agentstate import {agent} {file}`")
+    from agentstate.store.principals import resolve_principal
+
     with cli_store() as store:
+        who = resolve_principal(store)
         progress = None
         on_bytes = None
         console = stderr_console()
@@ -86,7 +89,7 @@ def import_jsonl(
             result = import_events(
                 store, read_jsonl(path, on_bytes), run_ref=run, goal=goal,
                 origin=str(path.resolve()), strict=strict, label="line",
-                worktree=snapshot(store.work_tree) if not run else None,
+                worktree=snapshot(store.work_tree) if not run else None, claimed_by=who,
             )
         finally:
             if progress is not None:
@@ -102,7 +105,7 @@ def import_jsonl(
     data = {
         "run": result.run, "created_run": result.created_run, "imported": result.imported,
         "duplicates": result.duplicates, "malformed": result.malformed,
-        "refused": result.refused,
+        "refused": result.refused, "downgraded": result.downgraded,
         "rejected": [{"line": r.position, "reason": r.reason, "refused": r.refused}
                      for r in result.rejected],
     }
@@ -112,6 +115,9 @@ def import_jsonl(
         console.print(f"  imported {d['imported']}, duplicates {d['duplicates']}, "
                       f"malformed {d['malformed']}, refused {d['refused']}"
                       + (" (new run)" if d["created_run"] else ""))
+        if d["downgraded"]:
+            console.print(f"  {d['downgraded']} line(s) claimed a source this principal may "
+                          "not claim: recorded as model (meta claimed_source)", markup=False)
 
     emit(data, as_json=as_json, human=human)
 

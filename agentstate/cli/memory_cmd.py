@@ -66,8 +66,9 @@ def remember_cmd(
              "new version (conflict rules in the README).")] = None,
     scope: Annotated[str | None, typer.Option(
         help="repo (default), user, run:REF, branch:NAME or path:GLOB.")] = None,
-    source: Annotated[str, typer.Option(
-        help="user, model, tool:NAME, file:PATH@COMMIT or evt:REF.")] = "user",
+    source: Annotated[str | None, typer.Option(
+        help="user, model, tool:NAME, file:PATH@COMMIT or evt:REF. Default: user, or model "
+             "for a principal that may not claim user (the agent).")] = None,
     evidence: Annotated[list[str] | None, typer.Option(
         "--evidence", "-e", help="evt:REF, file:PATH@COMMIT or user (repeatable); must exist.",
     )] = None,
@@ -80,7 +81,7 @@ def remember_cmd(
     """Store a memory through the write gate; says what the gate decided and why.
 
     Secrets are refused (exit 3) and nothing is stored. A fact or procedure without evidence
-    becomes a candidate; non-user text that reads as instructions is quarantined; the same
+    becomes a candidate; text that reads as instructions is quarantined; the same
     content refreshes the existing memory; a new value for a key makes a new version.
     """
     from agentstate.memory.write import remember
@@ -168,18 +169,24 @@ def forget_cmd(
     reason: Annotated[str | None, typer.Option(help="Why (kept in the audit history).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go.")] = False,
     purge: Annotated[bool, typer.Option(
-        "--purge", help="Erase the text everywhere (tables, search indexes, the file itself); "
-                        "only a hash stays in the history.")] = False,
+        "--purge", help="Erase the text everywhere, ignoring case and spacing (tables, "
+                        "search indexes, the file itself, skill drafts); only a keyed hash "
+                        "stays in the history. What remains is listed in still_in.")] = False,
     principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Forget memories: a tombstone by default (out of every default read, kept for audit);
-    --purge erases the text from the database file."""
+    --purge erases the text from the database file and the files agentstate writes, lists
+    where it still is (other memories, the skills registry's git objects, exports) and gives
+    the git command that rewrites the registry. Purging what the user stated is owner-only."""
     from agentstate.memory.forget import forget
 
     with cli_store() as store:
+        from agentstate.skills.export import TARGETS
+
         result = forget(store, ref, key=key, query=query, scope=scope, reason=reason,
-                        dry_run=dry_run, purge=purge, principal=principal)
+                        dry_run=dry_run, purge=purge, principal=principal,
+                        export_dirs=[store.work_tree / t for t in TARGETS.values()])
     if not as_json and result.purge and result.wal_truncated is False:
         warn("another process is reading the store; the WAL could not be truncated fully")
 
@@ -192,9 +199,17 @@ def forget_cmd(
         if r.scrubbed:
             _say(console, ("  would also erase from: " if r.dry_run else "  also erased from: ")
                  + ", ".join(f"{name} ({n})" for name, n in r.scrubbed.items()))
+        if r.files_scrubbed:
+            _say(console, ("  would also rewrite: " if r.dry_run else "  also rewrote: ")
+                 + ", ".join(r.files_scrubbed))
         if r.still_in:
-            _say(console, "  the text is still held by other memories (forget them too to "
-                          "erase it from the file): " + ", ".join(r.still_in))
+            _say(console, "  the text is still in (not erased):")
+            for place in r.still_in:
+                _say(console, f"    {place}")
+        if r.rewrite_command:
+            _say(console, "  to rewrite the skills registry's history (it changes released "
+                          "versions' commits):")
+            _say(console, f"    {r.rewrite_command}")
         if r.vacuumed:
             _say(console, "  search indexes merged, database vacuumed, WAL truncated")
         _say(console, f"  reason: {r.reason}")
@@ -282,7 +297,9 @@ def memory_history(
 
     def human(console, rows) -> None:
         for h in rows:
-            digest = f" sha256:{h.text_hash[:12]}" if h.text_hash else ""
+            # "hmac-sha256:<hex>" (keyed) or a bare sha256 from before hashes were keyed.
+            kind, _, hexdigest = (h.text_hash or "").rpartition(":")
+            digest = f" {kind or 'sha256'}:{hexdigest[:12]}" if h.text_hash else ""
             _say(console, f"{h.time} {h.memory} {h.op} by {h.actor}{digest}")
             _say(console, f"    {h.reason}")
 

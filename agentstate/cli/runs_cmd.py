@@ -241,21 +241,25 @@ def events(
     limit: Annotated[
         int | None, typer.Option(help="Only the newest N (shown oldest first).")
     ] = None,
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List a run's events (the current run by default), oldest first.
 
     With --json each event has its ref, run, seq, kind, text, source, ts, meta, resolves
-    and supersedes.
+    and supersedes. Only runs the principal may read (`run:…` scopes) are listed.
     """
     from agentstate.errors import UsageError
     from agentstate.runs.log import list_events
 
     if all_runs and run:
         raise UsageError("pass either --run or --all, not both")
+    from agentstate.runs.log import readable_events
+
     with cli_store() as store:
         run_ref = None if all_runs else _read_run(store, run).ref
-        found = list_events(store, run_ref, kind=kind, limit=limit)
+        found = readable_events(store, list_events(store, run_ref, kind=kind, limit=limit),
+                                principal, run_ref)
 
     def human(console, rows):
         if not rows:

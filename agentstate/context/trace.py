@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.context.manifest import load_pack, packs_including, packs_of_run
-from agentstate.errors import NotFound
+from agentstate.errors import NotFound, Refused
 from agentstate.output import shorten
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
 
 MAX_LISTED = 50  # per relation; the JSON says how many more there were
@@ -38,17 +39,23 @@ class TraceNode:
     children: list[TraceNode] = field(default_factory=list)
 
 
-def trace(store: Store, ref: str) -> TraceNode:
+def trace(store: Store, ref: str, principal: str | None = None) -> TraceNode:
+    """The trace of `ref` as `principal` sees it: the read gate applies to every memory it
+    prints (a memory the principal may not read is named, its text withheld; tracing one
+    directly is refused, as `memory show` refuses it)."""
+    from agentstate.store.principals import resolve_principal
+
+    who = resolve_principal(store, principal)
     parsed = parse_ref(ref)
     if parsed.kind == "pack":
-        return _trace_pack(store, str(parsed))
+        return _trace_pack(store, str(parsed), who)
     if parsed.kind == "mem":
-        return _trace_memory(store, str(parsed))
+        return _trace_memory(store, str(parsed), who)
     if parsed.kind == "evt":
-        return _trace_event(store, str(parsed))
+        return _trace_event(store, str(parsed), who)
     if parsed.kind == "skill":
         return _trace_skill(store, parsed.id, parsed.version)
-    return _trace_run(store, str(parsed))
+    return _trace_run(store, str(parsed), who)
 
 
 # ---------------------------------------------------------------- helpers
@@ -105,8 +112,12 @@ def _evidence_node(store: Store, evidence: Any) -> TraceNode:
     return node
 
 
-def _memory_version_node(store: Store, memory: Any, relation: str,
+def _memory_version_node(store: Store, memory: Any, relation: str, who: Principal,
                          with_evidence: bool = True) -> TraceNode:
+    if not who.can_read(memory.scope):
+        return TraceNode(memory.ref, relation,
+                         f"withheld: principal {who.name!r} may not read scope {memory.scope!r}",
+                         {"withheld": True, "scope": memory.scope})
     flags = f", {memory.status}" if memory.status != "active" else ""
     text = "(purged)" if memory.purged else shorten(memory.text, 90)
     node = TraceNode(
@@ -154,7 +165,7 @@ def _skill_version_node(store: Store, name: str, version: int, relation: str) ->
 # ---------------------------------------------------------------- pack
 
 
-def _trace_pack(store: Store, ref: str) -> TraceNode:
+def _trace_pack(store: Store, ref: str, who: Principal) -> TraceNode:
     pack = load_pack(store, ref)
     placed = sum(1 for i in pack.items if i.decision != "dropped")
     root = TraceNode(
@@ -176,7 +187,8 @@ def _trace_pack(store: Store, ref: str) -> TraceNode:
         if item.ref.startswith("mem:"):
             memory = _memory_version(store, item.ref)
             if memory is not None:
-                node.children.append(_memory_version_node(store, memory, "memory version"))
+                node.children.append(_memory_version_node(store, memory, "memory version",
+                                                          who))
         elif item.ref.startswith("evt:"):
             node.children.append(_event_node(store, item.ref, "event"))
         elif item.ref.startswith("skill:"):
@@ -191,11 +203,15 @@ def _trace_pack(store: Store, ref: str) -> TraceNode:
 # ---------------------------------------------------------------- memory
 
 
-def _trace_memory(store: Store, ref: str) -> TraceNode:
+def _trace_memory(store: Store, ref: str, who: Principal) -> TraceNode:
     from agentstate.memory.model import get_chain
 
     parsed = parse_ref(ref, expect="mem")
     chain = get_chain(store, ref)
+    hidden = sorted({m.scope for m in chain if not who.can_read(m.scope)})
+    if hidden:
+        names = ', '.join(map(repr, hidden))
+        raise Refused(f"principal {who.name!r} may not read scope {names}")
     if parsed.version is not None and all(m.version != parsed.version for m in chain):
         raise NotFound(f"no memory {ref} (the chain has v1..v{chain[-1].version})")
     chain_ref = make_ref("mem", parsed.id)
@@ -209,7 +225,7 @@ def _trace_memory(store: Store, ref: str) -> TraceNode:
     )
     for memory in chain:
         relation = "version" if memory in focus else "other version"
-        root.children.append(_memory_version_node(store, memory, relation,
+        root.children.append(_memory_version_node(store, memory, relation, who,
                                                   with_evidence=memory in focus))
     refs = [m.ref for m in focus] + ([chain_ref] if parsed.version is None else [])
     uses = packs_including(store, refs, limit=MAX_LISTED)
@@ -222,10 +238,12 @@ def _trace_memory(store: Store, ref: str) -> TraceNode:
 # ---------------------------------------------------------------- event
 
 
-def _trace_event(store: Store, ref: str) -> TraceNode:
+def _trace_event(store: Store, ref: str, who: Principal) -> TraceNode:
     row = _event_row(store, ref.removeprefix("evt:"))
     if row is None:
         raise NotFound(f"no event {ref}")
+    if not who.can_read(make_ref("run", row[1])):
+        raise Refused(f"principal {who.name!r} may not read scope {make_ref('run', row[1])!r}")
     root = _event_node(store, ref, "root")
     root.detail["text"] = row[4]
     if row[7]:
@@ -246,7 +264,7 @@ def _trace_event(store: Store, ref: str) -> TraceNode:
     for memory_id, version in drawn:
         memory = _memory_version(store, make_ref("mem", memory_id, version))
         if memory is not None:
-            root.children.append(_memory_version_node(store, memory, "drawn into",
+            root.children.append(_memory_version_node(store, memory, "drawn into", who,
                                                       with_evidence=False))
     for load in store.conn.execute(
         "SELECT name, version FROM skill_loads WHERE event = ?", (row[0],)
@@ -303,7 +321,7 @@ def _trace_skill(store: Store, name: str, version: int | None) -> TraceNode:
 # ---------------------------------------------------------------- run
 
 
-def _trace_run(store: Store, ref: str) -> TraceNode:
+def _trace_run(store: Store, ref: str, who: Principal) -> TraceNode:
     from agentstate.runs.log import get_run
 
     run = get_run(store, ref)
@@ -335,5 +353,5 @@ def _trace_run(store: Store, ref: str) -> TraceNode:
         memory = _memory_version(store, make_ref("mem", memory_id, version))
         if memory is not None:
             root.children.append(_memory_version_node(store, memory, "memory drawn from it",
-                                                      with_evidence=False))
+                                                      who, with_evidence=False))
     return root

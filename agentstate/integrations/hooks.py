@@ -102,14 +102,14 @@ def open_hook_store(payload_cwd: Path | None, override: str | None) -> Store:
 def hook_principal(store: Store) -> Principal:
     """The `agent` principal from config.toml; its shipped definition if it was removed."""
     from agentstate.config import PrincipalsSettings
-    from agentstate.store.principals import resolve_principal
+    from agentstate.store.principals import lookup_principal
 
     try:
-        return resolve_principal(store, HOOK_PRINCIPAL)
+        return lookup_principal(store, HOOK_PRINCIPAL)
     except InvalidInput:
         spec = PrincipalsSettings().declared[HOOK_PRINCIPAL]
         return Principal(HOOK_PRINCIPAL, list(spec.read), list(spec.write),
-                         list(spec.sources or ()))
+                         list(spec.sources or ()), [])
 
 
 def handle(store: Store, payload: HookPayload) -> HookOutcome:

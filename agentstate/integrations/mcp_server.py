@@ -376,7 +376,7 @@ def build_server(service: StoreService) -> MCPServer:
         def work(store: Any) -> Done:
             from agentstate.context.trace import trace as trace_ref
 
-            return Done(trace_ref(store, ref))
+            return Done(trace_ref(store, ref, who))
 
         return await service.tool("trace", work)
 

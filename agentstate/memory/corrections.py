@@ -57,6 +57,13 @@ def correct(store: Any, ref: str, text: str, *, principal: str | None = None,
     if not who.can_write(target.scope):
         raise Refused(f"principal {who.name!r} may not write scope {target.scope!r}")
     who.check_claim("user", "a user correction as")
+    from agentstate.safety import find_injection
+
+    if find_injection(text):
+        # A correction becomes current at once, with the user's authority: text that reads
+        # as instructions to the agent is refused rather than stored flagged.
+        raise Refused(f"the correction of {target.ref} reads as instructions to the agent; "
+                      "state the value as a plain statement")
     with store.transaction():
         rows = chain_rows(store, target.id)
         cur = current_memory_version(rows, store.now())
@@ -94,8 +101,8 @@ def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None 
     target = get_memory(store, ref)
     if target.status == "quarantined":
         raise Refused(f"{target.ref} is quarantined (it read as instructions to the agent); "
-                      "if it is genuine, state it yourself with `agentstate remember` "
-                      "--source user")
+                      "if it is genuine, restate it as a plain statement with "
+                      "`agentstate remember`")
     if target.status in ("superseded", "forgotten"):
         raise InvalidInput(f"{target.ref} is {target.status}; only current, contested or "
                            "candidate versions can be confirmed")
@@ -104,6 +111,7 @@ def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None 
     checked = [validate_evidence(store, e) for e in dict.fromkeys(evidence)]
     if any(kind == "user" for _, kind in checked):
         who.check_claim("user", "evidence")
+    _require_outside_evidence(store, target, checked)
     with store.transaction():
         row = _row(store, target)
         added = add_evidence(store, row["row"], checked, who.name)
@@ -136,6 +144,22 @@ def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None 
     memory = get_memory(store, target.ref)
     return WriteResult(action, memory.ref, memory.status, reason, memory, replaced=replaced,
                        evidence_added=added)
+
+
+def _require_outside_evidence(store: Any, target: Memory,
+                              checked: list[tuple[str, str]]) -> None:
+    """A confirmation needs one piece of evidence the model did not write itself: the user,
+    a file at a commit, or an event whose source is not `model`. Otherwise an agent could
+    turn its own guess into a fact by citing its own note."""
+    from agentstate.runs.log import get_event
+
+    for ref, kind in checked:
+        if kind in ("user", "file") or (kind == "evt" and get_event(store, ref).source
+                                         != "model"):
+            return
+    raise Refused(f"{target.ref}: evidence {', '.join(r for r, _ in checked)} was written by "
+                  "the model itself; confirm with evidence from outside it (user, a "
+                  "file:PATH@COMMIT, or an event from a tool or the user)")
 
 
 def _still_candidate(row: dict, evidence: list[tuple[str, str]]) -> bool:

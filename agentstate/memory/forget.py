@@ -2,14 +2,19 @@
 
 - Tombstone: the versions become `forgotten` (out of every default read, `recall --include
   forgotten` still finds them) and the history keeps why. Reversible only by remembering again.
-- Purge (`--purge`): the text is erased from the memory rows, from every other table that
+- Purge (`--purge`): the text — matched ignoring case and whitespace
+  (agentstate.store.residue) — is erased from the memory rows, from every other table that
   holds it (whole-value matches, and substrings for texts of PURGE_SUBSTRING_MIN characters
-  or more — e.g. an event the memory was distilled from), and from every FTS5 index (the
-  indexes are merged with 'optimize' so deleted entries leave the b-trees). Then the WAL is
-  checkpointed and truncated, the file is VACUUMed with secure_delete on, and the WAL is
-  truncated again, so the raw bytes of `state.db` and `state.db-wal` no longer contain it.
-  The token-count cache (digests of counted texts) is emptied as well.
-  An audit row per version keeps a hash of the text, the time and the reason.
+  or more — e.g. an event the memory was distilled from; any length in the events the memory
+  cites as source or evidence), from skill drafts and logs under `.agentstate/`, and from
+  every FTS5 index (merged with 'optimize' so deleted entries leave the b-trees). Then the
+  WAL is checkpointed and truncated, the file is VACUUMed with secure_delete on, and the WAL
+  is truncated again, so the raw bytes of `state.db` and `state.db-wal` no longer contain it.
+  The token-count cache (digests of counted texts) is emptied as well. What remains (other
+  memories, short-text mentions, git objects of the skills registry, exports, config.toml)
+  is listed in `still_in`, with the git command that rewrites the registry's history.
+  An audit row per version keeps a keyed hash of the text, the time and the reason.
+  Purging what the user stated is the owner-only action `purge`.
 Forgetting what is already forgotten (or purging what is already purged) is an error and
 changes nothing.
 """
@@ -17,13 +22,18 @@ changes nothing.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound, Refused, UsageError
 from agentstate.memory.model import chain_rows, record_history, resolve_principal
 from agentstate.safety import refuse_secrets
+from agentstate.store import residue
+from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
+from agentstate.store.residue import Matcher
 
 PURGE_SUBSTRING_MIN = 12
 PURGED_MARK = "[purged]"
@@ -45,6 +55,10 @@ class ForgetResult:
     # The token-count cache keeps digests of counted texts (never the texts); a purge
     # empties it too, so not even a digest of the purged text is left to match a guess.
     token_cache_cleared: bool | None = None
+    files_scrubbed: list[str] = field(default_factory=list)  # under .agentstate/
+    # The plain-git command that rewrites the skills registry's history (shown when its
+    # objects hold the text; it never contains the text).
+    rewrite_command: str | None = None
 
 
 def _select_targets(store: Any, ref: str | None, key: str | None, query: str | None,
@@ -92,8 +106,11 @@ def forget(
     dry_run: bool = False,
     purge: bool = False,
     principal: str | None = None,
+    export_dirs: Sequence[Path] = (),
 ) -> ForgetResult:
-    """Tombstone (default) or purge the memories named by a ref, a key or a query."""
+    """Tombstone (default) or purge the memories named by a ref, a key or a query.
+    `export_dirs`: folders other layers copy store content into (skill exports), searched
+    by a purge and reported in `still_in`."""
     for what, value in (("the reason", reason), ("the key", key), ("the query", query)):
         if value:
             refuse_secrets(value, what)  # before any message could echo it
@@ -115,14 +132,21 @@ def forget(
     result = ForgetResult(targets=_refs(todo), dry_run=dry_run, purge=purge, reason=why,
                           skipped=[r for r in _refs(rows) if r not in _refs(todo)])
     if purge:
-        texts = _purge_texts(todo)
-        result.still_in = _other_memories_holding(store.conn, texts, rows)
+        _check_may_purge(store, who, todo)
+        for row in todo:
+            row["evidence_refs"] = [r[0] for r in store.conn.execute(
+                "SELECT ref FROM memory_evidence WHERE memory_row = ?", (row["row"],))]
+        matcher = Matcher.build(_purge_texts(todo), PURGE_SUBSTRING_MIN)
+        _register(store.conn, matcher)
         if dry_run:
-            result.scrubbed = _scrub_elsewhere(store.conn, texts, count_only=True)
+            result.still_in = _other_memories_holding(store.conn, todo)
+            result.scrubbed = _scrub_elsewhere(store.conn, todo, count_only=True)
+            _files(store, matcher, result, dry_run=True, export_dirs=export_dirs)
     if dry_run:
         return result
     if purge:
         _purge(store, todo, why, who.name, result)
+        _files(store, matcher, result, dry_run=False, export_dirs=export_dirs)
     else:
         with store.transaction() as conn:
             for row in todo:
@@ -136,6 +160,20 @@ def forget(
                 if row["status"] == "contested":
                     _contest_rejected(store, row, who.name)
     return result
+
+
+def _check_may_purge(store: Any, who: Principal, rows: list[dict]) -> None:
+    """Purging what the user stated (source `user`, or the user as evidence) is the
+    owner-only action `purge`."""
+    if who.may("purge"):
+        return
+    for row in rows:
+        vouched = store.conn.execute(
+            "SELECT 1 FROM memory_evidence WHERE memory_row = ? AND kind = 'user'",
+            (row["row"],)).fetchone()
+        if row["source"] == "user" or vouched:
+            who.check_action("purge", f"purge {make_ref('mem', row['id'], row['version'])}, "
+                                      "stated by the user")
 
 
 def _contest_rejected(store: Any, row: dict, actor: str) -> None:
@@ -158,9 +196,10 @@ def _refs(rows: list[dict]) -> list[str]:
 
 
 def _purge(store: Any, rows: list[dict], why: str, actor: str, result: ForgetResult) -> None:
+    from agentstate.store.keys import keyed_hash
+
     conn = store.conn
     conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left readable
-    texts = _purge_texts(rows)
     with store.transaction():
         for row in rows:
             conn.execute(
@@ -169,9 +208,13 @@ def _purge(store: Any, rows: list[dict], why: str, actor: str, result: ForgetRes
                 "WHERE row = ?",
                 (f"purged:{row['row']}", f"purged: {why}", row["row"]),
             )
+            # Rows written before hashes were keyed keep a plain sha256: re-key them now.
+            conn.execute("UPDATE memory_history SET text_hash = ? WHERE memory = ? AND "
+                         "version = ? AND text_hash IS NOT NULL",
+                         (keyed_hash(store.root, row["text"]), row["id"], row["version"]))
             record_history(store, row["id"], row["version"], "purge", actor, why, row["text"],
                            prior_status=row["status"])
-        result.scrubbed = _scrub_elsewhere(conn, texts)
+        result.scrubbed = _scrub_elsewhere(conn, rows)
     from agentstate.memory.search import optimize_indexes
 
     # Merge only the indexes that saw deletions: on a large store 'optimize' rewrites the
@@ -182,6 +225,7 @@ def _purge(store: Any, rows: list[dict], why: str, actor: str, result: ForgetRes
         names += ["events_fts", "events_tri"]
     with store.transaction():
         optimize_indexes(conn, None if touched - {"events"} else names)
+    result.still_in = _other_memories_holding(conn, rows) + _remaining_in_tables(conn)
     result.wal_truncated = _compact(conn)
     result.vacuumed = True
     from agentstate.tokens import forget_counts
@@ -206,28 +250,27 @@ def _purge_texts(rows: list[dict]) -> list[str]:
     return sorted({r["text"] for r in rows if r["text"]}, key=len, reverse=True)
 
 
-def _other_memories_holding(conn: sqlite3.Connection, texts: list[str],
-                            rows: list[dict]) -> list[str]:
+def _register(conn: sqlite3.Connection, matcher: Matcher) -> None:
+    """SQL functions for the purge's matching (case- and whitespace-insensitive)."""
+    conn.create_function("purge_hit", 1, lambda v: int(matcher.hit(v)))
+    conn.create_function("purge_scrub", 1, lambda v: matcher.scrub(v) if isinstance(v, str)
+                         else v)
+    conn.create_function("purge_hit_any", 1, lambda v: int(matcher.hit_anywhere(v)))
+    conn.create_function("purge_scrub_any", 1, lambda v: matcher.scrub_anywhere(v)
+                         if isinstance(v, str) else v)
+
+
+def _other_memories_holding(conn: sqlite3.Connection, rows: list[dict]) -> list[str]:
     """Versions outside `rows` whose text is, or (long texts) contains, a purged text."""
     skip = {r["row"] for r in rows}
-    found: dict[int, str] = {}
-    for text in texts:
-        if len(text) >= PURGE_SUBSTRING_MIN:
-            sql, arg = "SELECT row, id, version FROM memories WHERE instr(text, ?) > 0", text
-        else:
-            sql, arg = "SELECT row, id, version FROM memories WHERE text = ?", text
-        for row, memory_id, version in conn.execute(sql, (arg,)):
-            if row not in skip:
-                found[row] = make_ref("mem", memory_id, version)
-    return sorted(found.values())
+    found = [make_ref("mem", memory_id, version) for row, memory_id, version in conn.execute(
+        "SELECT row, id, version FROM memories WHERE purge_hit(text)") if row not in skip]
+    return sorted(found)
 
 
-def _scrub_elsewhere(conn: sqlite3.Connection, texts: list[str],
-                     count_only: bool = False) -> dict[str, int]:
-    """Replace the purged text in every other ordinary table's text columns (or, with
-    `count_only`, count the rows a purge would change, for --dry-run)."""
-    if not texts:
-        return {}
+def _text_columns(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(table, column) of every ordinary table's text columns but the memory tables (the
+    memory rows are purged by ref; history and evidence never hold text)."""
     shadows = _fts_shadow_prefixes(conn)
     tables = [
         row[0]
@@ -238,38 +281,116 @@ def _scrub_elsewhere(conn: sqlite3.Connection, texts: list[str],
         if row[0] not in ("memories", "memory_history", "memory_evidence", "_migrations")
         and not any(row[0].startswith(p) for p in shadows)
     ]
+    return [(table, c[1]) for table in tables
+            for c in conn.execute(f'PRAGMA table_info("{table}")')
+            if "TEXT" in (c[2] or "").upper() or not c[2]]
+
+
+def _tied_events(rows: list[dict]) -> list[str]:
+    """Event ids a purged version came from (its source or evidence): scrubbed of the text
+    even when it is too short to be searched for everywhere."""
+    ids = {r["source"].removeprefix("evt:") for r in rows if r["source"].startswith("evt:")}
+    ids |= {ref.removeprefix("evt:") for r in rows for ref in r.get("evidence_refs", [])
+            if ref.startswith("evt:")}
+    return sorted(ids)
+
+
+def _scrub_elsewhere(conn: sqlite3.Connection, rows: list[dict],
+                     count_only: bool = False) -> dict[str, int]:
+    """Replace the purged text in every other ordinary table's text columns (or, with
+    `count_only`, count the rows a purge would change, for --dry-run)."""
     scrubbed: dict[str, int] = {}
-    for table in tables:
-        columns = [
-            c[1] for c in conn.execute(f'PRAGMA table_info("{table}")')
-            if "TEXT" in (c[2] or "").upper() or not c[2]
-        ]
-        for column in columns:
-            for text in texts:
-                if count_only:
-                    test = (f'instr("{column}", ?) > 0' if len(text) >= PURGE_SUBSTRING_MIN
-                            else f'"{column}" = ?')
-                    n = conn.execute(f'SELECT count(*) FROM "{table}" WHERE {test}',
-                                     (text,)).fetchone()[0]
-                    if n:
-                        name = f"{table}.{column}"
-                        scrubbed[name] = scrubbed.get(name, 0) + n
-                    continue
-                if len(text) >= PURGE_SUBSTRING_MIN:
-                    cursor = conn.execute(
-                        f'UPDATE "{table}" SET "{column}" = replace("{column}", ?, ?) '
-                        f'WHERE instr("{column}", ?) > 0',
-                        (text, PURGED_MARK, text),
-                    )
-                else:
-                    cursor = conn.execute(
-                        f'UPDATE "{table}" SET "{column}" = ? WHERE "{column}" = ?',
-                        (PURGED_MARK, text),
-                    )
-                if cursor.rowcount:
-                    name = f"{table}.{column}"
-                    scrubbed[name] = scrubbed.get(name, 0) + cursor.rowcount
+
+    def add(name: str, n: int) -> None:
+        if n:
+            scrubbed[name] = scrubbed.get(name, 0) + n
+
+    for table, column in _text_columns(conn):
+        if count_only:
+            add(f"{table}.{column}", conn.execute(
+                f'SELECT count(*) FROM "{table}" WHERE purge_hit("{column}")').fetchone()[0])
+        else:
+            add(f"{table}.{column}", conn.execute(
+                f'UPDATE "{table}" SET "{column}" = purge_scrub("{column}") '
+                f'WHERE purge_hit("{column}")').rowcount)
+    tied = _tied_events(rows)
+    if tied:
+        marks = ",".join("?" * len(tied))
+        if count_only:
+            add("events.text (source events)", conn.execute(
+                f"SELECT count(*) FROM events WHERE id IN ({marks}) AND purge_hit_any(text) "
+                "AND NOT purge_hit(text)", tied).fetchone()[0])
+        else:
+            add("events.text (source events)", conn.execute(
+                f"UPDATE events SET text = purge_scrub_any(text) WHERE id IN ({marks}) "
+                "AND purge_hit_any(text)", tied).rowcount)
     return scrubbed
+
+
+def _remaining_in_tables(conn: sqlite3.Connection) -> list[str]:
+    """Every table row that still holds a purged text anywhere (a short text is only scrubbed
+    where it is the whole value or in the memory's own source events; other mentions are
+    listed here, not rewritten)."""
+    found = []
+    for table, column in _text_columns(conn):
+        if table == "events":
+            refs = [make_ref("evt", r[0]) for r in conn.execute(
+                f'SELECT id FROM events WHERE purge_hit_any("{column}") LIMIT 11')]
+        else:
+            refs = [f"row {r[0]}" for r in conn.execute(
+                f'SELECT rowid FROM "{table}" WHERE purge_hit_any("{column}") LIMIT 11')]
+        if refs:
+            more = " and more" if len(refs) > 10 else ""
+            found.append(f"{table}.{column}: {', '.join(refs[:10])}{more}")
+    return found
+
+
+def _files(store: Any, matcher: Matcher, result: ForgetResult, dry_run: bool,
+           export_dirs: Sequence[Path]) -> None:
+    """The files agentstate writes: skill drafts (the registry's work tree) and logs are
+    rewritten; the released-version cache is deleted (rebuilt from git on demand); the
+    registry's git objects and the skill exports are reported with how to remove them."""
+    import shutil
+
+    # Long texts are rewritten wherever they occur; a short one only where it is tied to
+    # the memory (in the database), so in files it is reported, not rewritten.
+    search, report = matcher.substring, matcher.anywhere
+    if report is None:
+        return
+    root = store.root
+    skills = store.skills_path
+    releases = skills / ".releases"
+    drafts = residue.files_under(skills, skip=(".git", ".releases"))
+    logs = [p for p in residue.files_under(root, skip=("skills",))
+            if not p.name.startswith("state.db") and p.name not in ("config.toml",
+                                                                     "history.key")]
+    for path in residue.files_holding(drafts + logs, report):
+        name = str(path.relative_to(root))
+        if search is None or not residue.files_holding([path], search):
+            result.still_in.append(f"{name} (a short text: rewrite it by hand)")
+        elif dry_run or residue.scrub_file(path, search):
+            result.files_scrubbed.append(name)
+    for version_dir in sorted(releases.glob("*/v*")) if releases.is_dir() else []:
+        if residue.files_holding(residue.files_under(version_dir), report):
+            result.files_scrubbed.append(str(version_dir.relative_to(root)) + "/ (removed)")
+            if not dry_run:
+                shutil.rmtree(version_dir, ignore_errors=True)
+    config = root / "config.toml"
+    if residue.files_holding([config], report):
+        result.still_in.append("config.toml (your own file: edit it)")
+    git = residue.git_objects_holding(skills, report)
+    if git.objects:
+        paths = f" ({', '.join(git.paths)})" if git.paths else " (unreachable)"
+        result.still_in.append(f"skills git objects: {len(git.objects)} blob(s){paths}; "
+                               "releases are immutable, rewrite with rewrite_command")
+        result.rewrite_command = git.command
+    for folder in export_dirs:
+        hits = residue.files_holding(residue.files_under(folder), report)
+        if hits:
+            where = folder.relative_to(store.work_tree) if folder.is_relative_to(
+                store.work_tree) else folder
+            result.still_in.append(f"{where}: {len(hits)} exported file(s); after the "
+                                   "rewrite run `agentstate skill export` again")
 
 
 def _compact(conn: sqlite3.Connection) -> bool:

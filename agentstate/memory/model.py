@@ -377,13 +377,16 @@ def get_history(store: Any, ref: str) -> list[HistoryEntry]:
 
 def record_history(store: Any, memory_id: str, version: int | None, op: str, actor: str,
                    reason: str, text: str | None = None, **detail: Any) -> None:
-    """Append one audit row. Never pass memory text in `reason` or `detail`: only its hash
-    is kept, so a purge leaves nothing readable behind."""
+    """Append one audit row. Never pass memory text in `reason` or `detail`: only its keyed
+    hash is kept (agentstate.store.keys), so a purge leaves nothing readable behind and the
+    hash cannot confirm a guess without the store's key."""
+    from agentstate.store.keys import keyed_hash
+
     store.conn.execute(
         "INSERT INTO memory_history (memory, version, op, actor, reason, time, text_hash, detail)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (memory_id, version, op, actor, reason, store.now(),
-         text_hash(text) if text is not None else None,
+         keyed_hash(store.root, text) if text is not None else None,
          json.dumps(detail, ensure_ascii=False, sort_keys=True)),
     )
 

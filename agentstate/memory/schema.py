@@ -176,3 +176,15 @@ def m103_trigram_vocab(db: sqlite_utils.Database) -> None:
         """,
     )
 
+
+
+def m104_purged_history_hashes(db: sqlite_utils.Database) -> None:
+    """History rows of already-purged versions lose their unsalted sha256: it would confirm a
+    guess of the purged text. New rows carry a keyed hash (agentstate.store.keys); the rows
+    of versions still stored keep theirs (the text is in the file beside them) and get the
+    keyed one if they are purged later."""
+    db.conn.execute(
+        "UPDATE memory_history SET text_hash = NULL WHERE text_hash IS NOT NULL "
+        "AND text_hash NOT LIKE 'hmac-%' AND EXISTS (SELECT 1 FROM memories m WHERE "
+        "m.id = memory_history.memory AND m.version = memory_history.version AND m.purged = 1)"
+    )

@@ -6,7 +6,8 @@ Order of checks (each documented in the README, memory section):
 2. secrets — in the text, key, scope, source or evidence → Refused (exit 3) before anything
    is written anywhere (no memory, no history row, no run-log event);
 3. permission — the principal must be allowed to write the scope → Refused (exit 3);
-4. injection — text from a non-user source that reads as instructions → `quarantined`;
+4. injection — text that reads as instructions to the agent → `quarantined`, whatever its
+   source (a command run under the user's authority may still carry text an agent pasted);
 5. evidence — a fact or procedure with no evidence (event, file at a commit, or the user as
    source), or a preference not stated by the user → `candidate`;
 6. dedupe — the same content in the same scope (or the same key and value) → the existing
@@ -49,6 +50,7 @@ from agentstate.memory.versions import (
 )
 from agentstate.safety import find_injection, refuse_secrets
 from agentstate.store.limits import MAX_NAME_CHARS, check_length
+from agentstate.store.principals import default_source
 from agentstate.store.sources import validate_source
 
 CANDIDATE_CONFIDENCE = 0.4
@@ -76,13 +78,14 @@ def remember(
     kind: str,
     key: str | None = None,
     scope: str | None = None,
-    source: str = "user",
+    source: str | None = None,
     evidence: list[str] | tuple[str, ...] = (),
     ttl: str | None = None,
     until: str | None = None,
     principal: str | None = None,
 ) -> WriteResult:
-    """Pass `text` through the write gate; return what was decided and why."""
+    """Pass `text` through the write gate; return what was decided and why. Without a
+    `source`, the principal's own (`user`, or `model` for one that may not claim it)."""
     # Secrets first over every field: a refused write must leave no trace, and an error
     # message about a malformed field must not be the way a secret gets echoed.
     for what, value in (("the memory text", text), ("the key", key or ""),
@@ -95,9 +98,10 @@ def remember(
     kind = validate_kind(kind)
     key = validate_key(key)
     scope = validate_scope(store, scope)
-    source = validate_source(source, allow_event=True)
-    valid_until = parse_validity(store, ttl, until)
     who = resolve_principal(store, principal)
+    # No source named: the principal's own word (user, or model for the agent).
+    source = validate_source(source or default_source(who), allow_event=True)
+    valid_until = parse_validity(store, ttl, until)
     refs = [validate_evidence(store, e) for e in dict.fromkeys(evidence)]
     # The source itself is evidence when it is the user, an event or a file at a commit.
     if source == "user":
@@ -116,11 +120,12 @@ def remember(
         who.check_claim("user", "evidence")
 
     status, reason = "active", "passed the write gate"
-    phrases = find_injection(text) if source != "user" else []
+    phrases = find_injection(text)
     if phrases:
         status = "quarantined"
         reason = (f"text from {source} reads as instructions to the agent "
-                  f"({len(phrases)} instruction-like phrase(s)); kept out of reads")
+                  f"({len(phrases)} instruction-like phrase(s)); kept out of reads, never "
+                  "served as trusted")
     elif kind in ("fact", "procedure") and not refs:
         status = "candidate"
         reason = (f"{a_or_an(kind)} without evidence (an event, a file at a commit, or the user as "

@@ -41,6 +41,7 @@ from agentstate.store.limits import (
     compact_meta,
     parse_json,
 )
+from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
 from agentstate.store.sources import validate_source
 
@@ -82,6 +83,8 @@ class ImportResult:
     events: list[str] = field(default_factory=list)  # refs of the new events
     kinds: dict[str, int] = field(default_factory=dict)  # new events by kind
     skipped_reasons: dict[str, int] = field(default_factory=dict)
+    # Records whose source the importing principal may not claim, recorded as `model`.
+    downgraded: int = 0
 
     @property
     def total(self) -> int:
@@ -190,6 +193,7 @@ def import_events(
     default_goal: str | None = None,
     extra_kinds: frozenset[str] = frozenset(),
     bind_origin: bool = False,
+    claimed_by: Principal | None = None,
 ) -> ImportResult:
     """Import records into a run. The one import path: agent-transcript importers call it.
 
@@ -204,6 +208,9 @@ def import_events(
     `extra_kinds` admits more kinds than the generic format: `checkpoint` (its text is the
     note) becomes a real checkpoint whose work-tree version carries the run's recorded one
     forward, since a transcript does not say which commit it was written at.
+    With `claimed_by`, a record whose source that principal may not claim (an agent's file
+    saying `"source": "user"`) is recorded as `model`, its claim kept in meta
+    `claimed_source`: a file is the importer's word, not the user's.
 
     Writes are committed in batches of `batch_size` (one transaction each). With
     `strict`, the whole import is one transaction and the first malformed or refused record
@@ -261,6 +268,10 @@ def import_events(
 
     def one(position: int | str, data: dict, record: dict) -> None:
         record = {**record, **_links(data, id_map)}
+        if claimed_by is not None and not claimed_by.can_claim(record["source"]):
+            record["meta"] = {**(record["meta"] or {}), "claimed_source": record["source"]}
+            record["source"] = "model"
+            result.downgraded += 1
         key = import_key(data.get("id", position), data)
         target = ensure_run()
         existing = store.conn.execute(

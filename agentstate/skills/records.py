@@ -147,11 +147,12 @@ def registry_lock(store: Store, *, recover: bool = True) -> Iterator[list[str]]:
 
 
 def principal_name(store: Store) -> tuple[str, bool]:
-    """(principal, may approve): AGENTSTATE_PRINCIPAL or [principals] default."""
+    """(principal, may approve): the environment's principal (see store.principals); approving
+    is the owner-only action `approve`."""
     from agentstate.store.principals import resolve_principal
 
     who = resolve_principal(store)
-    return who.name, "*" in who.write
+    return who.name, who.may("approve")
 
 
 def record_candidate(store: Store, name: str, folder: mf.SkillFolder,

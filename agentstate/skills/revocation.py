@@ -55,6 +55,7 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
         if not targets:
             raise InvalidInput(f"skill {name!r} has no published version to revoke")
     principal, _ = principal_name(store)
+    _check_may_revoke(store, principal, name, targets)
     now = store.now()
     with store.transaction() as conn:
         for v in targets:
@@ -70,3 +71,18 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
     return RevokeResult(revoked=[make_ref("skill", name, v) for v in targets],
                         current=current.ref if current else None, reason=reason,
                         exports_updated=updated)
+
+
+def _check_may_revoke(store: Store, principal: str, name: str, versions: list[int]) -> None:
+    """Revoking a version another principal made is the owner-only action `revoke`."""
+    from agentstate.store.principals import resolve_principal
+
+    who = resolve_principal(store)
+    if who.may("revoke"):
+        return
+    for v in versions:
+        row = get_version(store, name, v)
+        maker = (row.provenance or {}).get("principal")
+        if maker != principal:
+            who.check_action("revoke", f"revoke {row.ref}, made by "
+                                       f"{maker or 'an unrecorded principal'}")

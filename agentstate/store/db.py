@@ -30,7 +30,7 @@ SKILLS_DIR = "skills"
 BUSY_TIMEOUT_MS = 10_000
 GITIGNORE = (
     "# agentstate: the database and the skills repository are local state.\n"
-    "state.db\nstate.db-*\nskills/\n*.lock\nhook-errors.log\n"
+    "state.db\nstate.db-*\nskills/\n*.lock\nhook-errors.log\nhistory.key\n"
 )
 
 

@@ -55,6 +55,21 @@ def check_config(root: Path) -> tuple[Check, Settings]:
     return Check("config", OK, f"{CONFIG_NAME} parses and its settings are valid"), settings
 
 
+def check_principal(settings: Any) -> Check:
+    """Which principal a command run here acts as, and why (agentstate.store.principals)."""
+    from agentstate.errors import AgentStateError
+    from agentstate.store.principals import principal_from_environment
+
+    try:
+        env = principal_from_environment(settings.principals)
+    except AgentStateError as exc:
+        return Check("principal", FAIL, exc.message)
+    who = env.principal
+    return Check("principal", OK, f"{who.name} ({env.decided_by}); --as may only narrow it",
+                 {"principal": who.name, "decided_by": env.decided_by, "agent": env.agent,
+                  "actions": who.allowed_actions()})
+
+
 def check_database(root: Path) -> list[Check]:
     from agentstate.store.migrations import all_migrations, applied_migrations
 
@@ -180,6 +195,7 @@ def check_hook_errors(root: Path) -> Check:
 def storage_checks(root: Path) -> tuple[list[Check], Settings]:
     """The storage layer's own checks (agentstate.maintenance.doctor adds the domains')."""
     config_check, settings = check_config(root)
-    checks = [config_check, *check_database(root), check_writable(root),
-              check_tokenizer(settings.tokens), check_git(), check_hook_errors(root)]
+    checks = [config_check, check_principal(settings), *check_database(root),
+              check_writable(root), check_tokenizer(settings.tokens), check_git(),
+              check_hook_errors(root)]
     return checks, settings

@@ -92,6 +92,11 @@ def _complete(root: Path, result: InitResult, extra: Extra | None) -> InitResult
         result.created.append(DB_NAME)
     elif applied:
         result.created.append(f"{DB_NAME} migrations: {', '.join(applied)}")
+    from agentstate.store.keys import KEY_FILE, store_key
+
+    if not (root / KEY_FILE).exists():
+        store_key(root)
+        result.created.append(KEY_FILE)
     if extra is not None:
         extra(root, result)
     return result

@@ -44,6 +44,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m201_skills_registry", "skills"),
     ("m301_packs", "context"),
     ("m202_publish_journal", "skills"),
+    ("m104_purged_history_hashes", "memory"),
 )
 
 

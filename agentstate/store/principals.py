@@ -1,8 +1,20 @@
 """Principals: who reads and writes, declared in config.toml [principals].
 
-A principal has the scopes it may read and write and, optionally, the sources it may claim
-(`sources`): an agent's principal that lists only ["model", "tool:*", ...] cannot write with
-the user's authority — not in memory, and not in the run log either.
+A principal has the scopes it may read and write, optionally the sources it may claim
+(`sources`: an agent's principal that lists only ["model", "tool:*", ...] cannot write with
+the user's authority — not in memory, and not in the run log either) and the owner-only
+actions it may perform (`actions`: approve, revoke, purge).
+
+Which principal a command runs as (README, "Principals and authority"):
+1. The environment's principal: `agent` when a known coding agent runs the process (it sets
+   one of AGENT_ENV_VARS in its tools' environment) — AGENTSTATE_PRINCIPAL may then only
+   name a principal with no more rights than `agent`; otherwise AGENTSTATE_PRINCIPAL, else
+   `[principals] default`.
+2. `--as NAME` may only narrow it: NAME must have no more rights than the environment's
+   principal (every scope it reads or writes, source it claims and action it may perform is
+   covered by the environment's). Raising authority takes the environment or the config,
+   never a flag a model can type into a command line.
+Hooks act as `agent` whatever the environment says (`lookup_principal`).
 """
 
 from __future__ import annotations
@@ -12,7 +24,23 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from agentstate.errors import InvalidInput
+from agentstate.errors import InvalidInput, Refused
+
+AGENT_PRINCIPAL = "agent"
+
+# Variables coding agents set in the environment of the commands they run, and the agent
+# each names. Presence with a non-empty value (other than "0"/"false") counts.
+AGENT_ENV_VARS: tuple[tuple[str, str], ...] = (
+    ("CLAUDECODE", "Claude Code"),
+    ("CODEX_SANDBOX", "Codex CLI"),
+    ("CODEX_SANDBOX_NETWORK_DISABLED", "Codex CLI"),
+    ("CODEX_THREAD_ID", "Codex CLI"),
+    ("GEMINI_CLI", "Gemini CLI"),
+    ("CURSOR_AGENT", "Cursor agent"),
+    ("GOOSE_TERMINAL", "Goose"),
+    ("PI_CODING_AGENT", "pi"),
+    ("AI_AGENT", "an AI agent (AI_AGENT)"),
+)
 
 
 @dataclass
@@ -24,6 +52,8 @@ class Principal:
     # evidence) it may claim. Unset = any, so an agent's principal can be kept from
     # writing as `user` (the highest authority) by listing e.g. ["model", "tool:*"].
     sources: list[str] | None = None
+    # Owner-only actions (approve, revoke, purge); None = all when write has "*".
+    actions: list[str] | None = None
 
     def can_read(self, scope: str) -> bool:
         return _scope_allowed(scope, self.read)
@@ -34,12 +64,23 @@ class Principal:
     def can_claim(self, source: str) -> bool:
         return self.sources is None or _scope_allowed(source, self.sources)
 
-    def check_claim(self, source: str, what: str = "source") -> None:
-        from agentstate.errors import Refused
+    def may(self, action: str) -> bool:
+        return _scope_allowed(action, self.allowed_actions())
 
+    def allowed_actions(self) -> list[str]:
+        if self.actions is None:
+            return ["*"] if "*" in self.write else []
+        return list(self.actions)
+
+    def check_claim(self, source: str, what: str = "source") -> None:
         if not self.can_claim(source):
             raise Refused(f"principal {self.name!r} may not claim {what} {source!r} "
                           f"(sources: {', '.join(self.sources or []) or 'none'})")
+
+    def check_action(self, action: str, what: str) -> None:
+        if not self.may(action):
+            raise Refused(f"principal {self.name!r} may not {what}: it is the owner-only "
+                          f"action {action!r} (config.toml [principals.{self.name}] actions)")
 
 
 def _scope_allowed(scope: str, patterns: list[str]) -> bool:
@@ -47,18 +88,90 @@ def _scope_allowed(scope: str, patterns: list[str]) -> bool:
     return any(p == "*" or p == scope or fnmatch.fnmatchcase(scope, p) for p in patterns)
 
 
-def resolve_principal(store: Any, name: str | None = None) -> Principal:
-    """--as, else AGENTSTATE_PRINCIPAL, else `[principals] default`; must be declared."""
-    section = store.settings.principals
-    chosen = name or os.environ.get("AGENTSTATE_PRINCIPAL") or section.default
-    spec = section.declared.get(chosen)
+def _covered(patterns: list[str], by: list[str]) -> bool:
+    """Every pattern in `patterns` is matched by one in `by` (read as literal text)."""
+    return all(_scope_allowed(p, by) for p in patterns)
+
+
+def narrower(candidate: Principal, than: Principal) -> bool:
+    """True when `candidate` has no right `than` lacks (scopes, sources, actions)."""
+    return (_covered(candidate.read, than.read) and _covered(candidate.write, than.write)
+            and _covered(candidate.sources if candidate.sources is not None else ["*"],
+                         than.sources if than.sources is not None else ["*"])
+            and _covered(candidate.allowed_actions(), than.allowed_actions()))
+
+
+def detected_agent(environ: Any = None) -> tuple[str, str] | None:
+    """(variable, agent) when a known coding agent runs this process, else None."""
+    env = os.environ if environ is None else environ
+    for var, agent in AGENT_ENV_VARS:
+        value = (env.get(var) or "").strip().lower()
+        if value and value not in ("0", "false", "no"):
+            return var, agent
+    return None
+
+
+def lookup_principal(store: Any, name: str) -> Principal:
+    """The principal declared as `name`, with no check of who is asking."""
+    return _lookup(store.settings.principals, name)
+
+
+def _lookup(section: Any, name: str) -> Principal:
+    spec = section.declared.get(name)
     if spec is None:
         names = ", ".join(sorted(section.declared)) or "none"
         raise InvalidInput(
-            f"principal {chosen!r} is not declared in config.toml [principals] (declared: {names})"
+            f"principal {name!r} is not declared in config.toml [principals] (declared: {names})"
         )
-    return Principal(chosen, list(spec.read), list(spec.write),
-                     None if spec.sources is None else list(spec.sources))
+    return Principal(name, list(spec.read), list(spec.write),
+                     None if spec.sources is None else list(spec.sources),
+                     None if spec.actions is None else list(spec.actions))
+
+
+@dataclass
+class EnvironmentPrincipal:
+    principal: Principal
+    decided_by: str  # one line: why this principal (for doctor and error messages)
+    agent: str | None = None  # the coding agent detected, if any
+
+
+def environment_principal(store: Any) -> EnvironmentPrincipal:
+    """The principal the environment grants, before any --as (see the module docstring)."""
+    return principal_from_environment(store.settings.principals)
+
+
+def principal_from_environment(section: Any) -> EnvironmentPrincipal:
+    """The same, from the [principals] settings alone (for `doctor`)."""
+    declared = os.environ.get("AGENTSTATE_PRINCIPAL") or None
+    found = detected_agent()
+    if found is not None:
+        var, agent = found
+        ceiling = _lookup(section, AGENT_PRINCIPAL)
+        if declared is None:
+            return EnvironmentPrincipal(ceiling, f"{var} is set: running under {agent}", agent)
+        chosen = _lookup(section, declared)
+        if not narrower(chosen, ceiling):
+            raise Refused(f"AGENTSTATE_PRINCIPAL={declared} under {agent} ({var} is set): a "
+                          f"command run by a coding agent may only act as {AGENT_PRINCIPAL!r} "
+                          "or a principal with fewer rights; run it from your own shell")
+        return EnvironmentPrincipal(chosen, f"AGENTSTATE_PRINCIPAL (under {agent}, {var} "
+                                            "is set)", agent)
+    if declared is not None:
+        return EnvironmentPrincipal(_lookup(section, declared), "AGENTSTATE_PRINCIPAL")
+    return EnvironmentPrincipal(_lookup(section, section.default),
+                                "[principals] default in config.toml")
+
+
+def resolve_principal(store: Any, name: str | None = None) -> Principal:
+    """The environment's principal, or `name` (--as) when it has no more rights than that."""
+    env = environment_principal(store)
+    if name is None or name == env.principal.name:
+        return env.principal
+    chosen = lookup_principal(store, name)
+    if not narrower(chosen, env.principal):
+        raise Refused(f"--as {name}: principal {name!r} has rights that {env.principal.name!r} "
+                      f"(from {env.decided_by}) lacks; --as may only narrow the principal")
+    return chosen
 
 
 def default_source(principal: Principal) -> str:
