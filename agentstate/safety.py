@@ -10,10 +10,10 @@ import re
 from functools import lru_cache
 
 from agentstate.errors import Refused
-from agentstate.secret_scan import Finding, find_secrets, shannon_entropy
+from agentstate.secret_scan import Finding, find_secrets, remove_invisible, shannon_entropy
 
 __all__ = ["Finding", "find_injection", "find_secrets", "redact_secrets", "refuse_secrets",
-           "shannon_entropy"]
+           "remove_invisible", "scannable_text", "shannon_entropy"]
 
 
 def refuse_secrets(text: str, what: str = "text") -> None:
@@ -45,18 +45,36 @@ def redact_secrets(text: str, mask: str = "[REDACTED]") -> str:
 
 
 # Compiled on first use: most commands (context, recall, trace) never check for injection.
+# Matched on text with invisible characters removed and whitespace runs collapsed to one
+# space, so every pattern can use single spaces. Every repeat is bounded (linear time).
+_SHELLS = (r"(?:sudo (?:-\S{1,20} ){0,3})?(?:ba|z|da|k|fi|c|tc)?sh|python[0-9.]{0,5}|perl|ruby"
+           r"|node|php|pwsh|powershell|iex|osascript|source")
+_FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c|http|lynx)"
 _INJECTION_SOURCES = (
-    r"\bignore (?:all |any |the )?(?:previous|prior|above|earlier) "
-    r"(?:instructions|prompts?|rules)",
+    # "ignore / disregard / forget the previous instructions", "ignore the instructions above"
+    r"\b(?:ignore|disregard|forget|skip|override|bypass|discard|drop) (?:all |any |of |the |your "
+    r"|my |these |those |every ){0,3}(?:(?:previous|prior|above|earlier|preceding|foregoing|"
+    r"former|original|initial|system|existing|current|other) ){0,2}(?:instructions?|prompts?|"
+    r"rules|directions|directives|guidelines|guidance|context|messages?|commands|orders|"
+    r"constraints|safety|policies)\b",
+    r"\b(?:ignore|disregard|forget) (?:all |any |the |everything |what(?:ever)? )?(?:(?:was |is |"
+    r"you (?:were|have been) )?(?:said|told|written|given) )?(?:above|before|previously|earlier)\b",
     r"\bdisregard (?:all |any |the )?(?:previous|prior|above|earlier|your) ",
     r"\byou are now\b",
-    r"\bnew instructions?\s*:",
+    r"\bfrom now on,? you (?:are|will|must)\b",
+    r"\bnew instructions? ?:",
     r"\bsystem prompt\b",
-    r"\b(?:run|execute)\s+(?:this|the following)\b",
-    r"\b(?:send|post|upload|exfiltrate|forward)\b.{0,60}\b(?:to|at)\s+(?:https?://|\S+@\S+|"
-    r"this (?:url|address|server))",
-    r"\bcurl\s+[^\n]*\|\s*(?:ba)?sh\b",
-    r"\b(?:publish|approve|install)\s+(?:this|the following|a new)\s+skill\b",
+    r"\b(?:run|execute) (?:this|the following)\b",
+    r"\b(?:send|post|upload|exfiltrate|forward)\b.{0,60}\b(?:to|at) (?:https?://|\S{1,256}@"
+    r"\S{1,256}|this (?:url|address|server))",
+    # Pipe-to-shell: `curl URL | sh`, `wget -qO- URL | sudo bash`, `curl URL | python3 -`.
+    rf"\b{_FETCH}\b[^\n|]{{0,500}}\| ?(?:{_SHELLS})\b",
+    # Process substitution and command substitution of a download: `bash <(curl …)`,
+    # `source <(wget …)`, `sh -c "$(curl …)"`, `eval "$(curl …)"`.
+    rf"(?:\b(?:{_SHELLS})|\.) ?<\( ?{_FETCH}\b",
+    rf"\b(?:eval|(?:{_SHELLS}) -c) ?[\"']?\$\( ?{_FETCH}\b",
+    rf"\b(?:{_SHELLS}) ?<<< ?[\"']?\$\( ?{_FETCH}\b",
+    r"\b(?:publish|approve|install) (?:this|the following|a new) skill\b",
     r"\bas an ai (?:agent|assistant),? you must\b",
     r"\bdo not (?:tell|inform) the user\b",
     r"\b(?:forget|override|bypass) (?:all |any |your |the )?(?:previous |prior )?"
@@ -67,6 +85,7 @@ _INJECTION_SOURCES = (
     r"(?:以前|前)の(?:指示|命令)を(?:無視|忘れ)",
     r"你现在是|你現在是",
 )
+_SPACES = re.compile(r"\s+")
 
 
 @lru_cache(maxsize=1)
@@ -76,4 +95,37 @@ def _injection_patterns() -> tuple[re.Pattern[str], ...]:
 
 def find_injection(text: str) -> list[str]:
     """Phrases that read as instructions aimed at the agent (for non-user content)."""
-    return [m.group(0) for p in _injection_patterns() for m in [p.search(text)] if m]
+    flat = _SPACES.sub(" ", remove_invisible(text))
+    return [m.group(0) for p in _injection_patterns() for m in [p.search(flat)] if m]
+
+
+# ---------------------------------------------------------------- files of any encoding
+
+_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t]{4,}")
+_UTF16LE_RUN = re.compile(rb"(?:[\x20-\x7e]\x00){4,}")
+_UTF16BE_RUN = re.compile(rb"(?:\x00[\x20-\x7e]){4,}")
+
+
+def scannable_text(data: bytes) -> tuple[str, bool]:
+    """The text a scanner should read in a file of any encoding, and whether it was text.
+
+    UTF-8 (with or without BOM) and UTF-16/32 with a BOM are decoded; anything else is binary,
+    read like `strings` does: its printable ASCII runs and its UTF-16 runs, one per line.
+    """
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"),
+                       (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+                       (b"\xfe\xff", "utf-16")):
+        if data.startswith(bom):
+            try:
+                return data.decode(codec), True
+            except UnicodeDecodeError:
+                break
+    else:
+        try:
+            return data.decode("utf-8"), True
+        except UnicodeDecodeError:
+            pass
+    runs = [m.group(0).decode("ascii") for m in _PRINTABLE_RUN.finditer(data)]
+    runs += [m.group(0).decode("utf-16-le") for m in _UTF16LE_RUN.finditer(data)]
+    runs += [m.group(0).decode("utf-16-be") for m in _UTF16BE_RUN.finditer(data)]
+    return "\n".join(runs), False

@@ -75,7 +75,7 @@ _KNOWN: tuple[tuple[str, str], ...] = (
     ("Mailchimp key", r"(?<![A-Za-z0-9_])[0-9a-f]{32}-us\d{1,2}(?!\d)"),
     ("DigitalOcean token", r"(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}"),
     ("Databricks token", r"(?<![A-Za-z0-9_])dapi[a-f0-9]{32}"),
-    ("Telegram bot token", r"(?<![A-Za-z0-9_:])\d{8,10}:AA[A-Za-z0-9_\-]{33}"),
+    ("Telegram bot token", r"(?<![A-Za-z0-9_:])\d{8,10}:AA[A-Za-z0-9_\-]{33,64}"),
     ("Azure storage key", r"(?i)(?<![a-z0-9])(?:AccountKey|SharedAccessKey|SharedAccessSignature)"
                           r"[ \t]{0,4}=[ \t]{0,4}[A-Za-z0-9+/%]{16,512}"),
     ("JSON web token", rf"(?<![{_T}])eyJ[A-Za-z0-9_\-]{{8,4096}}\.eyJ[A-Za-z0-9_\-]{{8,8192}}"
@@ -98,8 +98,8 @@ _KNOWN: tuple[tuple[str, str], ...] = (
 
 # `NAME<sep>value`: the NAME's components decide (see _sensitive_name).
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]{0,63})([\"']?)[ \t]{0,8}(?::=|=>|[:=])"
-    r"[ \t]{0,8}(?=([\"'`]?)([^\s\"'`,;]{1,512}))"
+    r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]{0,63})(\\?[\"']?)[ \t]{0,8}(?::=|=>|[:=])"
+    r"[ \t]{0,8}(?=(\\?[\"'`]?)([^\s\"'`,;]{1,512}))"
 )
 _PROSE = re.compile(
     r"(?i)(?<![a-z0-9])(pass(?:word|phrase)s?|passwd|pwd|secret(?:\s+key)?|api\s+key|"
@@ -208,11 +208,15 @@ def _sensitive_name(name: str) -> str | None:
     return None
 
 
+def _clean_value(value: str) -> str:
+    """The value as written: text inside JSON (event meta) keeps its escapes, so a value ends
+    at an escaped newline or quote; an already masked value (`***`) is no value."""
+    value = _JSON_ESCAPE.split(value, 1)[0].rstrip(".,;:!?)]}\\")
+    return "" if value.startswith(("***", "[REDACTED]")) else value
+
+
 def _plausible_value(value: str, strict: bool) -> bool:
-    # Text inside JSON (event meta) keeps its escapes: a value ends at an escaped newline.
-    value = _JSON_ESCAPE.split(value, 1)[0].rstrip(".,;:)]}")
-    if value.startswith(("***", "[REDACTED]")):
-        return False  # already masked (tool output excerpts)
+    value = _clean_value(value)
     if len(value) < 4 or _PLACEHOLDER.fullmatch(value):
         return False
     if len(set(value)) == 1:
@@ -235,7 +239,7 @@ def _looks_generated(token: str) -> bool:
     if 0 not in classes:
         return False  # capitals and digits only: ULIDs, order numbers (keys have a prefix)
     # Class switches between neighbouring letters/digits (pairs across `/`, `-`, `_` skipped).
-    pairs = [(a, b) for a, b in zip(core, core[1:]) if a.isalnum() and b.isalnum()]
+    pairs = [(a, b) for a, b in zip(core, core[1:], strict=False) if a.isalnum() and b.isalnum()]
     if len(pairs) < 16:
         return False
     rate = sum(_char_class(a) != _char_class(b) for a, b in pairs) / len(pairs)
@@ -274,7 +278,7 @@ def _scan(text: str) -> list[Finding]:
         if verdict and _plausible_value(m.group(4), strict=verdict == "token"):
             findings.append(Finding("password assignment", m.start(4), m.end(4)))
     for m in _PROSE.finditer(text):
-        value = m.group(2).rstrip(".,;:!?)")
+        value = _clean_value(m.group(2))
         kinds = {_char_class(c) if c.isascii() else 3 for c in value}
         if len(value) >= 6 and len(kinds) >= 2 and not _PLACEHOLDER.fullmatch(value) \
                 and any(c.isdigit() or not c.isalnum() for c in value):
@@ -305,6 +309,11 @@ def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
     """Is `pos` inside one of the merged, sorted `spans`?"""
     index = bisect_right(spans, (pos, math.inf)) - 1
     return index >= 0 and spans[index][0] <= pos < spans[index][1]
+
+
+def remove_invisible(text: str) -> str:
+    """`text` without zero-width, soft-hyphen and bidi-control characters."""
+    return _INVISIBLE.sub("", text) if _INVISIBLE.search(text) else text
 
 
 def find_secrets(text: str) -> list[Finding]:

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (one sample per line reads best in a data table)
 """The secrets corpus: shapes the detector must catch, and near misses it must leave alone.
 
 Each positive is (shape, text, needle): `needle` is the secret part, what must never reach
