@@ -7,7 +7,7 @@ table, a history row or a log line. Messages name the kind of secret, never its 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 from agentstate.errors import Refused
 from agentstate.secret_scan import Finding, find_secrets, remove_invisible, shannon_entropy
@@ -88,15 +88,34 @@ _INJECTION_SOURCES = (
 _SPACES = re.compile(r"\s+")
 
 
-@lru_cache(maxsize=1)
-def _injection_patterns() -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE) for p in _INJECTION_SOURCES)
+# A pattern runs only when one of its words is in the lower-cased text (as for secrets: a
+# substring test is far cheaper than a regex pass over a long text).
+_INJECTION_ANCHORS: tuple[tuple[str, ...], ...] = (
+    ("ignore", "disregard", "forget", "skip", "override", "bypass", "discard", "drop"),
+    ("ignore", "disregard", "forget"), ("disregard",), ("you are now",), ("from now on",),
+    ("instruction",), ("system prompt",), ("run", "execute"),
+    ("send", "post", "upload", "exfiltrate", "forward"), ("|",), ("<(",), ("$(",), ("<<<",),
+    ("publish", "approve", "install"), ("as an ai",), ("do not",),
+    ("forget", "override", "bypass"), ("忽", "无视", "無視"), ("無視", "忘れ"), ("你",),
+)
+
+
+@cache
+def _injection_pattern(index: int) -> re.Pattern[str]:
+    return re.compile(_INJECTION_SOURCES[index], re.IGNORECASE)
 
 
 def find_injection(text: str) -> list[str]:
     """Phrases that read as instructions aimed at the agent (for non-user content)."""
     flat = _SPACES.sub(" ", remove_invisible(text))
-    return [m.group(0) for p in _injection_patterns() for m in [p.search(flat)] if m]
+    lower = flat.lower()
+    found = []
+    for index, anchors in enumerate(_INJECTION_ANCHORS):
+        if any(a in lower for a in anchors):
+            m = _injection_pattern(index).search(flat)
+            if m:
+                found.append(m.group(0))
+    return found
 
 
 # ---------------------------------------------------------------- files of any encoding

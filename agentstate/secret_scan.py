@@ -28,7 +28,7 @@ import math
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 
 @dataclass(frozen=True)
@@ -46,59 +46,99 @@ _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u20
 # Token characters: a look-behind on these keeps a pattern from starting mid-token.
 _T = r"A-Za-z0-9_\-"
 
-_KNOWN: tuple[tuple[str, str], ...] = (
+# (kind, pattern, anchors): a pattern runs only when one of its anchors is in the text (in
+# the lower-cased text for a case-insensitive pattern): a substring test costs far less than
+# a regex pass, so most patterns never run on a given text.
+_KNOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("AWS access key", r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}"
-                       r"(?![A-Z0-9])"),
-    ("GitHub token", r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,255}"),
-    ("GitHub token", r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,255}"),
-    ("GitLab token", r"(?<![A-Za-z0-9_])gl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_\-]{20,255}"),
-    ("Bitbucket token", r"(?<![A-Za-z0-9_])ATBB[A-Za-z0-9_\-]{24,255}"),
+                       r"(?![A-Z0-9])",
+     ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA")),
+    ("GitHub token", r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,255}",
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("GitHub token", r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,255}",
+     ("github_pat_",)),
+    ("GitLab token", r"(?<![A-Za-z0-9_])gl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_\-]{20,255}",
+     ("gl",)),
+    ("Bitbucket token", r"(?<![A-Za-z0-9_])ATBB[A-Za-z0-9_\-]{24,255}",
+     ("ATBB",)),
     ("OpenAI-style API key", rf"(?<![{_T}])sk-(?:proj-|ant-(?:api\d\d-)?|svcacct-)?"
-                             r"[A-Za-z0-9_\-]{20,255}"),
-    ("Slack token", r"(?<![A-Za-z0-9_])xox[abposre]-[A-Za-z0-9\-]{10,255}"),
-    ("Slack token", r"(?<![A-Za-z0-9_])xapp-\d-[A-Za-z0-9\-]{10,255}"),
-    ("Slack webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{16,255}"),
-    ("Discord webhook", r"discord(?:app)?\.com/api/webhooks/\d{5,30}/[A-Za-z0-9_\-]{20,255}"),
-    ("Microsoft Teams webhook", r"\.webhook\.office\.com/webhookb2/[A-Za-z0-9@\-]{20,255}"),
-    ("Google API key", r"(?<![A-Za-z0-9_])AIza[0-9A-Za-z_\-]{35}"),
-    ("Google OAuth token", r"(?<![A-Za-z0-9_])ya29\.[0-9A-Za-z_\-]{20,255}"),
-    ("npm token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}"),
-    ("PyPI token", r"(?<![A-Za-z0-9_])pypi-AgE[A-Za-z0-9_\-]{40,255}"),
-    ("Hugging Face token", r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,255}"),
-    ("Stripe key", r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,255}"),
-    ("Stripe webhook secret", r"(?<![A-Za-z0-9_])whsec_[0-9A-Za-z]{24,255}"),
-    ("Square token", r"(?<![A-Za-z0-9_])sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,255}"),
-    ("Shopify token", r"(?<![A-Za-z0-9_])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
-    ("SendGrid key", r"(?<![A-Za-z0-9_])SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"),
-    ("Twilio key", r"(?<![A-Za-z0-9_])SK[0-9a-fA-F]{32}(?![0-9a-fA-F])"),
-    ("Mailgun key", r"(?<![A-Za-z0-9_])key-[0-9a-zA-Z]{32}(?![0-9a-zA-Z])"),
-    ("Mailchimp key", r"(?<![A-Za-z0-9_])[0-9a-f]{32}-us\d{1,2}(?!\d)"),
-    ("DigitalOcean token", r"(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}"),
-    ("Databricks token", r"(?<![A-Za-z0-9_])dapi[a-f0-9]{32}"),
-    ("Telegram bot token", r"(?<![A-Za-z0-9_:])\d{8,10}:AA[A-Za-z0-9_\-]{33,64}"),
+                             r"[A-Za-z0-9_\-]{20,255}",
+     ("sk-",)),
+    ("Slack token", r"(?<![A-Za-z0-9_])xox[abposre]-[A-Za-z0-9\-]{10,255}",
+     ("xox",)),
+    ("Slack token", r"(?<![A-Za-z0-9_])xapp-\d-[A-Za-z0-9\-]{10,255}",
+     ("xapp-",)),
+    ("Slack webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{16,255}",
+     ("hooks.slack.com",)),
+    ("Discord webhook", r"discord(?:app)?\.com/api/webhooks/\d{5,30}/[A-Za-z0-9_\-]{20,255}",
+     ("discord",)),
+    ("Microsoft Teams webhook", r"\.webhook\.office\.com/webhookb2/[A-Za-z0-9@\-]{20,255}",
+     ("webhook.office.com",)),
+    ("Google API key", r"(?<![A-Za-z0-9_])AIza[0-9A-Za-z_\-]{35}",
+     ("AIza",)),
+    ("Google OAuth token", r"(?<![A-Za-z0-9_])ya29\.[0-9A-Za-z_\-]{20,255}",
+     ("ya29.",)),
+    ("npm token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}",
+     ("npm_",)),
+    ("PyPI token", r"(?<![A-Za-z0-9_])pypi-AgE[A-Za-z0-9_\-]{40,255}",
+     ("pypi-AgE",)),
+    ("Hugging Face token", r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,255}",
+     ("hf_",)),
+    ("Stripe key", r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,255}",
+     ("_live_", "_test_")),
+    ("Stripe webhook secret", r"(?<![A-Za-z0-9_])whsec_[0-9A-Za-z]{24,255}",
+     ("whsec_",)),
+    ("Square token", r"(?<![A-Za-z0-9_])sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,255}",
+     ("sq0",)),
+    ("Shopify token", r"(?<![A-Za-z0-9_])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+     ("shp",)),
+    ("SendGrid key", r"(?<![A-Za-z0-9_])SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}",
+     ("SG.",)),
+    ("Twilio key", r"(?<![A-Za-z0-9_])SK[0-9a-fA-F]{32}(?![0-9a-fA-F])",
+     ("SK",)),
+    ("Mailgun key", r"(?<![A-Za-z0-9_])key-[0-9a-zA-Z]{32}(?![0-9a-zA-Z])",
+     ("key-",)),
+    ("Mailchimp key", r"(?<![A-Za-z0-9_])[0-9a-f]{32}-us\d{1,2}(?!\d)",
+     ("-us",)),
+    ("DigitalOcean token", r"(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}",
+     ("_v1_",)),
+    ("Databricks token", r"(?<![A-Za-z0-9_])dapi[a-f0-9]{32}",
+     ("dapi",)),
+    ("Telegram bot token", r"(?<![A-Za-z0-9_:])\d{8,10}:AA[A-Za-z0-9_\-]{33,64}",
+     (":AA",)),
     ("Azure storage key", r"(?i)(?<![a-z0-9])(?:AccountKey|SharedAccessKey|SharedAccessSignature)"
-                          r"[ \t]{0,4}=[ \t]{0,4}[A-Za-z0-9+/%]{16,512}"),
+                          r"[ \t]{0,4}=[ \t]{0,4}[A-Za-z0-9+/%]{16,512}",
+     ("accountkey", "sharedaccess")),
     ("JSON web token", rf"(?<![{_T}])eyJ[A-Za-z0-9_\-]{{8,4096}}\.eyJ[A-Za-z0-9_\-]{{8,8192}}"
-                       r"\.[A-Za-z0-9_\-]{8,4096}"),
-    ("bearer token", r"(?i)(?<![a-z0-9])bearer[ \t]{1,8}[A-Za-z0-9._~+/=\-]{20,4096}"),
-    ("basic auth header", r"(?i)\bauthorization:[ \t]{0,8}basic[ \t]{1,8}[A-Za-z0-9+/=]{8,512}"),
+                       r"\.[A-Za-z0-9_\-]{8,4096}",
+     ("eyJ",)),
+    ("bearer token", r"(?i)(?<![a-z0-9])bearer[ \t]{1,8}[A-Za-z0-9._~+/=\-]{20,4096}",
+     ("bearer",)),
+    ("basic auth header", r"(?i)\bauthorization:[ \t]{0,8}basic[ \t]{1,8}[A-Za-z0-9+/=]{8,512}",
+     ("authorization",)),
     # `scheme://user:pass@` and `redis://:pass@`: userinfo may not hold `/`, so each attempt
     # stops at the next `//`.
     ("credential in URL", r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{0,31}://[^\s/:@]{0,256}:"
-                          r"[^\s/@]{1,256}@"),
+                          r"[^\s/@]{1,256}@",
+     ("://",)),
     # mysql -pPASS (the value is glued to -p), and --password=…/--token … on any command.
     ("password on the command line", r"(?<![A-Za-z0-9_\-])(?:mysql|mysqldump|mysqladmin|"
      r"mariadb|mysqlimport|mysqlshow|mysqlcheck)(?![A-Za-z0-9_\-])[^\n|;&]{0,200}?[ \t]-p"
-     r"(?![ \t\-])[^\s\"']{2,256}"),
+     r"(?![ \t\-])[^\s\"']{2,256}",
+     ("mysql", "mariadb")),
     ("password on the command line", r"(?i)(?<![a-z0-9])--(?:[a-z0-9]{1,20}-){0,3}"
      r"(?:password|passwd|pass|token|api-?key|secret|access-key|client-secret|auth-token)"
-     r"(?:=|[ \t]{1,4})[\"']?(?![\-$<{])[^\s\"']{4,256}"),
-    ("sshpass password", r"(?<![A-Za-z0-9_])sshpass[ \t]{1,8}-p[ \t]{0,8}[\"']?[^\s\"']{2,256}"),
+     r"(?:=|[ \t]{1,4})[\"']?(?![\-$<{])[^\s\"']{4,256}",
+     ("--",)),
+    ("sshpass password", r"(?<![A-Za-z0-9_])sshpass[ \t]{1,8}-p[ \t]{0,8}[\"']?[^\s\"']{2,256}",
+     ("sshpass",)),
 )
 
 # `NAME<sep>value`: the NAME's components decide (see _sensitive_name).
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]{0,63})(\\?[\"']?)[ \t]{0,8}(?::=|=>|[:=])"
+    # The look-ahead rejects, inside the regex engine, names without a sensitive part.
+    r"(?<![A-Za-z0-9_.\-])(?=[A-Za-z0-9_.\-]{0,60}?(?i:pass|pwd|secret|token|key|cred|sas))"
+    r"([A-Za-z][A-Za-z0-9_.\-]{0,63})(\\?[\"']?)[ \t]{0,8}(?::=|=>|[:=])"
     r"[ \t]{0,8}(?=(\\?[\"'`]?)([^\s\"'`,;]{1,512}))"
 )
 _PROSE = re.compile(
@@ -138,9 +178,10 @@ _PLACEHOLDER = re.compile(
     r"getenv.*|settings\..*|config\..*|self\..*|input\(.*|\(|\)|\[\]|\{\})")
 
 
-@lru_cache(maxsize=1)
-def _known() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((kind, re.compile(source)) for kind, source in _KNOWN)
+@cache
+def _compiled(source: str) -> re.Pattern[str]:
+    """Patterns compile on first use: a command pays only for the ones its text needs."""
+    return re.compile(source)
 
 
 _PRIVATE_KEY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
@@ -271,8 +312,11 @@ def _near_sensitive(text: str, start: int, token: str) -> bool:
 
 def _scan(text: str) -> list[Finding]:
     findings = _private_keys(text)
-    for kind, pattern in _known():
-        findings.extend(Finding(kind, m.start(), m.end()) for m in pattern.finditer(text))
+    lower = text.lower()
+    for kind, source, anchors in _KNOWN:
+        if any(a in (lower if source.startswith("(?i)") else text) for a in anchors):
+            findings.extend(Finding(kind, m.start(), m.end())
+                            for m in _compiled(source).finditer(text))
     for m in _ASSIGNMENT.finditer(text):
         verdict = _sensitive_name(m.group(1))
         if verdict and _plausible_value(m.group(4), strict=verdict == "token"):

@@ -193,3 +193,9 @@ def test_injection_families(text):
 ])
 def test_ordinary_commands_are_not_injection(text):
     assert find_injection(text) == []
+
+
+def test_every_injection_pattern_has_its_anchor_words():
+    from agentstate.safety import _INJECTION_ANCHORS, _INJECTION_SOURCES
+
+    assert len(_INJECTION_ANCHORS) == len(_INJECTION_SOURCES)
