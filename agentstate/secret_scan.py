@@ -104,6 +104,11 @@ _KNOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("_v1_",)),
     ("Databricks token", r"(?<![A-Za-z0-9_])dapi[a-f0-9]{32}",
      ("dapi",)),
+    ("Artifactory token", r"(?<![A-Za-z0-9])AKC[a-zA-Z0-9]{60,90}(?![A-Za-z0-9])",
+     ("AKC",)),
+    ("Discord bot token", r"(?<![A-Za-z0-9_\-])[MNO][a-zA-Z0-9_\-]{23,25}\.[a-zA-Z0-9_\-]{6}"
+                          r"\.[a-zA-Z0-9_\-]{27,38}(?![A-Za-z0-9_\-])",
+     ("M", "N", "O")),
     ("Telegram bot token", r"(?<![A-Za-z0-9_:])\d{8,10}:AA[A-Za-z0-9_\-]{33,64}",
      (":AA",)),
     ("Azure storage key", r"(?i)(?<![a-z0-9])(?:AccountKey|SharedAccessKey|SharedAccessSignature)"
@@ -153,7 +158,8 @@ _CANDIDATE = re.compile(r"[A-Za-z0-9+/=_\-]{16,}")
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
 _SENSITIVE_NEAR = re.compile(
     r"(?i)(?<![a-z0-9])(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[ _\-]?key|apikey|"
-    r"access[ _\-]?key|private[ _\-]?key|credentials?|auth)(?![a-z])")
+    r"(?:access|private|signing|encryption|master|account|deploy|session|license)[ _\-]?key|"
+    r"credentials?|auth)(?![a-z])")
 _HASH_NEAR = re.compile(
     r"(?i)(?<![a-z0-9])(?:sha\d{0,3}|md5|blake\w{0,3}|commit|digest|hash|checksum|tree|head|"
     r"rev|revision|blob|etag|uuid|ref|tag|id|object)(?![a-z])")
