@@ -258,8 +258,9 @@ def _sensitive_name(name: str) -> str | None:
 def _clean_value(value: str) -> str:
     """The value as written: text inside JSON (event meta) keeps its escapes, so a value ends
     at an escaped newline or quote; an already masked value (`***`) is no value."""
-    value = _JSON_ESCAPE.split(value, 1)[0].rstrip(".,;:!?)]}\\")
-    return "" if value.startswith(("***", "[REDACTED]")) else value
+    if value.startswith(("***", "[REDACTED]")):
+        return ""
+    return _JSON_ESCAPE.split(value, 1)[0].rstrip(".,;:!?)]}\\")
 
 
 def _plausible_value(value: str, strict: bool) -> bool:

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate.safety import find_secrets, redact_secrets, refuse_secrets, scannable_text
 from agentstate.tools.excerpt import output_excerpt
@@ -58,6 +60,18 @@ def test_zero_width_characters_do_not_split_a_secret():
         assert [f.kind for f in findings] == ["GitHub token"]
         assert split[findings[0].start - len("push with "):] .startswith("ghp_") or True
         assert "R8fK" not in redact_secrets(f"push with {split} now")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["ghp_", "R8fK2mQ9xL4vN7bT1cW6yH3jP0sD5gZ8aE2u", "\u200b", " ",
+                                 "password=", "\n", "://", ":", "@", "x", "é", "\ud800"]),
+                max_size=30))
+def test_spans_stay_inside_the_text_and_redaction_removes_them(parts):
+    text = "".join(parts)
+    for finding in find_secrets(text):
+        assert 0 <= finding.start < finding.end <= len(text)
+    redacted = redact_secrets(text)
+    assert find_secrets(redacted) == []
 
 
 def test_files_of_any_encoding_are_scanned():
