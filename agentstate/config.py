@@ -278,6 +278,14 @@ class ToolSettings:
 
 
 @dataclass(frozen=True)
+class SkillSettings:
+    """[skills]: limits every skill folder is checked against (validate and publish alike)."""
+
+    max_file_bytes: int = _setting(1_048_576, _whole(1))    # one file of a skill
+    max_skill_bytes: int = _setting(5_242_880, _whole(1))   # all files of a skill together
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything config.toml sets, validated. `Settings()` is the defaults."""
 
@@ -287,6 +295,7 @@ class Settings:
     memory: MemorySettings = field(default_factory=MemorySettings)
     context: ContextSettings = field(default_factory=ContextSettings)
     tools: ToolSettings = field(default_factory=ToolSettings)
+    skills: SkillSettings = field(default_factory=SkillSettings)
 
 
 # ---------------------------------------------------------------- the file `init` writes
@@ -378,6 +387,11 @@ timeout = 600
 # Tool definitions shown in the context catalog: [{name = "...", description = "..."}]
 # (a name listed here also satisfies a skill's required_tools without being on PATH)
 definitions = []
+
+[skills]
+# Size limits checked by `skill validate` and `skill publish` (bytes): larger is refused.
+# max_file_bytes = 1048576   # any one file of a skill
+# max_skill_bytes = 5242880  # all the files of one skill together
 """
 
 
@@ -431,6 +445,7 @@ def _display(path: Path) -> str:
 _SECTIONS: dict[str, type] = {
     "tokens": TokenSettings, "resume": ResumeSettings, "principals": PrincipalsSettings,
     "memory": MemorySettings, "context": ContextSettings, "tools": ToolSettings,
+    "skills": SkillSettings,
 }
 
 

@@ -6,96 +6,14 @@ table, a history row or a log line. Messages name the kind of secret, never its 
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from agentstate.errors import Refused
+from agentstate.secret_scan import Finding, find_secrets, remove_invisible, shannon_entropy
 
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    start: int
-    end: int
-
-
-_SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
-    ("GitHub token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b")),
-    ("OpenAI-style API key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}")),
-    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b")),
-    ("GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}")),
-    ("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
-    ("PyPI token", re.compile(r"\bpypi-AgE[A-Za-z0-9_\-]{40,}")),
-    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
-    ("Stripe key", re.compile(r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}\b")),
-    ("JSON web token",
-     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("bearer token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{20,}")),
-    ("credential in URL", re.compile(r"[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@")),
-    (
-        "password assignment",
-        re.compile(
-            # (?<=_) too: DB_PASSWORD=… and MY_API_KEY=… have no word boundary before the name.
-            r"(?i)(?:\b|(?<=_))(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token"
-            r"|auth[_-]?token"
-            r"|client[_-]?secret|private[_-]?key|secret[_-]?access[_-]?key)\b\s*[:=]\s*['\"]?"
-            r"[^\s'\"]{4,}"
-        ),
-    ),
-    # A bare `token` name is common in prose ("the csrf token = per request"), so only a
-    # token-shaped value (16+ characters without spaces) counts.
-    ("token assignment",
-     re.compile(r"(?i)(?:\b|(?<=_))token\b\s*[:=]\s*['\"]?[A-Za-z0-9_\-./+=]{16,}")),
-]
-
-_CANDIDATE = re.compile(r"[A-Za-z0-9+/_=\-]{24,}")
-
-
-def shannon_entropy(text: str) -> float:
-    if not text:
-        return 0.0
-    counts: dict[str, int] = {}
-    for char in text:
-        counts[char] = counts.get(char, 0) + 1
-    total = len(text)
-    return -sum(n / total * math.log2(n / total) for n in counts.values())
-
-
-def _looks_random(token: str) -> bool:
-    """High-entropy strings that mix character classes, like generated keys.
-
-    Hex digests (commit ids, sha256) are common and harmless in agent logs, so pure hex is
-    never flagged; neither are paths or words joined by dashes/underscores.
-    """
-    if re.fullmatch(r"[0-9a-fA-F]+", token):
-        return False
-    if "/" in token and token.count("/") >= 2:
-        return False
-    classes = sum(bool(re.search(p, token)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
-    if classes < 3:
-        return False
-    return shannon_entropy(token) >= 4.2
-
-
-def find_secrets(text: str) -> list[Finding]:
-    findings = [
-        Finding(kind, m.start(), m.end())
-        for kind, pattern in _SECRET_PATTERNS
-        for m in pattern.finditer(text)
-    ]
-    covered = [(f.start, f.end) for f in findings]
-    for m in _CANDIDATE.finditer(text):
-        if any(s <= m.start() < e for s, e in covered):
-            continue
-        if _looks_random(m.group(0)):
-            findings.append(Finding("high-entropy string", m.start(), m.end()))
-    return sorted(findings, key=lambda f: f.start)
+__all__ = ["Finding", "find_injection", "find_secrets", "redact_secrets", "refuse_secrets",
+           "remove_invisible", "scannable_text", "shannon_entropy"]
 
 
 def refuse_secrets(text: str, what: str = "text") -> None:
@@ -127,18 +45,36 @@ def redact_secrets(text: str, mask: str = "[REDACTED]") -> str:
 
 
 # Compiled on first use: most commands (context, recall, trace) never check for injection.
+# Matched on text with invisible characters removed and whitespace runs collapsed to one
+# space, so every pattern can use single spaces. Every repeat is bounded (linear time).
+_SHELLS = (r"(?:sudo (?:-\S{1,20} ){0,3})?(?:ba|z|da|k|fi|c|tc)?sh|python[0-9.]{0,5}|perl|ruby"
+           r"|node|php|pwsh|powershell|iex|osascript|source")
+_FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c|http|lynx)"
 _INJECTION_SOURCES = (
-    r"\bignore (?:all |any |the )?(?:previous|prior|above|earlier) "
-    r"(?:instructions|prompts?|rules)",
+    # "ignore / disregard / forget the previous instructions", "ignore the instructions above"
+    r"\b(?:ignore|disregard|forget|skip|override|bypass|discard|drop) (?:all |any |of |the |your "
+    r"|my |these |those |every ){0,3}(?:(?:previous|prior|above|earlier|preceding|foregoing|"
+    r"former|original|initial|system|existing|current|other) ){0,2}(?:instructions?|prompts?|"
+    r"rules|directions|directives|guidelines|guidance|context|messages?|commands|orders|"
+    r"constraints|safety|policies)\b",
+    r"\b(?:ignore|disregard|forget) (?:all |any |the |everything |what(?:ever)? )?(?:(?:was |is |"
+    r"you (?:were|have been) )?(?:said|told|written|given) )?(?:above|before|previously|earlier)\b",
     r"\bdisregard (?:all |any |the )?(?:previous|prior|above|earlier|your) ",
     r"\byou are now\b",
-    r"\bnew instructions?\s*:",
+    r"\bfrom now on,? you (?:are|will|must)\b",
+    r"\bnew instructions? ?:",
     r"\bsystem prompt\b",
-    r"\b(?:run|execute)\s+(?:this|the following)\b",
-    r"\b(?:send|post|upload|exfiltrate|forward)\b.{0,60}\b(?:to|at)\s+(?:https?://|\S+@\S+|"
-    r"this (?:url|address|server))",
-    r"\bcurl\s+[^\n]*\|\s*(?:ba)?sh\b",
-    r"\b(?:publish|approve|install)\s+(?:this|the following|a new)\s+skill\b",
+    r"\b(?:run|execute) (?:this|the following)\b",
+    r"\b(?:send|post|upload|exfiltrate|forward)\b.{0,60}\b(?:to|at) (?:https?://|\S{1,256}@"
+    r"\S{1,256}|this (?:url|address|server))",
+    # Pipe-to-shell: `curl URL | sh`, `wget -qO- URL | sudo bash`, `curl URL | python3 -`.
+    rf"\b{_FETCH}\b[^\n|]{{0,500}}\| ?(?:{_SHELLS})\b",
+    # Process substitution and command substitution of a download: `bash <(curl …)`,
+    # `source <(wget …)`, `sh -c "$(curl …)"`, `eval "$(curl …)"`.
+    rf"(?:\b(?:{_SHELLS})|\.) ?<\( ?{_FETCH}\b",
+    rf"\b(?:eval|(?:{_SHELLS}) -c) ?[\"']?\$\( ?{_FETCH}\b",
+    rf"\b(?:{_SHELLS}) ?<<< ?[\"']?\$\( ?{_FETCH}\b",
+    r"\b(?:publish|approve|install) (?:this|the following|a new) skill\b",
     r"\bas an ai (?:agent|assistant),? you must\b",
     r"\bdo not (?:tell|inform) the user\b",
     r"\b(?:forget|override|bypass) (?:all |any |your |the )?(?:previous |prior )?"
@@ -149,13 +85,66 @@ _INJECTION_SOURCES = (
     r"(?:以前|前)の(?:指示|命令)を(?:無視|忘れ)",
     r"你现在是|你現在是",
 )
+_SPACES = re.compile(r"\s+")
 
 
-@lru_cache(maxsize=1)
-def _injection_patterns() -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE) for p in _INJECTION_SOURCES)
+# A pattern runs only when one of its words is in the lower-cased text (as for secrets: a
+# substring test is far cheaper than a regex pass over a long text).
+_INJECTION_ANCHORS: tuple[tuple[str, ...], ...] = (
+    ("ignore", "disregard", "forget", "skip", "override", "bypass", "discard", "drop"),
+    ("ignore", "disregard", "forget"), ("disregard",), ("you are now",), ("from now on",),
+    ("instruction",), ("system prompt",), ("run", "execute"),
+    ("send", "post", "upload", "exfiltrate", "forward"), ("|",), ("<(",), ("$(",), ("<<<",),
+    ("publish", "approve", "install"), ("as an ai",), ("do not",),
+    ("forget", "override", "bypass"), ("忽", "无视", "無視"), ("無視", "忘れ"), ("你",),
+)
+
+
+@cache
+def _injection_pattern(index: int) -> re.Pattern[str]:
+    return re.compile(_INJECTION_SOURCES[index], re.IGNORECASE)
 
 
 def find_injection(text: str) -> list[str]:
     """Phrases that read as instructions aimed at the agent (for non-user content)."""
-    return [m.group(0) for p in _injection_patterns() for m in [p.search(text)] if m]
+    flat = _SPACES.sub(" ", remove_invisible(text))
+    lower = flat.lower()
+    found = []
+    for index, anchors in enumerate(_INJECTION_ANCHORS):
+        if any(a in lower for a in anchors):
+            m = _injection_pattern(index).search(flat)
+            if m:
+                found.append(m.group(0))
+    return found
+
+
+# ---------------------------------------------------------------- files of any encoding
+
+_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t]{4,}")
+_UTF16LE_RUN = re.compile(rb"(?:[\x20-\x7e]\x00){4,}")
+_UTF16BE_RUN = re.compile(rb"(?:\x00[\x20-\x7e]){4,}")
+
+
+def scannable_text(data: bytes) -> tuple[str, bool]:
+    """The text a scanner should read in a file of any encoding, and whether it was text.
+
+    UTF-8 (with or without BOM) and UTF-16/32 with a BOM are decoded; anything else is binary,
+    read like `strings` does: its printable ASCII runs and its UTF-16 runs, one per line.
+    """
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"),
+                       (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+                       (b"\xfe\xff", "utf-16")):
+        if data.startswith(bom):
+            try:
+                return data.decode(codec), True
+            except UnicodeDecodeError:
+                break
+    else:
+        try:
+            return data.decode("utf-8"), True
+        except UnicodeDecodeError:
+            pass
+    runs = [m.group(0).decode("ascii") for m in _PRINTABLE_RUN.finditer(data)]
+    runs += [m.group(0).decode("utf-16-le") for m in _UTF16LE_RUN.finditer(data)]
+    runs += [m.group(0).decode("utf-16-be") for m in _UTF16BE_RUN.finditer(data)]
+    return "\n".join(runs), False

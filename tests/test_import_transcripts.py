@@ -224,7 +224,7 @@ def test_huge_tool_output_keeps_the_failure_and_no_secret(store, tmp_path):
     assert len(excerpt) <= 3100 and tool.meta["output_chars"] == len(output)
     assert "AssertionError: totals differ: 41 != 42" in excerpt
     assert excerpt.endswith("1 failed, 40000 passed in 9.1s")
-    assert "abcd1234secretvalue" not in excerpt and "export ***" in excerpt
+    assert "abcd1234secretvalue" not in excerpt and "export API_KEY=***" in excerpt
 
 
 def test_folder_import_one_run_per_session(cli, initialised, tmp_path):

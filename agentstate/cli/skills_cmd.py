@@ -175,7 +175,10 @@ def skill_validate(
     denies); no other key; referenced files exist. skill.toml: valid TOML, known keys,
     triggers, outputs, steps, failure handling and acceptance present; every program is
     declared in required_tools, on PATH and allowed by [tools] (or declared in [tools]
-    definitions); placeholders declared; scripts and resources exist; no secrets.
+    definitions); placeholders declared; scripts and resources exist. Every file: no
+    symlink out of the folder, within [skills] max_file_bytes / max_skill_bytes, not named
+    like a [tools] program, no secret (any encoding); injected instructions are a warning
+    (publish then needs --approve). `skill publish` runs these same checks.
     Exit 1 when any error is found (warnings do not fail). Works without a store, so it can
     run as the pre-commit hook `agentstate-skill-validate`.
     """

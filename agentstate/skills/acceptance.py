@@ -97,6 +97,11 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
                                f"release with {name}@vN")
             raise NotFound(f"no skill named {name!r}")
     out = mf.ProblemCollector(name)
+    # The file rules of validate and publish (symlinks out, sizes, a script named like an
+    # allowed tool, secrets) hold before anything of the skill runs.
+    from agentstate.skills.file_checks import check_files
+
+    check_files(folder, mf.skill_files(folder), store.settings.tools, store.settings.skills, out)
     loaded = mf.load_folder(folder, out)
     contract = loaded.contract
     errors = [p for p in out.problems if p.severity == "error"]

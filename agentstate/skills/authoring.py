@@ -327,5 +327,7 @@ def validate_targets(store: Store | None, tools: ToolSettings, targets: list[str
             display = str(folder.resolve().relative_to(cwd)) or "."
         except ValueError:
             display = str(folder)
-        reports.append(mf.validate_folder(folder, tools, spec_only=spec_only, display=display))
+        limits = store.settings.skills if store is not None else None
+        reports.append(mf.validate_folder(folder, tools, spec_only=spec_only, display=display,
+                                          limits=limits))
     return reports

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from agentstate.errors import InvalidInput
 from agentstate.output import warn
-from agentstate.safety import refuse_secrets
+from agentstate.safety import refuse_secrets, scannable_text
 from agentstate.skills import registry
 from agentstate.skills.catalog import list_catalog
 from agentstate.store.db import Store
@@ -66,15 +66,18 @@ def export_skills(store: Store, target: str) -> ExportResult:
             result.skipped.append(entry.name)
             warn(f"{folder} exists and was not written by agentstate; left alone")
             continue
-        if folder.is_dir() and registry.tree_hash(folder) == tree:
+        if folder.is_dir() and registry.tree_hash(folder) == tree and not any(
+                p.is_symlink() for p in folder.rglob("*")):
             result.unchanged.append(entry.ref)
         else:
-            files = registry.materialize(store.skills_path, entry.name, entry.version, folder)
+            # Never a symlink in an agent's folder: links are written as copies or left out.
+            files = registry.materialize(store.skills_path, entry.name, entry.version, folder,
+                                         links=False)
             for rel in files:
                 path = folder / rel
                 try:
-                    text = path.read_text(encoding="utf-8")
-                except (UnicodeDecodeError, OSError):
+                    text, _ = scannable_text(path.read_bytes())
+                except OSError:
                     continue
                 try:
                     refuse_secrets(text, f"{entry.ref} {rel}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentstate.config import ToolSettings
+from agentstate.config import SkillSettings, ToolSettings
 
 SKILL_MD = "SKILL.md"
 SKILL_TOML = "skill.toml"
@@ -570,10 +570,12 @@ def validate_folder(
     spec_only: bool = False,
     check_tools: bool = True,
     display: str | None = None,
+    limits: SkillSettings | None = None,
 ) -> ValidationReport:
     """Every rule: the spec's front matter rules, the contract, tools (against the `[tools]`
-    `policy`), scripts, secrets."""
-    from agentstate.safety import find_injection, find_secrets
+    `policy`), scripts, and every file's safety (skills.file_checks: symlinks, sizes within
+    `limits`, tool-name shadowing, secrets and injected instructions in any encoding)."""
+    from agentstate.skills.file_checks import check_files
     from agentstate.tools.policy import check_command, program_name
     from agentstate.tools.runner import tool_availability
 
@@ -586,6 +588,12 @@ def validate_folder(
         return report
     if not (path / SKILL_MD).is_file():
         out.error(SKILL_MD, None, "skill-md-missing", "the folder has no SKILL.md")
+    # The file checks first: load_folder below reads SKILL.md and skill.toml, which must not
+    # be symlinks out of the folder.
+    check_files(path, skill_files(path), policy, limits or SkillSettings(), out)
+    if any(p.rule in ("symlink-outside", "symlink-dir") for p in out.problems):
+        report.problems = _fix_paths(out.problems, display)
+        return report
     folder = load_folder(path, out)
     report.name = folder.name
     if folder.doc is not None:
@@ -674,23 +682,6 @@ def validate_folder(
             elif not (path / ref).exists():
                 out.error(SKILL_TOML, line, "resource-missing",
                           f"resource {ref!r} is not in the folder")
-    for file in sorted(skill_files(path)):
-        rel = file.relative_to(path).as_posix()
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue  # binary assets are not scanned
-        findings = find_secrets(text)
-        if findings:
-            line = text.count("\n", 0, findings[0].start) + 1
-            kinds = ", ".join(sorted({f.kind for f in findings}))
-            out.error(rel, line, "secret", f"{rel} looks like it contains a secret ({kinds})")
-        if rel in (SKILL_MD, SKILL_TOML) or rel.startswith("references/"):
-            for phrase in find_injection(text):
-                line = text.count("\n", 0, max(text.lower().find(phrase.lower()), 0)) + 1
-                out.warn(rel, line, "injection",
-                         f"{rel} reads like instructions aimed at an agent ({phrase!r}); "
-                         "publishing it needs a human --approve")
     report.problems = _fix_paths(out.problems, display)
     return report
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
-from agentstate.safety import find_injection, refuse_secrets
 from agentstate.skills import journal, registry
 from agentstate.skills import manifest as mf
 from agentstate.skills.acceptance import last_test, run_acceptance
@@ -50,7 +49,8 @@ class PublishResult:
     test: str  # the skill_tests id whose pass allowed the publish
 
 
-def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | None) -> list[str]:
+def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | None,
+                     report: mf.ValidationReport | None = None) -> list[str]:
     """Why this draft needs a human --approve (empty: it does not)."""
     reasons: list[str] = []
     current = current_release(store, name)
@@ -70,14 +70,12 @@ def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | No
         reasons.append(f"content came from an untrusted source: {item}")
     for item in provenance.get("injection", []):
         reasons.append(f"the source run read text that reads as injected instructions: {item}")
-    for file in sorted(mf.skill_files(folder)):
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
-        for phrase in find_injection(text):
-            reasons.append(f"{file.relative_to(folder).as_posix()} reads like instructions "
-                           f"aimed at an agent: {phrase!r}")
+    # The same check `skill validate` reports as a warning (skills.file_checks): every file,
+    # any encoding.
+    if report is None:
+        report = mf.validate_folder(folder, store.settings.tools, check_tools=False,
+                                    limits=store.settings.skills)
+    reasons += [p.message for p in report.warnings if p.rule == "injection"]
     return reasons
 
 
@@ -119,7 +117,9 @@ def publish_skill(store: Store, target: str, *, approve: bool = False,
 
 def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool,
                     run_ref: str | None, params: dict[str, str] | None) -> PublishResult:
-    report = mf.validate_folder(folder_path, store.settings.tools, display=f"skills/{name}")
+    # The one check `skill validate` runs too (secrets in files of any encoding included).
+    report = mf.validate_folder(folder_path, store.settings.tools, display=f"skills/{name}",
+                                limits=store.settings.skills)
     reasons = [str(p) for p in report.errors] + scaffold_leftovers(folder_path, name)
     tree = registry.tree_hash(folder_path)
     if tree is None:
@@ -132,16 +132,14 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
             raise Refused(f"this content was published as {row.ref} and revoked "
                           f"({row.revoke_reason}); change it before publishing again")
         raise InvalidInput(f"nothing to publish: the draft is identical to {row.ref}")
-    for file in mf.skill_files(folder_path):
-        try:
-            refuse_secrets(file.read_text(encoding="utf-8"),
-                           f"{name}/{file.relative_to(folder_path).as_posix()}")
-        except UnicodeDecodeError:
-            continue
+    secrets = [p for p in report.errors if p.rule == "secret"]
+    if secrets:
+        raise Refused(f"publish {name} refused: " + "; ".join(p.message for p in secrets),
+                      details={"reasons": [str(p) for p in secrets]})
     # Trust before anything runs: an untrusted candidate's acceptance commands are not
     # executed by publish until a human has approved it.
     candidate = candidate_row(store, name)
-    trust = approval_reasons(store, name, folder_path, candidate)
+    trust = approval_reasons(store, name, folder_path, candidate, report)
     principal, may_approve = principal_name(store)
     approver = None
     if trust:

@@ -394,8 +394,14 @@ def read_version_file(path: Path, name: str, version: int, rel: str) -> bytes:
     return blob.data_stream.read()
 
 
-def materialize(path: Path, name: str, version: int, dest: Path) -> list[str]:
-    """Write a released version's files into `dest` (replacing it). Returns the files."""
+def materialize(path: Path, name: str, version: int, dest: Path, *,
+                links: bool = True) -> list[str]:
+    """Write a released version's files into `dest` (replacing it). Returns the files.
+
+    `links=False` (exports into agent folders) never writes a symlink: a link to a file of
+    the same skill is written as a copy of that file, any other link is left out.
+    """
+    import posixpath
     import shutil
 
     repo = _repo(path)
@@ -405,20 +411,29 @@ def materialize(path: Path, name: str, version: int, dest: Path) -> list[str]:
         raise NotFound(f"no release {tag_name(name, version)} in the registry") from exc
     staging = dest.with_name(dest.name + ".tmp-agentstate")
     shutil.rmtree(staging, ignore_errors=True)
+    blobs = {Path(b.path).relative_to(name).as_posix(): (b.mode, b.data_stream.read())
+             for b in tree.traverse() if b.type == "blob"}
     files = []
-    for blob in tree.traverse():
-        if blob.type != "blob":
-            continue
-        rel = Path(blob.path).relative_to(name)
+    for rel, (mode, data) in blobs.items():
+        if mode == 0o120000 and not links:
+            seen = rel
+            for _ in range(8):  # a chain of links inside the skill, never a loop
+                seen = posixpath.normpath(posixpath.join(posixpath.dirname(seen),
+                                                         blobs[seen][1].decode()))
+                if seen not in blobs or blobs[seen][0] != 0o120000:
+                    break
+            if seen not in blobs or blobs[seen][0] == 0o120000:
+                continue  # leaves the skill (or dangles): not written
+            mode, data = blobs[seen]
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if blob.mode == 0o120000:
-            os.symlink(blob.data_stream.read().decode(), target)
+        if mode == 0o120000:
+            os.symlink(data.decode(), target)
         else:
-            target.write_bytes(blob.data_stream.read())
-            if blob.mode & 0o100:
+            target.write_bytes(data)
+            if mode & 0o100:
                 target.chmod(0o755)
-        files.append(rel.as_posix())
+        files.append(rel)
     shutil.rmtree(dest, ignore_errors=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging.rename(dest)

@@ -10,8 +10,8 @@ the summary), so the excerpt is chosen line by line, within EXCERPT_CHARS:
 3. the first lines (what was run), while room is left.
 
 Lines are kept in their original order; each gap is marked with how many lines it hides.
-Secrets are redacted in the chosen text; if something secret-shaped survives, the excerpt is
-withheld entirely.
+Secrets are redacted in the whole text before lines are chosen; if something secret-shaped
+survives, the excerpt is withheld entirely.
 """
 
 from __future__ import annotations
@@ -62,6 +62,9 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
         return ""
     if len(text) <= limit:
         return redact(text)
+    # Redact the whole output before choosing lines: a private key's body lines, chosen
+    # without their BEGIN line, would no longer be recognisable as part of a key.
+    text = redact_secrets(text, mask=MASK)
     lines = [_clip(line.rstrip()) for line in text.split("\n")]
     total = len(lines)
     chosen: set[int] = set()

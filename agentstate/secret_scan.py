@@ -1,0 +1,381 @@
+"""The secret detector behind agentstate.safety (what is caught is listed in the README).
+
+Four layers, each a single left-to-right pass over the text:
+
+1. known formats: fixed prefixes (`ghp_`, `AKIA`, `xoxb-`, `sk_live_`, `-----BEGIN … PRIVATE
+   KEY-----` …) and shapes (JWTs, webhooks, credentials in URLs, CLI password flags);
+2. assignments: `NAME=value`, `NAME: value`, JSON `"name": "value"` whose NAME has a sensitive
+   component (`SECRET_KEY`, `DB_PASS`, `dbPassword`, `AccountKey`), judged in Python;
+3. prose: "the prod DB password is Tr0ub4dor&3";
+4. generated-looking tokens: long runs mixing letters and digits that switch character class
+   as often as random text does (no exemption for `/`), and any long token — hex included —
+   right after a sensitive word ("api key 9f8e…").
+
+Linear time on any input (issue: a 99,000-character token once took 75 s): every quantifier
+is bounded or followed by a character its class excludes, and every pattern that could start
+inside a long run has a look-behind that only lets it start at the run's first character, so
+no position is scanned more than a bounded number of times. bench/bench_secrets.py measures
+this on 1 MB adversarial inputs.
+
+Hashes agentstate writes itself (40-hex commit ids, 64-hex sha256 digests, ULID-like refs) are
+letters-or-digits-only or hex: they are flagged only after a sensitive word, never after a
+hash word ("commit", "sha256", "digest", "tree"…).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import cache
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    start: int
+    end: int
+
+
+# Format, zero-width and bidi characters: removed before matching, so `ghp_` + U+200B + the
+# rest is still a GitHub token. Spans are mapped back to the original text.
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+                        "\u2066-\u2069\ufeff]")
+
+# Token characters: a look-behind on these keeps a pattern from starting mid-token.
+_T = r"A-Za-z0-9_\-"
+
+# (kind, pattern, anchors): a pattern runs only when one of its anchors is in the text (in
+# the lower-cased text for a case-insensitive pattern): a substring test costs far less than
+# a regex pass, so most patterns never run on a given text.
+_KNOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("AWS access key", r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}"
+                       r"(?![A-Z0-9])",
+     ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA")),
+    ("GitHub token", r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,255}",
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("GitHub token", r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,255}",
+     ("github_pat_",)),
+    ("GitLab token", r"(?<![A-Za-z0-9_])gl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_\-]{20,255}",
+     ("gl",)),
+    ("Bitbucket token", r"(?<![A-Za-z0-9_])ATBB[A-Za-z0-9_\-]{24,255}",
+     ("ATBB",)),
+    ("OpenAI-style API key", rf"(?<![{_T}])sk-(?:proj-|ant-(?:api\d\d-)?|svcacct-)?"
+                             r"[A-Za-z0-9_\-]{20,255}",
+     ("sk-",)),
+    ("Slack token", r"(?<![A-Za-z0-9_])xox[abposre]-[A-Za-z0-9\-]{10,255}",
+     ("xox",)),
+    ("Slack token", r"(?<![A-Za-z0-9_])xapp-\d-[A-Za-z0-9\-]{10,255}",
+     ("xapp-",)),
+    ("Slack webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{16,255}",
+     ("hooks.slack.com",)),
+    ("Discord webhook", r"discord(?:app)?\.com/api/webhooks/\d{5,30}/[A-Za-z0-9_\-]{20,255}",
+     ("discord",)),
+    ("Microsoft Teams webhook", r"\.webhook\.office\.com/webhookb2/[A-Za-z0-9@\-]{20,255}",
+     ("webhook.office.com",)),
+    ("Google API key", r"(?<![A-Za-z0-9_])AIza[0-9A-Za-z_\-]{35}",
+     ("AIza",)),
+    ("Google OAuth token", r"(?<![A-Za-z0-9_])ya29\.[0-9A-Za-z_\-]{20,255}",
+     ("ya29.",)),
+    ("npm token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}",
+     ("npm_",)),
+    ("PyPI token", r"(?<![A-Za-z0-9_])pypi-AgE[A-Za-z0-9_\-]{40,255}",
+     ("pypi-AgE",)),
+    ("Hugging Face token", r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,255}",
+     ("hf_",)),
+    ("Stripe key", r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,255}",
+     ("_live_", "_test_")),
+    ("Stripe webhook secret", r"(?<![A-Za-z0-9_])whsec_[0-9A-Za-z]{24,255}",
+     ("whsec_",)),
+    ("Square token", r"(?<![A-Za-z0-9_])sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,255}",
+     ("sq0",)),
+    ("Shopify token", r"(?<![A-Za-z0-9_])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+     ("shp",)),
+    ("SendGrid key", r"(?<![A-Za-z0-9_])SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}",
+     ("SG.",)),
+    ("Twilio key", r"(?<![A-Za-z0-9_])SK[0-9a-fA-F]{32}(?![0-9a-fA-F])",
+     ("SK",)),
+    ("Mailgun key", r"(?<![A-Za-z0-9_])key-[0-9a-zA-Z]{32}(?![0-9a-zA-Z])",
+     ("key-",)),
+    ("Mailchimp key", r"(?<![A-Za-z0-9_])[0-9a-f]{32}-us\d{1,2}(?!\d)",
+     ("-us",)),
+    ("DigitalOcean token", r"(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}",
+     ("_v1_",)),
+    ("Databricks token", r"(?<![A-Za-z0-9_])dapi[a-f0-9]{32}",
+     ("dapi",)),
+    ("Artifactory token", r"(?<![A-Za-z0-9])AKC[a-zA-Z0-9]{60,90}(?![A-Za-z0-9])",
+     ("AKC",)),
+    ("Discord bot token", r"(?<![A-Za-z0-9_\-])[MNO][a-zA-Z0-9_\-]{23,25}\.[a-zA-Z0-9_\-]{6}"
+                          r"\.[a-zA-Z0-9_\-]{27,38}(?![A-Za-z0-9_\-])",
+     ("M", "N", "O")),
+    ("Telegram bot token", r"(?<![A-Za-z0-9_:])\d{8,10}:AA[A-Za-z0-9_\-]{33,64}",
+     (":AA",)),
+    ("Azure storage key", r"(?i)(?<![a-z0-9])(?:AccountKey|SharedAccessKey|SharedAccessSignature)"
+                          r"[ \t]{0,4}=[ \t]{0,4}[A-Za-z0-9+/%]{16,512}",
+     ("accountkey", "sharedaccess")),
+    ("JSON web token", rf"(?<![{_T}])eyJ[A-Za-z0-9_\-]{{8,4096}}\.eyJ[A-Za-z0-9_\-]{{8,8192}}"
+                       r"\.[A-Za-z0-9_\-]{8,4096}",
+     ("eyJ",)),
+    ("bearer token", r"(?i)(?<![a-z0-9])bearer[ \t]{1,8}[A-Za-z0-9._~+/=\-]{20,4096}",
+     ("bearer",)),
+    ("basic auth header", r"(?i)\bauthorization:[ \t]{0,8}basic[ \t]{1,8}[A-Za-z0-9+/=]{8,512}",
+     ("authorization",)),
+    # `scheme://user:pass@` and `redis://:pass@`: userinfo may not hold `/`, so each attempt
+    # stops at the next `//`.
+    ("credential in URL", r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{0,31}://[^\s/:@]{0,256}:"
+                          r"[^\s/@]{1,256}@",
+     ("://",)),
+    # mysql -pPASS (the value is glued to -p), and --password=…/--token … on any command.
+    ("password on the command line", r"(?<![A-Za-z0-9_\-])(?:mysql|mysqldump|mysqladmin|"
+     r"mariadb|mysqlimport|mysqlshow|mysqlcheck)(?![A-Za-z0-9_\-])[^\n|;&]{0,200}?[ \t]-p"
+     r"(?![ \t\-])[^\s\"']{2,256}",
+     ("mysql", "mariadb")),
+    ("password on the command line", r"(?i)(?<![a-z0-9])--(?:[a-z0-9]{1,20}-){0,3}"
+     r"(?:password|passwd|pass|token|api-?key|secret|access-key|client-secret|auth-token)"
+     r"(?:=|[ \t]{1,4})[\"']?(?![\-$<{])[^\s\"']{4,256}",
+     ("--",)),
+    ("sshpass password", r"(?<![A-Za-z0-9_])sshpass[ \t]{1,8}-p[ \t]{0,8}[\"']?[^\s\"']{2,256}",
+     ("sshpass",)),
+)
+
+# `NAME<sep>value`: the NAME's components decide (see _sensitive_name).
+_ASSIGNMENT = re.compile(
+    # The look-ahead rejects, inside the regex engine, names without a sensitive part.
+    r"(?<![A-Za-z0-9_.\-])(?=[A-Za-z0-9_.\-]{0,60}?(?i:pass|pwd|secret|token|key|cred|sas))"
+    r"([A-Za-z][A-Za-z0-9_.\-]{0,63})(\\?[\"']?)[ \t]{0,8}(?::=|=>|[:=])"
+    r"[ \t]{0,8}(?=(\\?[\"'`]?)([^\s\"'`,;]{1,512}))"
+)
+_PROSE = re.compile(
+    r"(?i)(?<![a-z0-9])(pass(?:word|phrase)s?|passwd|pwd|secret(?:\s+key)?|api\s+key|"
+    r"access\s+key|private\s+key|token|credentials?)"
+    r"(?:\s{1,4}(?:for|of|to)\s{1,4}[^\s]{1,40})?\s{1,4}(?:is|was|are|=|:|->|reads)\s{1,4}"
+    r"[\"'`“]?([^\s\"'`”]{6,256})"
+)
+_JSON_ESCAPE = re.compile(r'\\[nrt"]')
+# Candidate tokens for the entropy layer.
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/=_\-]{16,}")
+_HEXISH = re.compile(r"[0-9a-fA-F\-]+")
+_SENSITIVE_NEAR = re.compile(
+    r"(?i)(?<![a-z0-9])(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[ _\-]?key|apikey|"
+    r"(?:access|private|signing|encryption|master|account|deploy|session|license)[ _\-]?key|"
+    r"credentials?|auth)(?![a-z])")
+_HASH_NEAR = re.compile(
+    r"(?i)(?<![a-z0-9])(?:sha\d{0,3}|md5|blake\w{0,3}|commit|digest|hash|checksum|tree|head|"
+    r"rev|revision|blob|etag|uuid|ref|tag|id|object)(?![a-z])")
+_NEAR = 40  # characters before a token looked at for a sensitive or a hash word
+
+# Components of an assignment's name that make it sensitive. Pairs: "api"+"key" etc.
+_SENSITIVE_WORDS = {"password", "passwords", "passwd", "pass", "passphrase", "pwd", "secret",
+                    "secrets", "token", "tokens", "apikey", "credential", "credentials", "creds",
+                    "accountkey", "privatekey", "secretkey", "accesskey", "clientsecret",
+                    "authtoken", "sas"}
+_KEY_QUALIFIERS = {"api", "access", "private", "secret", "account", "signing", "encryption",
+                   "master", "client", "app", "auth", "shared", "consumer", "storage"}
+# A name ending in one of these holds something about the secret, not the secret.
+_NOT_THE_VALUE = {"file", "path", "dir", "env", "name", "names", "id", "len", "length", "min",
+                  "max", "hint", "prompt", "field", "type", "policy", "reset", "url", "count",
+                  "expiry", "expires", "ttl", "header", "param", "required", "regex", "hash",
+                  "hashed", "digest", "format", "kind", "size", "limit", "budget", "label"}
+_PLACEHOLDER = re.compile(
+    r"(?i)(?:\$\{?[a-z_][a-z0-9_]*\}?|<[^>]*>?|\{\{?.*|%\(?[a-z_]*\)?s?|x{3,}|\*{3,}|\.{3,}|"
+    r"\[redacted\]|redacted|null|none|nil|true|false|required|optional|string|str|int|"
+    r"undefined|changeme_in_prod|example|your[_\-].*|env\(.*|os\.environ.*|process\.env.*|"
+    r"getenv.*|settings\..*|config\..*|self\..*|input\(.*|\(|\)|\[\]|\{\})")
+
+
+@cache
+def _compiled(source: str) -> re.Pattern[str]:
+    """Patterns compile on first use: a command pays only for the ones its text needs."""
+    return re.compile(source)
+
+
+_PRIVATE_KEY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PUTTY_KEY = re.compile(r"PuTTY-User-Key-File-\d: ")
+
+
+def _private_keys(text: str) -> list[Finding]:
+    """A key block from its BEGIN line to its END line (or the end of the text when cut)."""
+    found = []
+    for pattern in (_PRIVATE_KEY, _PUTTY_KEY):
+        pos = 0
+        while True:
+            m = pattern.search(text, pos)
+            if m is None:
+                break
+            end_marker = text.find("-----END", m.end()) if pattern is _PRIVATE_KEY else -1
+            if end_marker < 0:
+                end = len(text)
+            else:
+                close = text.find("-----", end_marker + 8)
+                end = close + 5 if close >= 0 else len(text)
+            found.append(Finding("private key", m.start(), end))
+            pos = end
+    return found
+
+
+def shannon_entropy(text: str) -> float:
+    if not text:
+        return 0.0
+    counts: dict[str, int] = {}
+    for char in text:
+        counts[char] = counts.get(char, 0) + 1
+    total = len(text)
+    return -sum(n / total * math.log2(n / total) for n in counts.values())
+
+
+def _char_class(char: str) -> int:
+    if "a" <= char <= "z":
+        return 0
+    if "A" <= char <= "Z":
+        return 1
+    if "0" <= char <= "9":
+        return 2
+    return 3
+
+
+def _name_parts(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [p for p in re.split(r"[\s_.\-]+", spaced.lower()) if p]
+
+
+def _sensitive_name(name: str) -> str | None:
+    """'token' for a bare token name, 'secret' for other sensitive names, else None."""
+    parts = _name_parts(name)
+    if not parts or parts[-1] in _NOT_THE_VALUE:
+        return None
+    joined = "".join(parts)
+    if joined in ("token", "tokens", "accesstoken", "authtoken", "refreshtoken", "idtoken"):
+        return "token"
+    for index, part in enumerate(parts):
+        if part in _SENSITIVE_WORDS:
+            return "token" if part in ("token", "tokens") else "secret"
+        if part == "key" and index and parts[index - 1] in _KEY_QUALIFIERS:
+            return "secret"
+    return None
+
+
+def _clean_value(value: str) -> str:
+    """The value as written: text inside JSON (event meta) keeps its escapes, so a value ends
+    at an escaped newline or quote; an already masked value (`***`) is no value."""
+    if value.startswith(("***", "[REDACTED]")):
+        return ""
+    return _JSON_ESCAPE.split(value, 1)[0].rstrip(".,;:!?)]}\\")
+
+
+def _plausible_value(value: str, strict: bool) -> bool:
+    value = _clean_value(value)
+    if len(value) < 4 or _PLACEHOLDER.fullmatch(value):
+        return False
+    if len(set(value)) == 1:
+        return False
+    if strict:  # a bare `token: …` name needs a token-shaped value
+        return len(value) >= 16 and re.fullmatch(r"[A-Za-z0-9_\-./+=]+", value) is not None
+    return True
+
+
+def _looks_generated(token: str) -> bool:
+    """Letters and digits mixed the way generated keys mix them (not words, paths or ids)."""
+    core = token.strip("=")
+    if len(core) < 20:
+        return False
+    classes = {_char_class(c) for c in core}
+    if len(classes - {3}) < 2:
+        return False
+    if _HEXISH.fullmatch(core):
+        return False  # hex and UUIDs: only after a sensitive word (see _near_sensitive)
+    if 0 not in classes:
+        return False  # capitals and digits only: ULIDs, order numbers (keys have a prefix)
+    # Class switches between neighbouring letters/digits (pairs across `/`, `-`, `_` skipped).
+    pairs = [(a, b) for a, b in zip(core, core[1:], strict=False) if a.isalnum() and b.isalnum()]
+    if len(pairs) < 16:
+        return False
+    rate = sum(_char_class(a) != _char_class(b) for a, b in pairs) / len(pairs)
+    if len(classes - {3}) == 2 and 2 in classes and rate < 0.3:
+        return False  # words with a few digits: test_upload_413_status, python311
+    # Random base62/64 switches class on ~60% of characters; identifiers and paths far less.
+    entropy = shannon_entropy(core)
+    return rate >= 0.35 and entropy >= min(4.2, 0.8 * math.log2(len(core)) + 0.3)
+
+
+def _near_sensitive(text: str, start: int, token: str) -> bool:
+    """A long token right after a sensitive word (and not after a hash word)."""
+    core = token.strip("=")
+    if len(core) < 16:
+        return False
+    hexish = _HEXISH.fullmatch(core) is not None
+    if hexish and sum(c.isalnum() for c in core) < 32:
+        return False
+    if not hexish:
+        classes = {_char_class(c) for c in core} - {3}
+        if len(classes) < 2 or shannon_entropy(core) < 3.3:
+            return False
+    line_start = text.rfind("\n", max(0, start - _NEAR), start) + 1
+    window = text[max(line_start, start - _NEAR):start]
+    if not _SENSITIVE_NEAR.search(window):
+        return False
+    return _HASH_NEAR.search(window) is None
+
+
+def _scan(text: str) -> list[Finding]:
+    findings = _private_keys(text)
+    lower = text.lower()
+    for kind, source, anchors in _KNOWN:
+        if any(a in (lower if source.startswith("(?i)") else text) for a in anchors):
+            findings.extend(Finding(kind, m.start(), m.end())
+                            for m in _compiled(source).finditer(text))
+    for m in _ASSIGNMENT.finditer(text):
+        verdict = _sensitive_name(m.group(1))
+        if verdict and _plausible_value(m.group(4), strict=verdict == "token"):
+            findings.append(Finding("password assignment", m.start(4), m.end(4)))
+    for m in _PROSE.finditer(text):
+        value = _clean_value(m.group(2))
+        kinds = {_char_class(c) if c.isascii() else 3 for c in value}
+        if len(value) >= 6 and len(kinds) >= 2 and not _PLACEHOLDER.fullmatch(value) \
+                and any(c.isdigit() or not c.isalnum() for c in value):
+            findings.append(Finding("password in prose", m.start(2), m.start(2) + len(value)))
+    covered = _merge(sorted((f.start, f.end) for f in findings))
+    for m in _CANDIDATE.finditer(text):
+        if _inside(covered, m.start()):
+            continue
+        token = m.group(0)
+        if _looks_generated(token):
+            findings.append(Finding("high-entropy string", m.start(), m.end()))
+        elif _near_sensitive(text, m.start(), token):
+            findings.append(Finding("token after a sensitive word", m.start(), m.end()))
+    return sorted(findings, key=lambda f: (f.start, f.end))
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
+    """Is `pos` inside one of the merged, sorted `spans`?"""
+    index = bisect_right(spans, (pos, math.inf)) - 1
+    return index >= 0 and spans[index][0] <= pos < spans[index][1]
+
+
+def remove_invisible(text: str) -> str:
+    """`text` without zero-width, soft-hyphen and bidi-control characters."""
+    return _INVISIBLE.sub("", text) if _INVISIBLE.search(text) else text
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """Every secret-looking span of `text` (offsets into `text` as given)."""
+    if not text:
+        return []
+    if not _INVISIBLE.search(text):
+        return _scan(text)
+    # Match on the text without invisible characters; map spans back to the original.
+    keep = [i for i, c in enumerate(text) if not _INVISIBLE.match(c)]
+    clean = "".join(text[i] for i in keep)
+    keep.append(len(text))
+    return [Finding(f.kind, keep[f.start], keep[f.end - 1] + 1 if f.end else 0)
+            for f in _scan(clean)]
