@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, overload
 
 import typer
 
@@ -120,6 +120,10 @@ def read_stdin(what: str) -> str:
                            details={"argument": what}) from None
 
 
+@overload
+def from_stdin(value: str, what: str) -> str: ...
+@overload
+def from_stdin(value: None, what: str) -> None: ...
 def from_stdin(value: str | None, what: str) -> str | None:
     """`-` means: read this text from standard input (text longer than the OS allows on a
     command line, or kept out of the shell history)."""

@@ -164,7 +164,7 @@ def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) 
 
 def _links(data: dict, id_map: dict[str, str]) -> dict[str, str | None]:
     """The record's resolves/supersedes as event refs (an earlier record's id, or evt:…)."""
-    links = {}
+    links: dict[str, str | None] = {}
     for how in ("resolves", "supersedes"):
         target = data.get(how)
         if target is None:

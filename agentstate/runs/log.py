@@ -213,7 +213,7 @@ def start_run(
     run_id = store.new_id()
     now = store.now()
     with store.transaction():
-        store.db["runs"].insert(
+        store.db.table("runs").insert(
             {
                 "id": run_id,
                 "goal": goal,

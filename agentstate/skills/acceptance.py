@@ -143,7 +143,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
     run_id = None
     if results and results[0].event:
         run_id = _event_run(store, results[0].event)
-    store.db["skill_tests"].insert({
+    store.db.table("skill_tests").insert({
         "id": report.id, "name": name, "tree": tree or "", "passed": int(passed),
         "results": json.dumps([r.__dict__ for r in results], ensure_ascii=False),
         "run": run_id, "ts": store.now(),

@@ -172,7 +172,7 @@ def record_candidate(store: Store, name: str, folder: mf.SkillFolder,
             version = existing["version"]
         else:
             version = next_version_number(store, name)
-            store.db["skill_versions"].insert({
+            store.db.table("skill_versions").insert({
                 "name": name, "version": version, "status": "candidate", "commit_sha": None,
                 "tree": None, "tag": None, "description": description, "triggers": triggers,
                 "approver": None, "reasons": "[]",

@@ -275,7 +275,7 @@ def untagged_head(path: Path) -> tuple[list[str], str]:
     a commit left by an interrupted publish of an older agentstate (or made by hand)."""
     repo = _repo(path)
     untagged = set(repo.git.rev_list("HEAD", "--not", "--tags").split())
-    orphans = []
+    orphans: list[str] = []
     for commit in repo.git.rev_list("--first-parent", "HEAD").split():
         parents = repo.git.rev_list("--parents", "-n", "1", commit).split()[1:]
         if commit not in untagged or not parents:

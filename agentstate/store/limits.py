@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, overload
 
 from agentstate.errors import InvalidInput
 
@@ -30,6 +30,10 @@ MAX_JSON_DEPTH = 32  # nesting of objects and arrays in meta or an imported reco
 MAX_JSON_INT = 2**63 - 1  # larger integers lose precision in most JSON readers and SQLite
 
 
+@overload
+def check_length(text: str, cap: int, what: str) -> str: ...
+@overload
+def check_length(text: None, cap: int, what: str) -> None: ...
 def check_length(text: str | None, cap: int, what: str) -> str | None:
     """`text` unchanged, or InvalidInput naming the field and its cap."""
     if text is not None and len(text) > cap:

@@ -87,7 +87,7 @@ def files_under(folder: Path, skip: Iterable[str] = ()) -> list[Path]:
     """Regular files below `folder` (symlinks are not followed), minus the names in `skip`
     at any depth."""
     skipped = set(skip)
-    found = []
+    found: list[Path] = []
     if not folder.is_dir():
         return found
     for path in sorted(folder.rglob("*")):

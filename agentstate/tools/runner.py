@@ -102,7 +102,9 @@ class _Capture:
         self.thread.start()
 
     def _pump(self) -> None:
-        for data in iter(lambda: self.stream.read1(65536), b""):
+        # read1: whatever is there now (up to 64 KiB), so output is echoed as it comes.
+        read = getattr(self.stream, "read1", self.stream.read)
+        for data in iter(lambda: read(65536), b""):
             self.total += len(data)
             self.digest.update(data)
             chunk = data
