@@ -266,6 +266,9 @@ def _link_duplicates(candidates: list[Candidate], order: tuple[str, ...]) -> Non
         for twin in by_ref.get(cand.ref, []):
             if {cand.cls, twin.cls} & {"evidence", "trajectory"}:  # not the goal restated
                 _pair(cand, twin)
+                hit, shown = (cand, twin) if cand.cls == "evidence" else (twin, cand)
+                if hit.cls == "evidence" and shown.cls != "evidence" and hit.after is None:
+                    hit.after = shown
         by_ref.setdefault(cand.ref, []).append(cand)
         if cand.norm:
             first = by_norm.setdefault(cand.norm, cand)

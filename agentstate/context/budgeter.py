@@ -98,8 +98,17 @@ def allocate(
     open_sections = {c.section for c in pinned}
     used = minimum
     # Candidates pre-dropped by a gate (permission, superseded, duplicate…) keep their reason.
-    live = sorted((c for c in candidates if c.cls != "pinned" and (
-        not c.decision or (c.floor is not None and c.form != c.full))), key=key)
+    live = [c for c in candidates if c.cls != "pinned" and (
+        not c.decision or (c.floor is not None and c.form != c.full))]
+    live_ids = {id(c) for c in live}
+
+    def visit_key(cand: Candidate) -> tuple:
+        # A fragment that gives way to a twin is decided right after it.
+        if cand.after is not None and id(cand.after) in live_ids:
+            return (*key(cand.after), 1)
+        return (*key(cand), 0)
+
+    live.sort(key=visit_key)
     hints = [c for c in live if c.cls == "index"]
     ranked = [c for c in live if c.cls != "index"]
     waiting: list[Candidate] = []  # did not fit whole or compressed: pointer candidates

@@ -76,6 +76,9 @@ class Candidate:
     # Fragments saying the same thing (same ref or same text): whichever is placed first
     # stays, the other is dropped as `duplicate of` its ref.
     twins: list[Candidate] = field(default_factory=list, compare=False, repr=False)
+    # Decided right after this fragment: an evidence hit that is also in the trajectory or
+    # the task state gives way to it (the run's own timeline keeps the event).
+    after: Candidate | None = field(default=None, compare=False, repr=False)
 
     @property
     def placed_section(self) -> str:

@@ -243,7 +243,8 @@ def drift_summary(drift: dict[str, Any]) -> str:
         return f"{head}: no drift (HEAD, branch and uncommitted changes as recorded)"
     changes = []
     if drift.get("branch_changed"):
-        changes.append(f"branch changed to {drift.get('to_branch') or '(detached HEAD)'}")
+        changes.append(f"branch changed: {drift.get('from_branch') or '(detached HEAD)'} → "
+                       f"{drift.get('to_branch') or '(detached HEAD)'}")
     if drift.get("head_moved"):
         rewritten = " (history rewritten)" if drift.get("history_rewritten") else ""
         changes.append(f"HEAD moved to {(drift.get('to_head') or '(no commit)')[:12]}"

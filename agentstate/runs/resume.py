@@ -396,6 +396,12 @@ def render_pack(
         return count("\n".join(lines or [])) + 2
 
     header_cost = {s: count("\n" + t) + 2 for s, t in SECTION_TITLES.items()}
+    # Room kept for the omitted list: its refs, or at most the "N part(s)" line.
+    omitted_header = count("\n## Omitted for budget\n- ") + 2
+    count_mode = count(f"- 999 part(s); see `agentstate events --run {run_ref}`") + 2
+    ref_cost = {id(p): count(p.ref + ", ") for p in optional}
+    refs_left = sum(ref_cost.values())
+    optional_left = len(optional)
     sections = {p.section for p in essentials}
     used = minimum
     wide: list[_Part] = []
@@ -403,9 +409,13 @@ def render_pack(
         extra = cost(part.lines) - (cost(part.floor) if part.floor is not None else 0)
         if part.floor is None and part.section not in sections:
             extra += header_cost.get(part.section, 0)
-        if used + extra <= budget:
+        after_refs = refs_left - ref_cost.get(id(part), 0)
+        after_left = optional_left - (part.floor is None)
+        listing = min(after_refs, count_mode) + omitted_header if after_left else 0
+        if used + extra + listing <= budget:
             wide.append(part)
             used += extra
+            refs_left, optional_left = after_refs, after_left
             sections.add(part.section)
 
     def fit(chosen: list[_Part]) -> str | None:
