@@ -26,6 +26,7 @@ SHIPPED = [
     "m103_trigram_vocab",
     "m201_skills_registry",
     "m301_packs",
+    "m002_events_run_kind_seq",
 ]
 
 

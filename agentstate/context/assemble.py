@@ -144,7 +144,7 @@ def build_context(
             candidates.append(cand)
 
     skip: set[str] = set()  # refs already shown elsewhere (evidence duplicates)
-    task_more: dict[str, int] = {}
+    task_more: dict[str, str] = {}
     older_events = 0
     # The task's essentials, the same as `resume` keeps (runs/essentials.py); without a run,
     # only the user's pinned preferences.

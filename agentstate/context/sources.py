@@ -151,7 +151,7 @@ GROUP_LABELS = {"open_questions": "open question", "pending_verifications":
 
 
 def task_candidates(state: Any, run_ref: str, goal: str, checkpoint: Any | None
-                    ) -> tuple[list[Candidate], dict[str, int]]:
+                    ) -> tuple[list[Candidate], dict[str, str]]:
     """The task state beyond the essentials (state holds the newest items per group) and,
     per group label, how many older items were left for the index to point at."""
     out = []
@@ -182,7 +182,9 @@ def task_candidates(state: Any, run_ref: str, goal: str, checkpoint: Any | None
                          full=f"- goal (restated) [{run_ref}] {_indent(goal)}",
                          compressed=compress_line(f"goal (restated) · {run_ref}", goal, 200),
                          order=(TASK_ORDER.index("goal"), 0), kind="goal-restated"))
-    more = {GROUP_LABELS[g]: n for g, n in state.more.items() if n > 0}
+    from agentstate.runs.checkpoint import more_label
+
+    more = {GROUP_LABELS[g]: more_label(n) for g, n in state.more.items() if n > 0}
     return out, more
 
 
@@ -315,7 +317,7 @@ def trajectory_candidates(rows: list[tuple], run_ref: str, recent_full: int) -> 
 
 
 def index_hints(*, query: str | None, run_ref: str | None, older_events: int,
-                more_skills: bool, task_more: dict[str, int] | None = None
+                more_skills: bool, task_more: dict[str, str] | None = None
                 ) -> list[Candidate]:
     hints: list[tuple[str, str]] = []
     if run_ref and task_more:

@@ -52,7 +52,7 @@ class WorkingState:
     failed_verifications: list[StateItem] = field(default_factory=list)
     last_seq: int = 0
     event_count: int = 0
-    # Under a per-group bound: how many older items each group left out.
+    # Under a per-group bound: how many older items each group left out (at most MORE_CAP).
     more: dict[str, int] = field(default_factory=dict)
 
     def pointers(self) -> dict[str, Any]:
@@ -110,7 +110,8 @@ def working_state(store: Store, run: Run, per_group: int | None = None) -> Worki
                             None if group == "constraints" else per_group)
         if per_group is not None and group != "constraints" and len(items) > per_group:
             items = items[:per_group]
-            state.more[group] = _group_count(conn, run.id, group, condition) - per_group
+            state.more[group] = _group_count(conn, run.id, group, condition,
+                                             per_group + MORE_CAP) - per_group
         items.reverse()  # oldest first, as the log reads
         setattr(state, group, items)
     return state
@@ -174,11 +175,22 @@ def _group_rows(conn: Any, run_id: str, group: str, condition: tuple[str, str],
     return items
 
 
-def _group_count(conn: Any, run_id: str, group: str, condition: tuple[str, str]) -> int:
+def _group_count(conn: Any, run_id: str, group: str, condition: tuple[str, str],
+                 cap: int) -> int:
+    """How many items the group has, counting at most `cap` (bounded like the rows)."""
     kind, where = condition
     return conn.execute(
-        f"SELECT count(*) FROM events e WHERE e.run = ? AND e.kind = ? AND {_live('e')} "
-        f"AND {where}", (run_id, kind)).fetchone()[0]
+        f"SELECT count(*) FROM (SELECT 1 FROM events e WHERE e.run = ? AND e.kind = ? AND "
+        f"{_live('e')} AND {where} LIMIT ?)", (run_id, kind, cap)).fetchone()[0]
+
+
+# Older items past the per-group bound are counted up to this many ("100+ older …").
+MORE_CAP = 100
+
+
+def more_label(n: int) -> str:
+    """A `WorkingState.more` count in words: exact below the cap, "N+" at it."""
+    return f"{n}+" if n >= MORE_CAP else str(n)
 
 
 # ---------------------------------------------------------------- checkpoints

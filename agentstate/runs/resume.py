@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.errors import BudgetTooSmall, InvalidInput, NotFound
-from agentstate.runs.checkpoint import StateItem, last_checkpoint
+from agentstate.runs.checkpoint import StateItem, last_checkpoint, more_label
 from agentstate.runs.essentials import TITLES as ESSENTIAL_TITLES
 from agentstate.runs.essentials import WHAT, Essentials, gather, join_sections, preference_ref
 from agentstate.runs.log import Run, current_run, get_run
@@ -322,7 +322,8 @@ def all_parts(pack: ResumePack, ess: Essentials) -> list[_Part]:
     optional += [_Part("recent", e.ref, [f"- {e.ref} {e.kind} {_when(e.ts)}: {e.gist}"])
                  for e in pack.recent_events]
     if pack.not_listed:
-        counts = ", ".join(f"{n} older {_GROUP_LABELS[g]}" for g, n in pack.not_listed.items())
+        counts = ", ".join(f"{more_label(n)} older {_GROUP_LABELS[g]}"
+                           for g, n in pack.not_listed.items())
         optional.append(_Part("more", "more", [
             f"- {counts}: `agentstate events --run {pack.run['ref']}`"]))
     return parts + optional

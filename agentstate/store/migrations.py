@@ -43,6 +43,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m103_trigram_vocab", "memory"),
     ("m201_skills_registry", "skills"),
     ("m301_packs", "context"),
+    ("m002_events_run_kind_seq", "runs"),
 )
 
 
