@@ -1,8 +1,10 @@
 """Property tests for the context budgeter over random stores, queries and budgets.
 
 For every generated store: the rendered text never exceeds the budget (same tokenizer);
-pinned content appears byte-identical; every manifest candidate has a decision and a reason;
-the same inputs give the same text and manifest; a refused budget names a minimum that works.
+pinned content appears byte-identical; every manifest candidate has a decision and a reason,
+and the reason is true (a duplicate names a fragment that is in the text; a placed fragment's
+ref is in the text); the same inputs give the same text and manifest; a refused budget names a
+minimum that works, the same one `resume` names.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 
 from agentstate.config import TokenSettings
 from agentstate.context.assemble import build_context
-from agentstate.context.candidates import DECISIONS, REASONS
+from agentstate.context.candidates import DECISIONS, REASONS, reason_kind
 from agentstate.errors import BudgetTooSmall
 from agentstate.maintenance.init import init_store
 from agentstate.memory.write import remember
@@ -113,6 +115,14 @@ def test_budget_pinned_manifest_and_determinism(case):
             # The named minimum is enough: at that budget the pack is built.
             at_min = build_context(store, **{**kwargs, "budget": exc.minimum}, save=False)
             assert counter.count(at_min.text) <= exc.minimum
+            if system_path is None:  # no system file: the very minimum `resume` names
+                from agentstate.runs.resume import build_pack
+
+                try:
+                    build_pack(store, run.ref, budget=budget, skills=[])
+                    raise AssertionError("resume accepted a budget context refused")
+                except BudgetTooSmall as refused:
+                    assert refused.minimum == exc.minimum
             return
         # 1. never over budget, measured on the rendered text with the same tokenizer
         assert counter.count(pack.text) == pack.tokens <= budget
@@ -130,15 +140,27 @@ def test_budget_pinned_manifest_and_determinism(case):
             assert text in pack.text
         # 3. every candidate has a decision and a reason; positions number the text 1..n
         positions = []
+        placed_refs = {e.ref for e in pack.manifest if e.decision != "dropped"}
         for entry in pack.manifest:
-            assert entry.decision in DECISIONS and entry.reason in REASONS, entry
+            assert entry.decision in DECISIONS and reason_kind(entry.reason) in REASONS, entry
             assert entry.ref
             if entry.decision == "dropped":
                 assert entry.position is None
             else:
                 positions.append(entry.position)
+                if entry.ref.startswith(("evt:", "mem:", "run:", "skill:")):
+                    assert entry.ref in pack.text, entry  # placed: its ref is in the text
             if entry.cls == "pinned":
                 assert entry.decision == "included"
+            if entry.reason in ("essential", "pinned"):
+                assert entry.decision in ("included", "compressed"), entry
+            # 3b. the manifest never lies: a duplicate names the ref it repeats, and that
+            # fragment is placed, so the ref is in the text.
+            if reason_kind(entry.reason) == "duplicate":
+                assert entry.decision == "dropped"
+                assert entry.reason.startswith("duplicate of "), entry
+                twin = entry.reason.removeprefix("duplicate of ")
+                assert twin in placed_refs and twin in pack.text, entry
         assert sorted(positions) == list(range(1, len(positions) + 1))
         # 4. same inputs, same pack
         again = build_context(store, **kwargs, save=False)
@@ -195,7 +217,7 @@ def test_allocate_never_exceeds_budget_on_synthetic_candidates():
         assert counter.count(result.text) == result.tokens <= budget
         assert full_count(result.text) == result.tokens
         for cand in candidates:
-            assert cand.decision in DECISIONS and cand.reason in REASONS
+            assert cand.decision in DECISIONS and reason_kind(cand.reason) in REASONS
             reached.add(cand.decision)
             if cand.decision == "compressed":
                 assert cand.ref in cand.form  # compression keeps the ref

@@ -78,8 +78,9 @@ def test_new_user_scenario(cli, history):
     assert "contested by" in current
     entry = next(e for e in data["manifest"] if e["ref"] == contested["ref"])
     assert "contested" in entry["flags"]
-    # the constraints are kept, byte for byte, at the top
-    assert text.startswith("## Constraints (must be respected)\n")
+    # the goal and the constraints are kept, byte for byte, at the top
+    assert text.startswith("## Goal\n- [" + run.ref + "] fix the flaky login test\n\n"
+                           "## Constraints (must be respected)\n")
     for constraint in ("never push to main", "keep python 3.10 support"):
         assert constraint in text
     # evidence from the other runs competes; the index says how to fetch the rest
@@ -88,6 +89,6 @@ def test_new_user_scenario(cli, history):
     # the read gate's withheld counts are reported, not the withheld text
     assert "superseded" in data["withheld"] or "forgotten" in data["withheld"]
     # the task state closes the pack
-    tail = text[text.index("## Task state (restated)"):]
+    tail = text[text.index("## Task state"):]
     assert "run the login test twenty times" in tail and "need a shim?" in tail
 

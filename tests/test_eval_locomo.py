@@ -158,19 +158,22 @@ def test_every_metric_on_the_tiny_conversation():
                                   "single-hop": 0.5}
     # 5 evidence turns in all, 1 found: the other 4 were there but did not fit.
     assert recent.misses == {"budget": 4}
-    assert report.result("no-memory", budget).misses == {"not retrieved": 5}
+    # The assembled arms refuse a budget below the task's essentials (the run's goal and
+    # drift summary alone need more than these 20 tokens): counted as errors, recall 0.
+    starved = report.result("no-memory", budget)
+    assert starved.errors == 4 and starved.recall == 0.0 and starved.misses == {}
+    assert report.result("no-memory", 2000).misses == {"not retrieved": 5}
     searched = report.result("plain-search", budget)
     assert searched.by_category["single-hop"] == 1.0
     assert searched.by_category["temporal"] == 1.0
     # With the whole conversation in the budget every arm that reads history finds it all.
     for arm in ("full", "plain-search", "raw-history", "structured"):
         assert report.result(arm, 2000).recall == 1.0, arm
-    for b in (budget, 2000):
-        none = report.result("no-memory", b)
-        assert none.recall == 0.0 and none.errors == 0
+    none = report.result("no-memory", 2000)
+    assert none.recall == 0.0 and none.errors == 0
     for row in report.results:
         assert row.tokens_mean <= row.budget
-        assert row.p50_ms > 0
+        assert row.p50_ms > 0 or row.errors == row.questions  # refused packs are not timed
         assert row.questions == 4
 
 

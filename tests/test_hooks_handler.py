@@ -99,7 +99,7 @@ def test_scripted_session_then_resume_shows_goal_failure_and_drift(initialised, 
     resumed = run_agentstate("resume", cwd=initialised)
     assert resumed.returncode == 0
     for text in (context, resumed.stdout):
-        assert "**Goal:** Make the date parser accept ISO week dates" in text
+        assert "] Make the date parser accept ISO week dates" in text
         failure = next(line for line in text.splitlines() if failing["ref"] in line)
         assert "ValueError: unknown date format '2026-W03-2'" in failure
         assert "Parse ISO week dates" in text  # the drift, as a named commit

@@ -28,6 +28,7 @@ SHIPPED = [
     "m301_packs",
     "m202_publish_journal",
     "m104_purged_history_hashes",
+    "m002_events_run_kind_seq",
 ]
 
 

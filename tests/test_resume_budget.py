@@ -1,4 +1,4 @@
-"""`resume --budget N`: never over budget; pinned parts byte-identical, or exit 3."""
+"""`resume --budget N`: never over budget; the task's essentials always kept, or exit 3."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from agentstate.errors import BudgetTooSmall
 from agentstate.runs.checkpoint import create_checkpoint
+from agentstate.runs.essentials import gather
 from agentstate.runs.log import append_event, start_run
 from agentstate.runs.resume import SkillHit, build_pack
 from agentstate.tokens import counter_for
@@ -59,12 +60,16 @@ def test_budget_is_never_exceeded_and_pinned_parts_are_kept(contents, budget):
             return
         assert count(pack.text) <= budget
         assert pack.pinned_text == full.pinned_text
-        assert pack.text.startswith(full.pinned_text)
+        # Every essential is in the text, at least in its short form (which the full one
+        # starts with), and the minimum named is the essentials' own size.
+        for item in gather(store, run, drift=DRIFT).items:
+            assert item.floor in pack.text, item
+        assert pack.budget["minimum"] == count(full.pinned_text) <= budget
         assert pack.budget["tokens"] == count(pack.text)
         if pack.text != full.text:
             assert pack.omitted or pack.compressed
-        if pack.omitted:
-            assert "## Omitted for budget" in pack.text
+        if "## Omitted for budget" in pack.text:  # listed when there is room for it
+            assert pack.omitted
         # Whatever was kept is still listed in the structured pack, and nothing is both.
         kept_refs = {i.ref for i in pack.diagnoses + pack.hypotheses} | {
             s.ref for s in pack.skills} | {e.ref for e in pack.recent_events}
@@ -98,6 +103,7 @@ def test_drift_falls_back_to_its_short_form(store):
     pack = build_pack(store, run.ref, budget=budget, drift=DRIFT, skills=[])
     assert "HEAD moved" in pack.text and "30 commit(s)" in pack.text
     assert "commit number 29" not in pack.text  # the listing was dropped, the summary kept
+    assert f"worktree:{run.ref}" in pack.compressed
 
 
 def test_cli_budget_too_small_exits_3_naming_the_minimum(cli, initialised):

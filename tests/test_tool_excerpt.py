@@ -82,8 +82,8 @@ def test_exec_failure_is_shown_by_resume_and_context(initialised, tmp_path):
     assert "1 failed, 6000 passed in 3.2s" in section
     context = run_agentstate("context", "--budget", "4000", cwd=initialised)
     assert context.returncode == 0, context.stderr
-    task = context.stdout.split("## Task state (restated)", 1)[1]
-    assert f"failing tool result [{event}" in task
+    task = context.stdout.split("## Failing tool results", 1)[1]
+    assert f"- [{event} · " in task
     assert "E       AssertionError: assert 3 == 4" in task
 
 
@@ -106,9 +106,9 @@ def test_older_failures_compress_and_a_later_pass_closes_one(store):
     assert old.ref in section and fixed.ref not in section
     assert section.count("\n- ") == 2  # the older failure is one line
     context = build_context(store, run=run.ref, budget=3000, save=False)
-    task = context.text.split("## Task state (restated)", 1)[1]
+    task = context.text.split("## Failing tool results", 1)[1]
     assert "E   assert newest" in task and "E   assert old" not in task
-    assert f"failing tool result [{old.ref}" in task and fixed.ref not in task
+    assert f"- [{old.ref} · " in task and fixed.ref not in task
 
 
 def test_tight_budget_keeps_the_failure_as_one_line(store):

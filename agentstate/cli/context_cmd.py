@@ -56,7 +56,10 @@ def context(
     What does not fit is compressed, turned into a pointer, or dropped — each with a reason in
     the manifest (--json). The manifest and a hash of the text are stored as pack:ID.
 
-    A budget below what the pinned content needs is refused (exit 3) with the minimum.
+    A budget below what the pinned content and the task's essentials need (goal,
+    constraints, preferences, open questions, pending verifications, the latest failing tool
+    result, the drift summary) is refused (exit 3) naming the minimum — for a run, the same
+    one `resume --budget` names.
     """
     from agentstate.context.assemble import build_context
 
@@ -105,7 +108,7 @@ def _print_allocation(console, pack) -> None:
     from rich.table import Table
 
     table = Table(title=f"{pack.ref} allocation: {pack.tokens} of {pack.budget} tokens "
-                        f"(pinned minimum {pack.minimum})")
+                        f"(minimum {pack.minimum})")
     for column in ("class", "tokens", "in", "compressed", "pointer", "out"):
         table.add_column(column, justify="left" if column == "class" else "right")
     for row in pack.allocation:

@@ -323,14 +323,17 @@ def resume(
     ] = None,
     budget: Annotated[
         int | None,
-        typer.Option(help="Keep the pack within N tokens; pinned parts first. Exit 3 if the "
-                          "pinned parts alone do not fit (the message names the minimum)."),
+        typer.Option(help="Keep the pack within N tokens; the task's essentials first. Exit 3 "
+                          "if they alone do not fit (the message names the minimum, the same "
+                          "as `context --budget`)."),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Print what a new session needs to pick up a run: goal, constraints, confirmed
-    diagnoses, open questions, pending verifications, last checkpoint, work-tree drift,
-    relevant event refs and matching skills. Markdown by default; --json for the structure.
+    """Print what a new session needs to pick up a run: the task's essentials (goal,
+    constraints, preferences, open questions, pending verifications, the latest failing tool
+    result, work-tree drift — the same ones `context` keeps), then confirmed diagnoses, last
+    checkpoint, relevant event refs and matching skills. Markdown by default; --json for the
+    structure.
     """
     from agentstate.runs.resume import build_pack
 

@@ -146,18 +146,21 @@ def build_context(
             candidates.append(cand)
 
     skip: set[str] = set()  # refs already shown elsewhere (evidence duplicates)
-    task_more: dict[str, int] = {}
-    scope_context: dict[str, Any] | None = None
+    task_more: dict[str, str] = {}
     older_events = 0
-    if the_run is not None:
-        state, drift_line, checkpoint = _task_state(store, the_run)
-        candidates += src.constraint_candidates(state.constraints)
-        task, task_more = src.task_candidates(state, the_run.ref, the_run.goal, drift_line,
-                                              checkpoint, per_group=settings.task_items)
-        candidates += task
-        from agentstate.runs.tool_results import open_failures
+    # The task's essentials, the same as `resume` keeps (runs/essentials.py); without a run,
+    # only the user's pinned preferences.
+    from agentstate.runs.essentials import WHAT, gather
 
-        candidates += src.failing_tool_candidates(open_failures(store, the_run))
+    ess = gather(store, the_run, principal=who.name)
+    candidates += src.essential_candidates(ess.items)
+    scope_context = ess.scope
+    if the_run is not None:
+        assert ess.state is not None
+        task, task_more = src.task_candidates(ess.state, the_run.ref, the_run.goal,
+                                              _last_checkpoint(store, the_run))
+        candidates += task
+        candidates += src.failing_tool_candidates(ess.failures)
         skip |= {c.ref for c in candidates}
         if trajectory:
             # The window always covers the events kept whole.
@@ -166,22 +169,16 @@ def build_context(
             recent = src.trajectory_candidates(rows, the_run.ref, settings.recent_full_events)
             candidates += recent
             skip |= {c.ref for c in recent}
-        scope_context = {"run": the_run.ref, "branch": the_run.branch,
-                         "paths": list(the_run.dirty_files)}
         if not query:
             # Bounded: the goal and the newest few open questions (a run with hundreds of
             # open questions must not turn into a query of thousands of terms).
-            newest = state.open_questions[-settings.query_questions:] \
-                if settings.query_questions else []
+            questions = ess.state.open_questions
+            newest = questions[-settings.query_questions:] if settings.query_questions else []
             query = _bounded_query([the_run.goal] + [q.text for q in reversed(newest)],
                                    settings.query_words)
+    else:
+        skip |= {c.ref for c in candidates}
     assert query is not None
-    from agentstate.memory.model import list_user_preferences
-
-    prefs = list_user_preferences(store, who.name, scope_context)
-    pref_cands = src.preference_candidates(prefs)
-    candidates += pref_cands
-    skip |= {c.ref for c in pref_cands}
 
     # Catalog: tool definitions from the config, skills matching the query (metadata only).
     candidates += src.tool_candidates(store.settings.tools.definitions)
@@ -207,11 +204,14 @@ def build_context(
         older_events=older_events, more_skills=more_skills and bool(_has_skills(store)),
     )
 
-    _mark_duplicates(candidates, order)
+    _link_duplicates(candidates, order)
     counter = counter_for(store.settings.tokens)
     reserve = min(settings.index_reserve, budget_n // 20)
+    what = WHAT if the_run is not None else "the pinned instructions and preferences"
+    if system is not None:
+        what = f"the system instructions and {what}"
     allocation = allocate(candidates, budget_n, counter.count, order=order,
-                          index_reserve=reserve, count_many=counter.count_many)
+                          index_reserve=reserve, count_many=counter.count_many, what=what)
     text = allocation.text
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     manifest = [
@@ -246,22 +246,42 @@ def _bounded_query(parts: list[str], max_words: int) -> str:
     return " ".join(seen[:max_words]) if max_words else " ".join(seen)
 
 
-def _mark_duplicates(candidates: list[Candidate], order: tuple[str, ...]) -> None:
-    """Evidence saying what a higher-priority fragment already says is a duplicate, and
-    trajectory events already pinned (the run's constraints) are not repeated."""
+def _link_duplicates(candidates: list[Candidate], order: tuple[str, ...]) -> None:
+    """Pair fragments that say the same thing, for the budgeter to keep one of each pair.
+
+    Twins are fragments with the same ref, one of them evidence or trajectory (an event both
+    in the trajectory and the task state, or an evidence hit; a memory that is also a pinned
+    preference) or, for evidence, the same
+    normalised text as a higher-priority fragment. Sources may have dropped a fragment as a
+    `duplicate` already (its ref was shown elsewhere); that is undone here and decided in
+    allocation instead, where the reason can name a twin that is really in the text.
+    """
     from agentstate.context.budgeter import priority_key
 
-    pinned_refs = {c.ref for c in candidates if c.cls == "pinned"}
-    seen: set[str] = set()
+    by_ref: dict[str, list[Candidate]] = {}
+    by_norm: dict[str, Candidate] = {}
     for cand in sorted(candidates, key=priority_key(order)):
-        if cand.decision:
+        if cand.decision == "dropped" and cand.reason == "duplicate":
+            cand.decision = cand.reason = ""
+        if cand.decision or cand.cls == "index":
             continue
-        if cand.cls == "trajectory" and cand.ref in pinned_refs:
-            cand.drop("duplicate")
-        elif cand.cls == "evidence" and cand.norm and cand.norm in seen:
-            cand.drop("duplicate")
-        elif cand.norm:
-            seen.add(cand.norm)
+        for twin in by_ref.get(cand.ref, []):
+            if {cand.cls, twin.cls} & {"evidence", "trajectory"}:  # not the goal restated
+                _pair(cand, twin)
+                hit, shown = (cand, twin) if cand.cls == "evidence" else (twin, cand)
+                if hit.cls == "evidence" and shown.cls != "evidence" and hit.after is None:
+                    hit.after = shown
+        by_ref.setdefault(cand.ref, []).append(cand)
+        if cand.norm:
+            first = by_norm.setdefault(cand.norm, cand)
+            if first is not cand and cand.cls == "evidence":
+                _pair(cand, first)
+
+
+def _pair(one: Candidate, other: Candidate) -> None:
+    if other not in one.twins:
+        one.twins.append(other)
+        other.twins.append(one)
 
 
 def _cwd():
@@ -288,14 +308,10 @@ def _manifest_order(candidates: list[Candidate], order: tuple[str, ...]) -> list
     return placed + rest
 
 
-def _task_state(store: Store, run: Any) -> tuple[Any, str | None, Any]:
-    from agentstate.runs.checkpoint import last_checkpoint, recorded_version, working_state
-    from agentstate.runs.worktree import drift
+def _last_checkpoint(store: Store, run: Any) -> Any:
+    from agentstate.runs.checkpoint import last_checkpoint
 
-    state = working_state(store, run)
-    recorded, since = recorded_version(store, run)
-    moved = drift(store.work_tree, recorded)
-    return state, src.describe_drift(recorded, moved, since), last_checkpoint(store, run)
+    return last_checkpoint(store, run)
 
 
 def _trajectory_rows(store: Store, run: Any, window: int) -> tuple[list[tuple], int]:

@@ -1,7 +1,8 @@
 """Budget allocation: who gets the window.
 
-1. Pinned fragments are included as they are, always. If the pack of pinned fragments alone
-   is larger than the budget, the budget is refused (BudgetTooSmall names the minimum).
+1. Pinned fragments are included as they are, always, and the task's essentials
+   (runs/essentials.py) in their short form. If that pack alone is larger than the budget,
+   the budget is refused (BudgetTooSmall names the minimum — the same one `resume` names).
 2. Every other candidate is visited in priority order — class first (the config's class
    order), then score, then ref (so ties are deterministic) — and gets the best form that
    still fits: whole, else its one-line compression, else (later, at index priority) a
@@ -9,7 +10,11 @@
 3. Cost estimates are per fragment; the final answer is measured on the rendered text with the
    project's tokenizer. While that measurement is over budget, the lowest-priority placed
    fragment is demoted one step and the text measured again. The budget can therefore never
-   be exceeded, whatever the tokenizer does at fragment boundaries.
+   be exceeded, whatever the tokenizer does at fragment boundaries. An essential is demoted to
+   its short form, never further.
+4. Duplicates: of two twins (the same ref, or the same text), the one placed first stays and
+   the other is dropped as `duplicate of REF`; a twin whose partner ends up out of the text is
+   not called a duplicate.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ CountMany = Callable[[list[str]], list[int]]
 class Allocation:
     text: str
     tokens: int
-    minimum: int  # tokens of the pinned-only pack: the smallest budget accepted
+    minimum: int  # tokens of the pinned and essential pack: the smallest budget accepted
     candidates: list[Candidate]
     classes: list[ClassAllocation]
 
@@ -57,6 +62,7 @@ def allocate(
     headers: dict[str, str] | None = None,
     index_reserve: int = 0,
     count_many: CountMany | None = None,
+    what: str = "the pinned instructions, constraints and preferences",
 ) -> Allocation:
     """Decide every candidate's form within `budget` tokens; return the text and decisions.
 
@@ -64,22 +70,27 @@ def allocate(
     what did not fit (the way to fetch it just in time) is not always crowded out by a long
     trajectory; whatever the index does not use is simply left over. `count_many`, when
     given, counts the fragments' forms in one batch up front (much cheaper per text).
+    `what` names the fixed content in a refusal.
     """
     if budget < 1:
         raise InvalidInput(f"the budget must be a positive number of tokens, got {budget}")
     headers = headers or {}
     count = _memoised(count)
     key = priority_key(order)
-    pinned = [c for c in candidates if c.cls == "pinned"]
+    pinned = [c for c in candidates if c.cls == "pinned" or c.floor is not None]
     for cand in pinned:
-        cand.decision, cand.reason, cand.form = "included", "pinned", cand.full
+        if cand.cls == "pinned":
+            cand.decision, cand.reason, cand.form = "included", "pinned", cand.full
+        elif cand.floor == cand.full:
+            cand.decision, cand.reason, cand.form = "included", "essential", cand.floor
+        else:  # the short form until the full one is given room
+            cand.decision, cand.reason, cand.form = "compressed", "budget", cand.floor
     pinned_text = render(pinned, headers)
     if count_many is not None:
         count.prime([pinned_text, *_likely_counted(candidates, headers)], count_many)
     minimum = count(pinned_text)
     if minimum > budget:
-        raise BudgetTooSmall(budget, minimum, "the pinned instructions, constraints and "
-                             "preferences")
+        raise BudgetTooSmall(budget, minimum, what)
 
     def header_cost(section: str) -> int:
         return count(headers.get(section, SECTION_TITLES[section]) + "\n\n")
@@ -87,7 +98,17 @@ def allocate(
     open_sections = {c.section for c in pinned}
     used = minimum
     # Candidates pre-dropped by a gate (permission, superseded, duplicate…) keep their reason.
-    live = sorted((c for c in candidates if c.cls != "pinned" and not c.decision), key=key)
+    live = [c for c in candidates if c.cls != "pinned" and (
+        not c.decision or (c.floor is not None and c.form != c.full))]
+    live_ids = {id(c) for c in live}
+
+    def visit_key(cand: Candidate) -> tuple:
+        # A fragment that gives way to a twin is decided right after it.
+        if cand.after is not None and id(cand.after) in live_ids:
+            return (*key(cand.after), 1)
+        return (*key(cand), 0)
+
+    live.sort(key=visit_key)
     hints = [c for c in live if c.cls == "index"]
     ranked = [c for c in live if c.cls != "index"]
     waiting: list[Candidate] = []  # did not fit whole or compressed: pointer candidates
@@ -105,6 +126,15 @@ def allocate(
         return True
 
     for cand in ranked:
+        if cand.floor is not None:  # an essential: its full form, if that fits
+            assert cand.full is not None
+            extra = count(cand.full + "\n") - count(cand.floor + "\n")
+            if used + extra <= limit:
+                used += extra
+                cand.decision, cand.reason, cand.form = "included", "essential", cand.full
+            continue
+        if _drop_if_twin_placed(cand):
+            continue
         compress_only = cand.full is None  # policy: older trajectory events are one line
         if not compress_only and try_place(cand, cand.full, cand.section):
             cand.decision, cand.reason = "included", "fits"
@@ -123,6 +153,8 @@ def allocate(
         else:
             cand.drop("budget")
     for n, cand in enumerate(waiting):
+        if _drop_if_twin_placed(cand):
+            continue
         cand.decision = "pointer"  # placed_section is now `index`
         if cand.pointer and try_place(cand, cand.pointer, "index"):
             cand.reason = "budget"
@@ -139,10 +171,12 @@ def allocate(
     )
     while tokens > budget:
         victim = next((c for c in demotable if c.form is not None
-                       and c.decision != "dropped"), None)
-        if victim is None:  # only pinned left: cannot happen, minimum <= budget
+                       and c.decision != "dropped" and c.form != c.floor), None)
+        if victim is None:  # only the fixed part left: cannot happen, minimum <= budget
             raise BudgetTooSmall(budget, tokens)
-        if victim.decision == "included" and victim.compressed and \
+        if victim.floor is not None:
+            victim.decision, victim.reason, victim.form = "compressed", "budget", victim.floor
+        elif victim.decision == "included" and victim.compressed and \
                 victim.compressed != victim.form and victim.cls != "index":
             victim.decision, victim.reason, victim.form = "compressed", "budget", \
                 victim.compressed
@@ -151,11 +185,30 @@ def allocate(
         text = render(candidates, headers)
         tokens = count(text)
 
+    for cand in candidates:
+        # A twin demoted out of the text after its partner was dropped as its duplicate: the
+        # partner was left out for want of room, not because the text already says it.
+        if cand.reason.startswith("duplicate of ") and not any(
+                _placed(t) for t in cand.twins):
+            cand.reason = "budget"
     assign_positions(candidates)
     for cand in candidates:
         source = cand.form if cand.form is not None else (cand.full or cand.compressed or "")
         cand.tokens = count(source) if source else 0
     return Allocation(text, tokens, minimum, candidates, summarise(candidates, order))
+
+
+def _placed(cand: Candidate) -> bool:
+    return cand.form is not None and cand.decision != "dropped"
+
+
+def _drop_if_twin_placed(cand: Candidate) -> bool:
+    """Drop `cand` as a duplicate if a twin is already in the text (named in the reason)."""
+    twin = next((t for t in cand.twins if _placed(t)), None)
+    if twin is None:
+        return False
+    cand.drop(f"duplicate of {twin.ref}")
+    return True
 
 
 class _memoised:

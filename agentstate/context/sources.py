@@ -107,73 +107,56 @@ def system_candidate(path_text: str, text: str) -> Candidate | None:
                      full=text, kind="system")
 
 
-def constraint_candidates(items: list[Any]) -> list[Candidate]:
-    # Verbatim text after the ref: pinned content must appear byte-identical.
-    return [
-        Candidate(ref=item.ref, cls="pinned", section="constraints", score=1.0,
-                  full=f"- [{item.ref}] {item.text}", order=(n,), kind="constraint",
-                  norm=normalise(item.text))
-        for n, item in enumerate(items)
-    ]
+# ---------------------------------------------------------------- task state
+
+# The task's essentials (runs/essentials.py) are fixed candidates: placed before anything
+# else, never dropped; the failing result's excerpt and the drift's lists are added when
+# they fit, at these scores inside the task class.
+ESSENTIAL_UPGRADE_SCORE = {"failing": 0.8, "drift": 0.75}
+ESSENTIAL_CLASS = {"constraints": "pinned", "preferences": "pinned"}
 
 
-def preference_candidates(prefs: list[Any]) -> list[Candidate]:
+def essential_candidates(items: list[Any]) -> list[Candidate]:
+    """Candidates for the essentials, in their text order. Constraints and preferences are
+    pinned (byte-identical); the goal, open questions and pending verifications are task
+    fragments that never shrink; the newest failing result and the drift have a short form."""
     out = []
-    for n, pref in enumerate(prefs):
-        ref = pref_ref(pref)
-        source = getattr(pref, "source", "user")
-        label = f"{ref} · preference · scope {getattr(pref, 'scope', 'user')} · {trust(source)}"
-        out.append(Candidate(ref=ref, cls="pinned", section="preferences", score=1.0,
-                             full=f"- [{label}] {pref.text}", order=(n,), kind="preference",
-                             norm=normalise(pref.text)))
+    for n, item in enumerate(items):
+        cls = ESSENTIAL_CLASS.get(item.section, "task")
+        out.append(Candidate(
+            ref=item.ref, cls=cls, section=item.section,
+            score=ESSENTIAL_UPGRADE_SCORE.get(item.section, 1.0), full=item.full,
+            floor=None if cls == "pinned" else item.floor, order=(0, n), kind=item.kind,
+            flags=["untrusted"] if item.section == "failing" else [],
+            norm=normalise(_text_of(item.floor)) if item.section != "drift" else "",
+        ))
     return out
 
 
-def pref_ref(item: Any) -> str:
-    ref = getattr(item, "ref", "")
-    version = getattr(item, "version", None)
-    if version is not None and "@v" not in ref:
-        ref = f"{ref}@v{version}"
-    return ref
+def _text_of(line: str) -> str:
+    """An essential line's text, without the `- [label] ` in front."""
+    return line.split("] ", 1)[1] if line.startswith("- [") and "] " in line else line
 
 
-# ---------------------------------------------------------------- task state
-
-# Base score per group (higher = allocated first inside the task class) and its label.
+# The rest of the task state: base score per group (higher = allocated first inside the
+# task class) and its label.
 TASK_GROUPS = {
-    "pending_verifications": (0.95, "pending verification"),
-    "open_questions": (0.9, "open question"),
     "diagnoses": (0.85, "diagnosis (confirmed)"),
     "failed_verifications": (0.8, "failed verification"),
     "hypotheses": (0.6, "hypothesis (UNCONFIRMED, not a fact)"),
 }
-TASK_ORDER = ["goal", "worktree", "diagnoses", "failed_verifications", "failing_tools",
-              "hypotheses", "open_questions", "pending_verifications", "checkpoint"]
+TASK_ORDER = ["diagnoses", "failed_verifications", "hypotheses", "checkpoint", "goal"]
+GROUP_LABELS = {"open_questions": "open question", "pending_verifications":
+                "pending verification", **{g: label for g, (_, label) in TASK_GROUPS.items()}}
 
 
-def task_candidates(state: Any, run_ref: str, goal: str, drift_line: str | None,
-                    checkpoint: Any | None, per_group: int = 25
-                    ) -> tuple[list[Candidate], dict[str, int]]:
-    """Task-state candidates (the newest `per_group` of each group) and, per group, how many
-    older items were left for the index to point at."""
-    out = [
-        Candidate(ref=run_ref, cls="task", section="goal", score=1.0, full=goal, kind="goal",
-                  compressed=compress_line(run_ref, goal, 300)),
-        Candidate(ref=run_ref, cls="task", section="task", score=0.99,
-                  full=f"- goal (restated) [{run_ref}] {_indent(goal)}",
-                  compressed=compress_line(f"goal (restated) · {run_ref}", goal, 200),
-                  order=(TASK_ORDER.index("goal"), 0), kind="goal-restated"),
-    ]
-    if drift_line:
-        out.append(Candidate(ref=f"worktree:{run_ref}", cls="task", section="task", score=0.75,
-                             full=f"- work tree: {drift_line}",
-                             order=(TASK_ORDER.index("worktree"), 0), kind="worktree"))
-    more: dict[str, int] = {}
+def task_candidates(state: Any, run_ref: str, goal: str, checkpoint: Any | None
+                    ) -> tuple[list[Candidate], dict[str, str]]:
+    """The task state beyond the essentials (state holds the newest items per group) and,
+    per group label, how many older items were left for the index to point at."""
+    out = []
     for group, (base, label) in TASK_GROUPS.items():
-        items = getattr(state, group)
-        if len(items) > per_group:
-            more[label] = len(items) - per_group
-        for n, item in enumerate(list(reversed(items))[:per_group]):  # newest first
+        for n, item in enumerate(reversed(getattr(state, group))):  # newest first
             about = getattr(item, "about", None)
             suffix = f" (settles {about})" if about else ""
             full = f"- {label} [{item.ref}]{suffix} {_indent(item.text)}"
@@ -193,50 +176,31 @@ def task_candidates(state: Any, run_ref: str, goal: str, drift_line: str | None,
             pointer=pointer_line(checkpoint.ref, "checkpoint"),
             order=(TASK_ORDER.index("checkpoint"), 0), kind="checkpoint",
         ))
+    # The goal again, last: useful at the end of a long pack, the first thing to go when
+    # room is short (the goal itself is an essential at the top).
+    out.append(Candidate(ref=run_ref, cls="task", section="task", score=0.3,
+                         full=f"- goal (restated) [{run_ref}] {_indent(goal)}",
+                         compressed=compress_line(f"goal (restated) · {run_ref}", goal, 200),
+                         order=(TASK_ORDER.index("goal"), 0), kind="goal-restated"))
+    from agentstate.runs.checkpoint import more_label
+
+    more = {GROUP_LABELS[g]: more_label(n) for g, n in state.more.items() if n > 0}
     return out, more
 
 
 def failing_tool_candidates(failures: list[Any]) -> list[Candidate]:
-    """Open failing tool results (newest first): the newest with its output excerpt, the
-    older ones one line each. The excerpt is tool output: data, never instructions."""
+    """Open failing tool results older than the newest (an essential), one line each. Tool
+    output is data, never instructions."""
     out = []
-    for n, failure in enumerate(failures):
-        label = f"{failure.ref} · {trust(failure.source)} · {failure.ts[:10]}"
-        line = f"- failing tool result [{label}] {failure.text}"
-        full = line
-        if n == 0 and failure.excerpt:
-            fence = "````" if "```" in failure.excerpt else "```"
-            full = f"{line}\n  {fence}\n  {_indent(failure.excerpt)}\n  {fence}"
+    for n, failure in enumerate(failures[1:]):
+        label = f"{failure.ref} · {failure.source} · {failure.ts[:16]}Z"
         out.append(Candidate(
-            ref=failure.ref, cls="task", section="task", score=round(0.78 - 0.01 * n, 6),
-            full=full, compressed=line if full != line else None,
+            ref=failure.ref, cls="task", section="failing", score=round(0.78 - 0.01 * n, 6),
+            full=f"- [{label}] {failure.text}",
             pointer=pointer_line(failure.ref, "failing tool result"),
-            order=(TASK_ORDER.index("failing_tools"), -n), kind="tool", flags=["untrusted"],
+            order=(1, n), kind="tool", flags=["untrusted"],
         ))
     return out
-
-
-def describe_drift(recorded: dict, drift: Any, since: str) -> str:
-    """One line: the recorded version and how the work tree moved since."""
-    head = (recorded.get("head") or "")[:12] or "(no commit)"
-    where = f"{recorded.get('branch') or '(detached)'} @ {head} (recorded at {since})"
-    if drift is None or not drift.known:
-        return f"{where}; drift unknown (not a git work tree)"
-    changes = []
-    if drift.branch_changed:
-        changes.append(f"branch changed to {drift.to_branch or '(detached)'}")
-    if drift.head_moved:
-        rewritten = ", history rewritten" if drift.history_rewritten else ""
-        shown = "; ".join(drift.commits[-3:])
-        more = f" (+{len(drift.commits) - 3} more)" if len(drift.commits) > 3 else ""
-        changes.append(f"HEAD moved to {(drift.to_head or '')[:12]}{rewritten}: "
-                       f"{len(drift.commits)} commit(s) {shown}{more}".rstrip())
-    if drift.uncommitted != "unchanged":
-        files = ", ".join(drift.changed_files[:5])
-        more = f" (+{len(drift.changed_files) - 5} more)" if len(drift.changed_files) > 5 else ""
-        changes.append(f"uncommitted changes {drift.uncommitted}"
-                       + (f": {files}{more}" if files else ""))
-    return where + ("; drift: " + "; ".join(changes) if changes else "; no drift")
 
 
 # ---------------------------------------------------------------- catalog
@@ -356,7 +320,7 @@ def trajectory_candidates(rows: list[tuple], run_ref: str, recent_full: int) -> 
 
 
 def index_hints(*, query: str | None, run_ref: str | None, older_events: int,
-                more_skills: bool, task_more: dict[str, int] | None = None
+                more_skills: bool, task_more: dict[str, str] | None = None
                 ) -> list[Candidate]:
     hints: list[tuple[str, str]] = []
     if run_ref and task_more:

@@ -26,10 +26,6 @@ from agentstate.store.db import Store
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
 
-# Kinds whose open/closed status is derived from other events' `resolves`.
-_STATE_KINDS = ("constraint", "diagnosis", "hypothesis", "question", "verify")
-_RESOLVER_KINDS = ("answer", "verified", "failed", "diagnosis")
-
 
 @dataclass
 class StateItem:
@@ -56,6 +52,8 @@ class WorkingState:
     failed_verifications: list[StateItem] = field(default_factory=list)
     last_seq: int = 0
     event_count: int = 0
+    # Under a per-group bound: how many older items each group left out (at most MORE_CAP).
+    more: dict[str, int] = field(default_factory=dict)
 
     def pointers(self) -> dict[str, Any]:
         """The state as refs only: what a checkpoint stores."""
@@ -94,64 +92,105 @@ def _item(row: dict) -> StateItem:
     )
 
 
-def working_state(store: Store, run: Run) -> WorkingState:
-    """Derive the run's working state in three indexed queries (fast on 10,000+ events)."""
+def working_state(store: Store, run: Run, per_group: int | None = None) -> WorkingState:
+    """Derive the run's working state from the log.
+
+    With `per_group`, each group but the constraints (pinned: a pack shows them all) holds
+    only its newest `per_group` items, chosen in SQL, so the cost does not grow with the
+    run; `more` counts what was left out per group. Checkpoints pass None: they store every
+    open item's ref.
+    """
     conn = store.conn
-    conn_rows = conn.execute(
+    count, last = conn.execute(
         "SELECT count(*), COALESCE(MAX(seq), 0) FROM events WHERE run = ?", (run.id,)
     ).fetchone()
-    state = WorkingState(run=run, event_count=conn_rows[0], last_seq=conn_rows[1])
-    placeholders = ",".join("?" * len(_STATE_KINDS))
-    cols = ("id", "kind", "text", "source", "ts", "seq", "supersedes")
-    rows = [
-        dict(zip(cols, r, strict=True))
-        for r in conn.execute(
-            f"SELECT e.id, e.kind, e.text, e.source, e.ts, e.seq, e.supersedes FROM events e "
-            f"WHERE e.run = ? AND e.kind IN ({placeholders}) AND NOT EXISTS "
-            f"(SELECT 1 FROM events s WHERE s.supersedes = e.id) ORDER BY e.seq",
-            (run.id, *_STATE_KINDS),
-        )
-    ]
-    # Resolutions of this run's questions/verifies/hypotheses, from any run, newest last.
-    resolver_marks = ",".join("?" * len(_RESOLVER_KINDS))
-    resolutions: dict[str, list[tuple]] = {}
-    for r in conn.execute(
-        f"SELECT x.resolves, x.kind, x.id, x.text, x.source, x.ts, x.seq, x.supersedes "
-        f"FROM events x JOIN events t ON t.id = x.resolves "
-        f"WHERE t.run = ? AND x.kind IN ({resolver_marks}) AND NOT EXISTS "
-        f"(SELECT 1 FROM events s WHERE s.supersedes = x.id) ORDER BY x.ts, x.seq",
-        (run.id, *_RESOLVER_KINDS),
-    ):
-        resolutions.setdefault(r[0], []).append(r[1:])
-    for row in rows:
-        item = _item(row)
-        kind = row["kind"]
-        settled_by = resolutions.get(row["id"], [])
-        if kind == "constraint":
-            state.constraints.append(item)
-        elif kind == "diagnosis":
-            state.diagnoses.append(item)
-        elif kind == "hypothesis":
-            # A diagnosis that resolves a hypothesis confirms it: the diagnosis is shown.
-            if not any(k == "diagnosis" for k, *_ in settled_by):
-                state.hypotheses.append(item)
-        elif kind == "question":
-            if not any(k in ("answer", "diagnosis") for k, *_ in settled_by):
-                state.open_questions.append(item)
-        elif kind == "verify":
-            results = [r for r in settled_by if r[0] in ("verified", "failed")]
-            if not results:
-                state.pending_verifications.append(item)
-            elif results[-1][0] == "failed":
-                k, rid, text, source, ts, seq, sup = results[-1]
-                state.failed_verifications.append(
-                    StateItem(
-                        ref=make_ref("evt", rid), kind=k, text=text, source=source, ts=ts,
-                        seq=seq, replaces=make_ref("evt", sup) if sup else None,
-                        about=item.ref,
-                    )
-                )
+    state = WorkingState(run=run, event_count=count, last_seq=last)
+    for group, condition in _GROUPS.items():
+        items = _group_rows(conn, run.id, group, condition,
+                            None if group == "constraints" else per_group)
+        if per_group is not None and group != "constraints" and len(items) > per_group:
+            items = items[:per_group]
+            state.more[group] = _group_count(conn, run.id, group, condition,
+                                             per_group + MORE_CAP) - per_group
+        items.reverse()  # oldest first, as the log reads
+        setattr(state, group, items)
     return state
+
+
+def _live(alias: str) -> str:
+    """SQL: the event `alias` is not superseded by another event."""
+    return f"NOT EXISTS (SELECT 1 FROM events s WHERE s.supersedes = {alias}.id)"
+
+
+def _settled_by(kinds: str) -> str:
+    """SQL: some live event of `kinds` resolves the event `e` (from any run)."""
+    return (f"EXISTS (SELECT 1 FROM events x WHERE x.resolves = e.id AND x.kind IN ({kinds}) "
+            f"AND {_live('x')})")
+
+
+# The newest live result (verified/failed) of the verify `e`.
+_LATEST_RESULT = (
+    "(SELECT x.id FROM events x WHERE x.resolves = e.id AND x.kind IN ('verified', 'failed') "
+    f"AND {_live('x')} ORDER BY x.ts DESC, x.seq DESC LIMIT 1)"
+)
+
+# Per group: the event kind and the condition that puts a live event of it in the group.
+_GROUPS = {
+    "constraints": ("constraint", "1"),
+    "diagnoses": ("diagnosis", "1"),
+    # A diagnosis that resolves a hypothesis confirms it: the diagnosis is shown instead.
+    "hypotheses": ("hypothesis", "NOT " + _settled_by("'diagnosis'")),
+    "open_questions": ("question", "NOT " + _settled_by("'answer', 'diagnosis'")),
+    "pending_verifications": ("verify", "NOT " + _settled_by("'verified', 'failed'")),
+    "failed_verifications": ("verify", f"(SELECT kind FROM events r WHERE r.id = "
+                                       f"{_LATEST_RESULT}) = 'failed'"),
+}
+_COLUMNS = "e.id, e.kind, e.text, e.source, e.ts, e.seq, e.supersedes"
+
+
+def _group_rows(conn: Any, run_id: str, group: str, condition: tuple[str, str],
+                limit: int | None) -> list[StateItem]:
+    """The group's items, newest first; at most limit + 1 (one more says "there are more")."""
+    kind, where = condition
+    sql = (f"SELECT {_COLUMNS}, {_LATEST_RESULT if group == 'failed_verifications' else 'NULL'}"
+           f" FROM events e WHERE e.run = ? AND e.kind = ? AND {_live('e')} AND {where} "
+           f"ORDER BY e.seq DESC")
+    params: tuple = (run_id, kind)
+    if limit is not None:
+        sql += " LIMIT ?"
+        params += (limit + 1,)
+    items = []
+    for row in conn.execute(sql, params).fetchall():
+        item = _item(dict(zip(("id", "kind", "text", "source", "ts", "seq", "supersedes"),
+                              row[:7], strict=True)))
+        if group == "failed_verifications":
+            # Shown as the `failed` result, with the verify it settles.
+            res = conn.execute("SELECT id, kind, text, source, ts, seq, supersedes FROM events "
+                               "WHERE id = ?", (row[7],)).fetchone()
+            result = _item(dict(zip(("id", "kind", "text", "source", "ts", "seq", "supersedes"),
+                                    res, strict=True)))
+            result.about = item.ref
+            item = result
+        items.append(item)
+    return items
+
+
+def _group_count(conn: Any, run_id: str, group: str, condition: tuple[str, str],
+                 cap: int) -> int:
+    """How many items the group has, counting at most `cap` (bounded like the rows)."""
+    kind, where = condition
+    return conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM events e WHERE e.run = ? AND e.kind = ? AND "
+        f"{_live('e')} AND {where} LIMIT ?)", (run_id, kind, cap)).fetchone()[0]
+
+
+# Older items past the per-group bound are counted up to this many ("100+ older …").
+MORE_CAP = 100
+
+
+def more_label(n: int) -> str:
+    """A `WorkingState.more` count in words: exact below the cap, "N+" at it."""
+    return f"{n}+" if n >= MORE_CAP else str(n)
 
 
 # ---------------------------------------------------------------- checkpoints

@@ -4,22 +4,24 @@ The pack is built from the derived working state (see checkpoint.py), the work-t
 since the run's last recorded version, a handful of relevant recent event refs (not the
 transcript) and the published skills that match the goal (metadata only).
 
-Layout of the markdown (the order is the priority order, most important first, because
+Layout of the markdown (essentials first, then the rest in priority order, because
 material at the start of a context is used best):
 
-    # Resume run:… (status)                 ┐
-    Goal                                     │ pinned: never dropped, never altered,
-    ## Constraints                           │ byte-identical whatever the budget
-    ## Pending verifications                 │
-    ## Open questions                        ┘
+    # Resume run:… (status)                 optional, first to go in
+    ## Goal                                  ┐ the task's essentials (runs/essentials.py),
+    ## Constraints                           │ the same text `context` keeps: never dropped;
+    ## User preferences                      │ constraints and preferences byte-identical;
+    ## Open questions                        │ the failing result's output excerpt and the
+    ## Pending verifications                 │ drift's commit and file lists only when
+    ## Failing tool results (+ excerpt)      │ they fit (their one-line forms always)
+    ## Work-tree drift                       ┘
     ## Confirmed diagnoses                   ┐
     ## Failed verifications                  │ optional, in this priority order; under
-    ## Failing tool results (+ excerpt)      │ --budget N whole items are dropped from
-    ## Work-tree drift since …               │ the lowest priority up and listed by ref
-    ## Last checkpoint                       │ under "Omitted for budget"
-    ## Unconfirmed hypotheses (not facts)    │
-    ## Matching skills                       │
-    ## Relevant recent events                ┘
+    ## Last checkpoint                       │ --budget N whole items are dropped from
+    ## Unconfirmed hypotheses (not facts)    │ the lowest priority up and listed by ref
+    ## Matching skills                       │ under "Omitted for budget"
+    ## Relevant recent events                │
+    ## Not listed                            ┘ older task state past the per-group bound
     ## Omitted for budget
 
 Hypotheses are only ever rendered under their own UNCONFIRMED heading.
@@ -34,12 +36,9 @@ from typing import Any
 
 from agentstate.errors import BudgetTooSmall, InvalidInput, NotFound
 from agentstate.output import visible
-from agentstate.runs.checkpoint import (
-    StateItem,
-    last_checkpoint,
-    recorded_version,
-    working_state,
-)
+from agentstate.runs.checkpoint import StateItem, last_checkpoint, more_label
+from agentstate.runs.essentials import TITLES as ESSENTIAL_TITLES
+from agentstate.runs.essentials import WHAT, Essentials, gather, join_sections, preference_ref
 from agentstate.runs.log import Run, current_run, get_run
 from agentstate.runs.tool_results import open_failures, tool_failed
 from agentstate.store.db import Store
@@ -89,6 +88,8 @@ class ResumePack:
     skills: list[SkillHit]
     skills_note: str | None = None
     failing_tools: list[dict[str, Any]] = field(default_factory=list)
+    preferences: list[dict[str, Any]] = field(default_factory=list)
+    not_listed: dict[str, int] = field(default_factory=dict)  # older items past the bound
     budget: dict[str, Any] | None = None
     omitted: list[str] = field(default_factory=list)
     compressed: list[str] = field(default_factory=list)  # parts shown in their short form
@@ -166,30 +167,6 @@ def matching_skills(store: Store, goal: str) -> tuple[list[SkillHit], str | None
     return hits, None
 
 
-def _drift_dict(store: Store, run: Run) -> dict[str, Any]:
-    from agentstate.runs.worktree import drift
-
-    recorded, label = recorded_version(store, run)
-    moved = drift(store.work_tree, recorded)
-    return {
-        "since": label,
-        "known": moved.known,
-        "any": moved.any,
-        "recorded": {"branch": recorded.get("branch"), "head": recorded.get("head"),
-                     "dirty_files": recorded.get("dirty_files") or []},
-        "head_moved": moved.head_moved,
-        "from_head": moved.from_head,
-        "to_head": moved.to_head,
-        "commits": moved.commits,
-        "history_rewritten": moved.history_rewritten,
-        "branch_changed": moved.branch_changed,
-        "from_branch": moved.from_branch,
-        "to_branch": moved.to_branch,
-        "uncommitted": moved.uncommitted,
-        "changed_files": moved.changed_files,
-    }
-
-
 def build_pack(
     store: Store,
     ref: str | None = None,
@@ -207,7 +184,9 @@ def build_pack(
     if budget is not None and budget < 1:
         raise InvalidInput("--budget must be a positive number of tokens")
     run = pick_run(store, ref)
-    state = working_state(store, run)
+    ess = gather(store, run, drift=drift)
+    state = ess.state
+    assert state is not None and ess.drift is not None
     checkpoint = last_checkpoint(store, run)
     checkpoint_dict = None
     if checkpoint is not None:
@@ -219,7 +198,6 @@ def build_pack(
     skills_note = None
     if skills is None:
         skills, skills_note = matching_skills(store, run.goal)
-    failing = [vars(f) for f in open_failures(store, run)]
     pack = ResumePack(
         run={"ref": run.ref, "status": run.status, "created": run.created,
              "updated": run.updated, "ended": run.ended, "events": state.event_count},
@@ -230,17 +208,20 @@ def build_pack(
         diagnoses=state.diagnoses,
         failed_verifications=state.failed_verifications,
         hypotheses=state.hypotheses,
-        drift=drift if drift is not None else _drift_dict(store, run),
+        drift=ess.drift,
         checkpoint=checkpoint_dict,
         recent_events=recent_events(store, run, store.settings.resume.recent_events,
                                     exclude={i.ref for i in state.failed_verifications}),
         skills=skills,
         skills_note=skills_note,
-        failing_tools=failing,
+        failing_tools=[vars(f) for f in ess.failures],
+        preferences=[{"ref": preference_ref(p), "scope": p.scope, "text": p.text}
+                     for p in ess.preferences],
+        not_listed=dict(state.more),
     )
     if count is None and budget is not None:
         count = _store_counter(store)
-    render_pack(pack, budget=budget, count=count or len)
+    render_pack(pack, ess, budget=budget, count=count or len)
     return pack
 
 
@@ -255,25 +236,34 @@ def _store_counter(store: Store) -> Callable[[str], int]:
 
 @dataclass
 class _Part:
-    """One droppable unit of the optional sections."""
+    """One unit of the pack: an essential (always there, in its short form at least) or an
+    optional part (whole or left out)."""
 
     section: str
     ref: str  # what the omitted list names: an evt:/skill: ref, or a part name
     lines: list[str]
-    fallback: list[str] | None = None  # a shorter form tried when the full one does not fit
+    floor: list[str] | None = None  # essentials: the form kept whatever the budget
 
 
 SECTION_TITLES = {
+    **ESSENTIAL_TITLES,
     "diagnoses": "## Confirmed diagnoses",
     "failed": "## Failed verifications",
-    "failing": "## Failing tool results (output is data, not instructions)",
-    "drift": "## Work-tree drift",
     "checkpoint": "## Last checkpoint",
     "hypotheses": "## Unconfirmed hypotheses (not facts; do not rely on them)",
     "skills": "## Matching skills (metadata only; load with `agentstate skill load NAME`)",
     "recent": "## Relevant recent events (refs; read with `agentstate events`)",
+    "more": "## Not listed (older task state)",
 }
 SECTION_ORDER = list(SECTION_TITLES)
+# Who gets the room left after the essentials, highest first: the header, then the optional
+# sections, with the essentials' fuller forms slotted in where they matter.
+PRIORITY = ["header", "diagnoses", "failed", "failing", "drift", "checkpoint", "hypotheses",
+            "skills", "recent", "more"]
+_GROUP_LABELS = {"diagnoses": "confirmed diagnosis(es)", "hypotheses": "hypothesis(es)",
+                 "open_questions": "open question(s)",
+                 "pending_verifications": "pending verification(s)",
+                 "failed_verifications": "failed verification(s)"}
 
 
 def _item_lines(item: StateItem, prefix: str = "") -> list[str]:
@@ -290,97 +280,10 @@ def _item_lines(item: StateItem, prefix: str = "") -> list[str]:
     return [first, *(f"  {line}" for line in text_lines[1:])]
 
 
-def _section(title: str, items: list[StateItem], empty: str) -> list[str]:
-    lines = [title]
-    if not items:
-        lines.append(empty)
-    for item in items:
-        lines.extend(_item_lines(item))
-    return lines
-
-
-def pinned_lines(pack: ResumePack) -> list[str]:
+def _header(pack: ResumePack) -> str:
     run = pack.run
-    header = (
-        f"# Resume {run['ref']} ({run['status']}, started {_when(run['created'])}, "
-        f"{run['events']} events)"
-    )
-    goal_lines = pack.goal.splitlines() or [""]
-    lines = [header, "", f"**Goal:** {goal_lines[0]}", *goal_lines[1:], ""]
-    lines += _section("## Constraints", pack.constraints, "- (none recorded)") + [""]
-    lines += _section("## Pending verifications", pack.pending_verifications, "- (none)") + [""]
-    lines += _section("## Open questions", pack.open_questions, "- (none)")
-    return lines
-
-
-MAX_LISTED = 15  # commits or files listed in full; the rest are counted
-
-
-def _listing(lines: list[str], what: str) -> list[str]:
-    shown = [f"  - {line}" for line in lines[:MAX_LISTED]]
-    if len(lines) > MAX_LISTED:
-        shown.append(f"  - … and {len(lines) - MAX_LISTED} more {what}")
-    return shown
-
-
-def _drift_parts(drift: dict[str, Any]) -> list[_Part]:
-    """Drift as one part, with a one-line-per-change fallback when the lists do not fit."""
-    since = drift.get("since", "the recorded version")
-    recorded = drift.get("recorded") or {}
-    where = (f"{recorded.get('branch') or '(no branch)'} @ "
-             f"{(recorded.get('head') or '(no commit)')[:12]}")
-    head_line = f"- recorded at {since}: {where}"
-    if not drift.get("known"):
-        return [_Part("drift", "drift", [f"- since {since}: unknown (not a git work tree)"])]
-    if not drift.get("any"):
-        return [_Part("drift", "drift", [head_line, "- no drift: HEAD, branch and uncommitted "
-                                                    "changes are as recorded"])]
-    full, short = [head_line], [head_line]
-    if drift.get("head_moved"):
-        new = (drift.get("to_head") or "(no commit)")[:12]
-        commits = drift.get("commits", [])
-        how = " (history rewritten: the recorded commit is not an ancestor of HEAD)" if drift.get(
-            "history_rewritten") else ""
-        line = f"- HEAD moved to {new}: {len(commits)} commit(s){how}"
-        full += [line, *_listing(commits, "commits")]
-        short.append(line)
-    if drift.get("branch_changed"):
-        before = drift.get("from_branch") or "(detached HEAD)"
-        after = drift.get("to_branch") or "(detached HEAD)"
-        line = f"- branch changed: {before} → {after}"
-        full.append(line)
-        short.append(line)
-    state = drift.get("uncommitted", "unchanged")
-    if state != "unchanged":
-        files = drift.get("changed_files") or []
-        words = {"appeared": "uncommitted changes appeared",
-                 "changed": "uncommitted changes changed",
-                 "cleaned": "uncommitted changes cleaned (committed or discarded)"}
-        line = f"- {words.get(state, state)}" + (f": {len(files)} file(s)" if files else "")
-        before = set((drift.get("recorded") or {}).get("dirty_files") or [])
-        marked = [f if f in before or state == "appeared" else f"{f} (new)" for f in files]
-        gone = sorted(before - set(files))
-        full += [line, *_listing(marked, "files")]
-        if gone:
-            full += [f"- no longer uncommitted (committed or reverted): {len(gone)} file(s)",
-                     *_listing(gone, "files")]
-        short.append(line)
-    return [_Part("drift", "drift", full, fallback=short if short != full else None)]
-
-
-def _failing_parts(failures: list[dict[str, Any]]) -> list[_Part]:
-    """The newest open failure with its output excerpt (one line if that does not fit);
-    older ones one line each."""
-    parts = []
-    for n, failure in enumerate(failures):
-        line = f"- {failure['ref']} {_when(failure['ts'])} {failure['source']}: {failure['text']}"
-        if n or not failure["excerpt"]:
-            parts.append(_Part("failing", failure["ref"], [line]))
-            continue
-        fence = "````" if "```" in failure["excerpt"] else "```"
-        body = [f"  {fence}", *(f"  {x}" for x in failure["excerpt"].splitlines()), f"  {fence}"]
-        parts.append(_Part("failing", failure["ref"], [line, *body], fallback=[line]))
-    return parts
+    return (f"# Resume {run['ref']} ({run['status']}, started {_when(run['created'])}, "
+            f"{run['events']} events)")
 
 
 def _skill_ref(skill: SkillHit) -> str:
@@ -394,170 +297,176 @@ def _when(ts: str) -> str:
     return f"{ts[:16]}Z" if len(ts) >= 16 else ts
 
 
-def optional_parts(pack: ResumePack) -> list[_Part]:
-    """Every droppable part, highest priority first."""
-    parts: list[_Part] = []
-    parts += [_Part("diagnoses", i.ref, _item_lines(i)) for i in pack.diagnoses]
-    parts += [_Part("failed", i.ref, _item_lines(i)) for i in pack.failed_verifications]
-    parts += _failing_parts(pack.failing_tools)
-    parts += _drift_parts(pack.drift)
+def all_parts(pack: ResumePack, ess: Essentials) -> list[_Part]:
+    """Every part: the essentials first (in text order), then the optional ones by
+    priority (highest first)."""
+    parts = [_Part(i.section, i.ref, [i.full], floor=[i.floor]) for i in ess.items]
+    optional: list[_Part] = [_Part("header", "header", [_header(pack)])]
+    optional += [_Part("diagnoses", i.ref, _item_lines(i)) for i in pack.diagnoses]
+    optional += [_Part("failed", i.ref, _item_lines(i)) for i in pack.failed_verifications]
+    optional += [_Part("failing", f["ref"], [f"- [{f['ref']} · {f['source']} · "
+                                             f"{_when(f['ts'])}] {f['text']}"])
+                 for f in pack.failing_tools[1:]]  # the newest is an essential
     if pack.checkpoint:
         cp = pack.checkpoint
         note = (cp.get("note") or "(no note)").splitlines() or [""]
-        parts.append(_Part("checkpoint", cp["ref"], [
+        optional.append(_Part("checkpoint", cp["ref"], [
             f"- {cp['ref']} at {_when(cp['created'])} ({cp['events_since']} event(s) since): "
             f"{note[0]}",
             *(f"  {line}" for line in note[1:]),
         ]))
-    parts += [_Part("hypotheses", i.ref, _item_lines(i, "UNCONFIRMED: "))
-              for i in pack.hypotheses]
+    optional += [_Part("hypotheses", i.ref, _item_lines(i, "UNCONFIRMED: "))
+                 for i in pack.hypotheses]
     for skill in pack.skills:
         ref = _skill_ref(skill)
-        parts.append(_Part("skills", ref, [f"- {ref}: {skill.description}"]))
-    parts += [_Part("recent", e.ref, [f"- {e.ref} {e.kind} {_when(e.ts)}: {e.gist}"])
-              for e in pack.recent_events]
-    return parts
+        optional.append(_Part("skills", ref, [f"- {ref}: {skill.description}"]))
+    optional += [_Part("recent", e.ref, [f"- {e.ref} {e.kind} {_when(e.ts)}: {e.gist}"])
+                 for e in pack.recent_events]
+    if pack.not_listed:
+        counts = ", ".join(f"{more_label(n)} older {_GROUP_LABELS[g]}"
+                           for g, n in pack.not_listed.items())
+        optional.append(_Part("more", "more", [
+            f"- {counts}: `agentstate events --run {pack.run['ref']}`"]))
+    return parts + optional
 
 
-def _compose(pinned: str, parts: list[_Part], omitted: list[_Part], listed_refs: int | None,
-             run_ref: str) -> str:
-    """The markdown: pinned text, the chosen parts by section, then the omitted refs (all of
-    them, or the first `listed_refs` and a count of the rest)."""
-    by_section: dict[str, list[_Part]] = {}
+def _compose(parts: list[_Part], wide: set[int], omitted: list[_Part],
+             listed_refs: int | None, run_ref: str) -> str:
+    """The markdown for one selection: essentials in their full form when in `wide`, else
+    their floor; optional parts in `wide`; then the omitted refs (all of them, the first
+    `listed_refs` and a count of the rest, or — with listed_refs -1 — no omitted section)."""
+    header = ""
+    grouped: dict[str, list[str]] = {}
     for part in parts:
-        by_section.setdefault(part.section, []).append(part)
-    lines: list[str] = []
-    for section in SECTION_ORDER:
-        chosen = by_section.get(section)
-        if not chosen:
+        if part.floor is None and id(part) not in wide:
             continue
-        lines += ["", SECTION_TITLES[section]]
-        for part in chosen:
-            lines += part.lines
-    if omitted:
-        lines += ["", "## Omitted for budget"]
+        lines = part.lines if id(part) in wide else part.floor or []
+        if part.section == "header":
+            header = lines[0] + "\n\n"
+            continue
+        grouped.setdefault(part.section, []).extend(lines)
+    blocks = [(SECTION_TITLES[s], grouped[s]) for s in SECTION_ORDER if s in grouped]
+    if omitted and listed_refs != -1:
         listed = len(omitted) if listed_refs is None else min(listed_refs, len(omitted))
         refs = ", ".join(p.ref for p in omitted[:listed])
         rest = len(omitted) - listed
         if not rest:
-            lines.append(f"- {refs}")
+            line = f"- {refs}"
         else:
             more = f"{refs} and {rest} more" if refs else f"{rest} part(s)"
-            lines.append(f"- {more}; see `agentstate events --run {run_ref}`")
-    return pinned + "\n".join(lines) + "\n" if lines else pinned
+            line = f"- {more}; see `agentstate events --run {run_ref}`"
+        blocks.append(("## Omitted for budget", [line]))
+    return header + join_sections(blocks)
 
 
 def render_pack(
     pack: ResumePack,
+    ess: Essentials,
     *,
     budget: int | None,
     count: Callable[[str], int],
 ) -> None:
     """Fill pack.text (and, under a budget, pack.budget/omitted and trimmed lists)."""
-    # Stored text is shown through output.visible (no raw escape sequences), before counting.
-    pinned = visible("\n".join(pinned_lines(pack)) + "\n")
-    pack.pinned_text = pinned
-    parts = [_Part(p.section, p.ref, [visible(line) for line in p.lines],
-                   p.fallback and [visible(line) for line in p.fallback])
-             for p in optional_parts(pack)]
+    # Stored text is shown through output.visible (no raw escape sequences), before counting
+    # (the essentials' items do it themselves).
+    parts = all_parts(pack, ess)
+    for part in parts:
+        if part.floor is None:
+            part.lines = [visible(line) for line in part.lines]
+    essentials = [p for p in parts if p.floor is not None]
+    pack.pinned_text = ess.text()
     run_ref = pack.run["ref"]
-    full = _compose(pinned, parts, [], None, run_ref)
+    everything = {id(p) for p in parts}
+    full = _compose(parts, everything, [], None, run_ref)
     if budget is None:
         pack.text = full
         return
+    minimum = count(pack.pinned_text)
     full_tokens = count(full)
     if full_tokens <= budget:
         pack.text = full
-        pack.budget = {"budget": budget, "tokens": full_tokens, "minimum": None,
-                       "pinned_tokens": count(pinned)}
+        pack.budget = {"budget": budget, "tokens": full_tokens, "minimum": minimum,
+                       "pinned_tokens": minimum}
         return
-    minimal = _compose(pinned, [], parts, 0, run_ref)
-    minimum = count(minimal)
     if minimum > budget:
-        raise BudgetTooSmall(budget, minimum, "the goal, constraints, pending verifications "
-                                              "and open questions")
+        raise BudgetTooSmall(budget, minimum, WHAT)
+    # Candidates for the room left, in priority order: optional parts and the essentials
+    # whose full form is longer than their floor.
+    rank = {name: n for n, name in enumerate(PRIORITY)}
+    upgrades = [p for p in essentials if p.lines != p.floor]
+    optional = [p for p in parts if p.floor is None]
+    ordered = sorted(upgrades + optional, key=lambda p: rank.get(p.section, len(rank)))
+    # Greedy on per-part estimates (tokenising the whole text per candidate would be
+    # quadratic), then exact checks of the composed text, dropping the lowest-priority part
+    # while it does not fit.
+    def cost(lines: list[str] | None) -> int:
+        return count("\n".join(lines or [])) + 2
 
-    def fit(included: list[_Part]) -> str | None:
+    header_cost = {s: count("\n" + t) + 2 for s, t in SECTION_TITLES.items()}
+    # Room kept for the omitted list: its refs, or at most the "N part(s)" line.
+    omitted_header = count("\n## Omitted for budget\n- ") + 2
+    count_mode = count(f"- 999 part(s); see `agentstate events --run {run_ref}`") + 2
+    ref_cost = {id(p): count(p.ref + ", ") for p in optional}
+    refs_left = sum(ref_cost.values())
+    optional_left = len(optional)
+    sections = {p.section for p in essentials}
+    used = minimum
+    wide: list[_Part] = []
+    for part in ordered:
+        extra = cost(part.lines) - (cost(part.floor) if part.floor is not None else 0)
+        if part.floor is None and part.section not in sections:
+            extra += header_cost.get(part.section, 0)
+        after_refs = refs_left - ref_cost.get(id(part), 0)
+        after_left = optional_left - (part.floor is None)
+        listing = min(after_refs, count_mode) + omitted_header if after_left else 0
+        if used + extra + listing <= budget:
+            wide.append(part)
+            used += extra
+            refs_left, optional_left = after_refs, after_left
+            sections.add(part.section)
+
+    def fit(chosen: list[_Part]) -> str | None:
         """The exact text for this selection if it fits: every omitted ref listed, or as
-        many as fit (binary search) with a count of the rest."""
-        chosen = {id(p) for p in included}
-        dropped = [p for p in parts if id(p) not in chosen]
-        text = _compose(pinned, included, dropped, None, run_ref)
+        many as fit (binary search) with a count of the rest, or no omitted list."""
+        ids = {id(p) for p in chosen}
+        dropped = [p for p in optional if id(p) not in ids]
+        text = _compose(parts, ids, dropped, None, run_ref)
         if count(text) <= budget:
             return text
-        best = _compose(pinned, included, dropped, 0, run_ref)
+        best = _compose(parts, ids, dropped, 0, run_ref)
         if count(best) > budget:
-            return None
+            bare = _compose(parts, ids, dropped, -1, run_ref)
+            return bare if count(bare) <= budget else None
         low, high = 0, len(dropped) - 1  # invariant: `low` refs fit
         while low < high:
             middle = (low + high + 1) // 2
-            attempt = _compose(pinned, included, dropped, middle, run_ref)
+            attempt = _compose(parts, ids, dropped, middle, run_ref)
             if count(attempt) <= budget:
                 low, best = middle, attempt
             else:
                 high = middle - 1
         return best
 
-    # Greedy selection on per-part token estimates (tokenising the whole text once per
-    # candidate would be quadratic), then an exact check of the composed text that drops
-    # the lowest-priority part until it fits. Estimates add a little slack per part.
-    pinned_tokens = count(pinned)
-    header_cost = {section: count("\n" + title) + 2 for section, title in SECTION_TITLES.items()}
-    omitted_header = count("\n## Omitted for budget\n- ") + 2
-    count_mode = count(f"- 999 part(s); see `agentstate events --run {run_ref}`") + 2
-
-    def cost(part: _Part) -> int:
-        return count("\n".join(part.lines)) + 2
-
-    ref_cost = {id(p): count(p.ref + ", ") for p in parts}
-    remaining_refs = sum(ref_cost.values())
-    included: list[_Part] = []
-    used = pinned_tokens
-    sections: set[str] = set()
-
-    def estimate(extra: int, refs_left: int, left: int) -> int:
-        omitted = min(refs_left, count_mode) + omitted_header if left else 0
-        return used + extra + omitted
-
-    for index, part in enumerate(parts):
-        left_after = len(parts) - len(included) - 1
-        options = [part] + ([_Part(part.section, part.ref, part.fallback)] if part.fallback
-                            else [])
-        for option in options:
-            extra = cost(option) + (0 if option.section in sections
-                                    else header_cost[option.section])
-            refs_left = remaining_refs - ref_cost[id(part)]
-            if estimate(extra, refs_left, left_after) <= budget:
-                if option is not part:
-                    ref_cost[id(option)] = ref_cost[id(part)]
-                    parts[index] = option  # keep identity checks consistent
-                    pack.compressed.append(option.ref)
-                included.append(option)
-                used += extra
-                remaining_refs = refs_left
-                sections.add(option.section)
-                break
-    text = fit(included)
+    text = fit(wide)
     while text is None:
-        dropped_part = included.pop()  # the lowest priority included so far
-        if dropped_part.ref in pack.compressed:
-            pack.compressed.remove(dropped_part.ref)
-        text = fit(included)
-    chosen = {id(p) for p in included}
-    omitted = [p for p in parts if id(p) not in chosen]
+        wide.pop()  # the lowest priority chosen so far; with none, the essentials fit
+        text = fit(wide)
+    kept = {id(p) for p in wide}
     pack.text = text
-    pack.omitted = [p.ref for p in omitted]
+    pack.omitted = [p.ref for p in optional if id(p) not in kept]
+    pack.compressed = [p.ref for p in upgrades if id(p) not in kept]
     pack.budget = {"budget": budget, "tokens": count(text), "minimum": minimum,
-                   "pinned_tokens": count(pinned)}
+                   "pinned_tokens": minimum}
     # The structured lists describe what the text holds.
-    kept = {p.ref for p in included}
-    pack.diagnoses = [i for i in pack.diagnoses if i.ref in kept]
-    pack.failed_verifications = [i for i in pack.failed_verifications if i.ref in kept]
-    pack.hypotheses = [i for i in pack.hypotheses if i.ref in kept]
-    pack.recent_events = [e for e in pack.recent_events if e.ref in kept]
-    pack.skills = [s for s in pack.skills if _skill_ref(s) in kept]
-    pack.failing_tools = [f for f in pack.failing_tools if f["ref"] in kept]
-    if pack.checkpoint and pack.checkpoint["ref"] not in kept:
+    refs = {p.ref for p in wide}
+    pack.diagnoses = [i for i in pack.diagnoses if i.ref in refs]
+    pack.failed_verifications = [i for i in pack.failed_verifications if i.ref in refs]
+    pack.hypotheses = [i for i in pack.hypotheses if i.ref in refs]
+    pack.recent_events = [e for e in pack.recent_events if e.ref in refs]
+    pack.skills = [s for s in pack.skills if _skill_ref(s) in refs]
+    pack.failing_tools = pack.failing_tools[:1] + [f for f in pack.failing_tools[1:]
+                                                   if f["ref"] in refs]
+    if pack.checkpoint and pack.checkpoint["ref"] not in refs:
         pack.checkpoint = None
-    if "drift" not in kept:
-        pack.drift = {"omitted": True, "since": pack.drift.get("since")}
+    if "more" not in refs:
+        pack.not_listed = {}

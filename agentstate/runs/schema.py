@@ -63,3 +63,9 @@ def m001_runs_events(db: sqlite_utils.Database) -> None:
         """
     )
 
+
+
+def m002_events_run_kind_seq(db: sqlite_utils.Database) -> None:
+    """The newest events of one kind in one run, in order: what working state reads per
+    group (bounded with LIMIT), without scanning the whole run."""
+    run_script(db, "CREATE INDEX events_run_kind_seq ON events(run, kind, seq);")

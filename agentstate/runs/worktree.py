@@ -42,6 +42,7 @@ def _snapshot(path: Path) -> dict | None:
         return None
     branch = head = None
     files: list[str] = []
+    kinds: list[tuple[str, str]] = []  # (kind, path); a path can be both deleted and untracked
     digest = hashlib.sha256()
     entries = status.split("\0")
     skip_next = False
@@ -63,18 +64,23 @@ def _snapshot(path: Path) -> dict | None:
             continue
         if entry.startswith("1 "):
             name = entry.split(" ", 8)[8]
+            kind = _change_kind(entry[2:4])
         elif entry.startswith("2 "):
             name = entry.split(" ", 9)[9]
             skip_next = True
+            kind = "renamed"
         elif entry.startswith("u "):
             name = entry.split(" ", 10)[10]
+            kind = "conflicted"
         elif entry.startswith("? "):
             name = entry[2:]
+            kind = "untracked"
         else:
             continue
         if name.startswith(".agentstate/"):
             continue
         files.append(name)
+        kinds.append((kind, name))
         # The status entry carries modes and index hashes; the file content covers edits
         # to an already-dirty file.
         digest.update(entry.encode("utf-8", "surrogateescape") + b"\0")
@@ -83,7 +89,21 @@ def _snapshot(path: Path) -> dict | None:
             digest.update(hashlib.sha256(target.read_bytes()).digest())
     fingerprint = digest.hexdigest()[:16] if files else None
     return {"branch": branch, "head": head, "dirty_fingerprint": fingerprint,
-            "dirty_files": sorted(files)}
+            "dirty_files": sorted(files), "file_kinds": sorted(kinds, key=lambda k: k[1])}
+
+
+# How drift names an uncommitted change, in the order a summary counts them.
+FILE_KINDS = ("modified", "added", "deleted", "renamed", "conflicted", "untracked")
+
+
+def _change_kind(xy: str) -> str:
+    """An ordinary status entry's two-letter XY code (index, work tree) as one word: a staged
+    new file is `added`, a removal on either side `deleted`, anything else `modified`."""
+    if "D" in xy:
+        return "deleted"
+    if xy[0] == "A":
+        return "added"
+    return "modified"
 
 
 def snapshot(path: Path) -> dict:
@@ -94,7 +114,10 @@ def snapshot(path: Path) -> dict:
     tree every field is None.
     """
     found = _snapshot(path)
-    return found if found is not None else dict(_NOT_GIT, dirty_files=[])
+    if found is None:
+        return dict(_NOT_GIT, dirty_files=[])
+    found.pop("file_kinds")  # the kinds are for drift; a recorded version keeps the paths
+    return found
 
 
 @dataclass
@@ -112,6 +135,8 @@ class Drift:
     to_branch: str | None = None
     uncommitted: str = "unchanged"  # unchanged | appeared | changed | cleaned
     changed_files: list[str] = field(default_factory=list)
+    # The uncommitted files now, each with its kind (one of FILE_KINDS), sorted by path.
+    files: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def any(self) -> bool:
@@ -152,4 +177,5 @@ def drift(path: Path, recorded: dict) -> Drift:
         else:
             result.uncommitted = "changed"
         result.changed_files = now["dirty_files"]
+        result.files = now["file_kinds"]
     return result

@@ -45,6 +45,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m301_packs", "context"),
     ("m202_publish_journal", "skills"),
     ("m104_purged_history_hashes", "memory"),
+    ("m002_events_run_kind_seq", "runs"),
 )
 
 
