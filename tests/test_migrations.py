@@ -26,6 +26,7 @@ SHIPPED = [
     "m103_trigram_vocab",
     "m201_skills_registry",
     "m301_packs",
+    "m104_stemmed_word_index",
 ]
 
 

@@ -85,6 +85,11 @@ def allocate(
         return count(headers.get(section, SECTION_TITLES[section]) + "\n\n")
 
     open_sections = {c.section for c in pinned}
+    open_groups: set[str] = set()
+    # What the text already shows (a ref, a normalised text) → the fragment showing it.
+    shown: dict[str, Candidate] = {}
+    for cand in pinned:
+        _show(shown, cand)
     used = minimum
     # Candidates pre-dropped by a gate (permission, superseded, duplicate…) keep their reason.
     live = sorted((c for c in candidates if c.cls != "pinned" and not c.decision), key=key)
@@ -97,14 +102,25 @@ def allocate(
     def try_place(cand: Candidate, form: str, section: str) -> bool:
         nonlocal used
         cost = count(form + "\n") + (0 if section in open_sections else header_cost(section))
+        group = cand.group if section == cand.section else ""
+        if group and group not in open_groups:
+            cost += count(group + "\n")
         if used + cost > limit:
             return False
         used += cost
         open_sections.add(section)
+        if group:
+            open_groups.add(group)
         cand.form = form
         return True
 
     for cand in ranked:
+        copy = _copy_shown(shown, cand)
+        if copy is not None:
+            cand.drop("duplicate")
+            cand.note = f"duplicate of {copy.ref} ({copy.section})"
+            cand.duplicate_of = copy
+            continue
         compress_only = cand.full is None  # policy: older trajectory events are one line
         if not compress_only and try_place(cand, cand.full, cand.section):
             cand.decision, cand.reason = "included", "fits"
@@ -115,6 +131,8 @@ def allocate(
             cand.reason = "older" if compress_only else "budget"
         else:
             waiting.append(cand)
+            continue
+        _show(shown, cand)
     # Index class: generic fetch hints first (one line covers many items), then pointers.
     limit = budget
     for cand in hints:
@@ -151,11 +169,33 @@ def allocate(
         text = render(candidates, headers)
         tokens = count(text)
 
+    # A copy demoted out of the text no longer explains a duplicate drop: budget does.
+    for cand in candidates:
+        copy = cand.duplicate_of
+        if cand.reason == "duplicate" and copy is not None and (
+                copy.form is None or copy.decision in ("dropped", "pointer")):
+            cand.reason, cand.note = "budget", f"its copy {copy.ref} did not fit either"
     assign_positions(candidates)
     for cand in candidates:
         source = cand.form if cand.form is not None else (cand.full or cand.compressed or "")
         cand.tokens = count(source) if source else 0
     return Allocation(text, tokens, minimum, candidates, summarise(candidates, order))
+
+
+def _show(shown: dict[str, Candidate], cand: Candidate) -> None:
+    shown.setdefault(cand.ref, cand)
+    if cand.norm:
+        shown.setdefault("norm:" + cand.norm, cand)
+
+
+def _copy_shown(shown: dict[str, Candidate], cand: Candidate) -> Candidate | None:
+    """The placed fragment `cand` would repeat (same ref or same text), if any."""
+    if not cand.dedupe:
+        return None
+    copy = shown.get(cand.ref)
+    if copy is None and cand.norm:
+        copy = shown.get("norm:" + cand.norm)
+    return copy if copy is not cand else None
 
 
 class _memoised:

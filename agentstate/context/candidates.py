@@ -60,6 +60,14 @@ class Candidate:
     position: int | None = None
     form: str | None = None             # the text actually placed
     norm: str = ""                      # normalised raw text, for duplicate detection
+    # Checked against what is already in the text: dropped as a duplicate only when a copy
+    # (the same ref, or the same normalised text) was placed.
+    dedupe: bool = False
+    note: str = ""                      # why it ranks where it does / what it duplicates
+    group: str = ""                     # a header line shared by items of one run and source
+    chrono: tuple = ()                  # order inside its group (time, ref)
+    tail: str = ""                      # label part a group prints once while it repeats
+    duplicate_of: Candidate | None = field(default=None, repr=False, compare=False)
 
     @property
     def placed_section(self) -> str:
@@ -80,6 +88,7 @@ class ManifestEntry:
     position: int | None
     kind: str = ""
     flags: list[str] = field(default_factory=list)
+    note: str = ""
 
 
 @dataclass

@@ -9,7 +9,22 @@ from agentstate.context.placement import placed
 
 def render_section(name: str, items: list[Candidate], header: str | None = None) -> str:
     title = header if header is not None else SECTION_TITLES[name]
-    return title + "\n" + "\n".join(c.form or "" for c in items)
+    lines = [title]
+    group, tail = "", ""
+    for cand in items:
+        form = cand.form or ""
+        mine = cand.group if cand.placed_section == cand.section else ""
+        if mine != group:
+            group, tail = mine, ""
+            if mine:
+                lines.append(mine)
+        if mine and cand.tail:
+            # A label part that repeats the item above (same kind and date) is printed once.
+            if cand.tail == tail:
+                form = form.replace(f"{cand.ref}{cand.tail}]", f"{cand.ref}]", 1)
+            tail = cand.tail
+        lines.append(form)
+    return "\n".join(lines)
 
 
 def render(candidates: list[Candidate], headers: dict[str, str] | None = None) -> str:

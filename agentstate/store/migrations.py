@@ -43,6 +43,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m103_trigram_vocab", "memory"),
     ("m201_skills_registry", "skills"),
     ("m301_packs", "context"),
+    ("m104_stemmed_word_index", "memory"),  # rebuilds the m101/m102 word indexes
 )
 
 
