@@ -94,7 +94,7 @@ def allocate(
     # Candidates pre-dropped by a gate (permission, superseded, duplicate…) keep their reason.
     live = sorted((c for c in candidates if c.cls != "pinned" and not c.decision), key=key)
     hints = [c for c in live if c.cls == "index"]
-    ranked = [c for c in live if c.cls != "index"]
+    ranked = _deferred([c for c in live if c.cls != "index"])
     waiting: list[Candidate] = []  # did not fit whole or compressed: pointer candidates
 
     limit = budget - max(0, min(index_reserve, budget - minimum))
@@ -180,6 +180,25 @@ def allocate(
         source = cand.form if cand.form is not None else (cand.full or cand.compressed or "")
         cand.tokens = count(source) if source else 0
     return Allocation(text, tokens, minimum, candidates, summarise(candidates, order))
+
+
+def _deferred(ranked: list[Candidate]) -> list[Candidate]:
+    """A `defer` candidate (an evidence copy of an event) that shares its ref with a
+    lower-priority candidate (the same event in the run's trajectory) moves to just after
+    it: the event keeps its place in the trajectory, and the evidence copy is tried only if
+    that place could not be given."""
+    last: dict[str, int] = {}
+    for n, cand in enumerate(ranked):
+        last[cand.ref] = n
+    moved: dict[int, list[Candidate]] = {}
+    out: list[Candidate] = []
+    for n, cand in enumerate(ranked):
+        if cand.defer and last[cand.ref] > n:
+            moved.setdefault(last[cand.ref], []).append(cand)
+            continue
+        out.append(cand)
+        out += moved.pop(n, [])
+    return out
 
 
 def _show(shown: dict[str, Candidate], cand: Candidate) -> None:

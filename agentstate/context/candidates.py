@@ -63,6 +63,7 @@ class Candidate:
     # Checked against what is already in the text: dropped as a duplicate only when a copy
     # (the same ref, or the same normalised text) was placed.
     dedupe: bool = False
+    defer: bool = False                 # tried after a lower-priority copy of the same ref
     note: str = ""                      # why it ranks where it does / what it duplicates
     group: str = ""                     # a header line shared by items of one run and source
     chrono: tuple = ()                  # order inside its group (time, ref)

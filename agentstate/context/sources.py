@@ -367,7 +367,7 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
             group=event_group(hit.run, hit.source), chrono=(hit.ts, hit.ref), tail=tail,
-            dedupe=True,
+            dedupe=True, defer=True,
             note=f"next to {near} (neighbour, {NEIGHBOUR_WEIGHT:g} × its score)" if near
             else f"search rank, {round(relative, 3)} of the best",
         )
