@@ -295,10 +295,10 @@ def _trajectory_rows(store: Store, run: Any, window: int) -> tuple[list[tuple], 
     return [tuple(r) for r in rows], older
 
 
-# The event search's pool grows with the budget: about one hit per this many tokens (a
-# short event's one-line form), so a large budget is never starved by a fixed top-K; the
+# The event search's pool grows with the budget: about one hit per this many tokens (the
+# shortest one-line form of an event), so a large budget is never starved by a fixed top-K; the
 # `[context] evidence_events` setting is the floor and EVENT_POOL_MAX the ceiling.
-TOKENS_PER_HIT = 25
+TOKENS_PER_HIT = 15
 EVENT_POOL_MAX = 2_000
 
 
