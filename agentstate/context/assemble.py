@@ -197,7 +197,15 @@ def build_context(
         mem_cands, withheld = _memory_evidence(store, query, who.name, scope_context,
                                                settings, skip, gate=read_gate)
         candidates += mem_cands
-        candidates += _event_evidence(store, query, settings, budget_n, gate=read_gate)
+        events = _event_evidence(store, query, settings, budget_n, gate=read_gate)
+        # The run's newest events (shown whole in the trajectory) keep their place there:
+        # a search hit among them is tried as evidence only if that place is not given.
+        # Any other hit is placed at its rank, and a trajectory copy of it is then a
+        # duplicate of a fragment in the text.
+        newest = {c.ref for c in candidates if c.cls == "trajectory" and c.full}
+        for cand in events:
+            cand.defer = cand.ref in newest
+        candidates += events
 
     candidates += src.index_hints(
         query=query, run_ref=the_run.ref if the_run else None, task_more=task_more,
@@ -298,7 +306,7 @@ def _trajectory_rows(store: Store, run: Any, window: int) -> tuple[list[tuple], 
 # The event search's pool grows with the budget: about one hit per this many tokens (the
 # shortest one-line form of an event), so a large budget is never starved by a fixed top-K; the
 # `[context] evidence_events` setting is the floor and EVENT_POOL_MAX the ceiling.
-TOKENS_PER_HIT = 15
+TOKENS_PER_HIT = 25
 EVENT_POOL_MAX = 2_000
 
 
@@ -320,8 +328,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, budget:
         hits = search_events(store, query, limit=pool, max_terms=settings.evidence_terms)
     except InvalidInput:
         return []  # nothing searchable in the query (only punctuation): no event evidence
-    # Neighbours of the stronger half of the hits: the weaker half rarely has room left.
-    neighbours = src.neighbour_hits(store, hits[: max(1, len(hits) // 2)]) if hits else []
+    neighbours = src.neighbour_hits(store, hits) if hits else []
     ids = [h.ref.removeprefix("evt:") for h in hits + neighbours]
     superseded: set[str] = set()
     resolved: set[str] = set()

@@ -108,7 +108,7 @@ def allocate(
             form_cost = form.replace(f"{cand.ref}{cand.tail}]", f"{cand.ref}]", 1)
         else:
             form_cost = form
-        cost = count(form_cost + "\n") + (0 if section in open_sections
+        cost = count(form_cost + "\n") + (form_cost != form) + (0 if section in open_sections
                                           else header_cost(section))
         if group and group not in open_groups:
             cost += count(group + "\n")
@@ -190,10 +190,10 @@ def allocate(
 
 
 def _deferred(ranked: list[Candidate]) -> list[Candidate]:
-    """A `defer` candidate (an evidence copy of an event) that shares its ref with a
-    lower-priority candidate (the same event in the run's trajectory) moves to just after
-    it: the event keeps its place in the trajectory, and the evidence copy is tried only if
-    that place could not be given."""
+    """A `defer` candidate (an evidence copy of one of the run's newest events) that shares
+    its ref with a lower-priority candidate (that event in the trajectory) moves to just
+    after it: the event keeps its place in the trajectory, and the evidence copy is tried
+    only if that place could not be given."""
     last: dict[str, int] = {}
     for n, cand in enumerate(ranked):
         last[cand.ref] = n

@@ -366,8 +366,11 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
             else focus_line(label, hit.text, stems),
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
-            group=event_group(hit.run, hit.source), chrono=(hit.ts, hit.ref), tail=tail,
-            dedupe=True, defer=True,
+            group=event_group(hit.run, hit.source), tail=tail,
+            # Day, then kind, then time: items sharing a label tail sit together, so the
+            # tail is printed exactly once per (group, tail) — what the budgeter costs.
+            chrono=(hit.ts[:10], kind, hit.ts, hit.ref),
+            dedupe=True,
             note=f"next to {near} (neighbour, {NEIGHBOUR_WEIGHT:g} × its score)" if near
             else f"search rank, {round(relative, 3)} of the best",
         )
