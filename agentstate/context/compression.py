@@ -47,9 +47,12 @@ def focus_line(label: str, text: str, stems: list[str] | tuple[str, ...],
     if len(sentences) == 1 or not stems:
         return compress_line(label, text, max_chars)
 
+    from agentstate.memory.search import stem_pattern
+
+    pattern = stem_pattern(tuple(stems))
+
     def hits(sentence: str) -> int:
-        words = re.findall(r"[^\W_]+", sentence.casefold())
-        return sum(1 for s in stems if any(w.startswith(s) for w in words))
+        return len(set(pattern.findall(sentence.casefold())))
 
     best = max(range(len(sentences)), key=lambda i: (hits(sentences[i]), -i))
     if best == 0:

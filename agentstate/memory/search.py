@@ -367,16 +367,23 @@ def coverage(plan: QueryPlan, text: str) -> float:
         have = set(_WORD.findall(folded)) if text.isascii() else set(split_query(text)[0])
         # A whole word, or an inflection of it (a word starting with its stem), counts
         # fully; a fragment of a longer word (the fallback) half.
-        parts.extend(1.0 if w in have or _inflected(plan.stems.get(w, w), have)
-                     else 0.5 if w in folded else 0.0 for w in plan.words)
+        stems = tuple(plan.stems.get(w, w) for w in plan.words)
+        inflected = set(stem_pattern(stems).findall(folded))
+        parts.extend(1.0 if w in have or (len(st) >= 3 and st in inflected)
+                     else 0.5 if w in folded else 0.0
+                     for w, st in zip(plan.words, stems, strict=True))
     for seg in plan.cjk + plan.short_cjk:
         grams = [seg[i:i + 2] for i in range(max(1, len(seg) - 1))]
         parts.append(sum(1 for g in grams if g in text) / len(grams))
     return sum(parts) / len(parts) if parts else 1.0
 
 
-def _inflected(stem_: str, have: set[str]) -> bool:
-    return len(stem_) >= 3 and any(h.startswith(stem_) for h in have)
+@lru_cache(maxsize=256)
+def stem_pattern(stems: tuple[str, ...]) -> re.Pattern[str]:
+    """Matches any of `stems` at the start of a word (in folded text): one pass finds
+    which query terms a text holds, inflected or not."""
+    alternatives = "|".join(re.escape(s) for s in sorted(set(stems), key=len, reverse=True))
+    return re.compile(rf"(?<![^\W_])(?:{alternatives or '(?!)'})")
 
 
 def _with_coverage(plan: QueryPlan, scores: dict[int, float], texts: dict[int, str]
