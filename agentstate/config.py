@@ -304,7 +304,7 @@ recent_full_events = 8
 classes = ["pinned", "task", "catalog", "evidence", "trajectory", "index"]
 # Bounds on what one pack considers, so assembly costs the same on any store size:
 # trajectory_window = 40   # newest events of the run looked at (older: an index hint)
-# evidence_events = 30     # event hits from the full-text search (every run)
+# evidence_events = 30     # least event hits from the full-text search (grows with the budget)
 # evidence_memories = 30   # memory hits through the read gate
 # catalog_skills = 10      # matching published skills listed
 # index_reserve = 200      # tokens (at most 5% of the budget) kept for the index
