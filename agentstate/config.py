@@ -253,7 +253,7 @@ class ContextSettings:
     task_items: int = _setting(25, _whole(0))       # newest items per task-state group
     query_questions: int = _setting(5, _whole(0))   # open questions added to the query
     query_words: int = _setting(40, _whole(0))      # distinct words kept in the query
-    evidence_terms: int = _setting(8, _whole(0))    # the event search's N rarest terms
+    evidence_terms: int = _setting(24, _whole(0))   # the event search's N rarest terms
 
 
 @dataclass(frozen=True)
@@ -352,14 +352,14 @@ recent_full_events = 8
 classes = ["pinned", "task", "catalog", "evidence", "trajectory", "index"]
 # Bounds on what one pack considers, so assembly costs the same on any store size:
 # trajectory_window = 40   # newest events of the run looked at (older: an index hint)
-# evidence_events = 30     # event hits from the full-text search (every run)
+# evidence_events = 30     # least event hits from the full-text search (grows with the budget)
 # evidence_memories = 30   # memory hits through the read gate
 # catalog_skills = 10      # matching published skills listed
 # index_reserve = 200      # tokens (at most 5% of the budget) kept for the index
 # task_items = 25          # newest items per task-state group
 # query_questions = 5      # open questions added to the default query
 # query_words = 40         # distinct words kept in the default query
-# evidence_terms = 8       # the event search uses the query's rarest N terms
+# evidence_terms = 24      # the event search uses the query's rarest N terms
 
 [tools]
 # The one tool layer (`agentstate exec`, skill tests and scripts) checks these.

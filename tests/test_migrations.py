@@ -29,6 +29,7 @@ SHIPPED = [
     "m202_publish_journal",
     "m104_purged_history_hashes",
     "m002_events_run_kind_seq",
+    "m105_stemmed_word_index",
 ]
 
 

@@ -44,7 +44,7 @@ class ContextPack:
             "manifest": [
                 {"ref": e.ref, "class": e.cls, "kind": e.kind, "score": e.score,
                  "tokens": e.tokens, "decision": e.decision, "reason": e.reason,
-                 "position": e.position, "flags": e.flags}
+                 "position": e.position, "flags": e.flags, "note": e.note}
                 for e in self.manifest
             ],
             "allocation": [
@@ -196,8 +196,10 @@ def build_context(
         mem_cands, withheld = _memory_evidence(store, query, who.name, scope_context,
                                                settings, skip, gate=read_gate)
         candidates += mem_cands
-        candidates += _event_evidence(store, query, settings,
-                                      skip | {c.ref for c in mem_cands}, gate=read_gate)
+        # A hit that is also one of the run's own fragments (trajectory, task state) gives
+        # way to it; any other repeat is dropped only when its copy is in the text
+        # (`_link_duplicates`, decided in allocation).
+        candidates += _event_evidence(store, query, settings, budget_n, gate=read_gate)
 
     candidates += src.index_hints(
         query=query, run_ref=the_run.ref if the_run else None, task_more=task_more,
@@ -217,7 +219,7 @@ def build_context(
     manifest = [
         ManifestEntry(ref=c.ref, cls=c.cls, score=c.score, tokens=c.tokens,
                       decision=c.decision, reason=c.reason, position=c.position,
-                      kind=c.kind, flags=list(c.flags))
+                      kind=c.kind, flags=list(c.flags), note=c.note)
         for c in _manifest_order(allocation.candidates, order)
     ]
     pack = ContextPack(
@@ -333,18 +335,33 @@ def _trajectory_rows(store: Store, run: Any, window: int) -> tuple[list[tuple], 
     return [tuple(r) for r in rows], older
 
 
-def _event_evidence(store: Store, query: str, settings: ContextSettings,
-                    skip: set[str], *, gate: bool = True) -> list[Candidate]:
+# The event search's pool grows with the budget: about one hit per this many tokens (the
+# shortest one-line form of an event), so a large budget is never starved by a fixed top-K; the
+# `[context] evidence_events` setting is the floor and EVENT_POOL_MAX the ceiling.
+TOKENS_PER_HIT = 25
+EVENT_POOL_MAX = 2_000
+
+
+def event_pool(budget: int, floor: int) -> int:
+    """How many event hits to ask the search for at this budget (0: event evidence off)."""
+    if not floor:
+        return 0
+    return min(EVENT_POOL_MAX, max(floor, budget // TOKENS_PER_HIT))
+
+
+def _event_evidence(store: Store, query: str, settings: ContextSettings, budget: int,
+                    *, gate: bool = True) -> list[Candidate]:
     from agentstate.memory.search import search_events
 
-    if not settings.evidence_events:
+    pool = event_pool(budget, settings.evidence_events)
+    if not pool:
         return []
     try:
-        focused = _rarest_terms(store, query, settings.evidence_terms)
-        hits = search_events(store, focused, limit=settings.evidence_events) if focused else []
+        hits = search_events(store, query, limit=pool, max_terms=settings.evidence_terms)
     except InvalidInput:
         return []  # nothing searchable in the query (only punctuation): no event evidence
-    ids = [h.ref.removeprefix("evt:") for h in hits]
+    neighbours = src.neighbour_hits(store, hits) if hits else []
+    ids = [h.ref.removeprefix("evt:") for h in hits + neighbours]
     superseded: set[str] = set()
     resolved: set[str] = set()
     if ids:
@@ -359,41 +376,17 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings,
                 f"SELECT resolves FROM events WHERE resolves IN ({marks})", ids
             )
         }
-    return src.event_evidence(hits, skip=skip, superseded=superseded, resolved=resolved,
-                              min_relevance=store.settings.memory.min_relevance, gate=gate)
+    return src.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
+                              gate=gate,
+                              stems=_query_stems(query))
 
 
-def _rarest_terms(store: Store, query: str, keep: int) -> str:
-    """The query reduced to its `keep` rarest word terms in the event index (plus any CJK
-    segments), for the event search.
+def _query_stems(query: str) -> tuple[str, ...]:
+    """The query's content words as index terms (for picking a hit's matching sentence)."""
+    from agentstate.memory.search import STOP_WORDS, split_query, stem
 
-    FTS5 ranks by scoring every row that matches any OR'd term, so a long query full of
-    middling-frequency words costs time in proportion to the store. The rarest terms carry
-    nearly all of BM25's weight; keeping only them bounds the candidate set. Rarity is
-    measured with a capped count (at most RARITY_CAP index entries read per term), so this
-    step costs the same on a store of a thousand events and of a hundred thousand; terms that
-    occur in no event are dropped (they cannot match).
-    """
-    from agentstate.memory.search import STOP_WORDS, split_query
-
-    words, cjk = split_query(query)
-    content = [w for w in words if w not in STOP_WORDS] or words
-    if not content and not cjk:
-        raise InvalidInput(f"the query {query!r} has no words to search for")
-    if keep and len(content) > keep:
-        frequency = {}
-        for word in content:
-            quoted = '"' + word.replace('"', '""') + '"'
-            frequency[word] = store.conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM events_fts WHERE events_fts MATCH ? "
-                "LIMIT ?)", (quoted, RARITY_CAP),
-            ).fetchone()[0]
-        present = [w for w in content if frequency[w] > 0]
-        content = sorted(present, key=lambda w: (frequency[w], w))[:keep]
-    return " ".join(content + cjk)
-
-
-RARITY_CAP = 500
+    words = [w for w in split_query(query)[0] if w not in STOP_WORDS]
+    return tuple(dict.fromkeys(stem(w) for w in words[:64]))
 
 
 def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict | None,

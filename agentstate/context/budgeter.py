@@ -96,6 +96,7 @@ def allocate(
         return count(headers.get(section, SECTION_TITLES[section]) + "\n\n")
 
     open_sections = {c.section for c in pinned}
+    open_groups: set = set()  # group header lines, and (group, label tail) pairs shown
     used = minimum
     # Candidates pre-dropped by a gate (permission, superseded, duplicate…) keep their reason.
     live = [c for c in candidates if c.cls != "pinned" and (
@@ -117,11 +118,23 @@ def allocate(
 
     def try_place(cand: Candidate, form: str, section: str) -> bool:
         nonlocal used
-        cost = count(form + "\n") + (0 if section in open_sections else header_cost(section))
+        group = cand.group if section == cand.section else ""
+        if group and cand.tail and (group, cand.tail) in open_groups:
+            # The group prints a repeated label part once (see rendering): an item whose
+            # kind and date another item of its group already shows is costed without it.
+            form_cost = form.replace(f"{cand.ref}{cand.tail}]", f"{cand.ref}]", 1)
+        else:
+            form_cost = form
+        cost = count(form_cost + "\n") + (form_cost != form) + (0 if section in open_sections
+                                          else header_cost(section))
+        if group and group not in open_groups:
+            cost += count(group + "\n")
         if used + cost > limit:
             return False
         used += cost
         open_sections.add(section)
+        if group:
+            open_groups.update((group, (group, cand.tail)))
         cand.form = form
         return True
 

@@ -80,6 +80,10 @@ class Candidate:
     # Decided right after this fragment: an evidence hit that is also in the trajectory or
     # the task state gives way to it (the run's own timeline keeps the event).
     after: Candidate | None = field(default=None, compare=False, repr=False)
+    note: str = ""                      # why it ranks where it does / what it duplicates
+    group: str = ""                     # a header line shared by items of one run and source
+    chrono: tuple = ()                  # order inside its group (time, ref)
+    tail: str = ""                      # label part a group prints once while it repeats
 
     @property
     def placed_section(self) -> str:
@@ -108,6 +112,7 @@ class ManifestEntry:
     position: int | None
     kind: str = ""
     flags: list[str] = field(default_factory=list)
+    note: str = ""
 
 
 @dataclass

@@ -29,9 +29,28 @@ def placed(candidates: list[Candidate]) -> list[tuple[str, list[Candidate]]]:
     result = []
     for name in SECTIONS:
         items = sorted(groups[name], key=lambda c: (c.order, c.ref))
+        if any(c.group for c in items):
+            items = _grouped(items)
         if items:
             result.append((name, items))
     return result
+
+
+def _grouped(items: list[Candidate]) -> list[Candidate]:
+    """Items sharing a group header (evidence of one run and source) together, the group
+    where its strongest item would be, and in time order inside it (a conversation reads
+    forward, and a hit sits next to the turns around it)."""
+    rank: dict[str, int] = {}
+    members: dict[str, list[Candidate]] = {}
+    for n, cand in enumerate(items):  # strongest first
+        key = cand.group or f"\0{n}"
+        rank.setdefault(key, n)
+        members.setdefault(key, []).append(cand)
+    out: list[Candidate] = []
+    for key in sorted(rank, key=rank.__getitem__):
+        out += sorted(members[key], key=lambda c: (c.chrono, c.ref)) if key[0] != "\0" \
+            else members[key]
+    return out
 
 
 def assign_positions(candidates: list[Candidate]) -> None:

@@ -8,11 +8,31 @@ from agentstate.context.placement import placed
 from agentstate.runs.essentials import join_sections
 
 
+def _section_lines(items: list[Candidate]) -> list[str]:
+    """A section's lines: evidence items of one run and source under one group line, with a
+    label part that repeats the item above (same kind and date) printed once."""
+    lines: list[str] = []
+    group, tail = "", ""
+    for cand in items:
+        form = cand.form or ""
+        mine = cand.group if cand.placed_section == cand.section else ""
+        if mine != group:
+            group, tail = mine, ""
+            if mine:
+                lines.append(mine)
+        if mine and cand.tail:
+            if cand.tail == tail:
+                form = form.replace(f"{cand.ref}{cand.tail}]", f"{cand.ref}]", 1)
+            tail = cand.tail
+        lines.append(form)
+    return lines
+
+
 def render(candidates: list[Candidate], headers: dict[str, str] | None = None) -> str:
     """The pack text: sections in layout order, fragments in their section order, joined
     by the same rule as the essentials (runs/essentials.py) so both read the same."""
     headers = headers or {}
     return join_sections(
-        (headers.get(name, SECTION_TITLES[name]), [c.form or "" for c in items])
+        (headers.get(name, SECTION_TITLES[name]), _section_lines(items))
         for name, items in placed(candidates)
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from agentstate.config import ToolDefinition
 from agentstate.context.candidates import Candidate
-from agentstate.context.compression import compress_line
+from agentstate.context.compression import compress_line, focus_line
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.store.sources import is_untrusted, source_class
 
@@ -235,6 +235,14 @@ def skill_candidates(matches: list[Any]) -> list[Candidate]:
 # ---------------------------------------------------------------- evidence
 
 EVENT_WEIGHT = 0.8  # a raw event ranks a little below a gated, curated memory
+# A neighbour (the turn just before or after a hit, in the same run) ranks at this share of
+# the hit's score: the answer to what a hit asks is often the next turn, and the question a
+# hit answers the one before.
+NEIGHBOUR_WEIGHT = 0.5
+# The strongest hits are shown whole; the rest, and every neighbour, as one line (the
+# sentence that matched the query, or a neighbour's first sentence) with the ref to fetch
+# the whole: at a small budget many relevant lines serve better than a few long texts.
+WHOLE_HITS = 3
 
 
 # An event of these kinds that a later event resolved is stale as evidence: the question
@@ -243,38 +251,98 @@ EVENT_WEIGHT = 0.8  # a raw event ranks a little below a gated, curated memory
 STALE_WHEN_RESOLVED = ("question", "verify", "hypothesis")
 
 
-def event_evidence(hits: list[Any], *, skip: set[str], superseded: set[str],
-                   min_relevance: float, resolved: set[str] | None = None,
-                   gate: bool = True) -> list[Candidate]:
-    """Event search hits → evidence candidates. Without the `gate` (an ablation), superseded,
-    stale and weakly relevant hits are kept; duplicates are still dropped."""
+def neighbour_hits(store: Any, hits: list[Any]) -> list[Any]:
+    """The events just before and after each hit in its run that are not hits themselves,
+    each scored NEIGHBOUR_WEIGHT × its best adjacent hit, with `near` naming that hit."""
+    from agentstate.memory.search import EventHit
+
+    ids = [h.ref.removeprefix("evt:") for h in hits]
+    conn = store.conn
+    where: dict[str, tuple[str, int]] = {}
+    for chunk in range(0, len(ids), 500):
+        part = ids[chunk:chunk + 500]
+        marks = ",".join("?" * len(part))
+        for eid, run, seq in conn.execute(
+            f"SELECT id, run, seq FROM events WHERE id IN ({marks})", part
+        ):
+            where[eid] = (run, seq)
+    best: dict[tuple[str, int], tuple[float, str]] = {}
+    taken = set(ids)
+    for hit in hits:
+        spot = where.get(hit.ref.removeprefix("evt:"))
+        if spot is None:
+            continue
+        for seq in (spot[1] - 1, spot[1] + 1):
+            key = (spot[0], seq)
+            if key not in best or best[key][0] < hit.score:
+                best[key] = (hit.score, hit.ref)
+    out: list[Any] = []
+    keys = list(best)
+    for chunk in range(0, len(keys), 400):
+        part = keys[chunk:chunk + 400]
+        pairs = ",".join("(?, ?)" for _ in part)
+        flat = [v for key in part for v in key]
+        for eid, run, seq, kind, text, source, ts in conn.execute(
+            f"WITH wanted(run, seq) AS (VALUES {pairs}) "
+            "SELECT e.id, e.run, e.seq, e.kind, e.text, e.source, e.ts FROM events e "
+            "JOIN wanted w ON e.run = w.run AND e.seq = w.seq", flat,
+        ):
+            if eid in taken:
+                continue
+            score, near = best[(run, seq)]
+            hit = EventHit(ref=f"evt:{eid}", run=f"run:{run}", kind=kind, text=text,
+                           source=source, ts=ts, score=round(NEIGHBOUR_WEIGHT * score, 4))
+            hit.near = near  # type: ignore[attr-defined]
+            out.append(hit)
+    return out
+
+
+def event_group(run: str, source: str) -> str:
+    """The header evidence events are grouped under: one per run and source."""
+    return f"### {run} · {trust(source)}"
+
+
+def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
+                   superseded: set[str], resolved: set[str] | None = None,
+                   gate: bool = True,
+                   stems: tuple[str, ...] = ()) -> list[Candidate]:
+    """Event search hits (and their neighbours) → evidence candidates, grouped by run and
+    source, each labelled with its short ref, kind and date. Hits are not cut by relative
+    relevance: they are ranked, and the budget decides how far down the ranking the pack
+    goes (a weak hit only fills room nothing stronger wanted). Without the `gate` (an
+    ablation), superseded and stale hits are kept too."""
     best = max((h.score for h in hits), default=0.0) or 1.0
     out = []
-    for hit in hits:
+    for rank, hit in enumerate([*hits, *(neighbours or [])]):
         relative = hit.score / best
         score = round(EVENT_WEIGHT * relative, 4)
+        near = getattr(hit, "near", None)
         flags = ["unconfirmed"] if hit.kind == "hypothesis" else []
         if is_untrusted(hit.source):
             flags.append("untrusted")
         kind = "hypothesis (UNCONFIRMED)" if hit.kind == "hypothesis" else hit.kind
-        label = event_label(hit.ref, kind, hit.source, hit.ts, hit.run)
+        tail = f" · {kind} · {hit.ts[:10]}"
+        label = f"{hit.ref}{tail}"
         cand = Candidate(
             ref=hit.ref, cls="evidence", section="evidence", score=score,
-            full=f"- [{label}] {_indent(hit.text)}",
-            compressed=compress_line(label, hit.text),
+            full=None if near or rank >= WHOLE_HITS else f"- [{label}] {_indent(hit.text)}",
+            compressed=compress_line(label, hit.text) if near
+            else focus_line(label, hit.text, stems),
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
+            group=event_group(hit.run, hit.source), tail=tail,
+            # Day, then kind, then time: items sharing a label tail sit together, so the
+            # tail is printed exactly once per (group, tail) — what the budgeter costs.
+            chrono=(hit.ts[:10], kind, hit.ts, hit.ref),
+            note=f"next to {near} (neighbour, {NEIGHBOUR_WEIGHT:g} × its score)" if near
+            else f"search rank, {round(relative, 3)} of the best",
         )
-        if hit.ref in skip:
-            cand.drop("duplicate")
-        elif not gate:
+        if not gate:
             pass
         elif hit.ref in superseded:
             cand.drop("superseded")
         elif hit.kind in STALE_WHEN_RESOLVED and hit.ref in (resolved or set()):
             cand.drop("stale")
-        elif relative < min_relevance:
-            cand.drop("low relevance")
         out.append(cand)
     return out
 
@@ -371,9 +439,11 @@ def memory_evidence(hits: list[Any], *, skip: set[str]) -> list[Candidate]:
             compressed=compress_line(label, hit.text) + note,
             pointer=pointer_line(hit.ref, f"{hit.kind} memory"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
+            note=f"memory search, {score} of the best",
         )
         if hit.ref in skip:
             cand.drop("duplicate")
+            cand.note = f"duplicate of {hit.ref} (preferences)"
         out.append(cand)
     # A contested version sits right after the current version it contests.
     by_ref = {c.ref: c for c in out}

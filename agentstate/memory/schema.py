@@ -188,3 +188,36 @@ def m104_purged_history_hashes(db: sqlite_utils.Database) -> None:
         "AND text_hash NOT LIKE 'hmac-%' AND EXISTS (SELECT 1 FROM memories m WHERE "
         "m.id = memory_history.memory AND m.version = memory_history.version AND m.purged = 1)"
     )
+
+
+# The word indexes stem English words (porter wrapped around unicode61): "research",
+# "researching" and "researched" are one term, so a question and the turn that answers it
+# meet even when they inflect a word differently. Query terms are stemmed by FTS5 itself.
+STEMMED_TOKENIZER = f"porter {WORD_TOKENIZER}"
+
+
+def m105_stemmed_word_index(db: sqlite_utils.Database) -> None:
+    """Rebuild the two word indexes with the stemming tokenizer (the trigram indexes, which
+    serve CJK text, are unchanged). The triggers name the tables, so they keep working."""
+    run_script(
+        db,
+        f"""
+        DROP TABLE memories_vocab;
+        DROP TABLE memories_fts;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            text, key, content='memories', content_rowid='row',
+            tokenize='{STEMMED_TOKENIZER}'
+        );
+        INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
+        CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, 'row');
+
+        DROP TABLE events_vocab;
+        DROP TABLE events_fts;
+        CREATE VIRTUAL TABLE events_fts USING fts5(
+            text, content='', tokenize='{STEMMED_TOKENIZER}'
+        );
+        INSERT INTO events_fts(rowid, text)
+            SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id;
+        CREATE VIRTUAL TABLE events_vocab USING fts5vocab(events_fts, 'row');
+        """,
+    )

@@ -41,10 +41,14 @@ from typing import Any
 
 from agentstate.errors import InvalidInput
 
-# In more than this fraction of indexed texts a term is "common" (low IDF).
-COMMON_FRACTION = 0.05
+# In more than this fraction of indexed texts a term is "common": its BM25 IDF is about
+# zero (FTS5 clamps it), so it adds nothing to a score but makes every row a match.
+COMMON_FRACTION = 0.5
 # Below this many indexed texts, IDF is too noisy to prune anything.
 MIN_DOCS_FOR_PRUNING = 50
+# What only a widened query (common terms too) finds scores at most this share of the
+# weakest hit of the rarer terms.
+WIDENED_WEIGHT = 0.5
 # Substring scans (1-2 character CJK queries) look at no more than this many newest rows.
 SCAN_LIMIT = 2_000
 # Most word terms (rarest first) and CJK segments one query searches for.
@@ -101,6 +105,7 @@ class QueryPlan:
     common: list[str] = field(default_factory=list)  # pruned as low-IDF
     dropped: list[str] = field(default_factory=list)  # beyond MAX_TERMS
     indexed: int = 0
+    stems: dict[str, str] = field(default_factory=dict)  # word → its index term
 
     @property
     def empty(self) -> bool:
@@ -156,8 +161,38 @@ def _document_frequencies(conn: Any, corpus: Corpus, terms: list[str]) -> dict[s
     return {term: found.get(term, 0) for term in terms}
 
 
-def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES) -> QueryPlan:
-    """Split, prune and plan a query. Raises InvalidInput when nothing is searchable."""
+@lru_cache(maxsize=1)
+def _stemmer() -> sqlite3.Connection:
+    """A private in-memory FTS5 table with the word index's tokenizer: the one way to get
+    exactly the stems the index holds (what its vocabulary table lists) without a second
+    stemming library that could disagree with it."""
+    from agentstate.memory.schema import STEMMED_TOKENIZER
+
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    conn.execute(f"CREATE VIRTUAL TABLE s USING fts5(w, tokenize='{STEMMED_TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE s_vocab USING fts5vocab(s, 'instance')")
+    return conn
+
+
+@lru_cache(maxsize=4096)
+def stem(word: str) -> str:
+    """The index term of one folded word ("researching" → "research")."""
+    conn = _stemmer()
+    with conn:
+        conn.execute("DELETE FROM s")
+        conn.execute("INSERT INTO s (rowid, w) VALUES (1, ?)", (word,))
+        row = conn.execute("SELECT term FROM s_vocab ORDER BY offset LIMIT 1").fetchone()
+    return row[0] if row else word
+
+
+def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
+               max_terms: int = MAX_TERMS) -> QueryPlan:
+    """Split and plan a query. Raises InvalidInput when nothing is searchable.
+
+    Every content word is searched for and BM25's own IDF weighs it: a word that many texts
+    share (a speaker's name, say) counts for little but still separates a text that has it
+    from one that has not. Only stop words are left out, and words in more than
+    COMMON_FRACTION of the texts, whose IDF FTS5 clamps to almost nothing anyway."""
     text = (query or "").strip()
     if not text:
         raise InvalidInput("the query is empty")
@@ -171,29 +206,45 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES) -> QueryPlan:
     plan.stop_words = [w for w in words if w in STOP_WORDS]
     if not content and not cjk:
         content, plan.stop_words = words, []  # a query of only stop words still searches
+    # One term per stem: "research" and "researching" in one query count once.
+    by_stem: dict[str, str] = {}
+    for word in content:
+        by_stem.setdefault(stem(word), word)
+    content = list(by_stem.values())
+    plan.stems = {word: s for s, word in by_stem.items()}
     conn = store.conn
     plan.indexed = conn.execute(corpus.count_sql).fetchone()[0] or 0
-    if content and plan.indexed >= MIN_DOCS_FOR_PRUNING:
-        df = _document_frequencies(conn, corpus, content)
-        content = [w for w in content if df[w] > 0] or content
-        limit = COMMON_FRACTION * plan.indexed
-        content.sort(key=lambda w: df[w])  # rarest first: the AND fallback drops from the end
-        rare = [w for w in content if df[w] <= limit]
-        common = [w for w in content if df[w] > limit]
-        if rare:
-            plan.common = common
-            content = rare
-        else:
-            # Every term is common: require them all, and take the newest matches rather
-            # than BM25-scoring a large share of the store (coverage still ranks them).
-            plan.operator = "AND" if len(common) > 1 else "OR"
-            plan.newest_first = True
+    if content and plan.indexed:
+        df = _document_frequencies(conn, corpus, list(by_stem))
+        frequency = {word: df[plan.stems[word]] for word in content}
+        content = [w for w in content if frequency[w] > 0] or content
+        content.sort(key=lambda w: frequency[w])  # rarest first: MAX_TERMS keeps the rarest
+        if plan.indexed >= MIN_DOCS_FOR_PRUNING:
+            limit = COMMON_FRACTION * plan.indexed
+            rare = [w for w in content if frequency[w] <= limit]
+            common = [w for w in content if frequency[w] > limit]
+            if rare:
+                plan.common = common
+                content = rare
+            else:
+                # Every term is in most texts: require them all, and take the newest
+                # matches rather than scoring a large share of the store.
+                plan.operator = "AND" if len(common) > 1 else "OR"
+                plan.newest_first = True
     # A long query (a goal plus open questions, or a whole memory checked for near
-    # duplicates) keeps its MAX_TERMS rarest terms: more would only slow the OR query down.
-    plan.dropped = content[MAX_TERMS:]
-    plan.words = content[:MAX_TERMS]
-    plan.cjk = plan.cjk[:MAX_TERMS]
+    # duplicates) keeps its rarest terms: more would only slow the OR query down.
+    plan.dropped = content[max_terms:]
+    plan.words = content[:max_terms]
+    plan.cjk = plan.cjk[:max_terms]
     return plan
+
+
+def widened(plan: QueryPlan) -> QueryPlan:
+    """The plan with its pruned common terms searched for too (OR, BM25-ranked)."""
+    from dataclasses import replace
+
+    return replace(plan, words=plan.words + plan.common, common=[], operator="OR",
+                   newest_first=False)
 
 
 def _normalised(rows: list[tuple[int, float]]) -> dict[int, float]:
@@ -314,12 +365,25 @@ def coverage(plan: QueryPlan, text: str) -> float:
         folded = fold(text)
         # ASCII text has no CJK run and folds word by word as a whole: one pass suffices.
         have = set(_WORD.findall(folded)) if text.isascii() else set(split_query(text)[0])
-        # A whole word counts fully; a fragment of a longer word (the fallback) half.
-        parts.extend(1.0 if w in have else 0.5 if w in folded else 0.0 for w in plan.words)
+        # A whole word, or an inflection of it (a word starting with its stem), counts
+        # fully; a fragment of a longer word (the fallback) half.
+        stems = tuple(plan.stems.get(w, w) for w in plan.words)
+        inflected = set(stem_pattern(stems).findall(folded))
+        parts.extend(1.0 if w in have or (len(st) >= 3 and st in inflected)
+                     else 0.5 if w in folded else 0.0
+                     for w, st in zip(plan.words, stems, strict=True))
     for seg in plan.cjk + plan.short_cjk:
         grams = [seg[i:i + 2] for i in range(max(1, len(seg) - 1))]
         parts.append(sum(1 for g in grams if g in text) / len(grams))
     return sum(parts) / len(parts) if parts else 1.0
+
+
+@lru_cache(maxsize=256)
+def stem_pattern(stems: tuple[str, ...]) -> re.Pattern[str]:
+    """Matches any of `stems` at the start of a word (in folded text): one pass finds
+    which query terms a text holds, inflected or not."""
+    alternatives = "|".join(re.escape(s) for s in sorted(set(stems), key=len, reverse=True))
+    return re.compile(rf"(?<![^\W_])(?:{alternatives or '(?!)'})")
 
 
 def _with_coverage(plan: QueryPlan, scores: dict[int, float], texts: dict[int, str]
@@ -366,6 +430,7 @@ def search_events(
     run_id: str | None = None,
     exclude_run_id: str | None = None,
     kinds: list[str] | tuple[str, ...] | None = None,
+    max_terms: int = MAX_TERMS,
 ) -> list[EventHit]:
     """Events from every run matching `query`, best first (BM25, normalised 0..1).
 
@@ -374,7 +439,7 @@ def search_events(
     """
     if limit < 1:
         raise InvalidInput("limit must be at least 1")
-    plan = plan_query(store, query, EVENTS)
+    plan = plan_query(store, query, EVENTS, max_terms or MAX_TERMS)
     conn = store.conn
     conditions, values = [], []
     if run_id:
@@ -386,7 +451,7 @@ def search_events(
     if kinds:
         conditions.append(f"e.kind IN ({','.join('?' * len(kinds))})")
         values.extend(kinds)
-    cap = max(limit * 4, 100)
+    cap = max(limit * 2, 100)
 
     def joined(table: str) -> str:
         return (f"JOIN event_search_map m ON m.row = {table}.rowid "
@@ -396,6 +461,19 @@ def search_events(
     words = _normalised(
         _match_words(conn, EVENTS, plan, cap, joined(EVENTS.words), where, bound)
     )
+    if len(words) < limit and plan.common:
+        # The rarer terms found too few events to fill what was asked for: widen the query
+        # to the common terms too (a name every other text carries). What only the wider
+        # query finds ranks below everything the rarer terms found — the pack is filled,
+        # not reordered.
+        wide = widened(plan)
+        floor = WIDENED_WEIGHT * min(words.values(), default=1.0)
+        extra = _normalised(
+            _match_words(conn, EVENTS, wide, cap, joined(EVENTS.words), where, bound)
+        )
+        for row, value in extra.items():
+            words.setdefault(row, floor * value)
+        plan = wide
     grams = _normalised(
         _match_trigrams(conn, EVENTS, plan, cap, joined(EVENTS.trigrams), where, bound)
     )

@@ -1,0 +1,118 @@
+"""Retrieval for context packs: stemming, CJK, budget fill, hostile queries, grouped labels,
+and the duplicate drop that only happens when the copy is in the text."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentstate.context.assemble import build_context
+from agentstate.errors import AgentStateError
+from agentstate.memory.search import search_events, stem
+from agentstate.runs.log import append_event, start_run
+from agentstate.tokens import counter_for
+
+
+def test_english_inflections_find_each_other(store):
+    run, _ = start_run(store, "reading")
+    e1 = append_event(store, run.ref, "note", "Caroline: Researching adoption agencies")
+    e2 = append_event(store, run.ref, "note", "she researched it for weeks")
+    e3 = append_event(store, run.ref, "note", "more research is needed")
+    append_event(store, run.ref, "note", "an unrelated remark about lunch")
+    for query in ("research", "researching", "researched", "What did Caroline research?"):
+        assert {h.ref for h in search_events(store, query)} >= {e1.ref, e2.ref, e3.ref}, query
+    assert stem("researching") == stem("researched") == "research"
+
+
+def test_cjk_is_still_found_beside_the_stemmed_index(store):
+    run, _ = start_run(store, "调查")
+    e = append_event(store, run.ref, "observation", "登录接口在高并发时返回错误 while testing")
+    append_event(store, run.ref, "observation", "the login page works")
+    assert [h.ref for h in search_events(store, "登录接口")] == [e.ref]
+    assert [h.ref for h in search_events(store, "并发 tested")][0] == e.ref
+
+
+def test_a_one_term_query_on_a_big_store_fills_the_evidence_share(store):
+    """A one-word query that many events match: a large budget is used, not capped by a
+    fixed top-K of hits."""
+    run, _ = start_run(store, "a long conversation")
+    for n in range(1200):
+        append_event(store, run.ref, "note",
+                     f"turn {n}: the garden had tomatoes number {n} and some other words")
+    other, _ = start_run(store, "now")  # the conversation is not the current run
+    pack = build_context(store, run=other.ref, query="tomatoes", budget=16000, save=False)
+    evidence = [e for e in pack.manifest
+                if e.cls == "evidence" and e.decision in ("included", "compressed")]
+    assert pack.tokens <= 16000
+    assert pack.tokens > 0.8 * 16000, pack.tokens
+    assert len(evidence) > 300
+
+
+HOSTILE = [
+    '"', "*", "NEAR(", "a OR b", "-", "NOT AND OR", '"unbalanced', "foo*bar", "(x", "^start",
+    "col:value", "NEAR(a b, 3)", "the of and", "？！。", "!!! ...", "登录 login 接口 -x",
+    "x" * 100_000, "word " * 20_000,
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_queries_give_a_pack_or_one_error_never_over_budget(store, query):
+    run, _ = start_run(store, "fix the login test")
+    append_event(store, run.ref, "note", "login fails: NEAR the OR gate \"quoted\" text")
+    append_event(store, run.ref, "note", "登录接口 returns an error")
+    try:
+        pack = build_context(store, query=query, budget=300, save=False)
+    except AgentStateError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert pack.tokens <= 300
+    assert counter_for(store.settings.tokens).count(pack.text) == pack.tokens
+
+
+def test_only_punctuation_is_a_clear_error_on_the_command_line(cli, initialised):
+    result = cli("context", "--no-run", "--query", "?!.")
+    output = result.stdout + result.stderr
+    assert result.exit_code == 1 and "Traceback" not in output
+    assert "no words to search for" in output
+
+
+def test_evidence_is_grouped_with_one_header_and_short_labels(store):
+    old, _ = start_run(store, "old work")
+    for n in range(6):
+        append_event(store, old.ref, "note", f"the parser fails on nested tables, case {n}")
+    current, _ = start_run(store, "now")
+    pack = build_context(store, run=current.ref, query="parser nested tables", budget=4000,
+                         save=False)
+    header = f"### {old.ref} · user (trusted)"
+    assert pack.text.count(header) == 1
+    lines = pack.text.split(header, 1)[1].strip().splitlines()[:6]
+    assert all(line.startswith("- [evt:") for line in lines)
+    # Kind and date are printed once while they repeat; every line keeps its ref.
+    assert "· note ·" in lines[0] and all("·" not in line.split("]")[0] for line in lines[1:])
+    assert "(trusted)" not in "\n".join(lines)
+    for entry in pack.manifest:
+        if entry.cls == "evidence" and entry.decision != "dropped":
+            assert entry.ref in pack.text and entry.note
+
+
+def test_a_duplicate_drop_names_a_ref_that_is_in_the_text(store):
+    """An event that is both a search hit and in the run's trajectory: whichever copy is
+    dropped as a duplicate names the other, and that one is in the text — at every budget,
+    including ones where the trajectory copy does not fit."""
+    run, _ = start_run(store, "g")
+    for n in range(30):
+        append_event(store, run.ref, "note", f"filler event number {n} about nothing much")
+    hit = append_event(store, run.ref, "note", "the zeppelin schedule moved to friday " * 3)
+    for budget in (120, 160, 200, 260, 400, 800, 3000):
+        try:
+            pack = build_context(store, query="zeppelin schedule", budget=budget, save=False)
+        except AgentStateError:
+            continue
+        copies = [e for e in pack.manifest if e.ref == hit.ref]
+        placed = [e for e in copies if e.decision in ("included", "compressed")]
+        for entry in pack.manifest:
+            if entry.reason == "duplicate":
+                named = entry.note.split("duplicate of ", 1)[1].split(" ", 1)[0]
+                assert named in pack.text, (budget, entry)
+        if any(e.reason == "duplicate" for e in copies):
+            assert placed, budget  # dropped as a duplicate only when the copy is placed
+        assert len(placed) <= 1
