@@ -23,6 +23,9 @@ from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import Store, open_store
 
 FIXED_NOW = "2026-01-15T09:00:00Z"
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent  # the repository: the package, pyproject.toml, README.md
+FIXTURES = TESTS / "fixtures"
 
 load_commands()  # in-process tests drive the full command tree
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from agentstate.errors import InvalidInput, NotFound, Refused
 from agentstate.safety import find_secrets
 from tests.conftest import fresh_store
-from tests.test_safety import FLAGGED
+from tests.security.test_safety import FLAGGED
 
 # Each example opens a store of its own (fresh_store): no state leaks between examples.
 PROPS = settings(max_examples=40, deadline=None)

@@ -23,7 +23,7 @@ from agentstate.skills.history import check_registry, skill_diff, skill_history
 from agentstate.skills.load import load_skill
 from agentstate.skills.publishing import publish_skill
 from agentstate.skills.revocation import revoke_skill
-from tests.conftest import author_scaffold, run_agentstate
+from tests.conftest import ROOT, author_scaffold, run_agentstate
 
 
 def git(path: Path, *args: str) -> str:
@@ -424,7 +424,7 @@ def test_shipped_skills_are_package_data():
     import agentstate
     from agentstate.skills.shipped import shipped_root
 
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     link = Path(agentstate.__file__).parent / "bundled_skills"
     assert link.is_symlink() and link.resolve() == (root / "skills").resolve()
     assert shipped_root() == link

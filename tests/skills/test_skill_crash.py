@@ -18,7 +18,7 @@ from agentstate.skills.history import check_registry
 from agentstate.skills.load import load_skill
 from agentstate.skills.publishing import publish_skill
 from agentstate.skills.revocation import revoke_skill
-from tests.conftest import author_scaffold
+from tests.conftest import ROOT, author_scaffold
 
 
 def git(path: Path, *args: str) -> str:
@@ -260,7 +260,7 @@ def test_store_imports_no_domain():
     import ast
 
     allowed = {"store", "config", "errors", "tokens"}
-    root = Path(__file__).resolve().parent.parent / "agentstate" / "store"
+    root = ROOT / "agentstate" / "store"
     offenders = []
     for file in root.glob("*.py"):
         for node in ast.walk(ast.parse(file.read_text())):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from tests.test_memory_gate import counts, log, rem, start_run
+from tests.memory.test_memory_gate import counts, log, rem, start_run
 
 
 def raw_bytes(repo) -> bytes:

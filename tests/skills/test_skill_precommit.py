@@ -15,8 +15,7 @@ from pathlib import Path
 import yaml
 
 from agentstate.skills.authoring import write_scaffold
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
 
 
 def sh(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_memory_gate import rem, start_run
+from tests.memory.test_memory_gate import rem, start_run
 
 T0 = "2026-01-15T09:00:00Z"
 LATER = {"AGENTSTATE_NOW": "2026-03-01T09:00:00Z"}

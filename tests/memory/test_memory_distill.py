@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.test_memory_gate import log, start_run
+from tests.memory.test_memory_gate import log, start_run
 
 
 def _tool_event(store, run_ref, command, exit_code):

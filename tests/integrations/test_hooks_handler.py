@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, run_agentstate
+from tests.conftest import FIXTURES, git, run_agentstate
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
+HOOK_FIXTURES = FIXTURES / "hooks"
 CLAUDE_ORDER = ["session_start_startup", "user_prompt_submit", "post_tool_use_bash",
                 "post_tool_use_edit", "post_tool_use_failure_bash", "pre_compact",
                 "session_start_compact", "stop", "session_start_resume", "session_start_clear",
@@ -21,7 +21,7 @@ CODEX_ORDER = ["session_start_startup", "user_prompt_submit", "post_tool_use_bas
 
 
 def payload(agent: str, name: str, cwd: Path, **override) -> dict:
-    text = (FIXTURES / agent / f"{name}.json").read_text()
+    text = (HOOK_FIXTURES / agent / f"{name}.json").read_text()
     text = text.replace("__CWD__", str(cwd))
     data = json.loads(text)
     data["transcript_path"] = str(cwd / "no-such-transcript.jsonl")

@@ -10,7 +10,7 @@ import pytest
 
 from agentstate import __version__
 from agentstate.cli import ALL_MODULES, app, load_commands
-from tests.test_bad_input import _without_privileges
+from tests.cli.test_bad_input import _without_privileges
 
 
 def test_global_options_before_or_after_the_command(cli, initialised):

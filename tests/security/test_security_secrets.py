@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agentstate.safety import find_secrets, redact_secrets, refuse_secrets, scannable_text
 from agentstate.tools.excerpt import output_excerpt
-from tests.secrets_corpus import NEGATIVES, POSITIVES, PRIVATE_KEY
+from tests.security.secrets_corpus import NEGATIVES, POSITIVES, PRIVATE_KEY
 
 sys.path.insert(0, str(Path(__file__).parent))
 

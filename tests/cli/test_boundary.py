@@ -16,8 +16,8 @@ import typer
 
 from agentstate import errors
 from agentstate.cli import app, load_commands
-from tests.conftest import run_agentstate
-from tests.test_bad_input import _db_digest
+from tests.cli.test_bad_input import _db_digest
+from tests.conftest import ROOT, run_agentstate
 
 PY = sys.executable
 TOKEN = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -179,7 +179,7 @@ def test_an_internal_error_in_a_real_process_has_no_traceback(initialised, tmp_p
         "        if name == 'agentstate.cli.doctor_cmd':\n"
         "            raise RuntimeError('cannot load ' + name)\n"
         "sys.meta_path.insert(0, Block())\n")
-    env = {"PYTHONPATH": os.pathsep.join([str(shim), str(Path(__file__).parents[1])])}
+    env = {"PYTHONPATH": os.pathsep.join([str(shim), str(ROOT)])}
     proc = run_agentstate("doctor", "--json", cwd=initialised, env=env)
     assert proc.returncode == 70, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
@@ -264,6 +264,6 @@ def test_json_options_are_eager():
 
 
 def test_no_private_typer_imports():
-    package = Path(__file__).parents[1] / "agentstate"
+    package = ROOT / "agentstate"
     offenders = [str(p) for p in package.rglob("*.py") if "typer._click" in p.read_text()]
     assert offenders == []

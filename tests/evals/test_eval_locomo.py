@@ -17,10 +17,10 @@ from agentstate.evals.arms import Arms, PlainSearch, check_arms, or_query
 from agentstate.evals.locomo import imported, load_conversations
 from agentstate.evals.measure import question_recall, run_locomo
 from agentstate.tokens import TokenCounter
-from tests.conftest import run_agentstate
+from tests.conftest import FIXTURES, ROOT, run_agentstate
 
-FIXTURES = Path(__file__).parent / "fixtures" / "locomo"
-TINY = FIXTURES / "tiny.json"
+LOCOMO_FIXTURES = FIXTURES / "locomo"
+TINY = LOCOMO_FIXTURES / "tiny.json"
 
 
 def tiny():
@@ -385,7 +385,7 @@ def test_plot_draws_a_png(cli, tmp_path):
 def _locomo_dir() -> Path | None:
     explicit = os.environ.get("AGENTSTATE_LOCOMO_DIR")
     candidates = [Path(explicit)] if explicit else []
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     candidates += [root.parent / "shared" / "eval" / "locomo-dev",
                    root.parent.parent / "shared" / "eval" / "locomo-dev"]
     return next((c for c in candidates if (c / "26.json").is_file()), None)

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 from agentstate import tokens
 from agentstate.tokens import memo
 from agentstate.tokens.memo import CountMemo, windows
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
 
 # Characters chosen to stress the piece rules: ASCII letters, digits and punctuation, every
 # kind of whitespace (Unicode White_Space and the U+001C..U+001F that Python alone calls

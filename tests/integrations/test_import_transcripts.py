@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -21,8 +20,8 @@ from agentstate.integrations.codex import import_codex, parse_output
 from agentstate.runs.checkpoint import list_checkpoints
 from agentstate.runs.importer import run_sources
 from agentstate.runs.log import get_run, list_events, start_run
+from tests.conftest import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude_code" / "session.jsonl"
 BROKEN = FIXTURES / "claude_code" / "broken.jsonl"
 EMPTY = FIXTURES / "claude_code" / "empty.jsonl"
