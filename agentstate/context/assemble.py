@@ -271,7 +271,12 @@ def _link_duplicates(candidates: list[Candidate], order: tuple[str, ...]) -> Non
             if {cand.cls, twin.cls} & {"evidence", "trajectory"}:  # not the goal restated
                 _pair(cand, twin)
                 hit, shown = (cand, twin) if cand.cls == "evidence" else (twin, cand)
-                if hit.cls == "evidence" and shown.cls != "evidence" and hit.after is None:
+                # Only where the run shows the event whole (task state, the newest events):
+                # an older event the trajectory would only compress is placed as evidence
+                # at its rank, and its trajectory line is then the duplicate.
+                keeps_place = shown.cls != "trajectory" or shown.full is not None
+                if hit.cls == "evidence" and shown.cls != "evidence" and keeps_place \
+                        and hit.after is None:
                     hit.after = shown
         by_ref.setdefault(cand.ref, []).append(cand)
         if cand.norm:

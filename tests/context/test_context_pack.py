@@ -98,7 +98,7 @@ def test_trajectory_newest_whole_older_compressed_with_refs(store, story):
     assert len(whole) == store.settings.context.recent_full_events
     # An older event that is also a search hit is shown once, as evidence at its rank; its
     # trajectory copy is then a duplicate of a fragment in the text.
-    copies = [e for e in trajectory if e.reason == "duplicate"]
+    copies = [e for e in trajectory if e.reason.startswith("duplicate of ")]
     assert older or copies
     assert all(e.reason == "older" for e in older)
     assert all(e.ref in pack.text for e in copies)
