@@ -25,9 +25,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentstate.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 CONFIG_NAME = "config.toml"
 
@@ -442,6 +445,8 @@ def _display(path: Path) -> str:
         return str(path)
 
 
+_S = TypeVar("_S", bound="DataclassInstance")  # a section or PrincipalSpec
+
 _SECTIONS: dict[str, type] = {
     "tokens": TokenSettings, "resume": ResumeSettings, "principals": PrincipalsSettings,
     "memory": MemorySettings, "context": ContextSettings, "tools": ToolSettings,
@@ -456,17 +461,24 @@ def _parse(data: Mapping[str, Any]) -> Settings:
             if near:
                 raise _Problem(f"[{name}] is not a table agentstate knows; did you mean "
                                f"[{near}]?")
-    sections = {}
-    for name, cls in _SECTIONS.items():
+    tables = {}
+    for name in _SECTIONS:
         table = data.get(name, {})
         if not isinstance(table, dict):
             raise _Problem(f"[{name}] must be a table, got {table!r}")
-        sections[name] = _principals(table) if cls is PrincipalsSettings \
-            else _build(cls, name, table)
-    return Settings(**sections)
+        tables[name] = table
+    return Settings(
+        tokens=_build(TokenSettings, "tokens", tables["tokens"]),
+        resume=_build(ResumeSettings, "resume", tables["resume"]),
+        principals=_principals(tables["principals"]),
+        memory=_build(MemorySettings, "memory", tables["memory"]),
+        context=_build(ContextSettings, "context", tables["context"]),
+        tools=_build(ToolSettings, "tools", tables["tools"]),
+        skills=_build(SkillSettings, "skills", tables["skills"]),
+    )
 
 
-def _build(cls: type, title: str, table: Mapping[str, Any], base: Any = None) -> Any:
+def _build(cls: type[_S], title: str, table: Mapping[str, Any], base: _S | None = None) -> _S:
     """`cls` from the keys of `table` (checked), over `base` or the defaults."""
     known = {f.name: f for f in fields(cls)}
     values = {}

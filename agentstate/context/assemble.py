@@ -309,8 +309,8 @@ def _manifest_order(candidates: list[Candidate], order: tuple[str, ...]) -> list
     from agentstate.context.budgeter import priority_key
 
     key = priority_key(order)
-    placed = sorted((c for c in candidates if c.position is not None),
-                    key=lambda c: c.position)
+    positioned = [(c.position, c) for c in candidates if c.position is not None]
+    placed = [c for _, c in sorted(positioned, key=lambda pair: pair[0])]
     rest = sorted((c for c in candidates if c.position is None), key=key)
     return placed + rest
 

@@ -149,7 +149,7 @@ def allocate(
         if _drop_if_twin_placed(cand):
             continue
         compress_only = cand.full is None  # policy: older trajectory events are one line
-        if not compress_only and try_place(cand, cand.full, cand.section):
+        if cand.full is not None and try_place(cand, cand.full, cand.section):
             cand.decision, cand.reason = "included", "fits"
         elif cand.compressed and cand.compressed != cand.full and try_place(
             cand, cand.compressed, cand.section

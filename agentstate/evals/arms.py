@@ -22,13 +22,23 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from agentstate.errors import UsageError
 
 ARMS = ("full", "plain-search", "raw-history", "no-memory", "structured")
+
+
+class Switches(TypedDict, total=False):
+    """build_context's ablation switches; one left out keeps its default (on)."""
+
+    retrieval: bool
+    trajectory: bool
+    read_gate: bool
+
+
 # Switches of build_context per assembled arm (everything else as `context --query`).
-ASSEMBLY_SWITCHES: dict[str, dict[str, bool]] = {
+ASSEMBLY_SWITCHES: dict[str, Switches] = {
     "full": {},
     "structured": {"read_gate": False},
     "no-memory": {"retrieval": False, "trajectory": False},
@@ -101,7 +111,7 @@ class Arms:
         pack.seconds = time.perf_counter() - started
         return pack
 
-    def _assembled(self, query: str, budget: int, switches: dict[str, bool]) -> ArmPack:
+    def _assembled(self, query: str, budget: int, switches: Switches) -> ArmPack:
         # Looked up on the module at call time, so that there is one assembly and a test
         # can see this arm use it.
         from agentstate.context import assemble

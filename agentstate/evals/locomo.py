@@ -204,7 +204,7 @@ def imported(conversation: Conversation, root: Path | None = None
     from agentstate.store.db import open_store
 
     own = root is None
-    base = Path(tempfile.mkdtemp(prefix="agentstate-eval-")) if own else Path(root)
+    base = Path(tempfile.mkdtemp(prefix="agentstate-eval-")) if root is None else Path(root)
     try:
         init_store(target=base)
         # A fixed clock and seeded ids: the same data gives the same packs on every run.

@@ -37,6 +37,7 @@ from agentstate.evals.arms import ArmPack, Arms, check_arms, check_names
 from agentstate.evals.measure import cost, find_result, mean
 from agentstate.evals.scenario_skills import SkillGold, SkillTask
 from agentstate.evals.scenarios import Fact, Scenario, build, start_time
+from agentstate.store.db import Store
 
 DEFAULT_BUDGETS = (1000, 2000, 4000, 8000)
 WARNINGS = {"untrusted", "contested", "unconfirmed"}
@@ -291,7 +292,7 @@ class _scenario_store:
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self.base = Path(tempfile.mkdtemp(prefix="agentstate-eval-"))
-        self.store = None
+        self.store: Store | None = None
 
     def __enter__(self):
         from agentstate.evals.scenario_skills import declare_tool, publish_skills

@@ -92,8 +92,8 @@ def remember(
                         ("the scope", scope or ""), ("the source", source or ""),
                         ("the evidence", " ".join(evidence))):
         refuse_secrets(value, what)
-    for what, value in (("the key", key), ("the scope", scope), ("the source", source)):
-        check_length(value, MAX_NAME_CHARS, what)
+    for what, name in (("the key", key), ("the scope", scope), ("the source", source)):
+        check_length(name, MAX_NAME_CHARS, what)
     text = check_text(store, text)
     kind = validate_kind(kind)
     key = validate_key(key)
@@ -208,13 +208,14 @@ def _new_version(store: Any, chain: list[dict], text: str, kind: str, key: str, 
                  refs: list[tuple[str, str]]) -> WriteResult:
     now = store.now()
     cur = current_memory_version(chain, now)
-    live = cur is not None and cur["status"] in CURRENT_STATUSES
+    # The current version when it is one a new value competes with, else None.
+    live = cur if cur is not None and cur["status"] in CURRENT_STATUSES else None
     version = chain[-1]["version"] + 1
     memory_id = chain[0]["id"]
     confidence = (CANDIDATE_CONFIDENCE if status == "candidate"
                   else initial_confidence(source, len(refs)))
-    if status == "candidate" and live:
-        reason += f"; a new value for key {key!r}, {vref(cur)} stays current"
+    if status == "candidate" and live is not None:
+        reason += f"; a new value for key {key!r}, {vref(live)} stays current"
     row = insert_version(
         store, memory_id=memory_id, version=version, kind=kind, key=key, scope=scope,
         text=text, source=source, status="candidate" if status == "candidate" else "active",
@@ -223,9 +224,9 @@ def _new_version(store: Any, chain: list[dict], text: str, kind: str, key: str, 
         evidence=refs,
     )
     action, replaced, contests = ("candidate" if status == "candidate" else "stored"), None, None
-    if status == "active" and live:
+    if status == "active" and live is not None:
         new_row = next(r for r in chain_rows(store, memory_id) if r["row"] == row)
-        action, reason, replaced, contests = resolve_conflict(store, new_row, cur, actor)
+        action, reason, replaced, contests = resolve_conflict(store, new_row, live, actor)
     op = {"candidate": "candidate", "stored": "remember", "superseded": "supersede",
           "contested": "contest"}[action]
     record_history(store, memory_id, version, op, actor, reason, text, source=source,

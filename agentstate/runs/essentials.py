@@ -134,7 +134,8 @@ def gather(store: Store, run: Run | None, *, principal: str | None = None,
     failures = open_failures(store, run)
     if drift is None:
         drift = drift_dict(store, run)
-    items = [Item(run.ref, "goal", "goal", *[f"- [{run.ref}] {run.goal}"] * 2)]
+    goal = f"- [{run.ref}] {run.goal}"
+    items = [Item(run.ref, "goal", "goal", goal, goal)]
     items += [_state_item(i, "constraints", pinned=True) for i in state.constraints]
     items += [_preference(p) for p in prefs]
     items += [_state_item(i, "questions") for i in state.open_questions]

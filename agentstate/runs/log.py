@@ -424,7 +424,8 @@ def list_events(
 ) -> list[Event]:
     """Events of one run (or of all runs when run_ref is None), oldest first by default."""
     sql = "SELECT * FROM events"
-    where, params = [], []
+    where: list[str] = []
+    params: list[str | int] = []
     if run_ref:
         where.append("run = ?")
         params.append(get_run(store, run_ref).id)

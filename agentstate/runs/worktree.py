@@ -28,7 +28,9 @@ def is_git_work_tree(path: Path) -> bool:
     return (_git(path, "rev-parse", "--is-inside-work-tree") or "").strip() == "true"
 
 
-_NOT_GIT = {"branch": None, "head": None, "dirty_fingerprint": None, "dirty_files": []}
+_NOT_GIT: dict[str, str | list[str] | None] = {
+    "branch": None, "head": None, "dirty_fingerprint": None, "dirty_files": [],
+}
 
 
 def _snapshot(path: Path) -> dict | None:

@@ -232,7 +232,10 @@ def add_skill(store: Store, path: Path, *, replace: bool = False) -> NewSkill:
         raise InvalidInput(f"{path} is already the registry draft")
     if dest.exists() and not replace:
         if registry.tree_hash(dest) == registry.tree_hash(folder):
-            row = candidate_row(store, name) or (version_rows(store, name) or [None])[-1]
+            row = candidate_row(store, name)
+            if not row:
+                rows = version_rows(store, name)
+                row = rows[-1] if rows else None
             return NewSkill(name=name, path=str(dest), files=[],
                             ref=make_ref("skill", name, row["version"]) if row else None)
         raise InvalidInput(f"the registry already has a draft {name!r} that differs; pass "

@@ -57,6 +57,8 @@ def export_skills(store: Store, target: str) -> ExportResult:
     previous = _read_manifest(dest)
     current = {}
     for entry in list_catalog(store):
+        if entry.version is None:  # only include_all lists skills with no published version
+            continue
         rows = list(store.db.query(
             "SELECT tree FROM skill_versions WHERE name = ? AND version = ?",
             (entry.name, entry.version)))

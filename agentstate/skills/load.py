@@ -56,9 +56,9 @@ def _pick_version(store: Store, target: str):
             raise InvalidInput(f"{row.ref} is a candidate, not published; only published "
                                "versions load")
         return row
-    row = current_release(store, name)
-    if row is not None:
-        return row
+    release = current_release(store, name)
+    if release is not None:
+        return release
     rows = version_rows(store, name)
     if not rows:
         raise NotFound(f"no skill named {name!r} (see `agentstate skill list`)")

@@ -675,12 +675,12 @@ def validate_folder(
                 out.error(SKILL_TOML, command.line, "tool-denied",
                           f"{what} command {command.text!r} is not allowed by the [tools] policy")
         for ref in contract.resources:
-            line = _toml_line(toml_text, "resources")
+            res_line = _toml_line(toml_text, "resources")
             if ref.startswith("/") or ".." in Path(ref).parts:
-                out.error(SKILL_TOML, line, "resource-path",
+                out.error(SKILL_TOML, res_line, "resource-path",
                           f"resource {ref!r} must be a relative path inside the folder")
             elif not (path / ref).exists():
-                out.error(SKILL_TOML, line, "resource-missing",
+                out.error(SKILL_TOML, res_line, "resource-missing",
                           f"resource {ref!r} is not in the folder")
     report.problems = _fix_paths(out.problems, display)
     return report

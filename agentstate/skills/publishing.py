@@ -54,14 +54,16 @@ def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | No
     """Why this draft needs a human --approve (empty: it does not)."""
     reasons: list[str] = []
     current = current_release(store, name)
-    if candidate is None and current is None:
-        reasons.append("nothing records where this draft came from (not created by `skill "
-                       "new` or `skill propose`): treat its files as untrusted")
-    elif candidate is None:
-        principal, may_approve = principal_name(store)
-        if not may_approve:
-            reasons.append(f"the draft was edited after {current.ref} and is being published "
-                           f"by principal {principal!r}, which may not approve skills")
+    if candidate is None:
+        if current is None:
+            reasons.append("nothing records where this draft came from (not created by "
+                           "`skill new` or `skill propose`): treat its files as untrusted")
+        else:
+            principal, may_approve = principal_name(store)
+            if not may_approve:
+                reasons.append(f"the draft was edited after {current.ref} and is being "
+                               f"published by principal {principal!r}, which may not approve "
+                               "skills")
     provenance = json.loads(candidate["provenance"]) if candidate else {}
     creator = provenance.get("principal")
     if creator and provenance.get("principal_may_approve") is False:

@@ -74,6 +74,8 @@ def install_shipped(store: Store) -> InstallResult:
         for source in shipped_skills():
             name = source.name
             tree = registry.tree_hash(source)
+            if tree is None:  # shipped_skills() found it by its SKILL.md: never empty
+                continue
             rows = version_rows(store, name)
             draft = store.skills_path / name
             same = [r for r in rows if r["tree"] == tree and r["status"] != "candidate"]
