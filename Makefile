@@ -21,6 +21,7 @@ PYTEST_ARGS ?= -n auto --dist loadgroup
 
 test: $(BIN)/agentstate
 	$(BIN)/ruff check agentstate tests bench demo
+	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 bench: $(BIN)/agentstate
@@ -28,6 +29,7 @@ bench: $(BIN)/agentstate
 
 lint: $(BIN)/agentstate
 	$(BIN)/ruff check agentstate tests bench demo
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
