@@ -9,9 +9,10 @@ every arm and budget reads.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +69,15 @@ class _Tally:
     errors: int = 0
     misses: dict[str, int] = field(default_factory=dict)
 
+    def merge(self, other: _Tally) -> None:
+        for category, values in other.recalls.items():
+            self.recalls[category].extend(values)
+        self.tokens.extend(other.tokens)
+        self.seconds.extend(other.seconds)
+        self.errors += other.errors
+        for why, n in other.misses.items():
+            self.misses[why] = self.misses.get(why, 0) + n
+
 
 def question_recall(evidence: list[str], refs_by_turn: dict[str, set[str]],
                     in_pack: set[str]) -> float:
@@ -100,11 +110,14 @@ def run_locomo(
     limit_questions: int | None = None,
     on_start: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    jobs: int | None = None,
 ) -> LocomoReport:
     """Measure every arm at every budget on the LoCoMo conversations under `path`.
 
     `on_start(total)` is told how many packs will be built, `on_progress(n)` after each
-    question (n packs done). Files are checked before anything is imported.
+    question (n packs done; per conversation when several run at once). Files are checked
+    before anything is imported. `jobs`: conversations measured at once in worker
+    processes (default: one per core, at most one per conversation; 1 = in this process).
     """
     started = time.perf_counter()
     chosen_arms = check_arms(arms)
@@ -127,25 +140,61 @@ def run_locomo(
     if on_start:
         on_start(len(measured) * len(chosen_arms) * len(budgets))
     tallies = {(a, b): _Tally() for a in chosen_arms for b in budgets}
-    for conv in conversations:
-        if not conv.questions:
-            continue
-        with imported(conv) as data:
-            report.turns_rejected += data.rejected
-            arms_here = Arms(data.store, data.events)
-            try:
-                for question in conv.questions:
-                    for arm in chosen_arms:
-                        for budget in budgets:
-                            _measure_one(arms_here, arm, budget, question, data.refs_by_turn,
-                                         tallies[(arm, budget)])
-                    if on_progress:
-                        on_progress(len(chosen_arms) * len(budgets))
-            finally:
-                arms_here.close()
+    work = [conv for conv in conversations if conv.questions]
+    jobs = min(os.cpu_count() or 1, len(work)) if jobs is None else max(1, jobs)
+    if jobs <= 1:
+        for conv in work:
+            report.turns_rejected += _measure_conversation(
+                conv, chosen_arms, budgets, tallies,
+                lambda: on_progress(len(chosen_arms) * len(budgets)) if on_progress else None)
+    else:
+        # Conversations are independent (each in its own temporary store): one process per
+        # core. Every figure is a mean or a count over questions, so the merge is exact.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {pool.submit(_conversation_tallies, conv, chosen_arms, budgets): conv
+                       for conv in work}
+            for future in as_completed(futures):
+                theirs, rejected = future.result()
+                report.turns_rejected += rejected
+                for key, tally in theirs.items():
+                    tallies[key].merge(tally)
+                if on_progress:
+                    on_progress(len(futures[future].questions) * len(chosen_arms)
+                                * len(budgets))
     report.results = [_summarise(a, b, tallies[(a, b)]) for a in chosen_arms for b in budgets]
     report.seconds = round(time.perf_counter() - started, 2)
     return report
+
+
+def _measure_conversation(conv: Conversation, arms: Sequence[str], budgets: Sequence[int],
+                          tallies: dict[tuple[str, int], _Tally],
+                          after_question: Callable[[], None]) -> int:
+    """Import one conversation into a temporary store and measure every question there;
+    returns the number of turns the importer rejected."""
+    with imported(conv) as data:
+        arms_here = Arms(data.store, data.events)
+        try:
+            for question in conv.questions:
+                for arm in arms:
+                    for budget in budgets:
+                        _measure_one(arms_here, arm, budget, question, data.refs_by_turn,
+                                     tallies[(arm, budget)])
+                after_question()
+        finally:
+            arms_here.close()
+        return data.rejected
+
+
+def _conversation_tallies(conv: Conversation, arms: Sequence[str], budgets: Sequence[int]
+                          ) -> tuple[dict[tuple[str, int], _Tally], int]:
+    """`_measure_conversation` in a worker process: its tallies go back to the parent."""
+    tallies = {(a, b): _Tally() for a in arms for b in budgets}
+    rejected = _measure_conversation(conv, arms, budgets, tallies, lambda: None)
+    return tallies, rejected
 
 
 def _measure_one(arms: Arms, arm: str, budget: int, question, refs_by_turn, tally: _Tally
