@@ -216,13 +216,14 @@ CHAPTERS: list[Chapter] = [
         Cmd(["run", "start", "Run the parser tests in CI under de_DE.UTF-8 as well as the "
              "CI locale", "--constraint", "Keep the existing CI job unchanged"], save="run2"),
         Cmd(["log", "question", "Which CI workflow file sets the locale?"]),
-        Say("A pack within 2,000 tokens. Constraints first, then the goal, evidence (the "
-            "current memory with its source and trust, past events of every run), the skill "
-            "catalog, pointers to what was left out, this run's trajectory, and the task "
-            "state restated last, where a model reads best. The pack ref goes to stderr:"),
+        Say("A pack within 2,000 tokens. The goal and constraints first, then evidence (the "
+            "current memory with its source and trust, past events of every run grouped by "
+            "run and source), the skill catalog, pointers to what was left out, this run's "
+            "trajectory, and the task state, open questions and drift last, where a model "
+            "reads best. The pack ref goes to stderr:"),
         Cmd(["context", "--budget", "2000"], save="pack", save_kind="pack",
             shows=["## Constraints", "{mem_current}", "skill:verify-tests@v1",
-                   "## Task state (restated)"]),
+                   "## Task state", "## Open questions", "## Work-tree drift"]),
         Say("--explain adds the allocation per class and every candidate left out, with "
             "the reason (stale: resolved since; duplicate: already shown; low relevance):"),
         Cmd(["context", "--budget", "2000", "--explain"], skip_repeat=r"^pack:\S+ allocation",
