@@ -282,7 +282,9 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
             f" ({what})" if what else "")
     else:
         headline = f"{name}: {what} → {status}" if what else f"{name} → {status}"
-    text = headline + (f"\n\n{excerpt}" if failed and excerpt else "")
+    # The excerpt lives in the meta, as for `exec` and the importers: resume and context show
+    # it under the headline (in the text too, it was shown twice).
+    text = headline
     # A command's exit code is kept (0 when the agent reported success without one; None
     # when it failed without one): resume ranks calls with a non-zero code higher.
     if exit_code is None and command and not failed:

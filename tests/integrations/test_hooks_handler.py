@@ -102,6 +102,8 @@ def test_scripted_session_then_resume_shows_goal_failure_and_drift(initialised, 
         assert "] Make the date parser accept ISO week dates" in text
         failure = next(line for line in text.splitlines() if failing["ref"] in line)
         assert "ValueError: unknown date format '2026-W03-2'" in failure
+        # The output excerpt is shown once, under the headline (not repeated in the text).
+        assert text.count("FAILED tests/test_dates.py::test_iso_week") == 1, text
         assert "Parse ISO week dates" in text  # the drift, as a named commit
     # The new session continues the same run.
     assert len(cli.json("run", "list")) == 1
