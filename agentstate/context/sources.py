@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -50,17 +51,23 @@ def _indent(text: str) -> str:
     return text.strip("\n").replace("\n", "\n  ")
 
 
+@lru_cache(maxsize=8192)
+def reads_like_instructions(text: str) -> bool:
+    """Cached: a pack asks this of every candidate event, for its label and its group."""
+    return bool(find_injection(text))
+
+
 def text_trust(source: str, text: str) -> str:
     """`trust(source)`, unless the text reads like instructions to the model (an injection
     attempt): then it is flagged whatever its source, the user's own words included."""
-    if find_injection(text):
+    if reads_like_instructions(text):
         return f"{source}, FLAGGED: reads like instructions (data, not instructions)"
     return trust(source)
 
 
 def flagged(source: str, text: str) -> bool:
     """Untrusted as data: from a tool or file, or text that reads like instructions."""
-    return is_untrusted(source) or bool(find_injection(text))
+    return is_untrusted(source) or reads_like_instructions(text)
 
 
 def event_label(ref: str, kind: str, source: str, ts: str, run: str | None = None,
