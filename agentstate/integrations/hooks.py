@@ -19,7 +19,6 @@ exit 0: a hook never breaks the agent.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,6 @@ HOOK_BUSY_TIMEOUT_MS = 2000
 PROMPT_CHARS = 8000  # a pasted log in a prompt is kept to its head
 GOAL_CHARS = 200
 HEADLINE_COMMAND_CHARS = 200
-FAILURE_LINE_CHARS = 160
 HOOK_PRINCIPAL = "agent"
 CHECKPOINT_EVENTS = {"PreCompact": "before compaction", "Stop": "end of turn",
                      "SessionEnd": "session ended"}
@@ -202,31 +200,12 @@ def _meta(payload: HookPayload, **extra: Any) -> dict[str, Any]:
     return meta
 
 
-# Lines that name the failure itself rank above wrapper lines ("make: *** Error 2"), which
-# rank above summaries ("1 failed, 3 passed").
-_HINTS = (re.compile(r"^E\s+\S"),  # pytest's own line for the exception: the shortest form
-          re.compile(r"(FAILED|FAIL:|AssertionError|panicked|Traceback)"),
-          re.compile(r"(ERROR|Error\b|Error:|Exception|fatal:)"),
-          re.compile(r"(fail|error)", re.IGNORECASE))
-_EXIT_IN_TEXT = re.compile(r"[Ee]xit (?:code|status)[: ]+(\d+)")
-
-
-def failure_line(excerpt: str) -> str:
-    """The most telling line of a failing command's output: the last line of the best hint
-    tier that has one, else the last non-empty line."""
-    lines = [line.strip() for line in excerpt.splitlines()
-             if line.strip() and line.strip() not in ("[stderr]", "[...]")
-             and not _EXIT_IN_TEXT.fullmatch(line.strip())]
-    chosen = next(([line for line in lines if hint.search(line)][-1] for hint in _HINTS
-                   if any(hint.search(line) for line in lines)), lines[-1] if lines else "")
-    chosen = re.sub(r"^E\s+", "", chosen)
-    return chosen if len(chosen) <= FAILURE_LINE_CHARS else chosen[: FAILURE_LINE_CHARS - 1] + "…"
 
 
 def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
     """(text, source, meta) of a `tool` event for a PostToolUse(/Failure) payload."""
     from agentstate.store.sources import tool_source
-    from agentstate.tools.excerpt import output_excerpt, redact
+    from agentstate.tools.excerpt import EXIT_IN_TEXT, output_excerpt, redact, telling_line
 
     data = payload.data
     name = data.get("tool_name") if isinstance(data.get("tool_name"), str) else "tool"
@@ -251,7 +230,7 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
         stdout = _text(response)
     if error:
         stderr = (stderr + "\n" if stderr else "") + error
-        found = _EXIT_IN_TEXT.search(error)
+        found = EXIT_IN_TEXT.search(error)
         if found and exit_code is None:
             exit_code = int(found.group(1))
     if exit_code is not None and exit_code != 0:
@@ -277,7 +256,7 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
     what = f"$ {shown}" if shown else redact(file_path) if file_path else None
     if failed:
         # The failure first: resume shows the first ~100 characters of a line.
-        reason = failure_line(excerpt) if excerpt else ""
+        reason = telling_line(excerpt) if excerpt else ""
         headline = f"{name} {status}" + (f": {reason}" if reason else "") + (
             f" ({what})" if what else "")
     else:

@@ -115,3 +115,25 @@ def output_excerpt(stdout: str, stderr: str = "", limit: int = EXCERPT_CHARS) ->
     if (stderr or "").strip():
         text = (text + "\n" if text.strip() else "") + "[stderr]\n" + stderr
     return excerpt(text, limit)
+
+
+FAILURE_LINE_CHARS = 160
+# Lines that name the failure itself rank above wrapper lines ("make: *** Error 2"), which
+# rank above summaries ("1 failed, 3 passed").
+_HINTS = (re.compile(r"^E\s+\S"),  # pytest's own line for the exception: the shortest form
+          re.compile(r"(FAILED|FAIL:|AssertionError|panicked|Traceback)"),
+          re.compile(r"(ERROR|Error\b|Error:|Exception|fatal:)"),
+          re.compile(r"(fail|error)", re.IGNORECASE))
+EXIT_IN_TEXT = re.compile(r"[Ee]xit (?:code|status)[: ]+(\d+)")
+
+
+def telling_line(excerpt: str) -> str:
+    """The most telling line of a failing command's output: the last line of the best hint
+    tier that has one, else the last non-empty line."""
+    lines = [line.strip() for line in excerpt.splitlines()
+             if line.strip() and line.strip() not in ("[stderr]", "[...]")
+             and not EXIT_IN_TEXT.fullmatch(line.strip())]
+    chosen = next(([line for line in lines if hint.search(line)][-1] for hint in _HINTS
+                   if any(hint.search(line) for line in lines)), lines[-1] if lines else "")
+    chosen = re.sub(r"^E\s+", "", chosen)
+    return chosen if len(chosen) <= FAILURE_LINE_CHARS else chosen[: FAILURE_LINE_CHARS - 1] + "…"
