@@ -3,7 +3,9 @@
 A synthetic session of N turns (user request, assistant text with a tool call, the tool's
 result — every 10th a failing test run with a long output) is imported into a fresh store,
 then imported again (every line a duplicate). Reported: lines per second for both, best of
-REPEATS runs; the second import measures the idempotence check alone.
+REPEATS runs; the second import measures the idempotence check alone. Last, what a hook's
+catch-up pays once the session has grown by GROWTH turns: with the read cursor (only the new
+lines are read) next to a whole-file re-import of the grown file (what it cost before).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 
 TURNS = 1_000
+GROWTH = 10
 REPEATS = 3
 FAILING = "\n".join(f"tests/test_{n}.py::test_case PASSED" for n in range(300)) + \
     "\nE       AssertionError: assert 1 == 2\n1 failed, 300 passed in 1.0s"
@@ -58,13 +61,15 @@ def codex_lines(turns: int) -> list[str]:
     return [json.dumps(x) for x in out]
 
 
-def _measure(agent: str, lines: list[str]) -> tuple[float, float]:
+def _measure(agent: str, lines: list[str], more: list[str]
+             ) -> tuple[float, float, float, float]:
     from agentstate.integrations.claude_code import import_claude_code
     from agentstate.integrations.codex import import_codex
+    from agentstate.integrations.transcripts import ReadCursor
     from agentstate.maintenance.init import init_store
     from agentstate.store.db import open_store
 
-    best_first = best_again = float("inf")
+    best_first = best_again = best_cursor = best_whole = float("inf")
     importer = import_claude_code if agent == "claude-code" else import_codex
     for _ in range(REPEATS):
         with tempfile.TemporaryDirectory() as tmp:
@@ -83,16 +88,32 @@ def _measure(agent: str, lines: list[str]) -> tuple[float, float]:
                 assert again.result.imported == 0
                 best_first = min(best_first, first)
                 best_again = min(best_again, time.perf_counter() - started)
+                cursor = ReadCursor()
+                importer(store, path, cursor=cursor)
+                with path.open("a") as handle:
+                    handle.write("\n".join(more) + "\n")
+                started = time.perf_counter()
+                grown = importer(store, path, cursor=cursor)
+                best_cursor = min(best_cursor, time.perf_counter() - started)
+                assert grown.result.imported > 0
+                started = time.perf_counter()
+                importer(store, path)
+                best_whole = min(best_whole, time.perf_counter() - started)
             finally:
                 store.close()
-    return len(lines) / best_first, len(lines) / best_again
+    return len(lines) / best_first, len(lines) / best_again, best_cursor, best_whole
 
 
 def main() -> None:
-    print(f"{'format':<12} {'lines':>7} {'first import':>16} {'re-import':>16}")
-    for agent, lines in (("claude-code", claude_lines(TURNS)), ("codex", codex_lines(TURNS))):
-        first, again = _measure(agent, lines)
-        print(f"{agent:<12} {len(lines):>7} {first:>11,.0f} l/s {again:>11,.0f} l/s")
+    print(f"{'format':<12} {'lines':>7} {'first import':>16} {'re-import':>16} "
+          f"{f'+{GROWTH} turns: cursor':>22} {'whole file':>11}")
+    for agent, make in (("claude-code", claude_lines), ("codex", codex_lines)):
+        grown = make(TURNS + GROWTH)
+        lines, more = grown[:len(grown) * TURNS // (TURNS + GROWTH)], \
+            grown[len(grown) * TURNS // (TURNS + GROWTH):]
+        first, again, cursor, whole = _measure(agent, lines, more)
+        print(f"{agent:<12} {len(lines):>7} {first:>11,.0f} l/s {again:>11,.0f} l/s "
+              f"{cursor * 1000:>19.0f} ms {whole * 1000:>8.0f} ms")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from typing import Any
 
 from agentstate.integrations.transcripts import (
     AlreadyLogged,
+    ReadCursor,
     Session,
     TranscriptImport,
     goal_from,
@@ -55,6 +56,7 @@ def import_claude_code(
     strict: bool = False,
     include_thinking: bool = False,
     already_logged: AlreadyLogged | None = None,
+    cursor: ReadCursor | None = None,
 ) -> TranscriptImport:
     """Import ONE Claude Code transcript file into `run_ref`, or the run of its session.
 
@@ -62,11 +64,13 @@ def import_claude_code(
     `run_ref` or `goal`, the run an earlier import of the same session created is reused;
     else a new run is named after the session's first real user request. Raises InvalidInput
     for a missing file or a file in another agent's format; with `strict`, for the first
-    malformed line (Refused for a secret), importing nothing.
+    malformed line (Refused for a secret), importing nothing. A `cursor` (see ReadCursor)
+    starts the reading where an earlier import stopped and is moved to where this one did.
     """
     path = open_transcript(path, AGENT)
     session = read_session(path)
-    return run_import(store, path, session, _records(path, include_thinking, session.first_ts),
+    records = _records(path, include_thinking, session.first_ts, cursor or ReadCursor())
+    return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,
                       already_logged=already_logged)
 
@@ -114,11 +118,13 @@ def _result_text(content: Any) -> str:
     return ""
 
 
-def _records(path: Path, include_thinking: bool, first_ts: str | None) -> Iterator[ImportLine]:
-    pending: dict[str, tuple[int, str, Any]] = {}  # tool_use id → (line, name, input)
-    compaction: dict[str, Any] = {}  # the last compact_boundary's metadata
-    last_ts = first_ts
-    for number, obj, problem in parsed_lines(path):
+def _records(path: Path, include_thinking: bool, first_ts: str | None, cursor: ReadCursor
+             ) -> Iterator[ImportLine]:
+    state = cursor.state
+    pending: dict[str, Any] = state.setdefault("pending", {})  # tool_use id → [line, name, input]
+    compaction: dict[str, Any] = state.get("compaction") or {}  # the last compact_boundary's
+    last_ts = state.get("last_ts") or first_ts
+    for number, obj, problem in parsed_lines(path, cursor):
         if problem is not None:
             yield problem
             continue
@@ -202,23 +208,24 @@ def _records(path: Path, include_thinking: bool, first_ts: str | None) -> Iterat
                 else:
                     yield ImportLine(number, skip="thinking (not stored)")
             elif btype == "tool_use" and isinstance(block.get("id"), str):
-                pending[block["id"]] = (number, str(block.get("name") or "tool"),
-                                        block.get("input"))
+                pending[block["id"]] = [number, str(block.get("name") or "tool"),
+                                        block.get("input")]
             elif btype == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 yield ImportLine(number, _tool(block, pending, ts, meta))
             elif btype == "tool_result":
                 yield ImportLine(number, error="tool_result without a tool_use_id")
             else:
                 yield ImportLine(number, skip=f"{btype or 'unknown'} block")
+    state.update(compaction=compaction, last_ts=last_ts)
     yield from unanswered(pending)
 
 
-def _tool(block: dict, pending: dict[str, tuple[int, str, Any]], ts: str | None,
+def _tool(block: dict, pending: dict[str, Any], ts: str | None,
           meta: dict[str, Any]) -> dict[str, Any]:
     call = block["tool_use_id"]
     # A result whose call is not in the file (the transcript starts mid-session) is still
     # a tool event, of an unnamed tool.
-    _, name, tool_input = pending.pop(call, (0, "tool", None))
+    _, name, tool_input = pending.pop(call, [0, "tool", None])
     output = _result_text(block.get("content"))
     error = bool(block.get("is_error"))
     found = _EXIT_CODE.match(output)

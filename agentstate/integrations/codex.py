@@ -27,6 +27,7 @@ from typing import Any
 
 from agentstate.integrations.transcripts import (
     AlreadyLogged,
+    ReadCursor,
     Session,
     TranscriptImport,
     goal_from,
@@ -58,16 +59,19 @@ def import_codex(
     strict: bool = False,
     include_reasoning: bool = False,
     already_logged: AlreadyLogged | None = None,
+    cursor: ReadCursor | None = None,
 ) -> TranscriptImport:
     """Import ONE Codex rollout file into `run_ref`, or the run of its session.
 
     Same contract as `import_claude_code`: idempotent, the session's run reused, a new run
     named after the first real user request; InvalidInput for a missing file or another
-    agent's format; with `strict`, the first malformed line imports nothing.
+    agent's format; with `strict`, the first malformed line imports nothing; a `cursor` as
+    for Claude Code.
     """
     path = open_transcript(path, AGENT)
     session, has_items = read_session(path)
-    return run_import(store, path, session, _records(path, include_reasoning, has_items),
+    records = _records(path, include_reasoning, has_items, cursor or ReadCursor())
+    return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,
                       already_logged=already_logged)
 
@@ -113,6 +117,8 @@ def read_session(path: Path) -> tuple[Session, bool]:
             text = payload.get("message") if isinstance(payload.get("message"), str) else None
         if session.goal is None and text and text.strip() and not is_harness_text(text):
             session.goal = goal_from(text)
+        if has_items and session.goal and session.session and session.cwd:
+            break  # all it needs: a hook's catch-up must not read a long rollout twice
     return session, has_items
 
 
@@ -164,9 +170,10 @@ def parse_output(value: Any) -> tuple[str, int | None, bool]:
     return text, exit_code, failed
 
 
-def _records(path: Path, include_reasoning: bool, has_items: bool) -> Iterator[ImportLine]:
-    pending: dict[str, tuple[int, str, Any]] = {}  # call_id → (line, name, arguments)
-    for number, obj, problem in parsed_lines(path):
+def _records(path: Path, include_reasoning: bool, has_items: bool, cursor: ReadCursor
+             ) -> Iterator[ImportLine]:
+    pending: dict[str, Any] = cursor.state.setdefault("pending", {})  # call_id → [line, name, args]
+    for number, obj, problem in parsed_lines(path, cursor):
         if problem is not None:
             yield problem
             continue
@@ -222,10 +229,10 @@ def _records(path: Path, include_reasoning: bool, has_items: bool) -> Iterator[I
                 yield ImportLine(number, skip="reasoning (not stored)")
         elif ptype in _CALLS and isinstance(payload.get("call_id"), str):
             name = "shell" if ptype == "local_shell_call" else str(payload.get("name") or "tool")
-            pending[payload["call_id"]] = (number, name, _arguments(payload))
+            pending[payload["call_id"]] = [number, name, _arguments(payload)]
         elif ptype in _OUTPUTS and isinstance(payload.get("call_id"), str):
             call = payload["call_id"]
-            _, name, arguments = pending.pop(call, (0, "tool", None))
+            _, name, arguments = pending.pop(call, [0, "tool", None])
             output, exit_code, failed = parse_output(payload.get("output"))
             yield ImportLine(number, tool_record(AGENT, name, arguments, output, error=failed,
                                                  exit_code=exit_code, ts=ts,

@@ -328,21 +328,35 @@ def _checkpoint(store: Store, payload: HookPayload, outcome: HookOutcome) -> Non
 def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
     """Import from the agent's transcript what the hooks missed: idempotent (the importers
     key every record by its transcript identity), and what a hook already recorded in its
-    own form is skipped (`logged_by_hooks`)."""
+    own form is skipped (`logged_by_hooks`). Reading starts where the previous catch-up of
+    this run from this file stopped, so a Stop hook late in a long session reads only the
+    new turns, not the whole transcript again."""
+    from agentstate.integrations.transcripts import ReadCursor
+    from agentstate.runs.log import get_run
+    from agentstate.runs.sessions import save_transcript_cursor, transcript_cursor
+
     if not payload.transcript_path:
         return None
     path = Path(payload.transcript_path).expanduser()
     if not path.is_file():
         return None
+    run = get_run(store, run_ref)
+    where = str(path.resolve())
+    cursor = ReadCursor.from_dict(transcript_cursor(store, run, where))
+    if not cursor.fits(path):
+        cursor = ReadCursor()
     already = logged_by_hooks(store, run_ref)
     if payload.agent == "claude-code":
         from agentstate.integrations.claude_code import import_claude_code
 
-        result = import_claude_code(store, path, run_ref=run_ref, already_logged=already)
+        result = import_claude_code(store, path, run_ref=run_ref, already_logged=already,
+                                    cursor=cursor)
     else:
         from agentstate.integrations.codex import import_codex
 
-        result = import_codex(store, path, run_ref=run_ref, already_logged=already)
+        result = import_codex(store, path, run_ref=run_ref, already_logged=already,
+                              cursor=cursor)
+    save_transcript_cursor(store, run, where, cursor.as_dict())
     return result.result.imported
 
 
@@ -362,16 +376,24 @@ def logged_by_hooks(store: Store, run_ref: str) -> Callable[[dict[str, Any]], bo
 
     prompts: set[str] = set()
     calls: set[str] = set()
-    for event in list_events(store, run_ref):
-        meta = event.meta or {}
-        if "hook" not in meta:
-            continue
-        if event.kind == "observation" and event.source == "user":
-            prompts.add(_prompt_key(event.text))
-        elif event.kind == "tool" and isinstance(meta.get("tool_use_id"), str):
-            calls.add(meta["tool_use_id"])
+    loaded = False
+
+    def load() -> None:
+        # Only when a record needs checking: a catch-up with nothing new reads no events.
+        for event in list_events(store, run_ref):
+            meta = event.meta or {}
+            if "hook" not in meta:
+                continue
+            if event.kind == "observation" and event.source == "user":
+                prompts.add(_prompt_key(event.text))
+            elif event.kind == "tool" and isinstance(meta.get("tool_use_id"), str):
+                calls.add(meta["tool_use_id"])
 
     def already(record: dict[str, Any]) -> bool:
+        nonlocal loaded
+        if not loaded:
+            load()
+            loaded = True
         identity = str(record.get("id", ""))
         if record.get("kind") == "tool":
             return identity.split(":", 1)[-1] in calls

@@ -11,6 +11,7 @@ only what is new.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -90,18 +91,78 @@ def counts_by_kind(result: ImportResult) -> dict[str, int]:
 # ---------------------------------------------------------------- reading
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+@dataclass
+class ReadCursor:
+    """Where the last complete read of a transcript stopped, and the reader's state there.
+
+    Transcripts only grow, so a hook's catch-up can start where the previous one stopped
+    instead of re-reading (and re-checking for secrets) every line of a long session. The
+    cursor is an optimisation only: imports stay idempotent, and a file that does not end
+    the way the cursor remembers (rewritten, truncated, replaced) is read from the start.
+    `state` is the format reader's own (calls awaiting their result, the last timestamp…),
+    JSON-shaped so it can be stored."""
+
+    offset: int = 0  # bytes of complete lines already read
+    line: int = 0  # their count, so line numbers (and identities made of them) stay absolute
+    tail: str = ""  # digest of the bytes just before `offset`
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"offset": self.offset, "line": self.line, "tail": self.tail,
+                "state": self.state}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ReadCursor:
+        if (not isinstance(data, dict) or not isinstance(data.get("offset"), int)
+                or not isinstance(data.get("line"), int) or not isinstance(data.get("tail"), str)
+                or not isinstance(data.get("state"), dict)):
+            return cls()
+        return cls(data["offset"], data["line"], data["tail"], data["state"])
+
+    def fits(self, path: Path) -> bool:
+        """Whether the file still starts with what the cursor read (cheap: its size and the
+        bytes just before the offset)."""
+        if self.offset == 0:
+            return True
+        try:
+            with path.open("rb") as handle:
+                if handle.seek(0, 2) < self.offset:
+                    return False
+                return _tail_digest(handle, self.offset) == self.tail
+        except OSError:
+            return False
+
+
+TAIL_BYTES = 256
+
+
+def _tail_digest(handle: Any, offset: int) -> str:
+    start = max(0, offset - TAIL_BYTES)
+    handle.seek(start)
+    return hashlib.sha256(handle.read(offset - start)).hexdigest()
+
+
+def read_lines(path: Path, cursor: ReadCursor | None = None
+               ) -> Iterator[tuple[int, Any, str | None]]:
     """(line number, parsed object or None, error) for each non-blank line.
 
     Lines are read under the one rule for input (store/limits.parse_json): bytes that are
     not UTF-8, NaN, nesting or integers past the limits reject that line, never the file. A
     last line without its newline that does not parse is reported as `partial`: the agent
     is still writing it, and the next import will read it whole.
+
+    With a cursor, reading starts at its offset and the cursor follows every complete line
+    (one that ends with a newline), so afterwards it points past everything read for good.
     """
     with path.open("rb") as handle:
-        number = 0
+        number = cursor.line if cursor else 0
+        if cursor and cursor.offset:
+            handle.seek(cursor.offset)
         for raw in handle:
             number += 1
+            if cursor is not None and raw.endswith(b"\n"):
+                cursor.offset += len(raw)
+                cursor.line = number
             if not raw.strip():
                 continue
             try:
@@ -111,12 +172,15 @@ def read_lines(path: Path) -> Iterator[tuple[int, Any, str | None]]:
                     yield number, None, "partial"
                 else:
                     yield number, None, exc.message.removeprefix("the line is ")
+        if cursor is not None:
+            cursor.tail = _tail_digest(handle, cursor.offset)
 
 
-def parsed_lines(path: Path) -> Iterator[tuple[int, Any, ImportLine | None]]:
+def parsed_lines(path: Path, cursor: ReadCursor | None = None
+                 ) -> Iterator[tuple[int, Any, ImportLine | None]]:
     """(line number, object, None), or (line number, None, the ImportLine that reports the
     line: malformed, or skipped as still being written)."""
-    for number, obj, error in read_lines(path):
+    for number, obj, error in read_lines(path, cursor):
         if error == "partial":
             yield number, None, ImportLine(number, skip="incomplete last line")
         elif error is not None:
@@ -125,7 +189,7 @@ def parsed_lines(path: Path) -> Iterator[tuple[int, Any, ImportLine | None]]:
             yield number, obj, None
 
 
-def unanswered(pending: dict[str, tuple[int, str, Any]]) -> Iterator[ImportLine]:
+def unanswered(pending: dict[str, Any]) -> Iterator[ImportLine]:
     """Calls still waiting for their result at the end of the file: the next import, after
     the result is written, makes them tool events."""
     for line, *_ in pending.values():

@@ -3,12 +3,15 @@
 An agent session (Claude Code, Codex) has its own id. Its hooks must all land on one run: the
 run the session was bound to when it started, as long as that run is still active. A new
 session continues the current run (that is what `resume` is for); only when there is none
-does a session get a run of its own.
+does a session get a run of its own. The same table keeps, per run and transcript file, where
+the hooks' last catch-up from the transcript stopped.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+from typing import Any
 
 from agentstate.runs.log import Run, current_run, get_run, start_run
 from agentstate.store.db import Store
@@ -56,3 +59,31 @@ def start_session_run(store: Store, agent: str, session_id: str, goal: str, *,
         run, _ = start_run(store, goal, worktree=worktree, source=source)
         bind_session(store, agent, session_id, run)
     return run
+
+
+def _cursor_key(run: Run, path: str) -> str:
+    digest = hashlib.sha256(f"{run.id}\0{path}".encode()).hexdigest()[:24]
+    return f"transcript_cursor:{digest}"
+
+
+def transcript_cursor(store: Store, run: Run, path: str) -> dict[str, Any] | None:
+    """Where the last catch-up of this run from this transcript file stopped (the reader's
+    own JSON), or None."""
+    row = store.conn.execute("SELECT value FROM kv WHERE key = ?",
+                             (_cursor_key(run, path),)).fetchone()
+    if not (row and row[0]):
+        return None
+    try:
+        found = json.loads(row[0])
+    except ValueError:
+        return None  # only an optimisation: a damaged entry means reading from the start
+    return found if isinstance(found, dict) else None
+
+
+def save_transcript_cursor(store: Store, run: Run, path: str, cursor: dict[str, Any]) -> None:
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO kv (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (_cursor_key(run, path), json.dumps(cursor, ensure_ascii=False)),
+        )

@@ -248,3 +248,33 @@ def test_catch_up_from_the_transcript_does_not_record_a_session_twice(initialise
     said = [e for e in found if e["kind"] == "observation" and e["source"] == "model"]
     assert len(prompts) == 1 and len(tools) == 1
     assert [e["text"] for e in said] == ["First I check what changed."]
+
+
+def test_a_later_catch_up_continues_where_the_last_one_stopped(initialised, cli):
+    """Each Stop reads only what the transcript gained (the cursor is kept in the store), and
+    a call read by one Stop whose result arrives before the next becomes one whole event."""
+    transcript = initialised / "session.jsonl"
+    transcript.write_text("\n".join([
+        _line("user", "u1", "Make the retry test pass.", "2026-01-15T09:00:00Z"),
+        _line("assistant", "a1", [
+            {"type": "text", "text": "Running the tests."},
+            {"type": "tool_use", "id": "toolu_01B", "name": "Bash",
+             "input": {"command": "pytest -q tests/test_retry.py"}}], "2026-01-15T09:00:01Z",
+              "u1"),
+    ]) + "\n")
+    stop = payload("claude-code", "stop", initialised, transcript_path=str(transcript))
+    hook("claude-code", payload("claude-code", "user_prompt_submit", initialised), initialised)
+    assert hook("claude-code", stop, initialised).returncode == 0
+    assert not [e for e in events(cli) if e["kind"] == "tool"]  # no result yet
+    with transcript.open("a") as handle:
+        handle.write(_line("user", "u2", [{"type": "tool_result", "tool_use_id": "toolu_01B",
+                                           "content": "Exit code 1\nFAILED test_retry",
+                                           "is_error": True}], "2026-01-15T09:00:02Z", "a1")
+                     + "\n")
+    proc = hook("claude-code", stop, initialised)
+    assert proc.returncode == 0 and proc.stderr == ""
+    found = events(cli)
+    [tool] = [e for e in found if e["kind"] == "tool"]
+    assert tool["text"].startswith("Bash: pytest -q tests/test_retry.py") and tool["meta"]["error"]
+    said = [e["text"] for e in found if e["kind"] == "observation"]
+    assert said.count("Running the tests.") == 1 and said.count("Make the retry test pass.") == 1

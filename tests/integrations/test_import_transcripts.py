@@ -17,6 +17,7 @@ import pytest
 from agentstate.errors import InvalidInput
 from agentstate.integrations.claude_code import import_claude_code
 from agentstate.integrations.codex import import_codex, parse_output
+from agentstate.integrations.transcripts import ReadCursor, read_lines
 from agentstate.runs.checkpoint import list_checkpoints
 from agentstate.runs.importer import run_sources
 from agentstate.runs.log import get_run, list_events, start_run
@@ -261,3 +262,67 @@ def test_every_line_in_the_import_key_survives_a_plain_reader(store, repo):
     rows = db.execute("SELECT text, meta FROM events WHERE run = ?",
                       (result.run.split(":")[1],)).fetchall()
     assert rows and not any("toolu_" in text + meta for text, meta in rows)
+
+
+def _grow(path, *lines: dict) -> None:
+    with path.open("a") as handle:
+        for line in lines:
+            handle.write(json.dumps(line) + "\n")
+
+
+def test_a_cursor_reads_only_what_a_claude_transcript_gained(store, tmp_path):
+    path = tmp_path / "5b1f.jsonl"
+    text = CLAUDE.read_text()
+    path.write_text(text.rsplit("\n", 1)[0] + "\n")  # the whole lines; a call awaits its result
+    cursor = ReadCursor()
+    first = import_claude_code(store, path, cursor=cursor).result
+    assert cursor.offset == path.stat().st_size and cursor.state["pending"]
+    same = import_claude_code(store, path, cursor=cursor).result
+    assert (same.imported, same.duplicates) == (0, 0)  # nothing re-read, so nothing to dedupe
+    _grow(path, {"type": "user", "sessionId": "5b1f4e2a-7c3d-4e8f-9a10-2b3c4d5e6f70",
+                 "uuid": "c0000000-0000-4000-8000-00000000000c",
+                 "timestamp": "2026-01-14T10:05:20Z",
+                 "message": {"role": "user", "content": [{
+                     "type": "tool_result", "tool_use_id": "toolu_run_tests_2",
+                     "content": "....\n5 passed in 0.10s"}]}})
+    grown = import_claude_code(store, path, cursor=cursor).result
+    assert (grown.imported, grown.duplicates, grown.run) == (1, 0, first.run)
+    # The call was read before the cursor; its name and input came back from the cursor.
+    tool = [e for e in _events(store, first.run) if e.kind == "tool"][-1]
+    assert tool.text.startswith("Bash: ") and "pytest" in tool.text
+    # Every identity matches what a whole-file read makes: nothing new on a full re-import.
+    full = import_claude_code(store, path).result
+    assert (full.imported, full.duplicates) == (0, first.imported + 1)
+
+
+def test_a_cursor_keeps_codex_line_numbers_absolute(store, tmp_path):
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(CODEX.read_text().splitlines(keepends=True)[:22]))
+    cursor = ReadCursor()
+    first = import_codex(store, path, cursor=cursor).result
+    _grow(path,
+          {"timestamp": "2026-01-12T08:10:09.000Z", "type": "response_item",
+           "payload": {"type": "function_call_output", "call_id": "call_git_1",
+                       "output": "Exit code: 0\nOutput:\nnothing to commit\n"}},
+          {"timestamp": "2026-01-12T08:10:10.000Z", "type": "response_item",
+           "payload": {"type": "message", "role": "user",
+                       "content": [{"type": "input_text", "text": "Now open a PR."}]}})
+    grown = import_codex(store, path, cursor=cursor).result
+    assert (grown.imported, grown.duplicates) == (2, 0)
+    tool = [e for e in _events(store, first.run) if e.kind == "tool"][-1]
+    assert tool.text.startswith("shell: git status")
+    full = import_codex(store, path).result
+    assert (full.imported, full.duplicates) == (0, first.imported + 2)
+
+
+def test_a_cursor_that_no_longer_fits_the_file_is_not_used(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n{"b": 2}\n')
+    cursor = ReadCursor()
+    assert [n for n, *_ in read_lines(path, cursor)] == [1, 2]
+    assert cursor.fits(path)
+    path.write_text('{"a": 1}\n{"c": 3}\n')  # same size, different ending: rewritten
+    assert not cursor.fits(path)
+    path.write_text('{"a": 1}\n')  # shorter: truncated
+    assert not cursor.fits(path)
+    assert ReadCursor.from_dict({"offset": "x"}) == ReadCursor()
