@@ -4,7 +4,7 @@ Every stored text field has a cap, so that no single value can wedge a later com
 130,000-character goal is pinned into every resume pack and made `resume --budget 8000`
 fail forever). The caps are constants here, not settings: they protect the store's own
 invariants rather than express a preference. Memory text has its own setting,
-`[memory] max_chars`. The README lists them all ("Limits").
+`[memory] max_chars`. docs/concepts.md lists them all ("Limits").
 
 JSON values (event and checkpoint meta, imported records) are checked by `check_json`:
 bounded nesting and integers, finite numbers only (NaN and Infinity are not JSON and would
