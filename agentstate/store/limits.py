@@ -26,6 +26,7 @@ MAX_NOTE_CHARS = 20_000  # a checkpoint note
 MAX_META_CHARS = 20_000  # an event's or checkpoint's meta, as compact JSON
 MAX_QUERY_CHARS = 2_000  # a context query, stored with the pack's manifest
 MAX_NAME_CHARS = 500  # a source, memory key or scope, a kind or ref given as text
+MAX_REASON_CHARS = 2_000  # why a memory was forgotten or corrected, or a skill revoked
 MAX_JSON_DEPTH = 32  # nesting of objects and arrays in meta or an imported record
 MAX_JSON_INT = 2**63 - 1  # larger integers lose precision in most JSON readers and SQLite
 
