@@ -3,8 +3,9 @@ shows is named in README.md or docs/*.md, next to its command; every relative li
 
 "Next to its command" means in the same block — a paragraph, a table row or a line of a code
 block — as the command's name (`agentstate run start …`, "`run start`", `skill new NAME [--path
-DIR]`), so an option documented for another command does not count. A few options are
-documented once for every command (below); no other exceptions.
+DIR]`), or anywhere in a section whose heading names the command ("## `sync`: …"), so an
+option documented for another command does not count. A few options are documented once for
+every command (below); no other exceptions.
 """
 
 from __future__ import annotations
@@ -31,15 +32,17 @@ def doc_files() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
-def blocks(text: str) -> list[str]:
-    """Paragraphs and table rows outside code blocks; single lines inside them."""
-    out: list[str] = []
+def blocks(text: str) -> list[tuple[str, str]]:
+    """(the heading above it, the block): paragraphs and table rows outside code blocks,
+    single lines inside them."""
+    out: list[tuple[str, str]] = []
     para: list[str] = []
     fence: str | None = None
+    heading = ""
 
     def flush() -> None:
         if para:
-            out.append(" ".join(para))
+            out.append((heading, " ".join(para)))
             para.clear()
 
     for line in text.splitlines():
@@ -53,12 +56,15 @@ def blocks(text: str) -> list[str]:
                 fence = None
             continue
         if fence is not None:
-            out.append(line)
+            out.append((heading, line))
         elif not line.strip():
             flush()
+        elif line.startswith("#"):
+            flush()
+            heading = line
         elif line.lstrip().startswith("|"):
             flush()
-            out.append(line)
+            out.append((heading, line))
         else:
             para.append(line)
     flush()
@@ -104,7 +110,8 @@ def undocumented(texts: list[str]) -> list[str]:
     all_blocks = [b for text in texts for b in blocks(text)]
     missing: list[str] = []
     for command in commands():
-        near = [b for b in all_blocks if mentions(b, command.path)]
+        near = [b for heading, b in all_blocks
+                if mentions(b, command.path) or mentions(heading, command.path)]
         if not near:
             missing.append(f"command `{command.path}`")
             continue
