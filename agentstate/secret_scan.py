@@ -1,4 +1,4 @@
-"""The secret detector behind agentstate.safety (what is caught is listed in the README).
+"""The secret detector behind agentstate.safety (what is caught is listed in docs/security.md).
 
 Four layers, each a single left-to-right pass over the text:
 

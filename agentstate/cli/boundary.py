@@ -70,8 +70,9 @@ VERSION_FLAG = "--version"
 def global_options_first(argv: list[str]) -> list[str]:
     """Accept the global options on either side of the command: `--dir PATH` and
     `--version` written after it move in front (the root command owns them), `--json`
-    written before it moves behind it (every command owns its own). Only agentstate's own
-    arguments are touched: after `--` they belong to the program `exec` runs.
+    written before it, or among its words (`run --json start`), moves behind them (every
+    leaf command owns its own). Only agentstate's own arguments are touched: after `--`
+    they belong to the program `exec` runs.
 
     With --version anywhere, a --json before the command is dropped here: the version is
     answered first, in the envelope when the token was given."""
@@ -96,6 +97,14 @@ def global_options_first(argv: list[str]) -> list[str]:
         else:
             after.append(arg)
         index += 1
+    # Among the command's words (`run --json start GOAL`: between a group and its
+    # subcommand, where the group has no --json of its own) the flag moves behind them too.
+    # No option precedes it there, so it cannot be an option's value.
+    words_end = next((i for i, a in enumerate(after) if a.startswith("-") and a != JSON_FLAG),
+                     len(after))
+    if JSON_FLAG in after[:words_end]:
+        after = [a for a in after[:words_end] if a != JSON_FLAG] + after[words_end:]
+        moved_json = True
     if moved_json and VERSION_FLAG not in front_globals:
         # Right after the command's words (`run start GOAL --json …`), before its options,
         # where it cannot become the value of an option that takes one.

@@ -63,7 +63,7 @@ def remember_cmd(
                                       help="fact, preference, event or procedure.")],
     key: Annotated[str | None, typer.Option(
         help="A slot such as test-command: a new value for the same key and scope becomes a "
-             "new version (conflict rules in the README).")] = None,
+             "new version (conflict rules in docs/memory.md).")] = None,
     scope: Annotated[str | None, typer.Option(
         help="repo (default), user, run:REF, branch:NAME or path:GLOB.")] = None,
     source: Annotated[str | None, typer.Option(

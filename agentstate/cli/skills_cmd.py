@@ -145,7 +145,8 @@ def skill_add(
     with cli_store() as store:
         result = add_skill(store, path, replace=replace)
     emit(result, as_json=as_json,
-         human=lambda c, r: c.print(f"{r.ref}: candidate in {r.path}; publish with "
+         human=lambda c, r: c.print(f"{r.name}: candidate written to {r.path} (no version "
+                                    "until it is published); publish with "
                                     f"`agentstate skill publish {r.name} --approve`",
                                     markup=False))
 
@@ -240,7 +241,8 @@ def skill_propose(
         proposal = propose_from_run(store, from_run, name)
 
     def human(console, p):
-        console.print(f"{p.ref} (candidate) written to {p.path}, from {p.run}")
+        console.print(f"{p.name}: candidate written to {p.path}, from {p.run} (no version "
+                      "until it is published)", markup=False)
         console.print("steps:")
         for step in p.steps:
             console.print(f"  $ {step}", markup=False)

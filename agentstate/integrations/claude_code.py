@@ -7,7 +7,7 @@ with `uuid`, `parentUuid`, `sessionId`, `cwd`, `gitBranch`, `isSidechain` and `t
 `compact_boundary` marker written when a conversation is compacted, and the compaction's
 summary follows as a `user` record marked `isCompactSummary`.
 
-Mapping (see the README, "import claude-code"):
+Mapping (see docs/integrations.md, "import claude-code"):
 - user text → `observation` from `user`; command/caveat wrappers and `isMeta` records are
   skipped; assistant text → `observation` from `model`;
 - a `tool_use` and the `tool_result` with its id → ONE `tool` event (tool name, input

@@ -8,7 +8,7 @@ and `output`, `custom_tool_call`/`custom_tool_call_output`, `local_shell_call`, 
 `event_msg` (UI events, most of which repeat response items) and `compacted` (payload
 `message`: the compaction summary).
 
-Mapping (see the README, "import codex"):
+Mapping (see docs/integrations.md, "import codex"):
 - user messages → `observation` from `user` (environment/instruction blocks skipped; the
   `developer` role is skipped); assistant messages → `observation` from `model`;
 - a call and the output with its `call_id` → ONE `tool` event (exit code from the output's

@@ -37,6 +37,7 @@ from agentstate.memory.versions import (
 )
 from agentstate.memory.write import check_text
 from agentstate.safety import refuse_secrets
+from agentstate.store.limits import MAX_REASON_CHARS, check_length
 from agentstate.store.refs import make_ref
 
 
@@ -50,6 +51,7 @@ def correct(store: Any, ref: str, text: str, *, principal: str | None = None,
     text = check_text(store, text)
     if reason:
         refuse_secrets(reason, "the reason")
+        check_length(reason, MAX_REASON_CHARS, "the reason")
     who = resolve_principal(store, principal)
     target = get_memory(store, ref)
     if target.status == "forgotten":

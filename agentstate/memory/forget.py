@@ -31,6 +31,7 @@ from agentstate.errors import InvalidInput, NotFound, Refused, UsageError
 from agentstate.memory.model import chain_rows, record_history, resolve_principal
 from agentstate.safety import refuse_secrets
 from agentstate.store import residue
+from agentstate.store.limits import MAX_REASON_CHARS, check_length
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
 from agentstate.store.residue import Matcher
@@ -114,6 +115,7 @@ def forget(
     for what, value in (("the reason", reason), ("the key", key), ("the query", query)):
         if value:
             refuse_secrets(value, what)  # before any message could echo it
+    check_length(reason, MAX_REASON_CHARS, "the reason")
     why = (reason or "").strip() or ("purged on request" if purge else "forgotten on request")
     who = resolve_principal(store, principal)
     rows = _select_targets(store, ref, key, query, scope, principal)

@@ -2,7 +2,7 @@
 
 User corrections and confirmation build on these in `agentstate.memory.corrections`.
 
-The authority rule (documented in the README, memory section), applied when a value for a
+The authority rule (documented in docs/memory.md), applied when a value for a
 key+scope differs from the current one:
 - a user correction (source `user`) always becomes current; the old version is superseded;
 - otherwise, if the new source has at least the old one's authority (user > file/tool/event

@@ -1,6 +1,6 @@
 """The write gate: `remember`.
 
-Order of checks (each documented in the README, memory section):
+Order of checks (each documented in docs/memory.md):
 1. validation — text (non-empty, within `[memory] max_chars`), kind, key, scope, source,
    ttl/until, evidence refs that exist → InvalidInput (exit 1), nothing stored;
 2. secrets — in the text, key, scope, source or evidence → Refused (exit 3) before anything

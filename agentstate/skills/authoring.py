@@ -179,8 +179,11 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
     if problems:
         raise InvalidInput(problems[0])
     description = (description or PLACEHOLDER_DESCRIPTION.format(name=name)).strip()
+    # The Agent Skills limit, checked here rather than at publish: a draft that could never
+    # be published is not written.
     if len(description) > mf.DESCRIPTION_MAX:
-        raise InvalidInput(f"the description is longer than {mf.DESCRIPTION_MAX} characters")
+        raise InvalidInput(f"the description is {len(description):,} characters; the limit is "
+                           f"{mf.DESCRIPTION_MAX:,} (the Agent Skills rule for `description`)")
     if "\n" in description or "\r" in description:
         raise InvalidInput("the description must be one line")
     refuse_secrets(description, "the description")

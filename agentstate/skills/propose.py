@@ -39,7 +39,6 @@ from agentstate.skills.records import (
     version_rows,
 )
 from agentstate.store.db import Store
-from agentstate.store.refs import make_ref
 from agentstate.store.sources import is_untrusted
 
 VERIFY_PROGRAMS = {"pytest", "ruff", "mypy", "tox", "nox", "flake8", "eslint", "tsc", "shellcheck"}
@@ -59,13 +58,14 @@ _SYSTEM_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/etc/", "/opt/", "/lib/", "/dev
 @dataclass
 class Proposal:
     name: str
-    ref: str
+    ref: str | None  # None: like a `skill new` draft, no version until it is published
     path: str
     run: str
     steps: list[str]
     acceptance: list[str]
     parameters: dict[str, str]  # name → what kind of accidental state it replaced
     needs_approval: list[str] = field(default_factory=list)
+    draft: bool = True  # a candidate in the registry's work tree, not a release
 
 
 class _Stripper:
@@ -325,7 +325,7 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
             (staging / mf.SKILL_MD).write_text(skill_md, encoding="utf-8")
             (staging / mf.SKILL_TOML).write_text(skill_toml, encoding="utf-8")
             staging.rename(dest)
-            row = record_candidate(store, name, mf.load_folder(dest), provenance)
+            record_candidate(store, name, mf.load_folder(dest), provenance)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             shutil.rmtree(dest, ignore_errors=True)
@@ -334,7 +334,7 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
     if provenance["principal_may_approve"] is False:
         needs.append(f"proposed by principal {principal!r}")
     return Proposal(
-        name=name, ref=make_ref("skill", name, row["version"]), path=str(dest), run=run.ref,
+        name=name, ref=None, path=str(dest), run=run.ref,
         steps=[shlex.join(a) for a, _ in steps], acceptance=[shlex.join(a) for a, _ in acceptance],
         parameters=stripper.params, needs_approval=needs,
     )

@@ -16,6 +16,7 @@ from agentstate.skills.records import (
     version_rows,
 )
 from agentstate.store.db import Store
+from agentstate.store.limits import MAX_REASON_CHARS, check_length
 from agentstate.store.refs import make_ref
 
 
@@ -38,6 +39,7 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
     if not reason:
         raise InvalidInput("--reason is required: say why the skill is withdrawn")
     refuse_secrets(reason, "the reason")
+    check_length(reason, MAX_REASON_CHARS, "the reason")
     name, version = parse_target(target)
     if version is not None:
         row = get_version(store, name, version)

@@ -4,7 +4,7 @@ Every stored text field has a cap, so that no single value can wedge a later com
 130,000-character goal is pinned into every resume pack and made `resume --budget 8000`
 fail forever). The caps are constants here, not settings: they protect the store's own
 invariants rather than express a preference. Memory text has its own setting,
-`[memory] max_chars`. The README lists them all ("Limits").
+`[memory] max_chars`. docs/concepts.md lists them all ("Limits").
 
 JSON values (event and checkpoint meta, imported records) are checked by `check_json`:
 bounded nesting and integers, finite numbers only (NaN and Infinity are not JSON and would
@@ -26,6 +26,7 @@ MAX_NOTE_CHARS = 20_000  # a checkpoint note
 MAX_META_CHARS = 20_000  # an event's or checkpoint's meta, as compact JSON
 MAX_QUERY_CHARS = 2_000  # a context query, stored with the pack's manifest
 MAX_NAME_CHARS = 500  # a source, memory key or scope, a kind or ref given as text
+MAX_REASON_CHARS = 2_000  # why a memory was forgotten or corrected, or a skill revoked
 MAX_JSON_DEPTH = 32  # nesting of objects and arrays in meta or an imported record
 MAX_JSON_INT = 2**63 - 1  # larger integers lose precision in most JSON readers and SQLite
 

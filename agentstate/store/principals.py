@@ -5,7 +5,7 @@ A principal has the scopes it may read and write, optionally the sources it may 
 the user's authority — not in memory, and not in the run log either) and the owner-only
 actions it may perform (`actions`: approve, revoke, purge).
 
-Which principal a command runs as (README, "Principals and authority"):
+Which principal a command runs as (docs/security.md, "Principals and authority"):
 1. The environment's principal: `agent` when a known coding agent runs the process (it sets
    one of AGENT_ENV_VARS in its tools' environment) — AGENTSTATE_PRINCIPAL may then only
    name a principal with no more rights than `agent`; otherwise AGENTSTATE_PRINCIPAL, else

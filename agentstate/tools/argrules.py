@@ -5,7 +5,7 @@
 always on (whatever `[tools] allow` says) and each refusal names its rule. They are a list of
 known spellings, not a proof: what a program does with its own configuration files (a
 Makefile, `.git/config`, hooks, `conftest.py`, `package.json` scripts) is out of their reach,
-and an allowed interpreter (`python -c`, `node -e`) can run anything. See the README's
+and an allowed interpreter (`python -c`, `node -e`) can run anything. See docs/security.md's
 "The tool layer".
 """
 

@@ -170,7 +170,7 @@ def _shlex(text: str) -> list[str]:
 def split_shell(script: str) -> list[list[str]]:
     """The simple commands of a shell string, split at `;`, `&&`, `||`, `|`, `&`, newlines
     and parentheses. Best effort: variables, `eval`, command substitution and here-documents
-    are not followed (an allowed shell can run anything; see the README)."""
+    are not followed (an allowed shell can run anything; see docs/security.md)."""
     lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=";&|()<>")
     lexer.whitespace_split = True
     try:

@@ -1,6 +1,6 @@
 """The `[tools] policy`: which commands the one tool layer may run, and which file it runs.
 
-Semantics (documented in the README, "The tool layer", and the config template):
+Semantics (documented in docs/security.md, "The tool layer", and the config template):
 - A command is an argv list; it is never run through a shell, so `;`, `|`, `&&` are plain
   arguments, not operators.
 - The program is looked up in `[tools] path` (a list of directories fixed in config.toml),

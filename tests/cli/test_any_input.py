@@ -12,7 +12,12 @@ import threading
 import pytest
 
 from agentstate.store import db as store_db
-from agentstate.store.limits import MAX_GOAL_CHARS, MAX_META_CHARS, MAX_NOTE_CHARS
+from agentstate.store.limits import (
+    MAX_GOAL_CHARS,
+    MAX_META_CHARS,
+    MAX_NOTE_CHARS,
+    MAX_REASON_CHARS,
+)
 
 HOSTILE = [
     ("depth", "[" * 2000 + "]" * 2000),
@@ -77,6 +82,34 @@ def test_every_stored_field_has_a_cap(cli, initialised, args, needle):
     assert result.exit_code == 1, (args[:2], result.stderr[:300])
     assert result.stderr.startswith("error: ") and needle in result.stderr, result.stderr[:300]
 
+
+
+def test_a_skill_description_over_the_cap_is_refused(cli, initialised):
+    result = cli("skill", "new", "wordy", "--description", "d" * 1_500)
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.stderr == ("error: the description is 1,500 characters; the limit is 1,024 "
+                             "(the Agent Skills rule for `description`)\n"), result.stderr
+    assert not (initialised / ".agentstate" / "skills" / "wordy").exists()
+    cli.ok("skill", "new", "wordy", "--description", "d" * 1_024)  # at the cap: fine
+
+
+def test_a_reason_over_the_cap_is_refused_and_changes_nothing(cli, initialised):
+    cli.ok("run", "start", "goal")
+    ref = cli.json("remember", "CI uses make test", "-k", "fact", "--key", "ci")["ref"]
+    long = "r" * (MAX_REASON_CHARS + 1)
+    needle = f"the reason is {MAX_REASON_CHARS + 1:,} characters; the limit is {MAX_REASON_CHARS:,}"
+    for args in (("forget", ref, "--reason", long),
+                 ("forget", "--key", "ci", "--reason", long, "--purge"),
+                 ("memory", "correct", ref, "CI uses tox", "--reason", long)):
+        result = cli(*args)
+        assert result.exit_code == 1 and result.stderr == f"error: {needle}\n", result.stderr
+    shown = cli.json("memory", "show", ref)
+    assert [v["status"] for v in shown["versions"]] == ["active"]
+    assert cli.json("forget", ref, "--reason", "r" * MAX_REASON_CHARS)["targets"] == [ref]
+    revoked = cli("skill", "revoke", "verify-tests", "--reason", long)
+    assert revoked.exit_code == 1 and needle in revoked.stderr
+    listed = {s["name"]: s["status"] for s in cli.json("skill", "list")}
+    assert listed["verify-tests"] == "published"
 
 def test_a_long_goal_cannot_wedge_resume(cli, initialised):
     assert cli("run", "start", "g" * 130_000).exit_code == 1

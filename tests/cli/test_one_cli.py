@@ -28,6 +28,28 @@ def test_global_options_before_or_after_the_command(cli, initialised):
     assert cli.ok("exec", "--", "echo", "--json").stdout == "--json\n"
 
 
+
+@pytest.mark.parametrize("args", [
+    ["run", "--json", "start", "between"],          # between a group and its subcommand
+    ["--json", "run", "start", "before"],
+    ["run", "start", "--json", "after"],
+    ["run", "--dir", ".", "--json", "start", "with --dir"],
+])
+def test_json_between_a_group_and_its_subcommand(cli, initialised, args):
+    result = cli(*args)
+    assert result.exit_code == 0, result.stdout
+    envelope = result.json()
+    assert envelope["command"] == "run start" and envelope["data"]["run"]["goal"] == args[-1]
+
+
+def test_json_between_groups_reaches_every_leaf(cli, initialised):
+    assert cli("memory", "--json", "list").json()["command"] == "memory list"
+    assert cli("skill", "--json", "list").json()["command"] == "skill list"
+    # A value that happens to read `--json` stays a value (it follows an option).
+    cli.ok("run", "start", "goal")
+    noted = cli("log", "--json", "note", "x", "--source", "tool:--json")
+    assert noted.json()["data"]["source"] == "tool:--json"
+
 def _all_help(cli) -> dict[str, str]:
     import typer
 

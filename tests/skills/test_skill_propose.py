@@ -185,3 +185,23 @@ def test_acceptance_is_the_runs_real_test_command_not_agentstate(store):
     _tool(store, run3, ["agentstate", "skill", "test", "verify-tests"])
     end_run(store, run3.ref, "done")
     assert propose_from_run(store, run3.ref, "just-build").acceptance == ["make build"]
+
+
+def test_a_proposal_is_a_candidate_without_a_version(cli, initialised):
+    """Like a `skill new` draft, a proposal has no release yet: no `@vN` label anywhere."""
+    run = cli.json("run", "start", "Check the tree")["run"]["ref"]
+    cli.ok("exec", "--", "git", "status", "--short")
+    cli.ok("run", "end", run)
+    shown = cli.ok("skill", "propose", "--from-run", run, "--name", "tree-check").stdout
+    assert "@v" not in shown, shown
+    assert shown.startswith("tree-check: candidate written to ")
+    assert "(no version until it is published)" in shown and f"from {run}" in shown
+    run2 = cli.json("run", "start", "Check the tree again")["run"]["ref"]
+    cli.ok("exec", "--", "git", "status", "--short")
+    cli.ok("run", "end", run2)
+    data = cli.json("skill", "propose", "--from-run", run2, "--name", "tree-check-2")
+    assert data["ref"] is None and data["draft"] is True and data["name"] == "tree-check-2"
+    folder = initialised / "skill-folder"
+    cli.ok("skill", "new", "added", "--description", "Added.", "--path", str(folder))
+    added = cli.ok("skill", "add", str(folder / "added")).stdout
+    assert "@v" not in added and added.startswith("added: candidate written to "), added

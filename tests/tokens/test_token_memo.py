@@ -69,7 +69,8 @@ def test_white_space_is_exactly_unicode_white_space():
 
 def corpus() -> list[str]:
     texts = []
-    for path in [ROOT / "README.md", *sorted((ROOT / "agentstate").rglob("*.py"))[:25]]:
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for path in [*docs, *sorted((ROOT / "agentstate").rglob("*.py"))[:25]]:
         text = path.read_text(encoding="utf-8")
         texts += [text[i:i + 3000] for i in range(0, len(text), 3000)]
     return texts
