@@ -599,6 +599,11 @@ RemoteArgument = Annotated[
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Say what would move; change nothing.")
 ]
+SkipConflictsOption = Annotated[
+    bool, typer.Option("--skip-conflicts", help="Leave out each NAME/vN that names different "
+                                                "commits here and on the remote (listed as "
+                                                "refused) instead of stopping.")
+]
 
 
 def _print_remote(verb: str):
@@ -617,7 +622,8 @@ def _print_remote(verb: str):
             from agentstate.output import warn
 
             for item in r.refused:
-                what = "needs --approve" if item.approval_required else "refused"
+                what = ("needs --approve" if item.approval_required
+                        else "conflict, left out" if item.conflict else "refused")
                 warn(f"{item.ref} {what}: {'; '.join(item.reasons)}")
     return human
 
@@ -626,18 +632,20 @@ def _print_remote(verb: str):
 def skill_push(
     remote: RemoteArgument = None,
     dry_run: DryRunOption = False,
+    skip_conflicts: SkipConflictsOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Send releases and revocations to a git remote (one atomic push).
 
     Every release the remote lacks goes to refs/agentstate/skills/tags/NAME/vN, every
     revocation to refs/agentstate/skills/revoked/NAME/vN; skills shipped with agentstate stay
-    home. If a NAME/vN on the remote is a different commit, nothing is pushed (exit 3).
+    home. If a NAME/vN on the remote is a different commit, nothing is pushed (exit 3)
+    unless --skip-conflicts leaves that version out.
     """
     from agentstate.skills.remote import push_skills
 
     with cli_store() as store:
-        result = push_skills(store, remote, dry_run=dry_run)
+        result = push_skills(store, remote, dry_run=dry_run, skip_conflicts=skip_conflicts)
     emit(result, as_json=as_json, human=_print_remote("push"))
 
 
@@ -649,6 +657,7 @@ def skill_pull(
                                              "(recorded; only a principal that may approve).")
     ] = False,
     dry_run: DryRunOption = False,
+    skip_conflicts: SkipConflictsOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Take in releases and revocations from a git remote.
@@ -656,10 +665,12 @@ def skill_pull(
     Each release passes the publish checks here (validation, file checks, secrets; not its
     acceptance commands — `skill test NAME@vN` runs them); one that fails, or needs --approve,
     is listed and left out. A revocation from the remote blocks loads here. If a NAME/vN
-    names different commits here and on the remote, nothing is applied (exit 3).
+    names different commits here and on the remote, nothing is applied (exit 3) unless
+    --skip-conflicts leaves that version out.
     """
     from agentstate.skills.remote import pull_skills
 
     with cli_store() as store:
-        result = pull_skills(store, remote, approve=approve, dry_run=dry_run)
+        result = pull_skills(store, remote, approve=approve, dry_run=dry_run,
+                             skip_conflicts=skip_conflicts)
     emit(result, as_json=as_json, human=_print_remote("pull"))

@@ -50,6 +50,7 @@ class Refusal:
     ref: str  # skill:NAME@vN, or the remote ref when it names no release
     reasons: list[str]
     approval_required: bool = False
+    conflict: bool = False  # NAME/vN differs here and there (left out with --skip-conflicts)
 
 
 @dataclass
@@ -73,17 +74,25 @@ def _shipped(row: dict) -> bool:
     return json.loads(row["provenance"] or "{}").get("origin") == "shipped"
 
 
-def _conflict_error(verb: str, conflicts: list[str]) -> Refused:
-    return Refused(f"skill {verb} refused, nothing was {verb}ed: " + "; ".join(conflicts)
-                   + " (releases are immutable: see `Sharing skills` in docs/team.md)",
-                   details={"conflicts": conflicts})
+def _conflicts(verb: str, conflicts: list[tuple[str, str]], skip: bool,
+               result: RemoteResult) -> None:
+    """Refuse the whole command, or (--skip-conflicts) list each one and go on without it."""
+    if not conflicts:
+        return
+    if skip:
+        result.refused += [Refusal(ref, [text], conflict=True) for ref, text in conflicts]
+        return
+    texts = [text for _, text in conflicts]
+    raise Refused(f"skill {verb} refused, nothing was {verb}ed: " + "; ".join(texts)
+                  + " (releases are immutable: see `Sharing skills` in docs/team.md)",
+                  details={"conflicts": texts})
 
 
 # ---------------------------------------------------------------- push
 
 
-def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = False
-                ) -> RemoteResult:
+def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = False,
+                skip_conflicts: bool = False) -> RemoteResult:
     """Send every release and revocation the remote lacks, in one atomic push."""
     path = store.skills_path
     target = rg.resolve_remote(store.work_tree, remote, push=True)
@@ -94,7 +103,7 @@ def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = Fals
         records = rg.list_refs(path, rg.LOCAL_REVOKED)
         send: dict[str, str] = {}  # remote ref → local ref
         to_record: list[tuple[str, dict]] = []  # revoked rows with no record yet
-        conflicts = []
+        conflicts: list[tuple[str, str]] = []
         for row in _rows(store).values():
             if row["status"] == "candidate":
                 continue
@@ -109,8 +118,9 @@ def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = Fals
                     send[rg.REMOTE_TAGS + tag] = f"refs/tags/{tag}"
                     result.pushed.append(ref)
                 elif there != commit:
-                    conflicts.append(f"{tag} is commit {there[:12]} on the remote and "
-                                     f"{commit[:12]} here")
+                    conflicts.append((ref, f"{tag} is commit {there[:12]} on the remote and "
+                                           f"{commit[:12]} here"))
+                    continue  # nor its revocation: it would name content the remote lacks
                 else:
                     result.unchanged.append(ref)
             if row["status"] == "revoked" and rg.REMOTE_REVOKED + tag not in theirs:
@@ -118,8 +128,7 @@ def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = Fals
                 result.revoked.append(ref)
                 if tag not in records:
                     to_record.append((tag, row))
-        if conflicts:
-            raise _conflict_error("push", conflicts)
+        _conflicts("push", conflicts, skip_conflicts, result)
         if dry_run or not send:
             return result
         made = {}
@@ -158,11 +167,11 @@ class _Plan:
     releases: list[_Incoming] = field(default_factory=list)
     revocations: list[tuple[str, int, dict, str]] = field(default_factory=list)
     records: dict[str, str] = field(default_factory=dict)  # local record refs to create
-    conflicts: list[str] = field(default_factory=list)
+    conflicts: list[tuple[str, str]] = field(default_factory=list)  # (ref, what differs)
 
 
 def pull_skills(store: Store, remote: str | None = None, *, approve: bool = False,
-                dry_run: bool = False) -> RemoteResult:
+                dry_run: bool = False, skip_conflicts: bool = False) -> RemoteResult:
     """Take in every release and revocation the remote has and this registry lacks."""
     path = store.skills_path
     source = rg.resolve_remote(store.work_tree, remote, push=False)
@@ -171,8 +180,7 @@ def pull_skills(store: Store, remote: str | None = None, *, approve: bool = Fals
         rg.fetch_incoming(path, source)
         try:
             plan = _plan_pull(store, source, approve, result)
-            if plan.conflicts:
-                raise _conflict_error("pull", plan.conflicts)
+            _conflicts("pull", plan.conflicts, skip_conflicts, result)
             result.pulled = [make_ref("skill", i.name, i.version) for i in plan.releases
                              if i.record is None]
             result.revoked = [make_ref("skill", n, v) for n, v, _, _ in plan.revocations]
@@ -209,12 +217,13 @@ def _plan_pull(store: Store, source: rg.Remote, approve: bool,
                     _shipped(row) and rg.folder_tree(path, commit, name) == row["tree"]):
                 result.unchanged.append(ref)
             else:
-                plan.conflicts.append(f"{tag} is commit {commit[:12]} on the remote and "
-                                      f"{str(row['commit_sha'])[:12]} here")
+                plan.conflicts.append((ref, f"{tag} is commit {commit[:12]} on the remote "
+                                            f"and {str(row['commit_sha'])[:12]} here"))
             continue
         if tag in tags:
-            plan.conflicts.append(f"this registry has a tag {tag} with no release row (an "
-                                  "interrupted publish): run `agentstate doctor --repair` first")
+            plan.conflicts.append((ref, f"this registry has a tag {tag} with no release row "
+                                        "(an interrupted publish): run `agentstate doctor "
+                                        "--repair` first"))
             continue
         tree = rg.folder_tree(path, commit, name)
         if tree is None:
@@ -223,8 +232,9 @@ def _plan_pull(store: Store, source: rg.Remote, approve: bool,
             continue
         record = records.pop(tag, None)
         if record is not None and record[0]["tree"] != tree:
-            plan.conflicts.append(f"the remote's revocation of {tag} names folder tree "
-                                  f"{record[0]['tree'][:12]}, its release has {tree[:12]}")
+            plan.conflicts.append((ref, f"the remote's revocation of {tag} names folder "
+                                        f"tree {record[0]['tree'][:12]}, its release has "
+                                        f"{tree[:12]}"))
             continue
         item = _check_release(store, source, name, version, commit, tree, rows,
                               record, approve, (principal, may_approve), result)
@@ -242,9 +252,10 @@ def _plan_pull(store: Store, source: rg.Remote, approve: bool,
                 "block here)"]))
             continue
         if row["tree"] != revocation["tree"]:
-            plan.conflicts.append(f"the remote's revocation of {tag} names folder tree "
-                                  f"{revocation['tree'][:12]}, this registry's release has "
-                                  f"{str(row['tree'])[:12]}")
+            plan.conflicts.append((make_ref("skill", name, version),
+                                   f"the remote's revocation of {tag} names folder tree "
+                                   f"{revocation['tree'][:12]}, this registry's release has "
+                                   f"{str(row['tree'])[:12]}"))
             continue
         if tag not in local_records:
             plan.records[rg.LOCAL_REVOKED + tag] = sha

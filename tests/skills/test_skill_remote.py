@@ -184,6 +184,19 @@ def test_the_same_version_released_on_both_sides_is_a_conflict(team):
         a, "demo/v1")
     assert json.loads(team.rows(b, "demo")[0]["provenance"])["origin"] == "new"
 
+    # --skip-conflicts: the conflicting version is left out (and listed); the rest moves.
+    team.publish(a, "other", "Check that the other target exists before working on it.")
+    team.json(a, "skill", "push")
+    got = team.json(b, "skill", "pull", "--skip-conflicts")
+    assert got["pulled"] == ["skill:other@v1"]
+    assert [(r["ref"], r["conflict"]) for r in got["refused"]] == [("skill:demo@v1", True)]
+    assert json.loads(team.rows(b, "demo")[0]["provenance"])["origin"] == "new"
+    team.run(b, "skill", "revoke", "demo", "--reason", "Ana's demo won")
+    team.publish(b, "mine", "Check that B's own target exists before working on it.")
+    sent = team.json(b, "skill", "push", "--skip-conflicts")
+    assert (sent["pushed"], sent["revoked"]) == (["skill:mine@v1"], [])  # not demo's record
+    assert "refs/agentstate/skills/revoked/demo/v1" not in remote_refs(team.bare)
+
 
 def _remote_skill(team: Team, name: str, description: str, body_extra: str = "",
                   script: str | None = None) -> None:
@@ -216,6 +229,8 @@ def test_pulled_releases_pass_the_publish_checks(team):
     refused = {r["ref"]: r for r in as_agent["refused"]}
     assert refused["skill:fine@v1"]["approval_required"] is True
     assert "may not approve" in refused["skill:fine@v1"]["reasons"][0]
+    still = team.json(b, "skill", "pull", "--approve", env={"AGENTSTATE_PRINCIPAL": "agent"})
+    assert still["pulled"] == [] and team.rows(b, "fine") == []  # --approve is not enough
 
     got = team.json(b, "skill", "pull")
     assert got["pulled"] == ["skill:fine@v1"]
@@ -334,3 +349,47 @@ def test_a_pull_killed_before_tagging_is_rolled_back(team):
     assert team.tag(b, "demo/v1") is None and team.rows(b, "demo") == []
     assert team.json(b, "skill", "pull")["pulled"] == ["skill:demo@v1"]
     assert os.path.isdir(b / ".agentstate" / "skills" / "demo")
+
+
+def test_a_push_racing_another_never_moves_a_release_on_the_remote(team, monkeypatch):
+    """The remote gained demo/v1 after push looked (a stale view): the push's lease on "not
+    there yet" makes the remote refuse it, so the other release stays."""
+    from agentstate.errors import Refused
+    from agentstate.skills import remote as remote_module
+    from agentstate.skills.remote import push_skills
+
+    a = team.a
+    team.publish(a, "demo", "Check that the demo target exists before working on it.")
+    main = git(team.bare, "rev-parse", "main")
+    git(team.bare, "update-ref", "refs/agentstate/skills/tags/demo/v1", main)
+    monkeypatch.setattr(remote_module.rg, "remote_refs", lambda path, remote: {})
+    store = open_store(a / ".agentstate")
+    try:
+        with pytest.raises(Refused, match="rejected the push"):
+            push_skills(store)
+    finally:
+        store.close()
+    assert remote_refs(team.bare)["refs/agentstate/skills/tags/demo/v1"] == main
+
+
+def test_a_pulled_skill_is_edited_and_released_back(team):
+    """B improves A's skill from the draft a pull left, publishes v2 and pushes; A's unedited
+    draft follows to v2, while an edited draft is never overwritten."""
+    a, b = team.a, team.b
+    team.publish(a, "demo", "Check that the demo target exists before working on it.")
+    team.publish(a, "keep", "Check that the keep target exists before working on it.")
+    team.json(a, "skill", "push")
+    team.json(b, "skill", "pull")
+    for name in ("demo", "keep"):
+        with open(b / ".agentstate" / "skills" / name / "SKILL.md", "a") as handle:
+            handle.write("\nAlso read the log it writes.\n")
+        assert team.json(b, "skill", "publish", name)["ref"] == f"skill:{name}@v2"
+    assert team.json(b, "skill", "push")["pushed"] == ["skill:demo@v2", "skill:keep@v2"]
+    edited = a / ".agentstate" / "skills" / "keep" / "SKILL.md"
+    edited.write_text(edited.read_text() + "\nA's own unpublished edit.\n")
+    got = team.json(a, "skill", "pull")
+    assert got["pulled"] == ["skill:demo@v2", "skill:keep@v2"]
+    assert "draft demo/ now holds skill:demo@v2" in got["notes"]
+    assert "read the log" in (a / ".agentstate" / "skills" / "demo" / "SKILL.md").read_text()
+    assert "A's own unpublished edit" in edited.read_text()
+    assert team.json(a, "skill", "load", "keep")["ref"] == "skill:keep@v2"
