@@ -93,6 +93,8 @@ def resolve_remote(host: Path, given: str | None, *, push: bool) -> Remote:
     None = the host repository's `origin`. Missing ones are one clear NotFound/InvalidInput."""
     if given is not None and not given.strip():
         raise InvalidInput("the remote is empty: give a remote name, a URL or a path")
+    if given is not None:
+        _check_remote_text(given)
     name = given if given is not None else "origin"
     looks_like_name = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) is not None
     if looks_like_name:
@@ -102,6 +104,7 @@ def resolve_remote(host: Path, given: str | None, *, push: bool) -> Remote:
         except (GitFailed, OSError):
             url = None
         if url:
+            _check_remote_text(url)
             if not _is_url(url) and not Path(url).is_absolute():
                 url = str((host / url).resolve())  # git reads it relative to the work tree
             return Remote(url=url, display=_strip_userinfo(url), name=name)
@@ -121,14 +124,23 @@ def resolve_remote(host: Path, given: str | None, *, push: bool) -> Remote:
     return Remote(url=str(path.resolve()), display=str(path.resolve()), name=None)
 
 
+def _check_remote_text(text: str) -> None:
+    # A leading "-" would reach git as an option (--upload-pack=… runs a command).
+    if text.startswith("-"):
+        raise InvalidInput(f"not a remote: {text[:80]!r} (a remote never starts with '-')")
+    if any(ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF for c in text):
+        raise InvalidInput(f"not a remote: {text[:80]!r} (control characters or undecodable "
+                           "bytes)")
+
+
 def _transport_error(remote: Remote, exc: GitFailed, what: str) -> AgentStateError:
     detail = one_line(exc.stderr)
     unreachable = ("does not appear to be a git repository", "Could not read from remote",
                    "not found", "Repository not found", "unable to access",
                    "Could not resolve host", "No such file or directory")
     if any(text in detail for text in unreachable):
-        return NotFound(f"remote {remote.display} cannot be reached or is not a git repository"
-                        f" ({what}): {detail}")
+        return NotFound(f"remote {remote.display} cannot be reached or is not a git "
+                        f"repository: {detail}")
     return AgentStateError(f"{what} {remote.display} failed: {detail}")
 
 

@@ -296,12 +296,17 @@ def test_bad_remotes_are_one_line_and_change_nothing(team, tmp_path):
         (["skill", "push", "nosuch"], 1, "no remote 'nosuch'"),
         (["skill", "pull", str(tmp_path / "missing.git")], 1, "no remote"),
         (["skill", "pull", str(team.root)], 1, "not a git repository"),
+        (["skill", "pull", "--", "--upload-pack=touch pwned;x:y"], 1, "never starts with '-'"),
+        (["skill", "push", "bad\x00name"], 1, "control characters"),
     ]
     for args, code, text in cases:
         done = team.run(a, *args)
         assert done.exit_code == code, (args, done.stderr)
         assert text in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "Traceback" not in done.stderr
+    assert not list(team.root.rglob("pwned"))  # git never saw it as an option
+    assert team.rows(a, "demo")[0]["status"] == "published"
+    assert not [r for r in remote_refs(team.bare) if r.startswith("refs/agentstate/")]
     git(a, "remote", "remove", "origin")
     done = team.run(a, "skill", "push", "--json")
     assert done.exit_code == 1 and "no remote `origin`" in done.json()["error"]["message"]
