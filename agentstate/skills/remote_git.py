@@ -66,7 +66,9 @@ def one_line(text: str, limit: int = 300) -> str:
     """git's stderr as one line (hints and progress dropped)."""
     lines = [line.strip() for line in text.splitlines()
              if line.strip() and not line.startswith("hint:")]
-    return " ".join(lines)[:limit] or "git gave no message"
+    # git quotes URLs as configured: a user:token@ in one never reaches a message.
+    flat = re.sub(r"([a-z][a-z0-9+.-]*://)[^/@\s]*@", r"\1", " ".join(lines))
+    return flat[:limit] or "git gave no message"
 
 
 # ---------------------------------------------------------------- which remote

@@ -398,3 +398,13 @@ def test_a_pulled_skill_is_edited_and_released_back(team):
     assert "read the log" in (a / ".agentstate" / "skills" / "demo" / "SKILL.md").read_text()
     assert "A's own unpublished edit" in edited.read_text()
     assert team.json(a, "skill", "load", "keep")["ref"] == "skill:keep@v2"
+
+
+def test_credentials_in_a_remote_url_never_reach_a_message(tmp_path):
+    from agentstate.skills.remote_git import one_line, resolve_remote
+
+    remote = resolve_remote(tmp_path, "https://ana:hunter2@git.example.com/team.git", push=True)
+    assert remote.url.startswith("https://ana:hunter2@")  # git still gets them
+    assert remote.display == "https://git.example.com/team.git"
+    said = one_line("fatal: unable to access 'https://ana:hunter2@git.example.com/team.git/'")
+    assert "hunter2" not in said and "git.example.com/team.git" in said
