@@ -32,6 +32,8 @@ import signal
 import socket
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +78,20 @@ def kill_point(step: str) -> None:
     """SIGKILL this process at `step` when a crash test asks for it (see module docstring)."""
     if os.environ.get(KILL_ENV) == step and "PYTEST_CURRENT_TEST" in os.environ:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+@contextmanager
+def undone_on_failure(store: Store, entry: Entry) -> Iterator[None]:
+    """Roll `entry` back when the block raises (anything, Ctrl-C included). If the rollback
+    fails too, the journal row stays and the next command that takes the lock repairs."""
+    try:
+        yield
+    except BaseException:
+        try:
+            roll_back(store, entry)
+        except Exception:  # noqa: BLE001 - the journal stays; the next locked command repairs
+            pass
+        raise
 
 
 def _start_time(pid: int) -> tuple[str | None, str | None]:

@@ -355,18 +355,12 @@ def _apply(store: Store, plan: _Plan, result: RemoteResult) -> None:
                               f"pull from {result.remote}", [
             {"name": i.name, "version": i.version, "tree": i.tree, "tag": i.tag,
              "mode": "pull", "commit": i.commit, "row": i.row} for i in plan.releases])
-        try:
+        with journal.undone_on_failure(store, entry):
             journal.kill_point("journal")
             rg.create_refs(path, {f"refs/tags/{i.tag}": i.commit for i in plan.releases},
                            f"agentstate: pull from {result.remote}")
             journal.kill_point("tag")
             journal.complete(store, entry)
-        except BaseException:
-            try:
-                journal.roll_back(store, entry)
-            except Exception:  # noqa: BLE001 - the journal stays; the next locked command repairs
-                pass
-            raise
     if plan.revocations:
         # The database first: a crash before the record refs leaves the version blocked
         # here (the safe side); the next push or pull makes or adopts the record.
