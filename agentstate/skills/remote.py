@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentstate.errors import Refused
+from agentstate.errors import CorruptStore, Refused
 from agentstate.safety import redact_secrets
 from agentstate.skills import journal, registry
 from agentstate.skills import manifest as mf
@@ -74,6 +74,16 @@ def _shipped(row: dict) -> bool:
     return json.loads(row["provenance"] or "{}").get("origin") == "shipped"
 
 
+def _registry(store: Store) -> Path:
+    """The registry, checked before any git command runs there: without its own .git, git
+    would walk up and act on the host repository instead."""
+    path = store.skills_path
+    if not (path / ".git").is_dir():
+        raise CorruptStore(f"the skills registry {path} is not a git repository (run "
+                           "`agentstate init` to create it)")
+    return path
+
+
 def _conflicts(verb: str, conflicts: list[tuple[str, str]], skip: bool,
                result: RemoteResult) -> None:
     """Refuse the whole command, or (--skip-conflicts) list each one and go on without it."""
@@ -94,7 +104,7 @@ def _conflicts(verb: str, conflicts: list[tuple[str, str]], skip: bool,
 def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = False,
                 skip_conflicts: bool = False) -> RemoteResult:
     """Send every release and revocation the remote lacks, in one atomic push."""
-    path = store.skills_path
+    path = _registry(store)
     target = rg.resolve_remote(store.work_tree, remote, push=True)
     result = RemoteResult(remote=target.display, dry_run=dry_run)
     with registry_lock(store):
@@ -173,7 +183,7 @@ class _Plan:
 def pull_skills(store: Store, remote: str | None = None, *, approve: bool = False,
                 dry_run: bool = False, skip_conflicts: bool = False) -> RemoteResult:
     """Take in every release and revocation the remote has and this registry lacks."""
-    path = store.skills_path
+    path = _registry(store)
     source = rg.resolve_remote(store.work_tree, remote, push=False)
     result = RemoteResult(remote=source.display, dry_run=dry_run)
     with registry_lock(store):
