@@ -306,19 +306,22 @@ def test_bad_remotes_are_one_line_and_change_nothing(team, tmp_path):
     assert not list(team.root.rglob("pwned"))  # git never saw it as an option
     assert team.rows(a, "demo")[0]["status"] == "published"
     assert not [r for r in remote_refs(team.bare) if r.startswith("refs/agentstate/")]
-    registry_git = a / ".agentstate" / "skills" / ".git"
-    registry_git.rename(registry_git.with_name("moved.git"))  # git would walk up to `a`
-    host_refs = git(a, "for-each-ref")
-    for verb in ("push", "pull"):
-        done = team.run(a, "skill", verb)
-        assert done.exit_code == 1 and "not a git repository" in done.stderr, done.stderr
-    assert git(a, "for-each-ref") == host_refs
-    registry_git.with_name("moved.git").rename(registry_git)
     git(a, "remote", "remove", "origin")
     done = team.run(a, "skill", "push", "--json")
     assert done.exit_code == 1 and "no remote `origin`" in done.json()["error"]["message"]
     # A path or URL works without any remote configured.
     assert team.json(a, "skill", "push", str(team.bare))["pushed"] == ["skill:demo@v1"]
+
+    # A registry without its own .git: git must not walk up and act on the host repository.
+    registry_git = a / ".agentstate" / "skills" / ".git"
+    commit = team.tag(a, "demo/v1")
+    registry_git.rename(registry_git.with_name("moved.git"))
+    host_refs = git(a, "for-each-ref")
+    for verb in ("push", "pull"):
+        done = team.run(a, "skill", verb, str(team.bare))
+        assert done.exit_code == 1 and "not a git repository" in done.stderr, done.stderr
+    assert git(a, "for-each-ref") == host_refs
+    assert subprocess.run(["git", "cat-file", "-e", commit], cwd=a).returncode != 0
 
 
 def test_a_push_the_remote_rejects_leaves_it_unchanged(team):
