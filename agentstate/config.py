@@ -288,7 +288,8 @@ class ToolSettings:
 
 @dataclass(frozen=True)
 class SkillSettings:
-    """[skills]: limits every skill folder is checked against (validate and publish alike)."""
+    """[skills]: limits every skill folder is checked against (validate, publish and pull
+    alike), and whether pulled releases always wait for an approval."""
 
     max_file_bytes: int = _setting(1_048_576, _whole(1))    # one file of a skill
     max_skill_bytes: int = _setting(5_242_880, _whole(1))   # all files of a skill together
