@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentstate.errors import CorruptStore, Refused
+from agentstate.errors import CorruptStore, InvalidInput, Refused
 from agentstate.safety import redact_secrets
 from agentstate.skills import journal, registry
 from agentstate.skills import manifest as mf
@@ -209,7 +209,7 @@ def _plan_pull(store: Store, source: rg.Remote, approve: bool,
     plan = _Plan()
     rows = _rows(store)
     tags = registry.tag_commits(path)
-    records = _incoming_records(path, result)
+    records, unreadable = _incoming_records(path, result)
     principal, may_approve = principal_name(store)
     for tag, sha in sorted(rg.list_refs(path, rg.INCOMING_TAGS).items()):
         parsed = _release_name(tag)
@@ -239,6 +239,10 @@ def _plan_pull(store: Store, source: rg.Remote, approve: bool,
         if tree is None:
             result.refused.append(Refusal(ref, [f"its commit {commit[:12]} has no {name}/ "
                                                 "folder"]))
+            continue
+        if tag in unreadable:  # it may well be revoked: never take it in as loadable
+            result.refused.append(Refusal(ref, ["the remote has a revocation record for it "
+                                                "that cannot be read (listed above)"]))
             continue
         record = records.pop(tag, None)
         if record is not None and record[0]["tree"] != tree:
@@ -282,9 +286,11 @@ def _release_name(tag: str) -> tuple[str, int] | None:
     return match.group(1), int(match.group(2))
 
 
-def _incoming_records(path: Path, result: RemoteResult) -> dict[str, tuple[dict, str]]:
-    """{NAME/vN: (record, record commit)} of the remote's readable revocation records."""
-    found = {}
+def _incoming_records(path: Path, result: RemoteResult
+                      ) -> tuple[dict[str, tuple[dict, str]], set[str]]:
+    """{NAME/vN: (record, record commit)} of the remote's readable revocation records, and
+    the NAME/vN of those that cannot be read (each listed in `refused`)."""
+    found, unreadable = {}, set()
     for tag, sha in sorted(rg.list_refs(path, rg.INCOMING_REVOKED).items()):
         parsed = _release_name(tag)
         if parsed is None:
@@ -293,18 +299,20 @@ def _incoming_records(path: Path, result: RemoteResult) -> dict[str, tuple[dict,
             continue
         try:
             record = rg.read_revocation(path, sha)
-        except Exception as exc:  # noqa: BLE001 - InvalidInput, or git failing on a non-commit
+        except (InvalidInput, rg.GitFailed) as exc:
+            problem = exc.message if isinstance(exc, InvalidInput) else rg.one_line(exc.stderr)
             result.refused.append(Refusal(make_ref("skill", *parsed), [
-                f"unreadable revocation record {rg.REMOTE_REVOKED + tag}: "
-                f"{getattr(exc, 'message', exc)}"]))
+                f"unreadable revocation record {rg.REMOTE_REVOKED + tag}: {problem}"]))
+            unreadable.add(tag)
             continue
         if (record["name"], record["version"]) != parsed:
             result.refused.append(Refusal(make_ref("skill", *parsed), [
                 f"the revocation record under {tag} is for {record['name']} "
                 f"v{record['version']}"]))
+            unreadable.add(tag)
             continue
         found[tag] = (record, sha)
-    return found
+    return found, unreadable
 
 
 def _check_release(store: Store, source: rg.Remote, name: str, version: int, commit: str,

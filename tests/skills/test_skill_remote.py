@@ -413,3 +413,39 @@ def test_credentials_in_a_remote_url_never_reach_a_message(tmp_path):
     assert remote.display == "https://git.example.com/team.git"
     said = one_line("fatal: unable to access 'https://ana:hunter2@git.example.com/team.git/'")
     assert "hunter2" not in said and "git.example.com/team.git" in said
+
+
+def _push_record(team: Team, tag: str, record: str) -> None:
+    scratch = team.root / "scratch-record"
+    if not scratch.exists():
+        git(team.root, "init", "-q", "-b", "main", str(scratch))
+    (scratch / "revocation.json").write_text(record)
+    git(scratch, "add", "-A")
+    git(scratch, "commit", "-q", "--allow-empty", "-m", "record")
+    git(scratch, "push", "-q", "--force", str(team.bare),
+        f"HEAD:refs/agentstate/skills/revoked/{tag}")
+
+
+def test_an_unreadable_revocation_holds_its_release_and_the_rest_moves(team):
+    a, b = team.a, team.b
+    team.publish(a, "demo", "Check that the demo target exists before working on it.")
+    team.publish(a, "other", "Check that the other target exists before working on it.")
+    team.json(a, "skill", "push")
+    for record in ('{"format": "agentstate.skill-revocation/9", "name": "demo"}', "{not json",
+                   "[]"):
+        _push_record(team, "demo/v1", record)
+        got = team.json(b, "skill", "pull")
+        assert got["pulled"] == ["skill:other@v1"] or got["unchanged"] == ["skill:other@v1"]
+        reasons = [r for item in got["refused"] for r in item["reasons"]]
+        assert any("unreadable revocation record" in r for r in reasons), reasons
+        assert team.rows(b, "demo") == []  # held: it may well be revoked
+    # A record of the right shape revokes it (here it arrives already revoked).
+    tree = team.rows(a, "demo")[0]["tree"]
+    _push_record(team, "demo/v1", json.dumps({
+        "format": "agentstate.skill-revocation/1", "name": "demo", "version": 1,
+        "tree": tree, "revoked": "2026-01-15T09:00:00Z", "revoked_by": "ana",
+        "reason": "broken"}))
+    got = team.json(b, "skill", "pull")
+    assert got["revoked"] == ["skill:demo@v1"]
+    [row] = team.rows(b, "demo")
+    assert (row["status"], row["revoked_by"]) == ("revoked", "ana (pulled)")
