@@ -132,6 +132,12 @@ def _rules(value: Any) -> tuple[str, ...]:
     return rules
 
 
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad("true or false", value)
+    return value
+
+
 def _choice(options: tuple[str, ...]) -> Check:
     what = "one of " + ", ".join(repr(o) for o in options)
 
@@ -282,10 +288,13 @@ class ToolSettings:
 
 @dataclass(frozen=True)
 class SkillSettings:
-    """[skills]: limits every skill folder is checked against (validate and publish alike)."""
+    """[skills]: limits every skill folder is checked against (validate, publish and pull
+    alike), and whether pulled releases always wait for an approval."""
 
     max_file_bytes: int = _setting(1_048_576, _whole(1))    # one file of a skill
     max_skill_bytes: int = _setting(5_242_880, _whole(1))   # all files of a skill together
+    # true: every release `skill pull` brings in waits for `skill pull --approve`
+    approve_pulled: bool = _setting(False, _flag)
 
 
 @dataclass(frozen=True)
@@ -395,6 +404,10 @@ definitions = []
 # Size limits checked by `skill validate` and `skill publish` (bytes): larger is refused.
 # max_file_bytes = 1048576   # any one file of a skill
 # max_skill_bytes = 5242880  # all the files of one skill together
+# Releases `skill pull` brings from a remote pass the publish checks here; true makes every
+# one of them wait for `skill pull --approve` (false: only those the checks flag, or pulled
+# by a principal that may not approve).
+# approve_pulled = false
 """
 
 

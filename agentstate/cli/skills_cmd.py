@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
 skill_app = typer.Typer(
     help="Skills as versioned releases: new, validate, propose, test, publish, revoke, list, "
-    "load, match, history, diff, export. A skill is SKILL.md (Agent Skills format) plus "
-    "skill.toml (triggers, steps, acceptance...); the registry is .agentstate/skills/ (git).",
+    "load, match, history, diff, export, push, pull. A skill is SKILL.md (Agent Skills format) "
+    "plus skill.toml (triggers, steps, acceptance...); the registry is .agentstate/skills/ (git).",
     no_args_is_help=True,
 )
 app.add_typer(skill_app, name="skill")
@@ -588,3 +588,91 @@ def skill_export(
 
     emit(result, as_json=as_json, human=human)
 
+
+
+# ---------------------------------------------------------------- sharing (push, pull)
+
+RemoteArgument = Annotated[
+    str | None,
+    typer.Argument(help="A remote of this repository (default: origin), a URL or a path. "
+                        "Skills travel under refs/agentstate/skills/, never as branches or "
+                        "tags of the repository."),
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Say what would move; change nothing.")
+]
+SkipConflictsOption = Annotated[
+    bool, typer.Option("--skip-conflicts", help="Leave out each NAME/vN that names different "
+                                                "commits here and on the remote (listed as "
+                                                "refused) instead of stopping.")
+]
+
+
+def _print_remote(verb: str):
+    def human(console, r):
+        moved = r.pushed if verb == "push" else r.pulled
+        head = "would " + verb if r.dry_run else verb + "ed"
+        console.print(f"{head} {len(moved)} release(s) and {len(r.revoked)} revocation(s) "
+                      f"{'to' if verb == 'push' else 'from'} {r.remote}", markup=False)
+        for ref in moved:
+            console.print(f"  {verb} {ref}", markup=False, highlight=False)
+        for ref in r.revoked:
+            console.print(f"  revoked {ref}", markup=False, highlight=False)
+        for note in r.notes:
+            console.print(f"  {note}", markup=False, highlight=False)
+        if r.refused:
+            from agentstate.output import warn
+
+            for item in r.refused:
+                what = ("needs --approve" if item.approval_required
+                        else "conflict, left out" if item.conflict else "refused")
+                warn(f"{item.ref} {what}: {'; '.join(item.reasons)}")
+    return human
+
+
+@skill_app.command("push")
+def skill_push(
+    remote: RemoteArgument = None,
+    dry_run: DryRunOption = False,
+    skip_conflicts: SkipConflictsOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Send releases and revocations to a git remote (one atomic push).
+
+    Every release the remote lacks goes to refs/agentstate/skills/tags/NAME/vN, every
+    revocation to refs/agentstate/skills/revoked/NAME/vN; skills shipped with agentstate stay
+    home. If a NAME/vN on the remote is a different commit, nothing is pushed (exit 3)
+    unless --skip-conflicts leaves that version out.
+    """
+    from agentstate.skills.remote import push_skills
+
+    with cli_store() as store:
+        result = push_skills(store, remote, dry_run=dry_run, skip_conflicts=skip_conflicts)
+    emit(result, as_json=as_json, human=_print_remote("push"))
+
+
+@skill_app.command("pull")
+def skill_pull(
+    remote: RemoteArgument = None,
+    approve: Annotated[
+        bool, typer.Option("--approve", help="Take in releases that need a human approval "
+                                             "(recorded; only a principal that may approve).")
+    ] = False,
+    dry_run: DryRunOption = False,
+    skip_conflicts: SkipConflictsOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Take in releases and revocations from a git remote.
+
+    Each release passes the publish checks here (validation, file checks, secrets; not its
+    acceptance commands — `skill test NAME@vN` runs them); one that fails, or needs --approve,
+    is listed and left out. A revocation from the remote blocks loads here. If a NAME/vN
+    names different commits here and on the remote, nothing is applied (exit 3) unless
+    --skip-conflicts leaves that version out.
+    """
+    from agentstate.skills.remote import pull_skills
+
+    with cli_store() as store:
+        result = pull_skills(store, remote, approve=approve, dry_run=dry_run,
+                             skip_conflicts=skip_conflicts)
+    emit(result, as_json=as_json, human=_print_remote("pull"))

@@ -13,6 +13,11 @@ row, and the next command that takes the registry lock (`registry_lock`) repairs
 - anything less (no tag yet): rolled back (tags of its commit deleted, branch back to the
   recorded HEAD, index resynced). The draft stays in the work tree; publish it again.
 
+`skill pull` (agentstate.skills.remote) uses the same journal for releases made elsewhere:
+no commit is built and HEAD does not move; each release names its own commit, the tags are
+created in one transaction, and recovery finishes (every tag there) or deletes the tags it
+made (pull again).
+
 Test hook: `AGENTSTATE_TEST_KILL_AT=journal|commit|tag|row` makes a publish SIGKILL itself
 at that step (after the journal row, after the commit object, after the tags, inside the row
 transaction). It is honoured only under pytest (PYTEST_CURRENT_TEST set, which subprocesses
@@ -27,6 +32,8 @@ import signal
 import socket
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +57,8 @@ class Entry:
     previous: str
     commit: str | None
     message: str
-    releases: list[dict[str, Any]]  # name, version, tree, tag, mode (publish|restore), row
+    # name, version, tree, tag, mode (publish|restore|pull), row; commit (pull only)
+    releases: list[dict[str, Any]]
 
     @property
     def refs(self) -> list[str]:
@@ -60,11 +68,30 @@ class Entry:
     def tags(self) -> list[str]:
         return [r["tag"] for r in self.releases]
 
+    def commit_of(self, item: dict[str, Any]) -> str | None:
+        """The commit a release's tag points at: the entry's one commit for a publish, the
+        release's own for a pull (`skill pull` adopts commits made elsewhere)."""
+        return item.get("commit") or self.commit
+
 
 def kill_point(step: str) -> None:
     """SIGKILL this process at `step` when a crash test asks for it (see module docstring)."""
     if os.environ.get(KILL_ENV) == step and "PYTEST_CURRENT_TEST" in os.environ:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+@contextmanager
+def undone_on_failure(store: Store, entry: Entry) -> Iterator[None]:
+    """Roll `entry` back when the block raises (anything, Ctrl-C included). If the rollback
+    fails too, the journal row stays and the next command that takes the lock repairs."""
+    try:
+        yield
+    except BaseException:
+        try:
+            roll_back(store, entry)
+        except Exception:  # noqa: BLE001 - the journal stays; the next locked command repairs
+            pass
+        raise
 
 
 def _start_time(pid: int) -> tuple[str | None, str | None]:
@@ -139,9 +166,12 @@ def complete(store: Store, entry: Entry) -> None:
                 continue
             conn.execute("DELETE FROM skill_versions WHERE name = ? AND version = ? AND "
                          "status = 'candidate'", (name, version))
-            row = {**item["row"], "name": name, "version": version, "status": "published",
-                   "commit_sha": entry.commit, "tree": item["tree"], "tag": item["tag"],
-                   "created": item["row"].get("created") or now, "published": now}
+            # A pulled release may arrive revoked (its row then carries status and revoked_*).
+            row = {**item["row"], "name": name, "version": version,
+                   "status": item["row"].get("status", "published"),
+                   "commit_sha": entry.commit_of(item), "tree": item["tree"], "tag": item["tag"],
+                   "created": item["row"].get("created") or now,
+                   "published": item["row"].get("published") or now}
             columns = ", ".join(row)
             conn.execute(f"INSERT OR IGNORE INTO skill_versions ({columns}) VALUES "
                          f"({', '.join('?' for _ in row)})", tuple(row.values()))
@@ -159,6 +189,11 @@ def roll_back(store: Store, entry: Entry) -> None:
     path = store.skills_path
     if entry.commit and (path / ".git").exists():
         registry.rewind(path, entry.commit, entry.previous, entry.tags)
+    elif (path / ".git").exists():  # a pull: only its own tags, each at its own commit
+        from agentstate.skills.remote_git import delete_refs
+
+        delete_refs(path, {f"refs/tags/{r['tag']}": r["commit"] for r in entry.releases
+                           if r.get("commit")})
     forget(store, entry)
 
 
@@ -218,8 +253,9 @@ def _recover_entry(store: Store, entry: Entry, live: bool, grace: float) -> list
             f"running) holds git's lock {names} in {path}; stop that process, then run "
             "`agentstate doctor --repair`")
     tags = registry.tag_commits(path)
-    if entry.commit and all(tags.get(t) == entry.commit for t in entry.tags):
-        if registry.head_commit(path) == entry.commit:
+    if all(entry.commit_of(r) and tags.get(r["tag"]) == entry.commit_of(r)
+           for r in entry.releases):
+        if entry.commit and registry.head_commit(path) == entry.commit:
             registry.sync_index(path)
         complete(store, entry)
         actions.append(f"finished the publish of {refs} (it was interrupted after tagging: "

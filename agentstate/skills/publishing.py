@@ -238,7 +238,7 @@ def release(store: Store, items: list[PreparedRelease]) -> list[PublishResult]:
          "row": _release_row(i.folder, i.approver, i.reasons, i.provenance)}
         for i in items
     ])
-    try:
+    with journal.undone_on_failure(store, entry):
         journal.kill_point("journal")
         commit, trees = registry.build_release_commit(path, [i.name for i in items], message,
                                                       previous)
@@ -253,12 +253,6 @@ def release(store: Store, items: list[PreparedRelease]) -> list[PublishResult]:
         journal.kill_point("tag")
         registry.sync_index(path)
         journal.complete(store, entry)
-    except BaseException:
-        try:
-            journal.roll_back(store, entry)
-        except Exception:  # noqa: BLE001 - the journal stays; the next locked command repairs
-            pass
-        raise
     return [
         PublishResult(ref=make_ref("skill", i.name, i.version), name=i.name, version=i.version,
                       commit=commit, tree=i.tree, tag=registry.tag_name(i.name, i.version),

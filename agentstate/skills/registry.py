@@ -395,18 +395,19 @@ def read_version_file(path: Path, name: str, version: int, rel: str) -> bytes:
 
 
 def materialize(path: Path, name: str, version: int, dest: Path, *,
-                links: bool = True) -> list[str]:
+                links: bool = True, rev: str | None = None) -> list[str]:
     """Write a released version's files into `dest` (replacing it). Returns the files.
 
     `links=False` (exports into agent folders) never writes a symlink: a link to a file of
-    the same skill is written as a copy of that file, any other link is left out.
+    the same skill is written as a copy of that file, any other link is left out. `rev`
+    reads the folder from that commit instead of the tag (a pulled release being checked).
     """
     import posixpath
     import shutil
 
     repo = _repo(path)
     try:
-        tree = repo.commit(tag_name(name, version)).tree / name
+        tree = repo.commit(rev or tag_name(name, version)).tree / name
     except Exception as exc:  # noqa: BLE001 - GitPython raises several unrelated types here
         raise NotFound(f"no release {tag_name(name, version)} in the registry") from exc
     staging = dest.with_name(dest.name + ".tmp-agentstate")
