@@ -169,18 +169,28 @@ def read_backup(path: Path, into: Path) -> dict[str, Any]:
         raise NotFound(f"no backup file {path}")
     bad = f"{path} is not an agentstate backup"
     try:
-        with tarfile.open(path, "r:*") as tar:
+        tar = tarfile.open(path, "r:*")
+    except PermissionError as exc:
+        raise AgentStateError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except (tarfile.TarError, EOFError, zlib.error, OSError):
+        raise InvalidInput(f"{bad} (not a tar archive)") from None
+    try:
+        with tar:
             manifest = _manifest(tar, bad)
             for name, expected in manifest["files"].items():
                 _extract(tar, name, expected, into / name, path)
     except (tarfile.TarError, EOFError, zlib.error) as exc:
-        raise InvalidInput(f"{bad} (or it is damaged): {exc}") from exc
+        raise InvalidInput(f"{path} is damaged ({_first_line(exc)})") from exc
     except OSError as exc:
         if isinstance(exc, PermissionError) or exc.filename:
             raise AgentStateError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        raise InvalidInput(f"{bad} (or it is damaged): {exc}") from exc
+        raise InvalidInput(f"{path} is damaged ({_first_line(exc)})") from exc
     _check_database(into / DB_NAME, path)
     return manifest
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _manifest(tar: tarfile.TarFile, bad: str) -> dict[str, Any]:

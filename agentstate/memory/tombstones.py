@@ -10,8 +10,8 @@ replaced and hands them to `reapply_purges` on the restored copy, which
    other table, a text value the live store holds scrubbed (it contains the purge mark)
    instead of the copy's value: this covers text whose memory is not in the backup at all
    (an event a memory was distilled from after the backup was taken);
-3. purges, with the same matching as `forget --purge`, every version of the copy named by a
-   tombstone or whose text has a tombstone's keyed hash (the same text under another id);
+3. purges, with the same matching as `forget --purge`, every version of the copy that a
+   tombstone names (the keyed hash travels with the tombstone, for the audit);
 4. merges every full-text index and VACUUMs with secure_delete on, so the raw bytes of the
    restored `state.db` no longer hold the text either.
 """
@@ -150,24 +150,17 @@ def _carry_scrubbed(conn: sqlite3.Connection) -> dict[str, int]:
 
 
 def _purged_again(store: Any, tombstones: list[Tombstone]) -> list[dict]:
-    """Versions of the copy a tombstone names, or whose text has a tombstone's hash."""
-    import hashlib
-    import hmac
+    """Versions of the copy that a tombstone names and that are not purged there yet.
 
-    from agentstate.store.keys import PREFIX, store_key
-
-    key = store_key(store.root)
-
-    def keyed(text: str) -> str:  # as keys.keyed_hash, without reading the key per row
-        return PREFIX + hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
-
+    Matched by id and version only: memories are never deleted, so a version in the backup
+    is the same version in the live store; another memory holding the same text was not
+    purged there either (`forget --purge` lists it in still_in), so it is not purged here.
+    """
     named = {(t.memory, t.version) for t in tombstones}
-    hashes = {t.text_hash for t in tombstones if t.text_hash}
     conn = store.conn
     conn.row_factory = sqlite3.Row
     try:
         rows = [dict(r) for r in conn.execute("SELECT * FROM memories WHERE purged = 0")]
     finally:
         conn.row_factory = None
-    return [r for r in rows if (r["id"], r["version"]) in named
-            or (hashes and keyed(r["text"]) in hashes)]
+    return [r for r in rows if (r["id"], r["version"]) in named]
