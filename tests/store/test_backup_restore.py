@@ -44,7 +44,8 @@ def _db(repo: Path) -> sqlite3.Connection:
 
 def _events(repo: Path) -> dict[str, tuple[str, int]]:
     with _db(repo) as conn:
-        return {f"evt:{r[0]}": (r[1], r[2]) for r in conn.execute("SELECT id, run, seq FROM events")}
+        rows = conn.execute("SELECT id, run, seq FROM events")
+        return {f"evt:{r[0]}": (r[1], r[2]) for r in rows}
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -162,7 +163,8 @@ def test_the_backup_file_holds_a_manifest_and_no_free_pages(initialised, cli, tm
     with tarfile.open(out) as tar:
         names = tar.getnames()
         manifest = json.load(tar.extractfile("manifest.json"))
-    assert names[0] == "manifest.json" and {"state.db", "skills.bundle", "config.toml"} <= set(names)
+    assert names[0] == "manifest.json"
+    assert {"state.db", "skills.bundle", "config.toml"} <= set(names)
     assert manifest["format"] == FORMAT and manifest["format_version"] == 1
     assert manifest["migrations"][-1] == data["migrations"][-1]
     assert oct(out.stat().st_mode & 0o777) == "0o600"
