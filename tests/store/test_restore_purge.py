@@ -60,6 +60,10 @@ def test_a_purge_after_the_backup_holds_after_restore(initialised, cli, tmp_path
         ops = [r[0] for r in conn.execute("SELECT op FROM memory_history WHERE memory = ? "
                                           "ORDER BY hid", (memory.split(":")[1].split("@")[0],))]
     assert "purge" in ops  # the restored store records it, so its own backups carry it
+    # A later purge says that the store kept aside is beyond its reach.
+    other = cli.json("remember", "the release train leaves on fridays", "--kind", "fact")
+    purged = cli.json("forget", other["ref"], "--purge")
+    assert any(line.startswith("before-restore-") for line in purged["still_in"])
 
 
 def test_text_whose_memory_came_after_the_backup_is_taken_from_the_live_store(
