@@ -87,7 +87,11 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
         _reapply(staging, tombstones, live_db if lock is not None else None, clock, ids,
                  result)
         stamp = clock.now_ts()[:19].replace("-", "").replace(":", "")
-        result.kept_aside = _swap(root, staging, live, f"{ASIDE_PREFIX}{stamp}")
+        name, n = f"{ASIDE_PREFIX}{stamp}", 1
+        while live and (root / name).exists():  # two restores within one second
+            n += 1
+            name = f"{ASIDE_PREFIX}{stamp}-{n}"
+        result.kept_aside = _swap(root, staging, live, name)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -101,6 +101,8 @@ def reapply_purges(store: Any, tombstones: list[Tombstone], live_db: Path | None
         _files(store, matcher, done, dry_run=False, export_dirs=())
         result.purged = [f"mem:{r['id']}@v{r['version']}" for r in rows]
         result.still_in, result.rewrite_command = done.still_in, done.rewrite_command
+    if not (result.copied or result.carried or rows):
+        return result  # nothing changed: the copy came from VACUUM INTO, no free pages
     from agentstate.memory.search import optimize_indexes
 
     with store.transaction():

@@ -131,7 +131,8 @@ def test_restore_with_force_replaces_the_store_and_keeps_the_old_one_aside(initi
     published = cli.json("skill", "list")
     cli.ok("backup", "--out", str(tmp_path / "b.tar.gz"))
     late = cli.json("log", "observation", "written after the backup")["ref"]
-    data = cli.json("restore", str(tmp_path / "b.tar.gz"), "--force")
+    same_second = {"AGENTSTATE_NOW": "2026-03-01T10:00:00Z"}  # both restores: one stamp
+    data = cli.json("restore", str(tmp_path / "b.tar.gz"), "--force", env=same_second)
     aside = Path(data["kept_aside"])
     assert aside.parent == initialised / ".agentstate" and aside.name.startswith("before-restore-")
     # The old store is whole beside it; the new one is the backup's.
@@ -149,9 +150,9 @@ def test_restore_with_force_replaces_the_store_and_keeps_the_old_one_aside(initi
     assert (initialised / ".agentstate" / "history.key").read_bytes() == \
         (aside / "history.key").read_bytes()
     # A second restore keeps both earlier stores side by side (not nested).
-    cli.ok("restore", str(tmp_path / "b.tar.gz"), "--force")
+    cli.ok("restore", str(tmp_path / "b.tar.gz"), "--force", env=same_second)
     kept = sorted(p.name for p in (initialised / ".agentstate").glob("before-restore-*"))
-    assert len(kept) == 2 or kept == [aside.name]  # same second: the later one wins the name
+    assert len(kept) == 2 and aside.name in kept
     assert not list((initialised / ".agentstate").glob("before-restore-*/before-restore-*"))
 
 
