@@ -298,6 +298,13 @@ class SkillSettings:
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """[retention]: how long `agentstate gc` keeps the events of finished runs."""
+
+    keep_events_days: int = _setting(0, _whole(0))  # 0: keep every event (gc does nothing)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything config.toml sets, validated. `Settings()` is the defaults."""
 
@@ -308,6 +315,7 @@ class Settings:
     context: ContextSettings = field(default_factory=ContextSettings)
     tools: ToolSettings = field(default_factory=ToolSettings)
     skills: SkillSettings = field(default_factory=SkillSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
 
 
 # ---------------------------------------------------------------- the file `init` writes
@@ -408,6 +416,11 @@ definitions = []
 # one of them wait for `skill pull --approve` (false: only those the checks flag, or pulled
 # by a principal that may not approve).
 # approve_pulled = false
+
+[retention]
+# `agentstate gc` removes events of finished runs older than this many days (events that a
+# memory or a stored context pack cites keep their ref, kind and a hash). 0 keeps everything.
+# keep_events_days = 0
 """
 
 
@@ -463,7 +476,7 @@ _S = TypeVar("_S", bound="DataclassInstance")  # a section or PrincipalSpec
 _SECTIONS: dict[str, type] = {
     "tokens": TokenSettings, "resume": ResumeSettings, "principals": PrincipalsSettings,
     "memory": MemorySettings, "context": ContextSettings, "tools": ToolSettings,
-    "skills": SkillSettings,
+    "skills": SkillSettings, "retention": RetentionSettings,
 }
 
 
@@ -488,6 +501,7 @@ def _parse(data: Mapping[str, Any]) -> Settings:
         context=_build(ContextSettings, "context", tables["context"]),
         tools=_build(ToolSettings, "tools", tables["tools"]),
         skills=_build(SkillSettings, "skills", tables["skills"]),
+        retention=_build(RetentionSettings, "retention", tables["retention"]),
     )
 
 

@@ -78,7 +78,8 @@ def _use_node(use: Any, name_fragment: bool = False) -> TraceNode:
 
 def _event_row(store: Store, event_id: str) -> tuple | None:
     return store.conn.execute(
-        "SELECT id, run, seq, kind, text, source, ts, resolves, supersedes FROM events "
+        "SELECT id, run, seq, kind, text, source, ts, resolves, supersedes, collected_at, "
+        "body_hash FROM events "
         "WHERE id = ?", (event_id,),
     ).fetchone()
 
@@ -96,9 +97,13 @@ def _event_node(store: Store, ref: str, relation: str) -> TraceNode:
     if superseded_by:
         detail["superseded_by"] = make_ref("evt", superseded_by[0])
         stale = f" — STALE: superseded by {detail['superseded_by']}"
+    body = shorten(row[4], 90)
+    if row[9]:  # `agentstate gc` kept the row (it is cited) and removed the body
+        detail.update({"collected_at": row[9], "body_hash": row[10]})
+        body = f"(body collected by gc at {row[9][:19]}; hash {row[10]})"
     return TraceNode(ref, relation,
                      f"{row[3]} by {row[5]} in {detail['run']}, {row[6][:19]}: "
-                     f"{shorten(row[4], 90)}{stale}", detail)
+                     f"{body}{stale}", detail)
 
 
 def _evidence_node(store: Store, evidence: Any) -> TraceNode:

@@ -377,6 +377,9 @@ def _files(store: Any, matcher: Matcher, result: ForgetResult, dry_run: bool,
             result.files_scrubbed.append(str(version_dir.relative_to(root)) + "/ (removed)")
             if not dry_run:
                 shutil.rmtree(version_dir, ignore_errors=True)
+    for aside in sorted(root.glob("before-restore-*/")):  # agentstate.maintenance.restore
+        result.still_in.append(f"{aside.name}/ (a store kept aside by `restore`: its "
+                               "database is not purged; delete the folder)")
     config = root / "config.toml"
     if residue.files_holding([config], report):
         result.still_in.append("config.toml (your own file: edit it)")

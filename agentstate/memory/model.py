@@ -455,3 +455,14 @@ def list_user_preferences(store: Any, principal: str | None = None,
             continue
         found.append(memory)
     return found
+
+
+def event_refs_cited(store: Any) -> set[str]:
+    """Every `evt:…` ref a memory version cites, as evidence or as its source (retention
+    keeps those events)."""
+    conn = store.conn
+    cited = {r[0] for r in conn.execute(
+        "SELECT DISTINCT ref FROM memory_evidence WHERE ref LIKE 'evt:%'")}
+    cited |= {r[0] for r in conn.execute(
+        "SELECT DISTINCT source FROM memories WHERE source LIKE 'evt:%'")}
+    return cited

@@ -69,3 +69,16 @@ def m002_events_run_kind_seq(db: sqlite_utils.Database) -> None:
     """The newest events of one kind in one run, in order: what working state reads per
     group (bounded with LIMIT), without scanning the whole run."""
     run_script(db, "CREATE INDEX events_run_kind_seq ON events(run, kind, seq);")
+
+
+def m003_events_collected(db: sqlite_utils.Database) -> None:
+    """`agentstate gc` removes the body of an old event that something still cites (a
+    memory's evidence, a stored pack, a tool call): the row keeps its ref, kind and a keyed
+    hash of the body, and `collected_at` says when, so `trace` still resolves it."""
+    run_script(
+        db,
+        """
+        ALTER TABLE events ADD COLUMN collected_at TEXT;
+        ALTER TABLE events ADD COLUMN body_hash TEXT;
+        """,
+    )

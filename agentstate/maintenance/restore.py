@@ -1,0 +1,229 @@
+"""`agentstate restore FILE`: replace the store with a backup, purges kept.
+
+Order, so that a failure at any step before the swap leaves the live store untouched:
+1. read and check the whole backup into a staging folder beside the store
+   (agentstate.maintenance.backup.read_backup);
+2. refuse when a store is there and `--force` was not given;
+3. take the live store's write lock (BEGIN IMMEDIATE: running writers wait, readers go on)
+   and read its purge tombstones;
+4. finish the staging store: the live store's own files (config.toml, history.key, …),
+   migrations up to this version, the skills registry from the bundle, the tombstones
+   re-applied (agentstate.memory.tombstones), SQLite's integrity check;
+5. swap with renames: live → a sibling, staging → the store, then the old one moves into the
+   new store as `before-restore-STAMP/` (git-ignored).
+
+What is guaranteed about purged text: every purge recorded in the live store (or in the
+backup itself) holds in the restored store — rows, full-text indexes and the raw file. When
+no live store is there (or its database cannot be read and `--ignore-live-purges` was
+given), only the purges the backup itself recorded hold: a purge made after the backup on a
+store that is gone cannot be known.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from agentstate.config import CONFIG_NAME, load_settings, write_default_config
+from agentstate.errors import AgentStateError, CorruptStore, Refused, StoreMissing
+from agentstate.maintenance.backup import (
+    ASIDE_PREFIX,
+    BUNDLE,
+    RestoreResult,
+    read_backup,
+)
+from agentstate.store.clock import Clock, IdSource
+from agentstate.store.db import (
+    DB_NAME,
+    GITIGNORE,
+    SKILLS_DIR,
+    STORE_DIR,
+    Store,
+    connect,
+    find_store,
+    init_location,
+    translate_sqlite_error,
+)
+
+# Never copied from the live store into the new one: its database, its registry, its locks,
+# and earlier kept-aside stores (moved over separately, not nested).
+_NOT_CARRIED = (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal", SKILLS_DIR)
+
+
+def restore(backup_file: Path, *, override: str | Path | None = None,
+            start: Path | None = None, force: bool = False,
+            ignore_live_purges: bool = False, clock: Clock | None = None,
+            ids: IdSource | None = None) -> RestoreResult:
+    clock, ids = clock or Clock(), ids or IdSource()
+    root = _target(override, start)
+    live = root.exists()
+    staging = root.parent / f"{root.name}.restoring-{ids.new()}"
+    lock: sqlite3.Connection | None = None
+    try:
+        staging.mkdir()
+        manifest = read_backup(backup_file.expanduser().absolute(), staging)
+        if live and not force:
+            raise Refused(f"a store is already at {root}; `restore --force` replaces it (the "
+                          f"current one is kept aside inside the new store as "
+                          f"{ASIDE_PREFIX}…/)")
+        result = RestoreResult(store=str(root), backup=str(backup_file),
+                               backup_created=str(manifest.get("created", "")),
+                               migrations_applied=[], skills_refs=0, kept_aside=None,
+                               tombstones=0)
+        tombstones: list[Any] = []
+        live_db = root / DB_NAME
+        if live and live_db.exists():
+            lock, tombstones = _lock_and_read(live_db, root, ignore_live_purges, result)
+        elif live:
+            result.warnings.append(f"{root} has no {DB_NAME}: no purge tombstones to carry")
+        else:
+            result.warnings.append("no store was here: only the purges recorded in the "
+                                   "backup itself hold (later ones on a lost store cannot be "
+                                   "known)")
+        _complete(staging, root if live else None, manifest, result)
+        _reapply(staging, tombstones, live_db if lock is not None else None, clock, ids,
+                 result)
+        stamp = clock.now_ts()[:19].replace("-", "").replace(":", "")
+        name, n = f"{ASIDE_PREFIX}{stamp}", 1
+        while live and (root / name).exists():  # two restores within one second
+            n += 1
+            name = f"{ASIDE_PREFIX}{stamp}-{n}"
+        result.kept_aside = _swap(root, staging, live, name)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        if lock is not None:
+            lock.close()  # rolls back the read-only lock transaction on the old file
+    return result
+
+
+def _target(override: str | Path | None, start: Path | None) -> Path:
+    """The store to replace, or where a store would be created (as `init` places it)."""
+    try:
+        return find_store(start, override)
+    except StoreMissing:
+        pass
+    explicit = override if override is not None else os.environ.get("AGENTSTATE_DIR")
+    if explicit:
+        named = Path(explicit).expanduser().absolute()
+        return named if named.name == STORE_DIR else named / STORE_DIR
+    return init_location(start) / STORE_DIR
+
+
+def _lock_and_read(live_db: Path, root: Path, ignore: bool,
+                   result: RestoreResult) -> tuple[sqlite3.Connection | None, list[Any]]:
+    from agentstate.memory.tombstones import read_tombstones
+
+    try:
+        db = connect(live_db)
+    except (CorruptStore, AgentStateError) as exc:
+        return None, _unreadable(exc.message, ignore, result)
+    conn = db.conn
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise translate_sqlite_error(exc, root) from exc
+    try:
+        tombstones = read_tombstones(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        return None, _unreadable(str(exc), ignore, result)
+    result.tombstones = len(tombstones)
+    return conn, tombstones
+
+
+def _unreadable(why: str, ignore: bool, result: RestoreResult) -> list[Any]:
+    if not ignore:
+        raise Refused(f"the live store's database cannot be read ({why}), so purges made "
+                      "after the backup cannot be carried over; add --ignore-live-purges to "
+                      "restore anyway")
+    result.warnings.append(f"the live database could not be read ({why}): purges made after "
+                           "the backup are not re-applied")
+    return []
+
+
+def _complete(staging: Path, live_root: Path | None, manifest: dict[str, Any],
+              result: RestoreResult) -> None:
+    """Everything but the database's content: files, migrations, the skills registry."""
+    from agentstate.store.migrations import apply_migrations
+
+    if live_root is not None:
+        for item in sorted(live_root.iterdir()):
+            if item.name in _NOT_CARRIED or item.name.startswith(ASIDE_PREFIX) \
+                    or item.suffix == ".lock":
+                continue
+            target = staging / item.name
+            if item.is_dir() and not item.is_symlink():
+                shutil.copytree(item, target, symlinks=True)
+            else:
+                shutil.copy2(item, target, follow_symlinks=False)
+    elif not (staging / CONFIG_NAME).exists():
+        write_default_config(staging / CONFIG_NAME)
+    if not (staging / ".gitignore").exists():
+        (staging / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+    load_settings(staging / CONFIG_NAME)  # a bad config.toml fails before the swap
+    db = connect(staging / DB_NAME)
+    try:
+        db.conn.execute("PRAGMA journal_mode = WAL")
+        result.migrations_applied = apply_migrations(db)
+    finally:
+        db.conn.close()
+    bundle = staging / BUNDLE
+    if bundle.exists():
+        from agentstate.skills.bundle import unbundle_registry
+        from agentstate.skills.registry import ensure_registry
+
+        result.skills_refs = unbundle_registry(bundle, staging / SKILLS_DIR)
+        ensure_registry(staging / SKILLS_DIR)
+        bundle.unlink()
+    else:
+        from agentstate.maintenance.init import _skills
+        from agentstate.store.init import InitResult
+
+        _skills(staging, InitResult(staging))
+
+
+def _reapply(staging: Path, tombstones: list[Any], live_db: Path | None, clock: Clock,
+             ids: IdSource, result: RestoreResult) -> None:
+    from agentstate.memory.tombstones import reapply_purges
+
+    store = Store(root=staging, db=connect(staging / DB_NAME),
+                  settings=load_settings(staging / CONFIG_NAME), clock=clock, ids=ids)
+    try:
+        done = reapply_purges(store, tombstones, live_db)
+        check = [r[0] for r in store.conn.execute("PRAGMA integrity_check")]
+        if check != ["ok"]:
+            raise CorruptStore(f"the restored database fails integrity_check: {check[0]}")
+    finally:
+        store.close()
+    result.purged_again, result.carried = done.purged, done.carried
+    result.still_in, result.rewrite_command = done.still_in, done.rewrite_command
+
+
+def _swap(root: Path, staging: Path, live: bool, aside_name: str) -> str | None:
+    """Put the staging store in place; the old store ends up inside it as `aside_name`."""
+    if not live:
+        staging.rename(root)
+        return None
+    outside = root.parent / f"{root.name}.{aside_name}"
+    root.rename(outside)
+    try:
+        staging.rename(root)
+    except OSError:
+        outside.rename(root)  # put the live store back: nothing changed
+        raise
+    kept = root / aside_name
+    outside.rename(kept)
+    for earlier in sorted(kept.glob(f"{ASIDE_PREFIX}*")):  # keep them side by side
+        earlier.rename(root / earlier.name)
+    ignore = root / ".gitignore"
+    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+    if f"{ASIDE_PREFIX}*/" not in lines:
+        with ignore.open("a", encoding="utf-8") as handle:
+            handle.write(("" if not lines or lines[-1] == "" else "\n") + f"{ASIDE_PREFIX}*/\n")
+    return str(kept)

@@ -1,0 +1,100 @@
+"""Retention of the run log: what `agentstate gc` removes from `events`.
+
+Only events of finished runs (done or abandoned) older than the cutoff are candidates. A
+candidate that something still points at is *collected* instead of deleted: its body (text
+and meta) is removed, the row keeps its id, run, kind, source and time, `collected_at` says
+when, and `body_hash` holds a keyed hash of the body (agentstate.store.keys), so a ref to it
+still resolves and a kept copy of the body can be checked against it by the store's owner.
+Pointers that keep a row: the refs the caller passes (memory evidence and sources, stored
+packs), rows of other tables with a foreign key to events (tool calls, skill loads), and the
+`resolves`/`supersedes` links of events that stay. Deleting and collecting fire the search
+triggers, so the event indexes drop the removed text in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agentstate.store.db import Store
+
+# Tables (other than events) whose `event` column is a foreign key to events(id).
+_EVENT_FOREIGN_KEYS = (("tool_calls", "event"), ("skill_loads", "event"))
+
+
+@dataclass
+class RetentionCounts:
+    candidates: int = 0        # events of finished runs older than the cutoff
+    removed: int = 0           # deleted rows
+    collected: int = 0         # rows kept with their body removed (newly)
+    already_collected: int = 0  # kept rows whose body was removed by an earlier gc
+    body_bytes: int = 0        # bytes of text and meta removed (or that would be)
+
+
+def apply_retention(store: Store, cutoff: str, keep_refs: Iterable[str], *,
+                    dry_run: bool = False) -> RetentionCounts:
+    """Remove (or, with `dry_run`, count) the events of finished runs older than `cutoff`;
+    the ones named in `keep_refs` (`evt:…`) or linked from a kept row are collected."""
+    counts = RetentionCounts()
+    conn = store.conn
+    with store.transaction():
+        _mark(conn, cutoff, keep_refs)
+        counts.candidates = _one(conn, "SELECT count(*) FROM temp.gc_old")
+        counts.removed = _one(conn, "SELECT count(*) FROM temp.gc_old WHERE id NOT IN "
+                                    "(SELECT id FROM temp.gc_keep)")
+        collect = ("FROM events WHERE collected_at IS NULL AND id IN (SELECT id FROM "
+                   "temp.gc_old) AND id IN (SELECT id FROM temp.gc_keep)")
+        counts.collected = _one(conn, f"SELECT count(*) {collect}")
+        counts.already_collected = _one(
+            conn, "SELECT count(*) FROM events WHERE collected_at IS NOT NULL AND id IN "
+                  "(SELECT id FROM temp.gc_old) AND id IN (SELECT id FROM temp.gc_keep)")
+        counts.body_bytes = _one(
+            conn, "SELECT coalesce(sum(length(CAST(text AS BLOB)) + length(CAST(meta AS BLOB))"
+                  "), 0) FROM events WHERE collected_at IS NULL AND id IN (SELECT id FROM "
+                  "temp.gc_old)")
+        if not dry_run:
+            from agentstate.store.keys import keyed_hash
+
+            conn.create_function("gc_body_hash", 2, lambda text, meta: keyed_hash(
+                store.root, json.dumps([text, meta], ensure_ascii=False)))
+            conn.execute(f"UPDATE events SET body_hash = gc_body_hash(text, meta), text = '', "
+                         f"meta = '{{}}', collected_at = ? WHERE rowid IN (SELECT rowid "
+                         f"{collect})", (store.now(),))
+            conn.execute("DELETE FROM events WHERE id IN (SELECT id FROM temp.gc_old) AND "
+                         "id NOT IN (SELECT id FROM temp.gc_keep)")
+        conn.execute("DROP TABLE temp.gc_old")
+        conn.execute("DROP TABLE temp.gc_keep")
+    return counts
+
+
+def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> None:
+    """temp.gc_old: the candidates; temp.gc_keep: those that must keep their row."""
+    conn.execute("CREATE TEMP TABLE gc_old (id TEXT PRIMARY KEY)")
+    conn.execute("CREATE TEMP TABLE gc_keep (id TEXT PRIMARY KEY)")
+    conn.execute("INSERT INTO temp.gc_old SELECT e.id FROM events e JOIN runs r ON r.id = "
+                 "e.run WHERE r.status != 'active' AND e.ts < ?", (cutoff,))
+    conn.executemany("INSERT OR IGNORE INTO temp.gc_keep VALUES (?)",
+                     ((ref[4:],) for ref in keep_refs if ref.startswith("evt:")))
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    for table, column in _EVENT_FOREIGN_KEYS:
+        if table in tables:
+            conn.execute(f"INSERT OR IGNORE INTO temp.gc_keep SELECT {column} FROM {table} "
+                         f"WHERE {column} IN (SELECT id FROM temp.gc_old)")
+    # An event that a staying event resolves or supersedes stays too; staying spreads along
+    # those links until nothing changes (chains are short: usually one round).
+    while True:
+        added = 0
+        for link in ("resolves", "supersedes"):
+            added += conn.execute(
+                f"INSERT OR IGNORE INTO temp.gc_keep SELECT e.{link} FROM events e "
+                f"WHERE e.{link} IN (SELECT id FROM temp.gc_old) AND (e.id NOT IN "
+                f"(SELECT id FROM temp.gc_old) OR e.id IN (SELECT id FROM temp.gc_keep))"
+            ).rowcount
+        if not added:
+            return
+
+
+def _one(conn: sqlite3.Connection, sql: str) -> int:
+    return int(conn.execute(sql).fetchone()[0])

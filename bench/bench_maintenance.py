@@ -1,0 +1,94 @@
+"""`backup`, `restore` and `gc` on a 100,000-event store (the context benchmark's store:
+20 runs, 19 of them finished, 10,000 memories, 200 skill rows), as subprocesses.
+
+Reported from this one run: the backup's wall time and size beside the database's, the
+restore's wall time (over the live store, --force), and `gc` with a 30-day period run when
+every finished run is older than that — dry run, then the real one: events removed and
+collected (2,000 are cited by memories, 500 by a stored pack) and the bytes given back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.bench_context import build_store
+
+EVENTS = 100_000
+CITED_BY_MEMORIES = 2_000
+CITED_BY_PACK = 500
+LATER = "2026-06-01T00:00:00Z"  # every finished run of the store is older than 30 days
+
+
+def _timed(path: Path, *args: str, env: dict | None = None) -> tuple[float, dict]:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "agentstate", *args, "--json"], cwd=path,
+                          env=dict(os.environ, NO_COLOR="1", **(env or {})),
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"agentstate {' '.join(args)} failed: {proc.stderr.strip()}")
+    return elapsed, json.loads(proc.stdout)["data"]
+
+
+def _cite(path: Path) -> None:
+    """Memory evidence for some events of finished runs, and one stored pack listing others."""
+    import sqlite3
+
+    with sqlite3.connect(path / ".agentstate" / "state.db") as conn:
+        events = [r[0] for r in conn.execute(
+            "SELECT e.id FROM events e JOIN runs r ON r.id = e.run WHERE r.status = 'done' "
+            "ORDER BY e.id")]
+        step = len(events) // (CITED_BY_MEMORIES + CITED_BY_PACK)
+        picked = events[::step][: CITED_BY_MEMORIES + CITED_BY_PACK]
+        rows = [r[0] for r in conn.execute("SELECT row FROM memories ORDER BY row LIMIT ?",
+                                           (CITED_BY_MEMORIES,))]
+        conn.executemany("INSERT INTO memory_evidence (memory_row, ref, kind, added, actor) "
+                         "VALUES (?, ?, 'evt', '2026-01-01', 'bench')",
+                         [(row, f"evt:{event}") for row, event in zip(rows, picked,
+                                                                       strict=False)])
+        conn.execute("INSERT INTO packs (id, principal, query, budget, tokens, text_hash, "
+                     "created) VALUES ('benchpack', 'owner', 'q', 8000, 1, 'h', '2026-01-01')")
+        conn.executemany("INSERT INTO pack_items (pack, seq, ref, class, score, tokens, "
+                         "decision, reason) VALUES ('benchpack', ?, ?, 'evidence', 1, 1, "
+                         "'dropped', 'bench')",
+                         [(n, f"evt:{event}") for n, event in
+                          enumerate(picked[CITED_BY_MEMORIES:])])
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="agentstate-bench-maint-") as tmp:
+        start = time.perf_counter()
+        path = build_store(Path(tmp) / "s", EVENTS)
+        _cite(path)
+        print(f"  built {EVENTS:,} events in {time.perf_counter() - start:.1f} s")
+        db = path / ".agentstate" / "state.db"
+        wall, backup = _timed(path, "backup", "--out", str(Path(tmp) / "b.tar.gz"))
+        print(f"  backup: {wall:.2f} s wall; file {backup['bytes'] / 1e6:.1f} MB for a "
+              f"{backup['db_bytes'] / 1e6:.1f} MB database copy ({db.stat().st_size / 1e6:.1f} "
+              f"MB on disk), {backup['skills_refs']} skills refs")
+        wall, _ = _timed(path, "restore", str(Path(tmp) / "b.tar.gz"), "--force")
+        print(f"  restore --force: {wall:.2f} s wall")
+        config = path / ".agentstate" / "config.toml"
+        config.write_text(config.read_text().replace("# keep_events_days = 0",
+                                                     "keep_events_days = 30"))
+        later = {"AGENTSTATE_NOW": LATER}
+        wall, dry = _timed(path, "gc", "--dry-run", env=later)
+        print(f"  gc --dry-run: {wall:.2f} s wall; would remove {dry['removed']:,}, collect "
+              f"{dry['collected']:,} of {dry['candidates']:,} candidates "
+              f"({dry['body_bytes'] / 1e6:.1f} MB of event text and meta)")
+        wall, done = _timed(path, "gc", env=later)
+        print(f"  gc: {wall:.2f} s wall; removed {done['removed']:,}, collected "
+              f"{done['collected']:,}; database {done['bytes_before'] / 1e6:.1f} MB → "
+              f"{done['bytes_after'] / 1e6:.1f} MB ({done['reclaimed'] / 1e6:.1f} MB back)")
+        wall, again = _timed(path, "gc", env=later)
+        print(f"  gc again (nothing left to remove): {wall:.2f} s wall")
+
+
+if __name__ == "__main__":
+    main()
