@@ -28,10 +28,22 @@ def refuse_secrets(text: str, what: str = "text") -> None:
 
 
 def redact_secrets(text: str, mask: str = "[REDACTED]") -> str:
-    """Replace every secret span (for tool output excerpts, which must be kept but not leak)."""
-    findings = find_secrets(text)
-    if not findings:
-        return text
+    """Replace every secret span (for tool output excerpts, which must be kept but not leak).
+
+    Scanned again after each pass: a match can end inside the next secret (two tokens glued
+    together), and what it leaves of that one is only found once the first is masked."""
+    for _ in range(REDACT_PASSES):
+        findings = find_secrets(text)
+        if not findings:
+            return text
+        text = _masked(text, findings, mask)
+    return text
+
+
+REDACT_PASSES = 4  # each pass is linear; glued secrets need one pass per layer
+
+
+def _masked(text: str, findings: list, mask: str) -> str:
     out, last = [], 0
     for f in findings:
         if f.start < last:

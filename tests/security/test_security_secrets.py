@@ -211,3 +211,10 @@ def test_raw_byte_check_would_see_a_stored_value(cli, initialised):
     cli.ok("log", "note", "the build cache lives at buildcachelocation42")
     with pytest.raises(AssertionError):
         assert_nowhere(initialised, ["buildcachelocation42"])
+
+
+def test_glued_secrets_are_all_redacted():
+    # The first token's match runs into the second; its remaining body must not survive.
+    token = "ghp_R8fK2mQ9xL4vN7bT1cW6yH3jP0sD5gZ8aE2u"
+    redacted = redact_secrets(token * 2)
+    assert find_secrets(redacted) == [] and "R8fK2mQ9xL4v" not in redacted
