@@ -131,9 +131,10 @@ def validate_scope(store: Any, scope: str | None) -> str:
         return value
     kind, sep, rest = value.partition(":")
     if sep and kind == "run":
+        from agentstate.runs.lookups import run_exists
+
         ref = parse_ref(value, expect="run")
-        row = store.conn.execute("SELECT 1 FROM runs WHERE id = ?", (ref.id,)).fetchone()
-        if row is None:
+        if not run_exists(store, ref.id):
             raise InvalidInput(f"scope {value!r} names a run that does not exist")
         return value
     if sep and kind == "branch" and _BRANCH.match(rest) and ".." not in rest:
@@ -355,6 +356,28 @@ def check_readable(store: Any, memory: Memory, principal: str | None) -> None:
 def memory_evidence(store: Any, ref: str) -> dict[str, list[Evidence]]:
     """For `trace`: every version ref of the chain → its evidence refs."""
     return {m.ref: m.evidence for m in get_chain(store, ref)}
+
+
+def versions_drawn_from(store: Any, event_ref: str, *, limit: int) -> list[str]:
+    """For `trace`: refs of the memory versions that cite `event_ref` as evidence or name it
+    as their source, by id and version, at most `limit`."""
+    return [make_ref("mem", r[0], r[1]) for r in store.conn.execute(
+        "SELECT DISTINCT m.id, m.version FROM memories m WHERE m.row IN "
+        "(SELECT memory_row FROM memory_evidence WHERE ref = ?) OR m.source = ? "
+        "ORDER BY m.id, m.version LIMIT ?", (event_ref, event_ref, limit))]
+
+
+def versions_citing(store: Any, evidence_refs: list[str], *, limit: int) -> list[str]:
+    """For `trace`: refs of the memory versions that cite any of `evidence_refs` as evidence,
+    by id and version, at most `limit`. The refs go in as one JSON array (a run may have
+    thousands of events: one query, no limit on bound variables)."""
+    if not evidence_refs:
+        return []
+    return [make_ref("mem", r[0], r[1]) for r in store.conn.execute(
+        "SELECT DISTINCT m.id, m.version FROM memory_evidence me "
+        "JOIN memories m ON m.row = me.memory_row "
+        "WHERE me.ref IN (SELECT value FROM json_each(?)) "
+        "ORDER BY m.id, m.version LIMIT ?", (json.dumps(evidence_refs), limit))]
 
 
 def get_history(store: Any, ref: str) -> list[HistoryEntry]:
