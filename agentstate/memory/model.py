@@ -276,21 +276,13 @@ def row_to_memory(row: dict, now: str, evidence: list[Evidence] | None = None) -
     )
 
 
-def _rows(store: Any, sql: str, params: tuple | list = ()) -> list[dict]:
-    cursor = store.conn.execute(sql, params)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-
-
 def load_evidence(store: Any, rows: list[int]) -> dict[int, list[Evidence]]:
     found: dict[int, list[Evidence]] = {r: [] for r in rows}
     if not rows:
         return found
     marks = ",".join("?" * len(rows))
-    for item in _rows(
-        store,
-        f"SELECT * FROM memory_evidence WHERE memory_row IN ({marks}) ORDER BY added, ref",
-        rows,
+    for item in store.rows(
+        f"SELECT * FROM memory_evidence WHERE memory_row IN ({marks}) ORDER BY added, ref", rows
     ):
         found[item["memory_row"]].append(
             Evidence(item["ref"], item["kind"], item["added"], item["actor"])
@@ -305,7 +297,7 @@ def memories_from_rows(store: Any, rows: list[dict]) -> list[Memory]:
 
 
 def chain_rows(store: Any, memory_id: str) -> list[dict]:
-    return _rows(store, "SELECT * FROM memories WHERE id = ? ORDER BY version", (memory_id,))
+    return store.rows("SELECT * FROM memories WHERE id = ? ORDER BY version", (memory_id,))
 
 
 def current_memory_version(rows: list[dict], now: str) -> dict | None:
@@ -382,8 +374,8 @@ def versions_citing(store: Any, evidence_refs: list[str], *, limit: int) -> list
 
 def get_history(store: Any, ref: str) -> list[HistoryEntry]:
     parsed = parse_ref(ref, expect="mem")
-    rows = _rows(store, "SELECT * FROM memory_history WHERE memory = ? ORDER BY hid",
-                 (parsed.id,))
+    rows = store.rows("SELECT * FROM memory_history WHERE memory = ? ORDER BY hid",
+                      (parsed.id,))
     if not rows:
         raise NotFound(f"no memory {make_ref('mem', parsed.id)}")
     return [
@@ -451,7 +443,7 @@ def list_memories(store: Any, *, status: str | None = None, kind: str | None = N
             raise InvalidInput("--limit must be at least 1")
         sql += " LIMIT ?"
         params.append(min(limit, 2**62))  # SQLite integers are 64-bit
-    found = [m for m in memories_from_rows(store, _rows(store, sql, params))
+    found = [m for m in memories_from_rows(store, store.rows(sql, params))
              if who.can_read(m.scope)]
     if status in (None, "current"):
         found = [m for m in found if m.status != "expired"]
@@ -465,11 +457,8 @@ def list_user_preferences(store: Any, principal: str | None = None,
     from agentstate.memory.scopes import scope_applies
 
     who = resolve_principal(store, principal)
-    rows = _rows(
-        store,
-        "SELECT * FROM memories WHERE kind = 'preference' AND source = 'user' "
-        "AND status = 'active' ORDER BY created, row",
-    )
+    rows = store.rows("SELECT * FROM memories WHERE kind = 'preference' AND source = 'user' "
+                      "AND status = 'active' ORDER BY created, row")
     found = []
     for memory in memories_from_rows(store, rows):
         if memory.status != "active" or not who.can_read(memory.scope):

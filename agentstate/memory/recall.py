@@ -201,9 +201,8 @@ def _load_rows(store: Any, row_ids: list[int]) -> dict[int, dict]:
     if not row_ids:
         return {}
     marks = ",".join("?" * len(row_ids))
-    cursor = store.conn.execute(f"SELECT * FROM memories WHERE row IN ({marks})", row_ids)
-    names = [d[0] for d in cursor.description]
-    return {values[0]: dict(zip(names, values, strict=True)) for values in cursor.fetchall()}
+    return {r["row"]: r for r in store.rows(f"SELECT * FROM memories WHERE row IN ({marks})",
+                                            row_ids)}
 
 
 def _hit(row: dict, relevance: float, specificity: float, now: str,

@@ -164,14 +164,11 @@ def _find_duplicate(store: Any, text: str, kind: str, key: str | None, scope: st
     Quarantined text only dedupes with quarantined text, so it can never refresh a fact."""
     wanted = ((MemoryStatus.QUARANTINED,) if status == MemoryStatus.QUARANTINED
               else (*CURRENT_STATUSES, MemoryStatus.CANDIDATE))
-    rows = store.conn.execute(
+    for row in store.rows(
         f"SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
         f"AND {status_in(wanted)} ORDER BY version DESC",
         (norm_hash(text), scope, kind),
-    )
-    names = [d[0] for d in rows.description]
-    for values in rows.fetchall():
-        row = dict(zip(names, values, strict=True))
+    ):
         if key is None or row["key"] in (None, key):
             return row
     return None

@@ -40,11 +40,8 @@ _LINE_COLUMNS = "id, run, seq, kind, text, source, ts"
 def find_event(store: Store, event_id: str) -> Event | None:
     """The event with this id (no `evt:` prefix), or None when there is none (purged, or a
     ref from another store)."""
-    cursor = store.conn.execute("SELECT * FROM events WHERE id = ?", (event_id,))
-    row = cursor.fetchone()
-    if row is None:
-        return None
-    return row_to_event(dict(zip([d[0] for d in cursor.description], row, strict=True)))
+    row = store.row("SELECT * FROM events WHERE id = ?", (event_id,))
+    return None if row is None else row_to_event(row)
 
 
 def run_exists(store: Store, run_id: str) -> bool:

@@ -153,7 +153,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
 
 
 def last_test(store: Store, name: str, tree: str | None) -> dict | None:
-    rows = list(store.db.query(
+    rows = store.rows(
         "SELECT * FROM skill_tests WHERE name = ? AND tree = ? ORDER BY ts DESC, rowid DESC "
-        "LIMIT 1", (name, tree or "")))
+        "LIMIT 1", (name, tree or ""))
     return rows[0] if rows else None

@@ -81,8 +81,8 @@ def parse_target(text: str) -> tuple[str, int | None]:
 
 def version_rows(store: Store, name: str) -> list[dict]:
     """Every row of skill `name`, oldest version first."""
-    return list(store.db.query(
-        "SELECT * FROM skill_versions WHERE name = ? ORDER BY version", (name,)))
+    return store.rows(
+        "SELECT * FROM skill_versions WHERE name = ? ORDER BY version", (name,))
 
 
 def get_version(store: Store, name: str, version: int) -> SkillVersion:
@@ -98,8 +98,8 @@ def get_version(store: Store, name: str, version: int) -> SkillVersion:
 
 def find_version(store: Store, name: str, version: int) -> SkillVersion | None:
     """Version `version` of skill `name`, or None when there is no such row."""
-    rows = list(store.db.query(
-        "SELECT * FROM skill_versions WHERE name = ? AND version = ?", (name, version)))
+    rows = store.rows(
+        "SELECT * FROM skill_versions WHERE name = ? AND version = ?", (name, version))
     return row_to_version(rows[0]) if rows else None
 
 
@@ -117,9 +117,9 @@ def any_published(store: Store) -> bool:
 
 def current_release(store: Store, name: str) -> SkillVersion | None:
     """The highest published (not revoked) version: what load, match and export use."""
-    rows = list(store.db.query(
+    rows = store.rows(
         "SELECT * FROM skill_versions WHERE name = ? AND status = 'published' "
-        "ORDER BY version DESC LIMIT 1", (name,)))
+        "ORDER BY version DESC LIMIT 1", (name,))
     return row_to_version(rows[0]) if rows else None
 
 
