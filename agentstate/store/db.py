@@ -78,6 +78,10 @@ class Store:
         row = cursor.fetchone()
         return None if row is None else dict(zip(_column_names(cursor), row, strict=True))
 
+    def set_busy_timeout(self, ms: int) -> None:
+        """How long a write waits for another process's lock before it fails."""
+        self.db.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+
     def now(self) -> str:
         return self.clock.now_ts()
 

@@ -169,3 +169,37 @@ def test_the_architecture_page_lists_the_same_owners():
         for table in re.findall(r"`([a-z_]+)`", cells[0]):
             listed[table] = owner.group(1)
     assert listed == OWNERS
+
+
+# Packages that own no table: they call domain functions and never touch the connection.
+NO_TABLES = ("cli", "integrations", "evals", "maintenance", "(top)")
+
+
+def raw_database_uses(source: str) -> list[int]:
+    """Lines where code reaches a store's connection (`store.conn`, `x.store.db`, …)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in ("conn", "db"):
+            owner = node.value
+            name = owner.id if isinstance(owner, ast.Name) else \
+                owner.attr if isinstance(owner, ast.Attribute) else ""
+            if name == "store":
+                lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_packages_without_tables_never_reach_the_connection():
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        package = module.split("/")[0] if "/" in module else "(top)"
+        if package in NO_TABLES:
+            lines = raw_database_uses(path.read_text(encoding="utf-8"))
+            if lines:
+                found[module] = lines
+    assert found == {}, f"use a domain function (or a Store method) instead: {found}"
+
+
+def test_the_connection_scan_sees_attribute_chains():
+    assert raw_database_uses("store.conn.execute('x')\nself.store.db['t']\nconn.execute('y')\n"
+                             "from agentstate.store.db import Store\n") == [1, 2]
