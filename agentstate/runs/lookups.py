@@ -114,20 +114,20 @@ def events_at(store: Store, positions: Sequence[tuple[str, int]]) -> list[EventL
 
 def superseded_among(store: Store, event_ids: Sequence[str]) -> set[str]:
     """The ids among `event_ids` that a later event supersedes (a correction replaced them)."""
-    if not event_ids:
-        return set()
-    marks = ",".join("?" * len(event_ids))
-    return {r[0] for r in store.conn.execute(
-        f"SELECT supersedes FROM events WHERE supersedes IN ({marks})", list(event_ids))}
+    return _pointed_at(store, "supersedes", event_ids)
 
 
 def resolved_among(store: Store, event_ids: Sequence[str]) -> set[str]:
     """The ids among `event_ids` that a later event resolves (answered, verified, settled)."""
+    return _pointed_at(store, "resolves", event_ids)
+
+
+def _pointed_at(store: Store, link: str, event_ids: Sequence[str]) -> set[str]:
     if not event_ids:
         return set()
     marks = ",".join("?" * len(event_ids))
     return {r[0] for r in store.conn.execute(
-        f"SELECT resolves FROM events WHERE resolves IN ({marks})", list(event_ids))}
+        f"SELECT {link} FROM events WHERE {link} IN ({marks})", list(event_ids))}
 
 
 def first_superseding_event(store: Store, event_id: str) -> str | None:
