@@ -17,6 +17,8 @@ from agentstate.cli.boundary import command_name, store_override
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from agentstate.store.db import Store
+
 __all__ = ["AsOption", "JsonOption", "RunOption", "cli_store",
            "command_name", "emit", "from_stdin", "parse_key_values", "read_stdin",
            "store_override"]
@@ -53,7 +55,7 @@ def cli_store(migrate: bool = True) -> Iterator[Any]:
         store.close()
 
 
-def _current_run(store: Any) -> Any:
+def _current_run(store: Store) -> Any:
     """The current run, or None (also for a store whose schema is not there yet)."""
     import sqlite3
 

@@ -105,6 +105,7 @@ def build_context(
     """
     from agentstate.memory.model import resolve_principal
     from agentstate.runs.log import current_run, get_run
+    from agentstate.runs.lookups import newest_events
     from agentstate.tokens import counter_for
 
     settings = store.settings.context
@@ -165,7 +166,7 @@ def build_context(
         if trajectory:
             # The window always covers the events kept whole.
             window = max(settings.trajectory_window, settings.recent_full_events)
-            rows, older_events = _trajectory_rows(store, the_run, window)
+            rows, older_events = newest_events(store, the_run.id, window)
             recent = src.trajectory_candidates(rows, the_run.ref, settings.recent_full_events)
             candidates += recent
             skip |= {c.ref for c in recent}
@@ -183,6 +184,7 @@ def build_context(
     # Catalog: tool definitions from the config, skills matching the query (metadata only).
     candidates += src.tool_candidates(store.settings.tools.definitions)
     from agentstate.skills.catalog import match_skills
+    from agentstate.skills.records import any_published
 
     skills = match_skills(store, query, limit=settings.catalog_skills + 1) \
         if settings.catalog_skills else []
@@ -203,7 +205,7 @@ def build_context(
 
     candidates += src.index_hints(
         query=query, run_ref=the_run.ref if the_run else None, task_more=task_more,
-        older_events=older_events, more_skills=more_skills and bool(_has_skills(store)),
+        older_events=older_events, more_skills=more_skills and any_published(store),
     )
 
     _link_duplicates(candidates, order)
@@ -297,13 +299,6 @@ def _cwd():
     return Path.cwd()
 
 
-def _has_skills(store: Store) -> bool:
-    row = store.conn.execute(
-        "SELECT 1 FROM skill_versions WHERE status = 'published' LIMIT 1"
-    ).fetchone()
-    return row is not None
-
-
 def _manifest_order(candidates: list[Candidate], order: tuple[str, ...]) -> list[Candidate]:
     """Manifest rows: placed fragments in text order, then the rest by priority."""
     from agentstate.context.budgeter import priority_key
@@ -319,25 +314,6 @@ def _last_checkpoint(store: Store, run: Any) -> Any:
     from agentstate.runs.checkpoint import last_checkpoint
 
     return last_checkpoint(store, run)
-
-
-def _trajectory_rows(store: Store, run: Any, window: int) -> tuple[list[tuple], int]:
-    """The run's newest `window` events (newest first) and how many older ones exist."""
-    if window <= 0:
-        total = store.conn.execute("SELECT count(*) FROM events WHERE run = ?",
-                                   (run.id,)).fetchone()[0]
-        return [], total
-    rows = store.conn.execute(
-        "SELECT id, kind, text, source, ts, seq FROM events WHERE run = ? "
-        "ORDER BY seq DESC LIMIT ?",
-        (run.id, window),
-    ).fetchall()
-    older = 0
-    if len(rows) == window:
-        older = store.conn.execute(
-            "SELECT count(*) FROM events WHERE run = ? AND seq < ?", (run.id, rows[-1][5])
-        ).fetchone()[0]
-    return [tuple(r) for r in rows], older
 
 
 # The event search's pool grows with the budget: about one hit per this many tokens (the
@@ -357,6 +333,7 @@ def event_pool(budget: int, floor: int) -> int:
 def _event_evidence(store: Store, query: str, settings: ContextSettings, budget: int,
                     *, gate: bool = True) -> list[Candidate]:
     from agentstate.memory.search import search_events
+    from agentstate.runs.lookups import resolved_among, superseded_among
 
     pool = event_pool(budget, settings.evidence_events)
     if not pool:
@@ -367,20 +344,8 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, budget:
         return []  # nothing searchable in the query (only punctuation): no event evidence
     neighbours = src.neighbour_hits(store, hits) if hits else []
     ids = [h.ref.removeprefix("evt:") for h in hits + neighbours]
-    superseded: set[str] = set()
-    resolved: set[str] = set()
-    if ids:
-        marks = ",".join("?" * len(ids))
-        superseded = {
-            f"evt:{r[0]}" for r in store.conn.execute(
-                f"SELECT supersedes FROM events WHERE supersedes IN ({marks})", ids
-            )
-        }
-        resolved = {
-            f"evt:{r[0]}" for r in store.conn.execute(
-                f"SELECT resolves FROM events WHERE resolves IN ({marks})", ids
-            )
-        }
+    superseded = {f"evt:{i}" for i in superseded_among(store, ids)}
+    resolved = {f"evt:{i}" for i in resolved_among(store, ids)}
     return src.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
                               gate=gate,
                               stems=_query_stems(query))

@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstate.config import ToolDefinition
 from agentstate.context.candidates import Candidate
@@ -24,6 +24,9 @@ from agentstate.context.compression import compress_line, focus_line
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.safety import find_injection
 from agentstate.store.sources import is_untrusted, source_class
+
+if TYPE_CHECKING:
+    from agentstate.runs.lookups import EventLine
 
 # ---------------------------------------------------------------- labels and forms
 
@@ -277,17 +280,10 @@ def neighbour_hits(store: Any, hits: list[Any]) -> list[Any]:
     """The events just before and after each hit in its run that are not hits themselves,
     each scored NEIGHBOUR_WEIGHT × its best adjacent hit, with `near` naming that hit."""
     from agentstate.memory.search import EventHit
+    from agentstate.runs.lookups import event_positions, events_at
 
     ids = [h.ref.removeprefix("evt:") for h in hits]
-    conn = store.conn
-    where: dict[str, tuple[str, int]] = {}
-    for chunk in range(0, len(ids), 500):
-        part = ids[chunk:chunk + 500]
-        marks = ",".join("?" * len(part))
-        for eid, run, seq in conn.execute(
-            f"SELECT id, run, seq FROM events WHERE id IN ({marks})", part
-        ):
-            where[eid] = (run, seq)
+    where = event_positions(store, ids)
     best: dict[tuple[str, int], tuple[float, str]] = {}
     taken = set(ids)
     for hit in hits:
@@ -299,23 +295,14 @@ def neighbour_hits(store: Any, hits: list[Any]) -> list[Any]:
             if key not in best or best[key][0] < hit.score:
                 best[key] = (hit.score, hit.ref)
     out: list[Any] = []
-    keys = list(best)
-    for chunk in range(0, len(keys), 400):
-        part = keys[chunk:chunk + 400]
-        pairs = ",".join("(?, ?)" for _ in part)
-        flat = [v for key in part for v in key]
-        for eid, run, seq, kind, text, source, ts in conn.execute(
-            f"WITH wanted(run, seq) AS (VALUES {pairs}) "
-            "SELECT e.id, e.run, e.seq, e.kind, e.text, e.source, e.ts FROM events e "
-            "JOIN wanted w ON e.run = w.run AND e.seq = w.seq", flat,
-        ):
-            if eid in taken:
-                continue
-            score, near = best[(run, seq)]
-            hit = EventHit(ref=f"evt:{eid}", run=f"run:{run}", kind=kind, text=text,
-                           source=source, ts=ts, score=round(NEIGHBOUR_WEIGHT * score, 4))
-            hit.near = near  # type: ignore[attr-defined]
-            out.append(hit)
+    for eid, run, seq, kind, text, source, ts in events_at(store, list(best)):
+        if eid in taken:
+            continue
+        score, near = best[(run, seq)]
+        hit = EventHit(ref=f"evt:{eid}", run=f"run:{run}", kind=kind, text=text,
+                       source=source, ts=ts, score=round(NEIGHBOUR_WEIGHT * score, 4))
+        hit.near = near  # type: ignore[attr-defined]
+        out.append(hit)
     return out
 
 
@@ -384,11 +371,12 @@ def memory_label(ref: str, kind: str, scope: str, source: str, confidence: float
 # ---------------------------------------------------------------- trajectory
 
 
-def trajectory_candidates(rows: list[tuple], run_ref: str, recent_full: int) -> list[Candidate]:
+def trajectory_candidates(rows: list[EventLine], run_ref: str, recent_full: int
+                          ) -> list[Candidate]:
     """The run's newest events (rows newest first): N whole, older ones one line each."""
     out = []
     total = len(rows)
-    for rank, (eid, kind, text, source, ts, seq) in enumerate(rows):
+    for rank, (eid, _run, seq, kind, text, source, ts) in enumerate(rows):
         ref = f"evt:{eid}"
         # A hypothesis is never shown as fact, here as in the evidence section.
         shown_kind = "hypothesis (UNCONFIRMED)" if kind == "hypothesis" else kind

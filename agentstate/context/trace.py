@@ -11,8 +11,9 @@ With this a wrong answer can be diagnosed: the fact was never assembled (no pack
 only as dropped), it was assembled but not used (included at some position), or its source is
 stale (a superseded version, an evidence event that a later one superseded).
 
-Reads only. The memory and skills tables are read through the memory API where it exists
-(get_chain) and with plain SELECTs for the reverse links (evidence → memory, version → loads).
+Reads only, and only through the owning domains: run and event lookups (runs/lookups.py),
+memory versions and the memories drawn from events (memory/model.py), skill versions and
+loads (skills/records.py, skills/load.py), packs (context/manifest.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ from typing import Any
 
 from agentstate.context.manifest import load_pack, packs_including, packs_of_run
 from agentstate.errors import NotFound, Refused
+from agentstate.memory.model import versions_citing, versions_drawn_from
 from agentstate.output import shorten
+from agentstate.runs.lookups import (
+    event_ids_of_run,
+    find_event,
+    first_superseding_event,
+    resolving_events,
+    run_goal,
+)
+from agentstate.skills.load import loads_by_event, loads_in_run, loads_of_version
+from agentstate.skills.records import find_version, version_numbers
 from agentstate.store.db import Store
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
@@ -76,33 +87,23 @@ def _use_node(use: Any, name_fragment: bool = False) -> TraceNode:
     )
 
 
-def _event_row(store: Store, event_id: str) -> tuple | None:
-    return store.conn.execute(
-        "SELECT id, run, seq, kind, text, source, ts, resolves, supersedes, collected_at, "
-        "body_hash FROM events "
-        "WHERE id = ?", (event_id,),
-    ).fetchone()
-
-
 def _event_node(store: Store, ref: str, relation: str) -> TraceNode:
-    row = _event_row(store, ref.removeprefix("evt:"))
-    if row is None:
+    event = find_event(store, ref.removeprefix("evt:"))
+    if event is None:
         return TraceNode(ref, relation, "event not found (purged or from another store)")
-    superseded_by = store.conn.execute(
-        "SELECT id FROM events WHERE supersedes = ? ORDER BY ts LIMIT 1", (row[0],)
-    ).fetchone()
-    detail = {"run": make_ref("run", row[1]), "seq": row[2], "kind": row[3],
-              "source": row[5], "ts": row[6]}
+    superseded_by = first_superseding_event(store, event.id)
+    detail = {"run": event.run, "seq": event.seq, "kind": event.kind,
+              "source": event.source, "ts": event.ts}
     stale = ""
     if superseded_by:
-        detail["superseded_by"] = make_ref("evt", superseded_by[0])
+        detail["superseded_by"] = make_ref("evt", superseded_by)
         stale = f" — STALE: superseded by {detail['superseded_by']}"
-    body = shorten(row[4], 90)
-    if row[9]:  # `agentstate gc` kept the row (it is cited) and removed the body
-        detail.update({"collected_at": row[9], "body_hash": row[10]})
-        body = f"(body collected by gc at {row[9][:19]}; hash {row[10]})"
+    body = shorten(event.text, 90)
+    if event.collected_at:  # `agentstate gc` kept the row (it is cited) and removed the body
+        detail.update({"collected_at": event.collected_at, "body_hash": event.body_hash})
+        body = f"(body collected by gc at {event.collected_at[:19]}; hash {event.body_hash})"
     return TraceNode(ref, relation,
-                     f"{row[3]} by {row[5]} in {detail['run']}, {row[6][:19]}: "
+                     f"{event.kind} by {event.source} in {event.run}, {event.ts[:19]}: "
                      f"{body}{stale}", detail)
 
 
@@ -153,18 +154,16 @@ def _memory_version(store: Store, ref: str) -> Any | None:
 
 
 def _skill_version_node(store: Store, name: str, version: int, relation: str) -> TraceNode:
-    row = store.conn.execute(
-        "SELECT status, commit_sha, tree, description, published, revoked, revoke_reason "
-        "FROM skill_versions WHERE name = ? AND version = ?", (name, version),
-    ).fetchone()
+    found = find_version(store, name, version)
     ref = make_ref("skill", name, version)
-    if row is None:
+    if found is None:
         return TraceNode(ref, relation, "skill version not found")
-    status, commit, tree, description, published, revoked, why = row
-    extra = f", revoked {revoked[:10]}: {why}" if status == "revoked" and revoked else ""
-    return TraceNode(ref, relation, f"{status}{extra} — {shorten(description, 70)}",
-                     {"status": status, "commit": commit, "tree": tree,
-                      "published": published, "revoked": revoked})
+    revoked = found.revoked
+    extra = (f", revoked {revoked[:10]}: {found.revoke_reason}"
+             if found.status == "revoked" and revoked else "")
+    return TraceNode(ref, relation, f"{found.status}{extra} — {shorten(found.description, 70)}",
+                     {"status": found.status, "commit": found.commit, "tree": found.tree,
+                      "published": found.published, "revoked": revoked})
 
 
 # ---------------------------------------------------------------- pack
@@ -244,37 +243,27 @@ def _trace_memory(store: Store, ref: str, who: Principal) -> TraceNode:
 
 
 def _trace_event(store: Store, ref: str, who: Principal) -> TraceNode:
-    row = _event_row(store, ref.removeprefix("evt:"))
-    if row is None:
+    event = find_event(store, ref.removeprefix("evt:"))
+    if event is None:
         raise NotFound(f"no event {ref}")
-    if not who.can_read(make_ref("run", row[1])):
-        raise Refused(f"principal {who.name!r} may not read scope {make_ref('run', row[1])!r}")
+    if not who.can_read(event.run):
+        raise Refused(f"principal {who.name!r} may not read scope {event.run!r}")
     root = _event_node(store, ref, "root")
-    root.detail["text"] = row[4]
-    if row[7]:
-        root.children.append(_event_node(store, make_ref("evt", row[7]), "resolves"))
-    if row[8]:
-        root.children.append(_event_node(store, make_ref("evt", row[8]), "supersedes"))
-    for other in store.conn.execute(
-        "SELECT id FROM events WHERE resolves = ? ORDER BY ts, seq LIMIT ?", (row[0], MAX_LISTED)
-    ):
-        root.children.append(_event_node(store, make_ref("evt", other[0]), "resolved by"))
+    root.detail["text"] = event.text
+    if event.resolves:
+        root.children.append(_event_node(store, event.resolves, "resolves"))
+    if event.supersedes:
+        root.children.append(_event_node(store, event.supersedes, "supersedes"))
+    for other in resolving_events(store, event.id, limit=MAX_LISTED):
+        root.children.append(_event_node(store, make_ref("evt", other), "resolved by"))
     # Memories drawn from it: as evidence, or as their source.
-    drawn = store.conn.execute(
-        "SELECT DISTINCT m.id, m.version FROM memories m WHERE m.row IN "
-        "(SELECT memory_row FROM memory_evidence WHERE ref = ?) OR m.source = ? "
-        "ORDER BY m.id, m.version LIMIT ?",
-        (ref, ref, MAX_LISTED),
-    ).fetchall()
-    for memory_id, version in drawn:
-        memory = _memory_version(store, make_ref("mem", memory_id, version))
+    for memory_ref in versions_drawn_from(store, ref, limit=MAX_LISTED):
+        memory = _memory_version(store, memory_ref)
         if memory is not None:
             root.children.append(_memory_version_node(store, memory, "drawn into", who,
                                                       with_evidence=False))
-    for load in store.conn.execute(
-        "SELECT name, version FROM skill_loads WHERE event = ?", (row[0],)
-    ):
-        root.children.append(_skill_version_node(store, load[0], load[1], "loaded"))
+    for load in loads_by_event(store, event.id):
+        root.children.append(_skill_version_node(store, load.name, load.version, "loaded"))
     uses = packs_including(store, [ref], limit=MAX_LISTED)
     root.children += [_use_node(u) for u in uses]
     if not uses:
@@ -286,11 +275,7 @@ def _trace_event(store: Store, ref: str, who: Principal) -> TraceNode:
 
 
 def _trace_skill(store: Store, name: str, version: int | None) -> TraceNode:
-    versions = [
-        r[0] for r in store.conn.execute(
-            "SELECT version FROM skill_versions WHERE name = ? ORDER BY version", (name,)
-        )
-    ]
+    versions = version_numbers(store, name)
     if not versions or (version is not None and version not in versions):
         wanted = make_ref("skill", name, version)
         raise NotFound(f"no skill version {wanted}" if versions else f"no skill {name!r}")
@@ -300,20 +285,16 @@ def _trace_skill(store: Store, name: str, version: int | None) -> TraceNode:
                      {"versions": versions})
     for v in focus:
         node = _skill_version_node(store, name, v, "version")
-        loads = store.conn.execute(
-            "SELECT run, event, ts, tree FROM skill_loads WHERE name = ? AND version = ? "
-            "ORDER BY ts DESC LIMIT ?", (name, v, MAX_LISTED),
-        ).fetchall()
-        for run_id, event_id, ts, tree in loads:
-            run_ref = make_ref("run", run_id) if run_id else "(no run)"
-            goal = store.conn.execute("SELECT goal FROM runs WHERE id = ?",
-                                      (run_id,)).fetchone() if run_id else None
+        loads = loads_of_version(store, name, v, limit=MAX_LISTED)
+        for load in loads:
+            run_ref = make_ref("run", load.run) if load.run else "(no run)"
+            goal = run_goal(store, load.run) if load.run else None
+            event = make_ref("evt", load.event) if load.event else None
             node.children.append(TraceNode(
                 run_ref, "loaded by",
-                f"{ts[:19]}, event {make_ref('evt', event_id) if event_id else '-'}"
-                + (f": {shorten(goal[0], 60)}" if goal else ""),
-                {"event": make_ref("evt", event_id) if event_id else None, "ts": ts,
-                 "tree": tree},
+                f"{load.ts[:19]}, event {event or '-'}"
+                + (f": {shorten(goal, 60)}" if goal is not None else ""),
+                {"event": event, "ts": load.ts, "tree": load.tree},
             ))
         if not loads:
             node.children.append(TraceNode("-", "loaded by", "no run loaded this version"))
@@ -327,11 +308,10 @@ def _trace_skill(store: Store, name: str, version: int | None) -> TraceNode:
 
 
 def _trace_run(store: Store, ref: str, who: Principal) -> TraceNode:
-    from agentstate.runs.log import get_run
+    from agentstate.runs.log import get_run, run_event_count
 
     run = get_run(store, ref)
-    count = store.conn.execute("SELECT count(*) FROM events WHERE run = ?",
-                               (run.id,)).fetchone()[0]
+    count = run_event_count(store, run)
     root = TraceNode(run.ref, "root",
                      f"run ({run.status}), {count} event(s): {shorten(run.goal, 90)}",
                      {"status": run.status, "goal": run.goal, "events": count,
@@ -340,22 +320,14 @@ def _trace_run(store: Store, ref: str, who: Principal) -> TraceNode:
         root.children.append(TraceNode(
             pack["pack"], "pack",
             f"{pack['tokens']}/{pack['budget']} tokens, {pack['created'][:19]}", pack))
-    for name, version, event_id, ts in store.conn.execute(
-        "SELECT name, version, event, ts FROM skill_loads WHERE run = ? ORDER BY ts LIMIT ?",
-        (run.id, MAX_LISTED),
-    ):
-        node = _skill_version_node(store, name, version, "loaded skill")
-        node.detail.update({"event": make_ref("evt", event_id) if event_id else None,
-                            "ts": ts})
+    for load in loads_in_run(store, run.id, limit=MAX_LISTED):
+        node = _skill_version_node(store, load.name, load.version, "loaded skill")
+        node.detail.update({"event": make_ref("evt", load.event) if load.event else None,
+                            "ts": load.ts})
         root.children.append(node)
-    drawn = store.conn.execute(
-        "SELECT DISTINCT m.id, m.version FROM events e "
-        "JOIN memory_evidence me ON me.ref = 'evt:' || e.id "
-        "JOIN memories m ON m.row = me.memory_row WHERE e.run = ? "
-        "ORDER BY m.id, m.version LIMIT ?", (run.id, MAX_LISTED),
-    ).fetchall()
-    for memory_id, version in drawn:
-        memory = _memory_version(store, make_ref("mem", memory_id, version))
+    event_refs = [make_ref("evt", i) for i in event_ids_of_run(store, run.id)]
+    for memory_ref in versions_citing(store, event_refs, limit=MAX_LISTED):
+        memory = _memory_version(store, memory_ref)
         if memory is not None:
             root.children.append(_memory_version_node(store, memory, "memory drawn from it",
                                                       who, with_evidence=False))

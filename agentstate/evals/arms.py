@@ -22,9 +22,12 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agentstate.errors import UsageError
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 ARMS = ("full", "plain-search", "raw-history", "no-memory", "structured")
 
@@ -84,7 +87,7 @@ def check_arms(names: list[str] | None) -> tuple[str, ...]:
 class Arms:
     """The arms for one imported conversation; built once, asked once per query and budget."""
 
-    def __init__(self, store: Any, events: list[Any]) -> None:
+    def __init__(self, store: Store, events: list[Any]) -> None:
         from agentstate.tokens import counter_for
 
         self.store = store

@@ -229,7 +229,7 @@ def run_scenarios(
     return report
 
 
-def system_checks(store, scenario: Scenario) -> SystemChecks:
+def system_checks(store: Store, scenario: Scenario) -> SystemChecks:
     """Write precision and the registry's answers for one scenario."""
     from agentstate.errors import AgentStateError
     from agentstate.memory.model import get_memory

@@ -23,7 +23,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 # (name, description, trigger, task text)
 POOL = [
@@ -106,7 +109,7 @@ def _author(folder: Path, description: str) -> Path:
     return folder
 
 
-def _publish(store: Any, name: str, description: str, triggers: list[str],
+def _publish(store: Store, name: str, description: str, triggers: list[str],
              tools: tuple[str, ...] = ()) -> None:
     from agentstate.skills.authoring import new_skill
     from agentstate.skills.publishing import publish_skill
@@ -125,7 +128,7 @@ def _publish(store: Any, name: str, description: str, triggers: list[str],
     publish_skill(store, name)
 
 
-def publish_skills(store: Any, seed: int) -> SkillGold:
+def publish_skills(store: Store, seed: int) -> SkillGold:
     """Publish the scenario's skills (GONE_TOOL must be declared in the store's config)."""
     from agentstate.skills.revocation import revoke_skill
 
@@ -150,7 +153,7 @@ def publish_skills(store: Any, seed: int) -> SkillGold:
     return gold
 
 
-def read_documents(store: Any, log: Callable[..., str], gold: SkillGold, seed: int) -> None:
+def read_documents(store: Store, log: Callable[..., str], gold: SkillGold, seed: int) -> None:
     """The agent reads two documents that ask for a skill to be published, and does it."""
     from agentstate.errors import AgentStateError
     from agentstate.skills.authoring import add_skill, new_skill, write_scaffold

@@ -29,9 +29,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstate.evals.scenario_skills import SkillGold
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 # (key, statement template, question, values, topic) — the statement is what a tool or the
 # user says; the question is what a later turn asks; the topic is how chatter mentions the
@@ -205,7 +208,7 @@ def start_time(seed: int) -> datetime:
     return datetime(2026, 3, 2, 9, 0, tzinfo=UTC) + timedelta(days=seed % 28)
 
 
-def build(store: Any, seed: int, facts: int = 10, skills: SkillGold | None = None) -> Scenario:
+def build(store: Store, seed: int, facts: int = 10, skills: SkillGold | None = None) -> Scenario:
     """Write scenario `seed` into `store` (a fresh one with a fixed clock) and return its gold.
 
     `skills` is the gold of the skills already published into the store (scenario_skills);

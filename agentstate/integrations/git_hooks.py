@@ -14,8 +14,12 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 GIT_HOOKS = ("post-commit", "post-checkout")
 MARKER = "# agentstate git hook"
@@ -152,7 +156,7 @@ def git_event(root: Path, hook: str, args: list[str]) -> tuple[str, dict] | None
     raise InvalidInput(f"unknown git hook {hook!r}: expected {', '.join(GIT_HOOKS)}")
 
 
-def record_git_hook(store, hook: str, args: list[str]) -> str | None:
+def record_git_hook(store: Store, hook: str, args: list[str]) -> str | None:
     """Log one git hook call on the current run; the event's ref (None: nothing logged)."""
     from agentstate.integrations.hooks import hook_principal
     from agentstate.runs.log import append_event, current_run

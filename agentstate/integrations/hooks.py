@@ -93,7 +93,7 @@ def open_hook_store(payload_cwd: Path | None, override: str | None) -> Store:
     from agentstate.store.db import open_store
 
     store = open_store(override, start=payload_cwd)
-    store.conn.execute(f"PRAGMA busy_timeout = {HOOK_BUSY_TIMEOUT_MS}")
+    store.set_busy_timeout(HOOK_BUSY_TIMEOUT_MS)
     return store
 
 

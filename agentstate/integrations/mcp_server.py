@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -43,6 +43,9 @@ from pydantic import Field
 
 from agentstate import __version__
 from agentstate.output import envelope_error, envelope_ok
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 RESUME_URI = "agentstate://resume"
 # JSON-RPC codes for a failed resource read: the spec's "resource not found", else internal.
@@ -191,7 +194,7 @@ def build_server(service: StoreService) -> MCPServer:
                              "drift, recent event refs, matching skills) as Markdown. "
                              "Fails with not_found when there is no unfinished run.")
     async def resume(run: RunRef = None, budget: Budget = None) -> CallToolResult:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.runs.resume import build_pack
 
             pack = build_pack(store, run, budget=budget)
@@ -211,7 +214,7 @@ def build_server(service: StoreService) -> MCPServer:
             description="What to retrieve evidence for (default: goal + open questions)")] = None,
         run: RunRef = None,
     ) -> CallToolResult:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.context.assemble import build_context
 
             pack = build_context(store, run=run, budget=budget, query=query, principal=who)
@@ -236,7 +239,7 @@ def build_server(service: StoreService) -> MCPServer:
         scope: Annotated[list[str] | None, Field(
             description="Only these scopes, e.g. repo, branch:main")] = None,
     ) -> CallToolResult:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.memory.recall import recall as recall_memory
 
             result = recall_memory(store, query, limit=limit, kinds=kind or None,
@@ -271,7 +274,7 @@ def build_server(service: StoreService) -> MCPServer:
             description="model (default), tool:NAME, file:PATH@COMMIT or evt:REF")] = None,
         ttl: Annotated[str | None, Field(description="Valid for this long, e.g. 30d")] = None,
     ) -> CallToolResult:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.memory.write import remember as remember_memory
 
             claimed = source or default_source(resolve_principal(store, who))
@@ -305,7 +308,7 @@ def build_server(service: StoreService) -> MCPServer:
             description="evt:… this answers (question) or settles (verify)")] = None,
         supersedes: Annotated[str | None, Field(description="evt:… this replaces")] = None,
     ) -> CallToolResult:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.runs.log import append_event
 
             principal = resolve_principal(store, who)
@@ -325,7 +328,7 @@ def build_server(service: StoreService) -> MCPServer:
             description="Where things stand, in a sentence, for whoever resumes")] = None,
         run: RunRef = None,
     ) -> CallToolResult:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.runs.checkpoint import create_checkpoint
             from agentstate.runs.worktree import snapshot
 
@@ -343,7 +346,7 @@ def build_server(service: StoreService) -> MCPServer:
         all: Annotated[bool, Field(
             description="Also skills with no published version (candidates, revoked)")] = False,
     ) -> CallToolResult:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.skills.catalog import list_catalog
 
             entries = list_catalog(store, include_all=all)
@@ -359,7 +362,7 @@ def build_server(service: StoreService) -> MCPServer:
         target: Annotated[str, Field(description="NAME (current version) or NAME@vN")],
         run: RunRef = None,
     ) -> CallToolResult:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.skills.load import load_skill
 
             return Done(load_skill(store, target, run_ref=run))
@@ -373,7 +376,7 @@ def build_server(service: StoreService) -> MCPServer:
     async def trace(
         ref: Annotated[str, Field(description="The ref to follow")],
     ) -> CallToolResult:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.context.trace import trace as trace_ref
 
             return Done(trace_ref(store, ref, who))
@@ -383,7 +386,7 @@ def build_server(service: StoreService) -> MCPServer:
     @server.resource(RESUME_URI, name="resume", mime_type="text/markdown",
                      description="The current run's resume pack (Markdown).")
     async def resume_pack() -> str:
-        def work(store: Any) -> Done:
+        def work(store: Store) -> Done:
             from agentstate.runs.resume import build_pack
 
             return Done(None, text=build_pack(store, None).text)

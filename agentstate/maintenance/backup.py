@@ -95,7 +95,7 @@ def backup(store: Store, out: Path | None = None) -> BackupResult:
     try:
         work.mkdir()
         copy = work / DB_NAME
-        store.conn.execute("VACUUM INTO ?", (str(copy),))
+        store.copy_into(copy)
         probe = connect(copy)
         try:
             migrations = applied_migrations(probe)

@@ -62,12 +62,9 @@ def _compact(store: Store) -> None:
     pages back to the file system."""
     from agentstate.memory.search import optimize_indexes
 
-    conn = store.conn
-    with store.transaction():
+    with store.transaction() as conn:
         optimize_indexes(conn, ["events_fts", "events_tri"])
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.execute("VACUUM")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.vacuum()
 
 
 def _db_bytes(store: Store) -> int:

@@ -196,7 +196,7 @@ def _reapply(staging: Path, tombstones: list[Any], live_db: Path | None, clock: 
                   settings=load_settings(staging / CONFIG_NAME), clock=clock, ids=ids)
     try:
         done = reapply_purges(store, tombstones, live_db)
-        check = [r[0] for r in store.conn.execute("PRAGMA integrity_check")]
+        check = [r["integrity_check"] for r in store.rows("PRAGMA integrity_check")]
         if check != ["ok"]:
             raise CorruptStore(f"the restored database fails integrity_check: {check[0]}")
     finally:

@@ -8,7 +8,7 @@ version current.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput, Refused
 from agentstate.memory.model import (
@@ -40,12 +40,15 @@ from agentstate.safety import refuse_secrets
 from agentstate.store.limits import MAX_REASON_CHARS, check_length
 from agentstate.store.refs import make_ref
 
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
-def _row(store: Any, memory: Memory) -> dict:
+
+def _row(store: Store, memory: Memory) -> dict:
     return next(r for r in chain_rows(store, memory.id) if r["row"] == memory.row)
 
 
-def correct(store: Any, ref: str, text: str, *, principal: str | None = None,
+def correct(store: Store, ref: str, text: str, *, principal: str | None = None,
             reason: str | None = None) -> WriteResult:
     """A user correction: a new version from the user becomes current; others superseded."""
     text = check_text(store, text)
@@ -92,7 +95,7 @@ def correct(store: Any, ref: str, text: str, *, principal: str | None = None,
                        replaced=", ".join(replaced) or None, evidence_added=["user"])
 
 
-def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None = None
+def confirm(store: Store, ref: str, evidence: list[str], *, principal: str | None = None
             ) -> WriteResult:
     """Add evidence to a version. A candidate is promoted (then the authority rule runs
     against the current version); a contested version confirmed this way becomes current."""
@@ -148,7 +151,7 @@ def confirm(store: Any, ref: str, evidence: list[str], *, principal: str | None 
                        evidence_added=added)
 
 
-def _require_outside_evidence(store: Any, target: Memory,
+def _require_outside_evidence(store: Store, target: Memory,
                               checked: list[tuple[str, str]]) -> None:
     """A confirmation needs one piece of evidence the model did not write itself: the user,
     a file at a commit, or an event whose source is not `model`. Otherwise an agent could

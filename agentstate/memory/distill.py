@@ -20,10 +20,13 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import AgentStateError
 from agentstate.memory.versions import WriteResult
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 _ENTRY = re.compile(r"\b(test|tests|pytest|tox|nox|check|lint|ruff|mypy|build|compile|verify)\b")
 # `pytest --version` succeeding says nothing about the tests passing.
@@ -55,7 +58,7 @@ class DistillResult:
     skipped: dict[str, int] = field(default_factory=dict)  # event kind → count not proposed
 
 
-def propose(store: Any, run_ref: str) -> tuple[Any, list[Proposal], dict[str, int]]:
+def propose(store: Store, run_ref: str) -> tuple[Any, list[Proposal], dict[str, int]]:
     from agentstate.runs.log import get_run, list_events
 
     run = get_run(store, run_ref)
@@ -130,7 +133,7 @@ def _key_for(command: str) -> str | None:
     return None
 
 
-def distill(store: Any, run_ref: str, *, accept: bool = False,
+def distill(store: Store, run_ref: str, *, accept: bool = False,
             principal: str | None = None) -> DistillResult:
     """Propose memories from a run; with `accept`, pass each through the write gate."""
     from agentstate.memory.write import remember

@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput, NotFound, Refused, UsageError
 from agentstate.memory.model import chain_rows, record_history, resolve_principal
@@ -35,6 +35,9 @@ from agentstate.store.limits import MAX_REASON_CHARS, check_length
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
 from agentstate.store.residue import Matcher
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 PURGE_SUBSTRING_MIN = 12
 PURGED_MARK = "[purged]"
@@ -62,7 +65,7 @@ class ForgetResult:
     rewrite_command: str | None = None
 
 
-def _select_targets(store: Any, ref: str | None, key: str | None, query: str | None,
+def _select_targets(store: Store, ref: str | None, key: str | None, query: str | None,
                     scope: str | None, principal: str | None) -> list[dict]:
     chosen = [x for x in (ref, key, query) if x]
     if len(chosen) != 1:
@@ -97,7 +100,7 @@ def _select_targets(store: Any, ref: str | None, key: str | None, query: str | N
 
 
 def forget(
-    store: Any,
+    store: Store,
     ref: str | None = None,
     *,
     key: str | None = None,
@@ -164,7 +167,7 @@ def forget(
     return result
 
 
-def _check_may_purge(store: Any, who: Principal, rows: list[dict]) -> None:
+def _check_may_purge(store: Store, who: Principal, rows: list[dict]) -> None:
     """Purging what the user stated (source `user`, or the user as evidence) is the
     owner-only action `purge`."""
     if who.may("purge"):
@@ -178,7 +181,7 @@ def _check_may_purge(store: Any, who: Principal, rows: list[dict]) -> None:
                                       "stated by the user")
 
 
-def _contest_rejected(store: Any, row: dict, actor: str) -> None:
+def _contest_rejected(store: Store, row: dict, actor: str) -> None:
     """Forgetting a contested version rejects the contradiction: the current version gets
     back the confidence the contest took from it."""
     from agentstate.memory.versions import CURRENT_CONTEST_FACTOR, bounded
@@ -197,7 +200,7 @@ def _refs(rows: list[dict]) -> list[str]:
     return [make_ref("mem", r["id"], r["version"]) for r in rows]
 
 
-def _purge(store: Any, rows: list[dict], why: str, actor: str, result: ForgetResult) -> None:
+def _purge(store: Store, rows: list[dict], why: str, actor: str, result: ForgetResult) -> None:
     from agentstate.store.keys import keyed_hash
 
     conn = store.conn
@@ -347,7 +350,7 @@ def _remaining_in_tables(conn: sqlite3.Connection) -> list[str]:
     return found
 
 
-def _files(store: Any, matcher: Matcher, result: ForgetResult, dry_run: bool,
+def _files(store: Store, matcher: Matcher, result: ForgetResult, dry_run: bool,
            export_dirs: Sequence[Path]) -> None:
     """The files agentstate writes: skill drafts (the registry's work tree) and logs are
     rewritten; the released-version cache is deleted (rebuilt from git on demand); the

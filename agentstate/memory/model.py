@@ -19,12 +19,15 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.memory.status import CURRENT_STATUSES, STATUSES, MemoryStatus, status_in
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.refs import make_ref, parse_ref
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 KINDS = ("fact", "preference", "event", "procedure")
 # What `recall --include` may add back (expired is derived, not stored).
@@ -124,16 +127,17 @@ def validate_key(key: str | None) -> str | None:
     return key
 
 
-def validate_scope(store: Any, scope: str | None) -> str:
+def validate_scope(store: Store, scope: str | None) -> str:
     """repo (default), user, run:REF (an existing run), branch:NAME, path:GLOB."""
     value = (scope or "repo").strip()
     if value in ("repo", "user"):
         return value
     kind, sep, rest = value.partition(":")
     if sep and kind == "run":
+        from agentstate.runs.lookups import run_exists
+
         ref = parse_ref(value, expect="run")
-        row = store.conn.execute("SELECT 1 FROM runs WHERE id = ?", (ref.id,)).fetchone()
-        if row is None:
+        if not run_exists(store, ref.id):
             raise InvalidInput(f"scope {value!r} names a run that does not exist")
         return value
     if sep and kind == "branch" and _BRANCH.match(rest) and ".." not in rest:
@@ -147,7 +151,7 @@ def validate_scope(store: Any, scope: str | None) -> str:
     )
 
 
-def validate_scope_filter(store: Any, pattern: str) -> str:
+def validate_scope_filter(store: Store, pattern: str) -> str:
     """A scope to filter by: a scope or a pattern such as `branch:*`. An unknown plain scope
     is an error, not a filter that silently matches nothing."""
     value = pattern.strip()
@@ -156,7 +160,7 @@ def validate_scope_filter(store: Any, pattern: str) -> str:
     return validate_scope(store, value)
 
 
-def parse_validity(store: Any, ttl: str | None, until: str | None) -> str | None:
+def parse_validity(store: Store, ttl: str | None, until: str | None) -> str | None:
     """`--ttl 30d` (units s, m, h, d, w) or `--until DATE` → the stored valid_until."""
     if ttl and until:
         raise InvalidInput("give --ttl or --until, not both")
@@ -181,7 +185,7 @@ def parse_validity(store: Any, ttl: str | None, until: str | None) -> str | None
     return None
 
 
-def validate_evidence(store: Any, ref: str) -> tuple[str, str]:
+def validate_evidence(store: Store, ref: str) -> tuple[str, str]:
     """An evidence ref must exist: an event, a file at a commit, or `user`. → (ref, kind)."""
     value = (ref or "").strip()
     if value == "user":
@@ -199,7 +203,7 @@ def validate_evidence(store: Any, ref: str) -> tuple[str, str]:
     )
 
 
-def check_file_at_commit(store: Any, ref: str) -> str:
+def check_file_at_commit(store: Store, ref: str) -> str:
     """`file:PATH@COMMIT` must name a file that exists in that commit of the work tree.
 
     Returns the ref to store: a symbolic COMMIT (HEAD, a branch, a tag, HEAD~2) is pinned to
@@ -275,21 +279,13 @@ def row_to_memory(row: dict, now: str, evidence: list[Evidence] | None = None) -
     )
 
 
-def _rows(store: Any, sql: str, params: tuple | list = ()) -> list[dict]:
-    cursor = store.conn.execute(sql, params)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-
-
-def load_evidence(store: Any, rows: list[int]) -> dict[int, list[Evidence]]:
+def load_evidence(store: Store, rows: list[int]) -> dict[int, list[Evidence]]:
     found: dict[int, list[Evidence]] = {r: [] for r in rows}
     if not rows:
         return found
     marks = ",".join("?" * len(rows))
-    for item in _rows(
-        store,
-        f"SELECT * FROM memory_evidence WHERE memory_row IN ({marks}) ORDER BY added, ref",
-        rows,
+    for item in store.rows(
+        f"SELECT * FROM memory_evidence WHERE memory_row IN ({marks}) ORDER BY added, ref", rows
     ):
         found[item["memory_row"]].append(
             Evidence(item["ref"], item["kind"], item["added"], item["actor"])
@@ -297,14 +293,14 @@ def load_evidence(store: Any, rows: list[int]) -> dict[int, list[Evidence]]:
     return found
 
 
-def memories_from_rows(store: Any, rows: list[dict]) -> list[Memory]:
+def memories_from_rows(store: Store, rows: list[dict]) -> list[Memory]:
     evidence = load_evidence(store, [r["row"] for r in rows])
     now = store.now()
     return [row_to_memory(r, now, evidence[r["row"]]) for r in rows]
 
 
-def chain_rows(store: Any, memory_id: str) -> list[dict]:
-    return _rows(store, "SELECT * FROM memories WHERE id = ? ORDER BY version", (memory_id,))
+def chain_rows(store: Store, memory_id: str) -> list[dict]:
+    return store.rows("SELECT * FROM memories WHERE id = ? ORDER BY version", (memory_id,))
 
 
 def current_memory_version(rows: list[dict], now: str) -> dict | None:
@@ -319,7 +315,7 @@ def current_memory_version(rows: list[dict], now: str) -> dict | None:
     return rows[-1] if rows else None
 
 
-def get_memory(store: Any, ref: str) -> Memory:
+def get_memory(store: Store, ref: str) -> Memory:
     """One memory version: `mem:ID@vN`, or the chain's current version for `mem:ID`."""
     parsed = parse_ref(ref, expect="mem")
     rows = chain_rows(store, parsed.id)
@@ -334,7 +330,7 @@ def get_memory(store: Any, ref: str) -> Memory:
     return memories_from_rows(store, [row])[0]
 
 
-def get_chain(store: Any, ref: str) -> list[Memory]:
+def get_chain(store: Store, ref: str) -> list[Memory]:
     """Every version of the memory `ref` names, oldest first, with evidence."""
     parsed = parse_ref(ref, expect="mem")
     rows = chain_rows(store, parsed.id)
@@ -343,7 +339,7 @@ def get_chain(store: Any, ref: str) -> list[Memory]:
     return memories_from_rows(store, rows)
 
 
-def check_readable(store: Any, memory: Memory, principal: str | None) -> None:
+def check_readable(store: Store, memory: Memory, principal: str | None) -> None:
     """For inspection commands: the principal must be allowed to read the memory's scope."""
     from agentstate.errors import Refused
 
@@ -352,15 +348,37 @@ def check_readable(store: Any, memory: Memory, principal: str | None) -> None:
         raise Refused(f"principal {who.name!r} may not read scope {memory.scope!r}")
 
 
-def memory_evidence(store: Any, ref: str) -> dict[str, list[Evidence]]:
+def memory_evidence(store: Store, ref: str) -> dict[str, list[Evidence]]:
     """For `trace`: every version ref of the chain → its evidence refs."""
     return {m.ref: m.evidence for m in get_chain(store, ref)}
 
 
-def get_history(store: Any, ref: str) -> list[HistoryEntry]:
+def versions_drawn_from(store: Store, event_ref: str, *, limit: int) -> list[str]:
+    """For `trace`: refs of the memory versions that cite `event_ref` as evidence or name it
+    as their source, by id and version, at most `limit`."""
+    return [make_ref("mem", r[0], r[1]) for r in store.conn.execute(
+        "SELECT DISTINCT m.id, m.version FROM memories m WHERE m.row IN "
+        "(SELECT memory_row FROM memory_evidence WHERE ref = ?) OR m.source = ? "
+        "ORDER BY m.id, m.version LIMIT ?", (event_ref, event_ref, limit))]
+
+
+def versions_citing(store: Store, evidence_refs: list[str], *, limit: int) -> list[str]:
+    """For `trace`: refs of the memory versions that cite any of `evidence_refs` as evidence,
+    by id and version, at most `limit`. The refs go in as one JSON array (a run may have
+    thousands of events: one query, no limit on bound variables)."""
+    if not evidence_refs:
+        return []
+    return [make_ref("mem", r[0], r[1]) for r in store.conn.execute(
+        "SELECT DISTINCT m.id, m.version FROM memory_evidence me "
+        "JOIN memories m ON m.row = me.memory_row "
+        "WHERE me.ref IN (SELECT value FROM json_each(?)) "
+        "ORDER BY m.id, m.version LIMIT ?", (json.dumps(evidence_refs), limit))]
+
+
+def get_history(store: Store, ref: str) -> list[HistoryEntry]:
     parsed = parse_ref(ref, expect="mem")
-    rows = _rows(store, "SELECT * FROM memory_history WHERE memory = ? ORDER BY hid",
-                 (parsed.id,))
+    rows = store.rows("SELECT * FROM memory_history WHERE memory = ? ORDER BY hid",
+                      (parsed.id,))
     if not rows:
         raise NotFound(f"no memory {make_ref('mem', parsed.id)}")
     return [
@@ -375,7 +393,7 @@ def get_history(store: Any, ref: str) -> list[HistoryEntry]:
     ]
 
 
-def record_history(store: Any, memory_id: str, version: int | None, op: str, actor: str,
+def record_history(store: Store, memory_id: str, version: int | None, op: str, actor: str,
                    reason: str, text: str | None = None, **detail: Any) -> None:
     """Append one audit row. Never pass memory text in `reason` or `detail`: only its keyed
     hash is kept (agentstate.store.keys), so a purge leaves nothing readable behind and the
@@ -391,14 +409,15 @@ def record_history(store: Any, memory_id: str, version: int | None, op: str, act
     )
 
 
-def list_memories(store: Any, *, status: str | None = None, kind: str | None = None,
+def list_memories(store: Store, *, status: str | None = None, kind: str | None = None,
                   scope: str | None = None, limit: int | None = None,
                   principal: str | None = None) -> list[Memory]:
     """Memory versions, newest first. Default: current (active and contested, not expired);
     `status` may be any stored status, `expired`, or `all`. Only scopes the principal may
     read are listed."""
     who = resolve_principal(store, principal)
-    where, params = [], []
+    where: list[str] = []
+    params: list[str | int] = []
     if status in (None, "current"):
         where.append(status_in(CURRENT_STATUSES))
     elif status == "expired":
@@ -428,25 +447,22 @@ def list_memories(store: Any, *, status: str | None = None, kind: str | None = N
             raise InvalidInput("--limit must be at least 1")
         sql += " LIMIT ?"
         params.append(min(limit, 2**62))  # SQLite integers are 64-bit
-    found = [m for m in memories_from_rows(store, _rows(store, sql, params))
+    found = [m for m in memories_from_rows(store, store.rows(sql, params))
              if who.can_read(m.scope)]
     if status in (None, "current"):
         found = [m for m in found if m.status != "expired"]
     return found
 
 
-def list_user_preferences(store: Any, principal: str | None = None,
+def list_user_preferences(store: Store, principal: str | None = None,
                           context: dict | None = None) -> list[Memory]:
     """Active `preference` memories stated by the user, readable by the principal and in
     scope for `context` (run/branch/paths): what the context engine pins."""
     from agentstate.memory.scopes import scope_applies
 
     who = resolve_principal(store, principal)
-    rows = _rows(
-        store,
-        "SELECT * FROM memories WHERE kind = 'preference' AND source = 'user' "
-        "AND status = 'active' ORDER BY created, row",
-    )
+    rows = store.rows("SELECT * FROM memories WHERE kind = 'preference' AND source = 'user' "
+                      "AND status = 'active' ORDER BY created, row")
     found = []
     for memory in memories_from_rows(store, rows):
         if memory.status != "active" or not who.can_read(memory.scope):

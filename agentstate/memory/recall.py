@@ -23,7 +23,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput
 from agentstate.memory.model import (
@@ -44,6 +44,9 @@ from agentstate.memory.status import CURRENT_STATUSES
 from agentstate.safety import redact_secrets
 from agentstate.store.clock import parse_ts
 from agentstate.store.refs import make_ref
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 # Re-exported: the context engine imports these from here.
 __all__ = ["MemoryHit", "RecallResult", "get_memory", "list_user_preferences", "memory_evidence",
@@ -98,7 +101,7 @@ def _age_days(now: str, then: str) -> float:
 
 
 def recall(
-    store: Any,
+    store: Store,
     query: str,
     *,
     limit: int = 10,
@@ -197,13 +200,12 @@ def recall(
     )
 
 
-def _load_rows(store: Any, row_ids: list[int]) -> dict[int, dict]:
+def _load_rows(store: Store, row_ids: list[int]) -> dict[int, dict]:
     if not row_ids:
         return {}
     marks = ",".join("?" * len(row_ids))
-    cursor = store.conn.execute(f"SELECT * FROM memories WHERE row IN ({marks})", row_ids)
-    names = [d[0] for d in cursor.description]
-    return {values[0]: dict(zip(names, values, strict=True)) for values in cursor.fetchall()}
+    return {r["row"]: r for r in store.rows(f"SELECT * FROM memories WHERE row IN ({marks})",
+                                            row_ids)}
 
 
 def _hit(row: dict, relevance: float, specificity: float, now: str,
@@ -225,7 +227,7 @@ def _hit(row: dict, relevance: float, specificity: float, now: str,
     )
 
 
-def _flag_contests(store: Any, hits: list[MemoryHit], now: str) -> None:
+def _flag_contests(store: Store, hits: list[MemoryHit], now: str) -> None:
     """Link contested versions and the current version of the same chain, both ways."""
     chains = {h.id for h in hits if h.status == "contested"}
     for memory_id in chains:

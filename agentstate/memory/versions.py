@@ -16,7 +16,7 @@ key+scope differs from the current one:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentstate.memory.model import (
     Memory,
@@ -30,6 +30,9 @@ from agentstate.memory.model import (
 from agentstate.memory.status import CURRENT_STATUSES
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 CONTESTED_FACTOR = 0.5  # a contested version's confidence
 CURRENT_CONTEST_FACTOR = 0.85  # the current version loses a little when contradicted
@@ -62,7 +65,7 @@ def initial_confidence(source: str, evidence_count: int) -> float:
     return bounded(confidence_for(source) + EVIDENCE_BONUS * max(0, evidence_count - 1))
 
 
-def insert_version(store: Any, *, memory_id: str, version: int, kind: str, key: str | None,
+def insert_version(store: Store, *, memory_id: str, version: int, kind: str, key: str | None,
                    scope: str, text: str, source: str, status: str, confidence: float,
                    valid_until: str | None, supersedes: int | None, principal: str,
                    reason: str, evidence: list[tuple[str, str]]) -> int:
@@ -75,11 +78,12 @@ def insert_version(store: Any, *, memory_id: str, version: int, kind: str, key: 
          bounded(confidence), valid_until, now, now, 0, supersedes, principal, reason),
     )
     row = cursor.lastrowid
+    assert row is not None  # an INSERT into a rowid table always sets it
     add_evidence(store, row, evidence, principal)
     return row
 
 
-def add_evidence(store: Any, row: int, evidence: list[tuple[str, str]], actor: str) -> list[str]:
+def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor: str) -> list[str]:
     """Attach evidence refs (ignoring ones already there); return the refs newly added."""
     added = []
     now = store.now()
@@ -99,7 +103,7 @@ def add_evidence(store: Any, row: int, evidence: list[tuple[str, str]], actor: s
     return added
 
 
-def set_status(store: Any, row: dict, status: str, reason: str,
+def set_status(store: Store, row: dict, status: str, reason: str,
                confidence: float | None = None) -> None:
     store.conn.execute(
         "UPDATE memories SET status = ?, status_reason = ?, confidence = ? WHERE row = ?",
@@ -118,7 +122,7 @@ def wins_over(new_source: str, new_evidence: int, current: dict) -> bool:
             and current["evidence_count"] <= new_evidence)
 
 
-def make_current(store: Any, new_row: dict, rows: list[dict], actor: str, op: str,
+def make_current(store: Store, new_row: dict, rows: list[dict], actor: str, op: str,
                  reason: str) -> list[str]:
     """`new_row` becomes the current version: every other active/contested one is superseded."""
     replaced = []
@@ -134,7 +138,7 @@ def make_current(store: Any, new_row: dict, rows: list[dict], actor: str, op: st
     return replaced
 
 
-def resolve_conflict(store: Any, new_row: dict, current: dict, actor: str
+def resolve_conflict(store: Store, new_row: dict, current: dict, actor: str
                      ) -> tuple[str, str, str | None, str | None]:
     """Apply the authority rule between a new (or newly evidenced) version and the current
     one. Returns (action, reason, replaced ref, contested ref)."""
@@ -167,7 +171,7 @@ def resolve_conflict(store: Any, new_row: dict, current: dict, actor: str
     return "contested", reason, None, vref(current)
 
 
-def refresh_duplicate(store: Any, row: dict, refs: list[tuple[str, str]], valid_until: str | None,
+def refresh_duplicate(store: Store, row: dict, refs: list[tuple[str, str]], valid_until: str | None,
              actor: str, gate_status: str) -> WriteResult:
     """Dedupe: the same content arrived again. Add its evidence, refresh the time (and
     validity), never a second row; a candidate given evidence is promoted, and a contested

@@ -21,7 +21,7 @@ Every decision that stores something writes a history row with its reason.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput, Refused, a_or_an
 from agentstate.memory.model import (
@@ -53,12 +53,15 @@ from agentstate.store.limits import MAX_NAME_CHARS, check_length
 from agentstate.store.principals import default_source
 from agentstate.store.sources import validate_source
 
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
+
 CANDIDATE_CONFIDENCE = 0.4
 QUARANTINE_CONFIDENCE = 0.1
 SIMILAR = 0.5  # token overlap (Jaccard) at which a keyless match is reported
 
 
-def check_text(store: Any, text: str) -> str:
+def check_text(store: Store, text: str) -> str:
     """Validation and the secret scan for memory text (shared by remember and correct)."""
     value = (text or "").strip()
     if not value:
@@ -72,7 +75,7 @@ def check_text(store: Any, text: str) -> str:
 
 
 def remember(
-    store: Any,
+    store: Store,
     text: str,
     *,
     kind: str,
@@ -158,26 +161,23 @@ def remember(
         return result
 
 
-def _find_duplicate(store: Any, text: str, kind: str, key: str | None, scope: str,
+def _find_duplicate(store: Store, text: str, kind: str, key: str | None, scope: str,
                     status: str) -> dict | None:
     """The same normalised content in the same scope (and kind, and key when both have one).
     Quarantined text only dedupes with quarantined text, so it can never refresh a fact."""
     wanted = ((MemoryStatus.QUARANTINED,) if status == MemoryStatus.QUARANTINED
               else (*CURRENT_STATUSES, MemoryStatus.CANDIDATE))
-    rows = store.conn.execute(
+    for row in store.rows(
         f"SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
         f"AND {status_in(wanted)} ORDER BY version DESC",
         (norm_hash(text), scope, kind),
-    )
-    names = [d[0] for d in rows.description]
-    for values in rows.fetchall():
-        row = dict(zip(names, values, strict=True))
+    ):
         if key is None or row["key"] in (None, key):
             return row
     return None
 
 
-def _key_chain(store: Any, key: str, scope: str) -> list[dict]:
+def _key_chain(store: Store, key: str, scope: str) -> list[dict]:
     row = store.conn.execute(
         "SELECT id FROM memories WHERE key = ? AND scope = ? AND status != 'quarantined' "
         "ORDER BY row DESC LIMIT 1",
@@ -186,7 +186,7 @@ def _key_chain(store: Any, key: str, scope: str) -> list[dict]:
     return chain_rows(store, row[0]) if row else []
 
 
-def _new_chain(store: Any, text: str, kind: str, key: str | None, scope: str, source: str,
+def _new_chain(store: Store, text: str, kind: str, key: str | None, scope: str, source: str,
                status: str, reason: str, confidence: float, valid_until: str | None,
                actor: str, refs: list[tuple[str, str]]) -> WriteResult:
     memory_id = store.new_id()
@@ -203,7 +203,7 @@ def _new_chain(store: Any, text: str, kind: str, key: str | None, scope: str, so
                        evidence_added=[r for r, _ in refs])
 
 
-def _new_version(store: Any, chain: list[dict], text: str, kind: str, key: str, scope: str,
+def _new_version(store: Store, chain: list[dict], text: str, kind: str, key: str, scope: str,
                  source: str, status: str, reason: str, valid_until: str | None, actor: str,
                  refs: list[tuple[str, str]]) -> WriteResult:
     now = store.now()
@@ -237,7 +237,7 @@ def _new_version(store: Any, chain: list[dict], text: str, kind: str, key: str, 
                        contests=contests, evidence_added=[r for r, _ in refs])
 
 
-def _similar(store: Any, text: str, kind: str, scope: str) -> list[dict]:
+def _similar(store: Store, text: str, kind: str, scope: str) -> list[dict]:
     """Keyless close matches in the same scope and kind: reported, never merged."""
     from agentstate.memory.search import search_memory_rows, tokens
 

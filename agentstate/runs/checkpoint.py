@@ -280,26 +280,22 @@ def create_checkpoint(
 
 
 def _checkpoint_by_id(store: Store, checkpoint_id: str) -> Checkpoint:
-    cursor = store.conn.execute("SELECT * FROM checkpoints WHERE id = ?", (checkpoint_id,))
-    row = cursor.fetchone()
-    return _row_to_checkpoint(dict(zip([d[0] for d in cursor.description], row, strict=True)))
+    row = store.row("SELECT * FROM checkpoints WHERE id = ?", (checkpoint_id,))
+    assert row is not None  # written in the same transaction
+    return _row_to_checkpoint(row)
 
 
 def last_checkpoint(store: Store, run: Run) -> Checkpoint | None:
-    cursor = store.conn.execute(
-        "SELECT * FROM checkpoints WHERE run = ? ORDER BY event_seq DESC LIMIT 1", (run.id,)
-    )
-    row = cursor.fetchone()
-    if row is None:
-        return None
-    return _row_to_checkpoint(dict(zip([d[0] for d in cursor.description], row, strict=True)))
+    row = store.row(
+        "SELECT * FROM checkpoints WHERE run = ? ORDER BY event_seq DESC LIMIT 1", (run.id,))
+    return None if row is None else _row_to_checkpoint(row)
 
 
 def list_checkpoints(store: Store, run_ref: str | None = None) -> list[Checkpoint]:
     run = resolve_run(store, run_ref)
     return [
         _row_to_checkpoint(r)
-        for r in store.db.query(
+        for r in store.rows(
             "SELECT * FROM checkpoints WHERE run = ? ORDER BY event_seq", (run.id,)
         )
     ]

@@ -80,6 +80,8 @@ class Event:
     meta: dict[str, Any] = field(default_factory=dict)
     resolves: str | None = None
     supersedes: str | None = None
+    collected_at: str | None = None  # set by `agentstate gc`: the body is gone, the row stays
+    body_hash: str | None = None  # the collected body's keyed hash
 
     @property
     def id(self) -> str:
@@ -113,16 +115,9 @@ def row_to_event(row: dict) -> Event:
         meta=json.loads(row["meta"] or "{}"),
         resolves=make_ref("evt", row["resolves"]) if row["resolves"] else None,
         supersedes=make_ref("evt", row["supersedes"]) if row["supersedes"] else None,
+        collected_at=row.get("collected_at"),
+        body_hash=row.get("body_hash"),
     )
-
-
-def _one(store: Store, sql: str, params: tuple) -> dict | None:
-    # The raw connection, not sqlite_utils' query(): this sits on every command's hot path.
-    cursor = store.conn.execute(sql, params)
-    row = cursor.fetchone()
-    if row is None:
-        return None
-    return dict(zip([d[0] for d in cursor.description], row, strict=True))
 
 
 # ---------------------------------------------------------------- runs
@@ -130,7 +125,7 @@ def _one(store: Store, sql: str, params: tuple) -> dict | None:
 
 def get_run(store: Store, ref: str) -> Run:
     parsed = parse_ref(ref, expect="run")
-    row = _one(store, "SELECT * FROM runs WHERE id = ?", (parsed.id,))
+    row = store.row("SELECT * FROM runs WHERE id = ?", (parsed.id,))
     if row is None:
         raise NotFound(f"no run {ref}")
     return row_to_run(row)
@@ -138,16 +133,13 @@ def get_run(store: Store, ref: str) -> Run:
 
 def current_run(store: Store) -> Run | None:
     """The run commands use without --run: the one marked current, else the newest active."""
-    row = _one(store, "SELECT value FROM kv WHERE key = 'current_run'", ())
+    row = store.row("SELECT value FROM kv WHERE key = 'current_run'")
     if row and row["value"]:
-        run = _one(store, "SELECT * FROM runs WHERE id = ? AND status = 'active'", (row["value"],))
+        run = store.row("SELECT * FROM runs WHERE id = ? AND status = 'active'", (row["value"],))
         if run:
             return row_to_run(run)
-    run = _one(
-        store,
-        "SELECT * FROM runs WHERE status = 'active' ORDER BY updated DESC, rowid DESC LIMIT 1",
-        (),
-    )
+    run = store.row(
+        "SELECT * FROM runs WHERE status = 'active' ORDER BY updated DESC, rowid DESC LIMIT 1")
     return row_to_run(run) if run else None
 
 
@@ -157,8 +149,8 @@ def resolve_run(store: Store, ref: str | None) -> Run:
         return get_run(store, ref)
     run = current_run(store)
     if run is None:
-        last = _one(store, "SELECT id, status FROM runs ORDER BY updated DESC, rowid DESC "
-                           "LIMIT 1", ())
+        last = store.row("SELECT id, status FROM runs ORDER BY updated DESC, rowid DESC "
+                           "LIMIT 1")
         ended = f" (the most recent, {make_ref('run', last['id'])}, is {last['status']})" \
             if last else ""
         raise NotFound(f"no active run{ended}; start one with `agentstate run start GOAL` "
@@ -172,7 +164,7 @@ def run_to_read(store: Store, ref: str | None) -> tuple[Run, bool]:
     says so: after `run end` there is no current run, but its events are still wanted)."""
     if ref or current_run(store) is not None:
         return resolve_run(store, ref), False
-    row = _one(store, "SELECT * FROM runs ORDER BY updated DESC, rowid DESC LIMIT 1", ())
+    row = store.row("SELECT * FROM runs ORDER BY updated DESC, rowid DESC LIMIT 1")
     if row is None:
         raise NotFound("no runs yet; start one with `agentstate run start GOAL`")
     return row_to_run(row), True
@@ -277,7 +269,7 @@ def list_runs(store: Store, status: str | None = None, limit: int | None = None)
     if limit:
         sql += " LIMIT ?"
         params.append(min(limit, SQLITE_MAX_INT))
-    return [row_to_run(r) for r in store.db.query(sql, params)]
+    return [row_to_run(r) for r in store.rows(sql, params)]
 
 
 def update_run_worktree(store: Store, run: Run, worktree: dict) -> None:
@@ -299,7 +291,7 @@ def update_run_worktree(store: Store, run: Run, worktree: dict) -> None:
 
 def get_event(store: Store, ref: str) -> Event:
     parsed = parse_ref(ref, expect="evt")
-    row = _one(store, "SELECT * FROM events WHERE id = ?", (parsed.id,))
+    row = store.row("SELECT * FROM events WHERE id = ?", (parsed.id,))
     if row is None:
         raise NotFound(f"no event {ref}")
     return row_to_event(row)
@@ -307,7 +299,7 @@ def get_event(store: Store, ref: str) -> Event:
 
 def event_exists(store: Store, ref: str) -> bool:
     parsed = parse_ref(ref, expect="evt")
-    return _one(store, "SELECT 1 AS x FROM events WHERE id = ?", (parsed.id,)) is not None
+    return store.row("SELECT 1 AS x FROM events WHERE id = ?", (parsed.id,)) is not None
 
 
 def validate_meta(meta: dict | None) -> dict:
@@ -368,9 +360,8 @@ def append_event(
     supersedes_id = _check_link(store, run, kind, supersedes, "supersedes")
     with store.transaction() as conn:
         if import_key is not None:
-            existing = _one(
-                store, "SELECT * FROM events WHERE run = ? AND import_key = ?", (run.id, import_key)
-            )
+            existing = store.row("SELECT * FROM events WHERE run = ? AND import_key = ?",
+                                 (run.id, import_key))
             if existing:
                 return row_to_event(existing)
         seq_row = conn.execute(
@@ -443,7 +434,7 @@ def list_events(
             raise InvalidInput("--limit must be at least 1")
         sql += " LIMIT ?"
         params.append(min(limit, SQLITE_MAX_INT))
-    events = [row_to_event(r) for r in store.db.query(sql, params)]
+    events = [row_to_event(r) for r in store.rows(sql, params)]
     if limit and not newest_first:
         events.reverse()  # the newest N, shown oldest first
     return events
@@ -463,7 +454,7 @@ def readable_events(store: Store, events: list[Event], principal: str | None,
 
 
 def run_event_count(store: Store, run: Run) -> int:
-    row = _one(store, "SELECT count(*) AS n FROM events WHERE run = ?", (run.id,))
+    row = store.row("SELECT count(*) AS n FROM events WHERE run = ?", (run.id,))
     return row["n"] if row else 0
 
 
@@ -481,5 +472,5 @@ def event_counts_by_kind(store: Store, run: Run) -> dict[str, int]:
 
 def marked_current_run_id(store: Store) -> str | None:
     """The id of the run last marked current (whatever its status now)."""
-    row = _one(store, "SELECT value FROM kv WHERE key = 'current_run'", ())
+    row = store.row("SELECT value FROM kv WHERE key = 'current_run'")
     return row["value"] if row and row["value"] else None

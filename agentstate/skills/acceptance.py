@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentstate.errors import InvalidInput, NotFound
+from agentstate.runs.lookups import run_of_event
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
 from agentstate.skills.records import (
@@ -142,7 +143,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
                         id=store.new_id())
     run_id = None
     if results and results[0].event:
-        run_id = _event_run(store, results[0].event)
+        run_id = run_of_event(store, results[0].event.removeprefix("evt:"))
     store.db.table("skill_tests").insert({
         "id": report.id, "name": name, "tree": tree or "", "passed": int(passed),
         "results": json.dumps([r.__dict__ for r in results], ensure_ascii=False),
@@ -151,14 +152,8 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
     return report
 
 
-def _event_run(store: Store, event_ref: str) -> str | None:
-    rows = list(store.db.query("SELECT run FROM events WHERE id = ?",
-                               (event_ref.split(":", 1)[1],)))
-    return rows[0]["run"] if rows else None
-
-
 def last_test(store: Store, name: str, tree: str | None) -> dict | None:
-    rows = list(store.db.query(
+    rows = store.rows(
         "SELECT * FROM skill_tests WHERE name = ? AND tree = ? ORDER BY ts DESC, rowid DESC "
-        "LIMIT 1", (name, tree or "")))
+        "LIMIT 1", (name, tree or ""))
     return rows[0] if rows else None

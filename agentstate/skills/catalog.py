@@ -134,7 +134,7 @@ def score_skill(
 def _current_rows(store: Store) -> list[dict]:
     if "skill_versions" not in store.db.table_names():
         return []
-    return list(store.db.query(_CURRENT_SQL))
+    return store.rows(_CURRENT_SQL)
 
 
 def match_skills(store: Store, text: str, *, limit: int = 3) -> list[SkillMatch]:
@@ -182,7 +182,7 @@ def list_catalog(store: Store, *, include_all: bool = False) -> list[CatalogEntr
     ]
     if include_all and "skill_versions" in store.db.table_names():
         listed = {e.name for e in entries}
-        rows = store.db.query(
+        rows = store.rows(
             "SELECT v.* FROM skill_versions v WHERE v.version = "
             "(SELECT MAX(w.version) FROM skill_versions w WHERE w.name = v.name) ORDER BY v.name"
         )

@@ -59,9 +59,9 @@ def export_skills(store: Store, target: str) -> ExportResult:
     for entry in list_catalog(store):
         if entry.version is None:  # only include_all lists skills with no published version
             continue
-        rows = list(store.db.query(
+        rows = store.rows(
             "SELECT tree FROM skill_versions WHERE name = ? AND version = ?",
-            (entry.name, entry.version)))
+            (entry.name, entry.version))
         tree = rows[0]["tree"]
         folder = dest / entry.name
         if folder.exists() and entry.name not in previous:

@@ -39,7 +39,7 @@ def skill_history(store: Store, name: str) -> SkillHistory:
     rows = version_rows(store, name)
     if not rows:
         raise NotFound(f"no skill named {name!r}")
-    loads = {r["version"]: r["n"] for r in store.db.query(
+    loads = {r["version"]: r["n"] for r in store.rows(
         "SELECT version, count(*) AS n FROM skill_loads WHERE name = ? GROUP BY version",
         (name,))}
     versions = [row_to_version(r, loads.get(r["version"], 0)) for r in rows]
@@ -47,7 +47,7 @@ def skill_history(store: Store, name: str) -> SkillHistory:
     folder = draft_path(store, name)
     tree = registry.tree_hash(folder) if folder.is_dir() else None
     tests = []
-    for row in store.db.query(
+    for row in store.rows(
             "SELECT id, tree, passed, ts FROM skill_tests WHERE name = ? ORDER BY ts, rowid",
             (name,)):
         tests.append({"id": row["id"], "tree": row["tree"], "passed": bool(row["passed"]),
@@ -87,9 +87,9 @@ def check_registry(store: Store) -> list[str]:
     """
     problems = []
     tag_list = registry.list_tags(store.skills_path)
-    rows = list(store.db.query(
+    rows = store.rows(
         "SELECT name, version, status, commit_sha, tree FROM skill_versions "
-        "WHERE status != 'candidate' ORDER BY name, version"))
+        "WHERE status != 'candidate' ORDER BY name, version")
     released = {registry.tag_name(r["name"], r["version"]): r for r in rows}
     repo_path = store.skills_path
     for tag, row in released.items():

@@ -112,24 +112,39 @@ def load_skill(store: Store, target: str, *, run_ref: str | None = None) -> Load
     return loaded
 
 
-def loads_of(store: Store, target: str) -> list[dict]:
-    """Every recorded load of a skill version (for trace: skill version → runs)."""
-    from agentstate.store.refs import make_ref
+@dataclass(frozen=True)
+class SkillLoad:
+    """One recorded load of a skill version (a `skill_loads` row)."""
 
-    name, version = parse_target(target)
-    sql = "SELECT * FROM skill_loads WHERE name = ?"
-    params: list = [name]
-    if version is not None:
-        sql += " AND version = ?"
-        params.append(version)
-    out = []
-    for row in store.db.query(sql + " ORDER BY ts, rowid", params):
-        out.append({
-            "id": row["id"], "skill": make_ref("skill", row["name"], row["version"]),
-            "tree": row["tree"], "run": make_ref("run", row["run"]) if row["run"] else None,
-            "event": make_ref("evt", row["event"]) if row["event"] else None, "ts": row["ts"],
-        })
-    return out
+    name: str
+    version: int
+    run: str | None     # the run's id, None for a load outside any run
+    event: str | None   # the id of the run's `skill_load` event
+    ts: str
+    tree: str
+
+
+_LOAD_COLUMNS = "name, version, run, event, ts, tree"
+
+
+def loads_of_version(store: Store, name: str, version: int, *, limit: int) -> list[SkillLoad]:
+    """The newest `limit` loads of one version (for trace: skill version → runs)."""
+    return [SkillLoad(*r) for r in store.conn.execute(
+        f"SELECT {_LOAD_COLUMNS} FROM skill_loads WHERE name = ? AND version = ? "
+        "ORDER BY ts DESC LIMIT ?", (name, version, limit))]
+
+
+def loads_in_run(store: Store, run_id: str, *, limit: int) -> list[SkillLoad]:
+    """The first `limit` loads made in a run, oldest first (for trace: run → skills)."""
+    return [SkillLoad(*r) for r in store.conn.execute(
+        f"SELECT {_LOAD_COLUMNS} FROM skill_loads WHERE run = ? ORDER BY ts LIMIT ?",
+        (run_id, limit))]
+
+
+def loads_by_event(store: Store, event_id: str) -> list[SkillLoad]:
+    """The loads a `skill_load` event recorded (for trace: event → skill version)."""
+    return [SkillLoad(*r) for r in store.conn.execute(
+        f"SELECT {_LOAD_COLUMNS} FROM skill_loads WHERE event = ?", (event_id,))]
 
 
 @dataclass

@@ -81,27 +81,45 @@ def parse_target(text: str) -> tuple[str, int | None]:
 
 def version_rows(store: Store, name: str) -> list[dict]:
     """Every row of skill `name`, oldest version first."""
-    return list(store.db.query(
-        "SELECT * FROM skill_versions WHERE name = ? ORDER BY version", (name,)))
+    return store.rows(
+        "SELECT * FROM skill_versions WHERE name = ? ORDER BY version", (name,))
 
 
 def get_version(store: Store, name: str, version: int) -> SkillVersion:
-    rows = list(store.db.query(
-        "SELECT * FROM skill_versions WHERE name = ? AND version = ?", (name, version)))
-    if not rows:
+    found = find_version(store, name, version)
+    if found is None:
         known = version_rows(store, name)
         if not known:
             raise NotFound(f"no skill named {name!r} (see `agentstate skill list --all`)")
         versions = ", ".join(f"v{r['version']}" for r in known)
         raise NotFound(f"skill {name!r} has no version v{version} (it has {versions})")
-    return row_to_version(rows[0])
+    return found
+
+
+def find_version(store: Store, name: str, version: int) -> SkillVersion | None:
+    """Version `version` of skill `name`, or None when there is no such row."""
+    rows = store.rows(
+        "SELECT * FROM skill_versions WHERE name = ? AND version = ?", (name, version))
+    return row_to_version(rows[0]) if rows else None
+
+
+def version_numbers(store: Store, name: str) -> list[int]:
+    """The version numbers recorded for skill `name` (any status), lowest first."""
+    return [r[0] for r in store.conn.execute(
+        "SELECT version FROM skill_versions WHERE name = ? ORDER BY version", (name,))]
+
+
+def any_published(store: Store) -> bool:
+    """Whether any skill version is published (revoked ones and drafts do not count)."""
+    return store.conn.execute(
+        "SELECT 1 FROM skill_versions WHERE status = 'published' LIMIT 1").fetchone() is not None
 
 
 def current_release(store: Store, name: str) -> SkillVersion | None:
     """The highest published (not revoked) version: what load, match and export use."""
-    rows = list(store.db.query(
+    rows = store.rows(
         "SELECT * FROM skill_versions WHERE name = ? AND status = 'published' "
-        "ORDER BY version DESC LIMIT 1", (name,)))
+        "ORDER BY version DESC LIMIT 1", (name,))
     return row_to_version(rows[0]) if rows else None
 
 

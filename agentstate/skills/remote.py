@@ -66,7 +66,7 @@ class RemoteResult:
 
 
 def _rows(store: Store) -> dict[tuple[str, int], dict]:
-    return {(r["name"], r["version"]): r for r in store.db.query(
+    return {(r["name"], r["version"]): r for r in store.rows(
         "SELECT * FROM skill_versions ORDER BY name, version")}
 
 

@@ -95,7 +95,7 @@ def repair_registry(store: Store, *, stale_after: float = STALE_LOCK_SECONDS) ->
     for index, pid in registry.private_indexes(path):
         if not journal.process_alive(pid, None):
             index.unlink(missing_ok=True)
-    rows = {(r["name"], r["version"]): r for r in store.db.query(
+    rows = {(r["name"], r["version"]): r for r in store.rows(
         "SELECT name, version, status, commit_sha, tree FROM skill_versions "
         "WHERE status != 'candidate'")}
     tags = registry.tag_commits(path)
@@ -134,7 +134,7 @@ def mark_lost(store: Store) -> list[str]:
         return []
     tags = registry.tag_commits(path)
     lost = []
-    for row in store.db.query("SELECT name, version, commit_sha, status FROM skill_versions "
+    for row in store.rows("SELECT name, version, commit_sha, status FROM skill_versions "
                               "WHERE status != 'candidate'"):
         if registry.tag_name(row["name"], row["version"]) in tags:
             continue

@@ -8,10 +8,9 @@ processes write at once) and foreign keys on.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,9 @@ from agentstate.store.clock import Clock, IdSource, clock_from_env, ids_from_env
 
 if TYPE_CHECKING:
     import sqlite_utils
+
+# Query parameters: positional (a sequence) or named (a mapping), as sqlite3 takes them.
+Params = Sequence[Any] | Mapping[str, Any]
 
 STORE_DIR = ".agentstate"
 DB_NAME = "state.db"
@@ -60,6 +62,38 @@ class Store:
     @property
     def conn(self) -> sqlite3.Connection:
         return self.db.conn
+
+    def rows(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
+        """The one way to read rows: each row a dict keyed by column name.
+
+        On the raw connection (sqlite_utils is not imported for a read). The columns must
+        have distinct names (alias them: `SELECT a.id AS a_id, b.id AS b_id`)."""
+        cursor = self.db.conn.execute(sql, params)
+        keys = _column_names(cursor)
+        return [dict(zip(keys, row, strict=True)) for row in cursor]
+
+    def row(self, sql: str, params: Params = ()) -> dict[str, Any] | None:
+        """The first row `sql` returns, as for `rows`, or None."""
+        cursor = self.db.conn.execute(sql, params)
+        row = cursor.fetchone()
+        return None if row is None else dict(zip(_column_names(cursor), row, strict=True))
+
+    def copy_into(self, path: Path) -> None:
+        """A consistent copy of the database at `path`, taken while writers go on (VACUUM
+        INTO writes no free pages, so text erased from the live file is not in the copy)."""
+        self.db.conn.execute("VACUUM INTO ?", (str(path),))
+
+    def vacuum(self) -> None:
+        """Give freed pages back to the file system (the WAL checkpointed before and after,
+        so the space really leaves both files)."""
+        conn = self.db.conn
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def set_busy_timeout(self, ms: int) -> None:
+        """How long a write waits for another process's lock before it fails."""
+        self.db.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
 
     def now(self) -> str:
         return self.clock.now_ts()
@@ -103,6 +137,13 @@ class Store:
         except sqlite3.Error as exc:
             conn.execute("ROLLBACK")
             raise translate_sqlite_error(exc, self.root) from exc
+
+
+def _column_names(cursor: sqlite3.Cursor) -> list[str]:
+    keys = [d[0] for d in cursor.description or ()]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"duplicate column names in a query's result: {keys}")
+    return keys
 
 
 def find_store(start: Path | None = None, override: str | Path | None = None) -> Path:
@@ -164,8 +205,9 @@ class LazyDatabase:
 
     Importing sqlite_utils costs 60-90 ms (click, dateutil, plugin entry points) and the hot
     read paths (`resume`, `context`) need only the raw connection, which `.conn` gives at
-    once. Anything else (`db["t"].insert(...)`, `db.query(...)`, `db.table_names()`) builds
-    the real Database on the same connection and delegates to it.
+    once (rows are read with `Store.rows` / `Store.row`). Anything else
+    (`db["t"].insert(...)`, `db.query(...)`) builds the real Database on the same connection
+    and delegates to it.
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -186,25 +228,13 @@ class LazyDatabase:
     def __getitem__(self, name: str) -> Any:
         return self.real[name]
 
-    # The two read calls that hot paths make (catalog, recall) are served directly, with
-    # sqlite_utils' results: dict rows, executed at once and fetched lazily.
+    # Served directly: a hot read path asks for the table list (reads go through
+    # `Store.rows`, which never needs sqlite_utils).
     def table_names(self, fts4: bool = False, fts5: bool = False) -> list[str]:
         if fts4 or fts5:
             return self.real.table_names(fts4=fts4, fts5=fts5)
         return [r[0] for r in self.conn.execute(
             "select name from sqlite_master where type = 'table'")]
-
-    def query(self, sql: str, params: Any = None) -> Iterator[dict]:
-        if _PLAIN_SELECT.match(sql):  # reads only: no savepoint guard needed
-            args = (params,) if params is not None else ()
-            cursor = self.conn.execute(sql, *args)
-            keys = [d[0] for d in cursor.description or ()]
-            if keys and len(set(keys)) == len(keys):
-                return (dict(zip(keys, row, strict=True)) for row in cursor)
-        return self.real.query(sql, params)  # writes, PRAGMAs, duplicate column names
-
-
-_PLAIN_SELECT = re.compile(r"\s*select\b", re.IGNORECASE)
 
 
 def open_store(

@@ -22,9 +22,12 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, Refused
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 AGENT_PRINCIPAL = "agent"
 
@@ -111,7 +114,7 @@ def detected_agent(environ: Any = None) -> tuple[str, str] | None:
     return None
 
 
-def lookup_principal(store: Any, name: str) -> Principal:
+def lookup_principal(store: Store, name: str) -> Principal:
     """The principal declared as `name`, with no check of who is asking."""
     return _lookup(store.settings.principals, name)
 
@@ -135,7 +138,7 @@ class EnvironmentPrincipal:
     agent: str | None = None  # the coding agent detected, if any
 
 
-def environment_principal(store: Any) -> EnvironmentPrincipal:
+def environment_principal(store: Store) -> EnvironmentPrincipal:
     """The principal the environment grants, before any --as (see the module docstring)."""
     return principal_from_environment(store.settings.principals)
 
@@ -162,7 +165,7 @@ def principal_from_environment(section: Any) -> EnvironmentPrincipal:
                                 "[principals] default in config.toml")
 
 
-def resolve_principal(store: Any, name: str | None = None) -> Principal:
+def resolve_principal(store: Store, name: str | None = None) -> Principal:
     """The environment's principal, or `name` (--as) when it has no more rights than that."""
     env = environment_principal(store)
     if name is None or name == env.principal.name:

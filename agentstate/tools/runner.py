@@ -359,7 +359,7 @@ def list_tool_calls(store: Store, run_ref: str | None = None, limit: int = 50) -
     sql += " ORDER BY ts DESC, rowid DESC LIMIT ?"
     params.append(limit)
     rows = []
-    for row in store.db.query(sql, params):
+    for row in store.rows(sql, params):
         row["command"] = json.loads(row["command"])
         row["event"] = make_ref("evt", row["event"]) if row["event"] else None
         row["run"] = make_ref("run", row["run"]) if row["run"] else None

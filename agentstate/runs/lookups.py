@@ -1,0 +1,144 @@
+"""Read-only lookups on `runs` and `events` that other domains ask for.
+
+Context packs (trajectory, neighbours of search hits, stale evidence), `trace`, memory scopes
+and skill acceptance tests need facts about runs and events; they call these functions
+instead of naming the tables, so the run log's schema has one owner. Each answers in one
+query (or one per chunk of ids, as the callers did) with plain values or `EventLine`s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from agentstate.runs.log import Event, row_to_event
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
+
+# SQLite binds at most 32766 variables; lists of ids are sent in chunks well below that.
+IDS_PER_QUERY = 500
+PAIRS_PER_QUERY = 400
+
+
+class EventLine(NamedTuple):
+    """One event as packs show it (no meta, no links). A NamedTuple rather than a dataclass:
+    a pack reads thousands of these and a tuple is built several times faster."""
+
+    id: str
+    run: str       # the run's id (not its `run:` ref)
+    seq: int
+    kind: str
+    text: str
+    source: str
+    ts: str
+
+
+_LINE_COLUMNS = "id, run, seq, kind, text, source, ts"
+
+
+def find_event(store: Store, event_id: str) -> Event | None:
+    """The event with this id (no `evt:` prefix), or None when there is none (purged, or a
+    ref from another store)."""
+    row = store.row("SELECT * FROM events WHERE id = ?", (event_id,))
+    return None if row is None else row_to_event(row)
+
+
+def run_exists(store: Store, run_id: str) -> bool:
+    return store.conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is not None
+
+
+def run_goal(store: Store, run_id: str) -> str | None:
+    """The run's goal, or None when there is no such run."""
+    row = store.conn.execute("SELECT goal FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return row[0] if row else None
+
+
+def run_of_event(store: Store, event_id: str) -> str | None:
+    """The id of the run the event belongs to, or None when there is no such event."""
+    row = store.conn.execute("SELECT run FROM events WHERE id = ?", (event_id,)).fetchone()
+    return row[0] if row else None
+
+
+def event_ids_of_run(store: Store, run_id: str) -> list[str]:
+    """Every event id of the run, in log order."""
+    return [r[0] for r in store.conn.execute(
+        "SELECT id FROM events WHERE run = ? ORDER BY seq", (run_id,))]
+
+
+def newest_events(store: Store, run_id: str, window: int) -> tuple[list[EventLine], int]:
+    """The run's newest `window` events (newest first) and how many older ones it has."""
+    conn = store.conn
+    if window <= 0:
+        total = conn.execute("SELECT count(*) FROM events WHERE run = ?",
+                             (run_id,)).fetchone()[0]
+        return [], total
+    rows = [EventLine._make(r) for r in conn.execute(
+        f"SELECT {_LINE_COLUMNS} FROM events WHERE run = ? ORDER BY seq DESC LIMIT ?",
+        (run_id, window),
+    )]
+    older = 0
+    if len(rows) == window:
+        older = conn.execute("SELECT count(*) FROM events WHERE run = ? AND seq < ?",
+                             (run_id, rows[-1].seq)).fetchone()[0]
+    return rows, older
+
+
+def event_positions(store: Store, event_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """Event id → (run id, seq) for the ids that exist."""
+    where: dict[str, tuple[str, int]] = {}
+    for start in range(0, len(event_ids), IDS_PER_QUERY):
+        part = list(event_ids[start:start + IDS_PER_QUERY])
+        marks = ",".join("?" * len(part))
+        for eid, run, seq in store.conn.execute(
+            f"SELECT id, run, seq FROM events WHERE id IN ({marks})", part
+        ):
+            where[eid] = (run, seq)
+    return where
+
+
+def events_at(store: Store, positions: Sequence[tuple[str, int]]) -> list[EventLine]:
+    """The events at these (run id, seq) positions (positions with no event are skipped)."""
+    out: list[EventLine] = []
+    for start in range(0, len(positions), PAIRS_PER_QUERY):
+        part = positions[start:start + PAIRS_PER_QUERY]
+        pairs = ",".join("(?, ?)" for _ in part)
+        flat = [v for key in part for v in key]
+        out += map(EventLine._make, store.conn.execute(
+            f"WITH wanted(run, seq) AS (VALUES {pairs}) "
+            "SELECT e.id, e.run, e.seq, e.kind, e.text, e.source, e.ts FROM events e "
+            "JOIN wanted w ON e.run = w.run AND e.seq = w.seq", flat,
+        ))
+    return out
+
+
+def superseded_among(store: Store, event_ids: Sequence[str]) -> set[str]:
+    """The ids among `event_ids` that a later event supersedes (a correction replaced them)."""
+    return _pointed_at(store, "supersedes", event_ids)
+
+
+def resolved_among(store: Store, event_ids: Sequence[str]) -> set[str]:
+    """The ids among `event_ids` that a later event resolves (answered, verified, settled)."""
+    return _pointed_at(store, "resolves", event_ids)
+
+
+def _pointed_at(store: Store, link: str, event_ids: Sequence[str]) -> set[str]:
+    if not event_ids:
+        return set()
+    marks = ",".join("?" * len(event_ids))
+    return {r[0] for r in store.conn.execute(
+        f"SELECT {link} FROM events WHERE {link} IN ({marks})", list(event_ids))}
+
+
+def first_superseding_event(store: Store, event_id: str) -> str | None:
+    """The id of the earliest event that supersedes this one, if any."""
+    row = store.conn.execute(
+        "SELECT id FROM events WHERE supersedes = ? ORDER BY ts LIMIT 1", (event_id,)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def resolving_events(store: Store, event_id: str, *, limit: int) -> list[str]:
+    """Ids of the events that resolve this one, oldest first, at most `limit`."""
+    return [r[0] for r in store.conn.execute(
+        "SELECT id FROM events WHERE resolves = ? ORDER BY ts, seq LIMIT ?", (event_id, limit))]
