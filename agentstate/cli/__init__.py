@@ -82,10 +82,11 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "hook": ("hooks_cmd",),
     "mcp": ("mcp_cmd",),
     "eval": ("eval_cmd",),
+    "sync": ("sync_cmd",),
 }
 ALL_MODULES = (
     "init_cmd", "runs_cmd", "import_cmd", "doctor_cmd", "memory_cmd", "skills_cmd",
-    "exec_cmd", "context_cmd", "hooks_cmd", "mcp_cmd", "eval_cmd",
+    "exec_cmd", "context_cmd", "hooks_cmd", "mcp_cmd", "eval_cmd", "sync_cmd",
 )
 _ROOT_OPTIONS_WITH_VALUE = {"--dir"}
 

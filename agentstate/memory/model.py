@@ -455,3 +455,35 @@ def list_user_preferences(store: Any, principal: str | None = None,
             continue
         found.append(memory)
     return found
+
+
+# ---------------------------------------------------------------- for sync (agentstate.sync)
+
+
+def all_version_rows(store: Any) -> list[dict]:
+    """Every memory version, chain by chain, oldest version first."""
+    return _rows(store, "SELECT row, id, version, kind, key, scope, text, norm_hash, source, "
+                        "principal, created, valid_until, supersedes, status, purged "
+                        "FROM memories ORDER BY id, version")
+
+
+def evidence_refs_by_row(store: Any) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    for row, ref in store.conn.execute(
+            "SELECT memory_row, ref FROM memory_evidence ORDER BY memory_row, ref"):
+        found.setdefault(row, []).append(ref)
+    return found
+
+
+def rows_with_content(store: Any, text: str, scope: str, kind: str) -> list[dict]:
+    """Versions (of any status but purged) with the same normalised text, scope and kind."""
+    return _rows(store, "SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
+                        "ORDER BY row", (norm_hash(text), scope, kind))
+
+
+def key_chain_id(store: Any, key: str, scope: str) -> str | None:
+    """The chain holding `key` in `scope` (the newest one when several do)."""
+    row = store.conn.execute(
+        "SELECT id FROM memories WHERE key = ? AND scope = ? AND status != 'quarantined' "
+        "ORDER BY row DESC LIMIT 1", (key, scope)).fetchone()
+    return row[0] if row else None

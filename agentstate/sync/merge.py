@@ -1,0 +1,274 @@
+"""Import: what teammates committed to the shared folder, merged into this store.
+
+The whole folder is read and validated before anything is written; then one transaction
+applies it (a purge's VACUUM follows the commit). Rules, each a function of the set of
+records, so the order of lines, of files and of pulls does not matter and a second import
+changes nothing:
+
+1. Tombstones win. A record that a `forget` or `purge` tombstone names is never inserted; a
+   version here that it maps to (inserted from it, or matched with it by content) is
+   forgotten or purged. A tombstone whose record is unknown here stays in the folder and
+   wins whenever that record shows up. Forgotten versions are never exported again.
+2. A record already mapped to a version here is skipped. A record with the same content
+   (normalised text, scope, kind, compatible key) as a version here is matched with it —
+   the version gains the record's evidence refs, nothing is inserted.
+3. Otherwise it becomes a new version, chain by chain, parents first (siblings in id order):
+   - its parent is the current version here → it replaces it (the parent is superseded):
+     a teammate's newer value of a fact this store shares with them;
+   - the chain here moved on to another value (or the record contests its parent, or it
+     is a first value for a key this store already holds) → it is `contested`: shown
+     flagged beside the current value, never an overwrite (memory.versions.contest). Among
+     rival imported values of one parent, the smallest record id is current, whichever
+     arrived first; a value written here always stays current;
+   - no chain here → a new chain.
+   Text that reads as instructions to the agent is quarantined (as the write gate does); a
+   held record (`held`) keeps its status; records with secrets, scopes the principal may not
+   write or sources it may not claim are skipped and reported.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentstate.memory.model import (
+    chain_rows,
+    current_memory_version,
+    key_chain_id,
+    record_history,
+    resolve_principal,
+    rows_with_content,
+)
+from agentstate.memory.status import MemoryStatus
+from agentstate.memory.versions import (
+    CONTESTED_FACTOR,
+    add_evidence,
+    contest,
+    initial_confidence,
+    insert_version,
+    set_status,
+    vref,
+)
+from agentstate.safety import find_injection, find_secrets
+from agentstate.store.principals import Principal
+from agentstate.store.refs import make_ref
+from agentstate.sync.records import Folder, Record, evidence_kind
+from agentstate.sync.shared import imported_as, mapping, record_mapping
+
+ACTOR = "sync"
+
+
+@dataclass
+class ImportResult:
+    imported: list[str] = field(default_factory=list)  # version refs inserted or matched
+    contested: list[str] = field(default_factory=list)
+    tombstoned: list[str] = field(default_factory=list)  # version refs forgotten / purged
+    purged: list[str] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    pending_tombstones: int = 0  # tombstones for records unknown here (kept; they win later)
+
+
+class _Rollback(Exception):
+    """Raised at the end of a dry run so the transaction applies nothing."""
+
+
+def import_folder(store: Any, folder: Folder, *, principal: str | None = None,
+                  dry_run: bool = False) -> ImportResult:
+    who = resolve_principal(store, principal)
+    result = ImportResult()
+    forgets, purges = folder.targets("forget"), folder.targets("purge")
+    dead = forgets | purges
+    try:
+        with store.transaction():
+            for record in _parents_first(folder.of_type("memory")):
+                _memory(store, record, who, dead, result)
+            for record in folder.of_type("evidence"):
+                _evidence(store, record, who)
+            _tombstones(store, forgets, purges, who, result, dry_run)
+            if dry_run:
+                raise _Rollback
+    except _Rollback:
+        pass
+    if result.purged and not dry_run:
+        from agentstate.memory.forget import compact_after_purge
+
+        compact_after_purge(store)
+    return result
+
+
+def _parents_first(records: list[Record]) -> list[Record]:
+    """Records in an order that depends only on the set: a parent before its children,
+    otherwise by id."""
+    by_id = {r.id: r for r in records}
+    children: dict[str, list[str]] = {}
+    ready: list[str] = []
+    for record in records:
+        parent = record.data["parent"]
+        if parent in by_id and parent != record.id:
+            children.setdefault(parent, []).append(record.id)
+        else:
+            ready.append(record.id)
+    heapq.heapify(ready)
+    ordered: list[Record] = []
+    while ready:
+        current = heapq.heappop(ready)
+        ordered.append(by_id[current])
+        for child in children.pop(current, []):
+            heapq.heappush(ready, child)
+    # Ids derive from content, so a cycle of parents cannot be written by agentstate; one
+    # made by hand is imported as chain starts rather than dropped silently.
+    ordered += [by_id[i] for ids in children.values() for i in sorted(ids)]
+    return ordered
+
+
+def _skip(result: ImportResult, record: Record, reason: str) -> None:
+    result.skipped.append({"record": record.id, "where": record.where, "reason": reason})
+
+
+def _refusal(record: Record, who: Principal) -> str | None:
+    data = record.data
+    found = find_secrets(record.line)
+    if found:
+        kinds = ", ".join(sorted({f.kind for f in found}))
+        return f"looks like it contains a secret ({kinds}); not imported"
+    if not who.can_write(data["scope"]):
+        return f"principal {who.name!r} may not write scope {data['scope']!r}"
+    if not who.can_claim(data["source"]):
+        return f"principal {who.name!r} may not claim source {data['source']!r}"
+    return None
+
+
+def _match(store: Any, data: dict) -> dict | None:
+    """A version here with the record's content (a purged one has no content left)."""
+    for row in rows_with_content(store, data["text"], data["scope"], data["kind"]):
+        if not row["purged"] and (data["key"] is None or row["key"] in (None, data["key"])):
+            return row
+    return None
+
+
+def _memory(store: Any, record: Record, who: Principal, dead: set[str],
+            result: ImportResult) -> None:
+    data = record.data
+    if mapping(store, record.id) is not None:
+        return
+    if record.id in dead:
+        # Tombstoned: never inserted; a version here with the same content is matched, so
+        # the tombstone reaches it too (a fact forgotten by anyone stays gone here).
+        same = _match(store, data)
+        if same is not None:
+            record_mapping(store, record.id, same["id"], same["version"], "match",
+                           data["parent"])
+        return
+    refused = _refusal(record, who)
+    if refused:
+        _skip(result, record, refused)
+        return
+    same = _match(store, data)
+    if same is not None:
+        record_mapping(store, record.id, same["id"], same["version"], "match", data["parent"])
+        result.imported.append(vref(same))
+        return
+    parent = mapping(store, data["parent"]) if data["parent"] else None
+    chain_id = parent.memory if parent else (
+        key_chain_id(store, data["key"], data["scope"]) if data["key"] else None)
+    rows = chain_rows(store, chain_id) if chain_id else []
+    status, reason = "active", f"imported from the shared folder (record {record.id[:12]})"
+    if data["held"]:
+        status = data["held"]
+    elif find_injection(data["text"]):
+        status = "quarantined"
+        reason += "; it reads as instructions to the agent, kept out of reads"
+    cur = current_memory_version(rows, store.now()) if rows else None
+    live = cur if cur is not None and cur["status"] == MemoryStatus.ACTIVE else None
+    memory_id = chain_id or store.new_id()
+    version = rows[-1]["version"] + 1 if rows else 1
+    supersedes = parent.version if parent else (live["version"] if live else None)
+    row_id = insert_version(
+        store, memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
+        scope=data["scope"], text=data["text"], source=data["source"],
+        status=status if status != "active" else "active",
+        confidence=initial_confidence(data["source"], 1) * (
+            CONTESTED_FACTOR if status != "active" else 1),
+        valid_until=data["valid_until"], supersedes=supersedes,
+        principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[])
+    record_mapping(store, record.id, memory_id, version, "import", data["parent"])
+    new_ref = make_ref("mem", memory_id, version)
+    result.imported.append(new_ref)
+    op = "import"
+    if status == "active" and live is not None:
+        new_row = next(r for r in chain_rows(store, memory_id) if r["row"] == row_id)
+        op = _place(store, record, new_row, live, parent, result)
+    record_history(store, memory_id, version, op, who.name, reason, data["text"],
+                   record=record.id, scope=data["scope"], source=data["source"])
+
+
+def _place(store: Any, record: Record, new_row: dict, live: dict, parent: Any,
+           result: ImportResult) -> str:
+    """An imported version in a chain that has a current version: replace or contest."""
+    data = record.data
+    replaces_live = (parent is not None and data["rel"] == "supersedes"
+                     and parent.memory == live["id"] and parent.version == live["version"])
+    if replaces_live:
+        why = f"superseded by {vref(new_row)} (a teammate's newer value, by sync)"
+        set_status(store, live, "superseded", why)
+        record_history(store, live["id"], live["version"], "superseded", ACTOR, why, None,
+                       by=vref(new_row))
+        return "import"
+    rival = imported_as(store, live["id"], live["version"])
+    if rival is not None and rival.parent == data["parent"] and record.id < rival.record_id:
+        # A rival import of the same parent with a larger id: the order of arrival must
+        # not decide, so the smaller id is current (a value written here never loses).
+        contest(store, live, new_row, ACTOR,
+                f"contests {vref(new_row)}: rival values from teammates; the smaller record "
+                "id is current")
+        set_status(store, new_row, "active", new_row["status_reason"])
+        result.contested.append(vref(live))
+        return "import"
+    contest(store, new_row, live, ACTOR,
+            f"contests {vref(live)}: a teammate's value for the same fact, by sync; the "
+            "current value stays (confirm this one or forget it to settle)")
+    result.contested.append(vref(new_row))
+    return "contest"
+
+
+def _evidence(store: Any, record: Record, who: Principal) -> None:
+    data = record.data
+    found = mapping(store, data["memory"])
+    if found is None:
+        return
+    kind = evidence_kind(data["ref"])
+    if kind == "user" and not who.can_claim("user"):
+        return
+    row = next((r for r in chain_rows(store, found.memory) if r["version"] == found.version),
+               None)
+    if row is not None and not row["purged"]:
+        add_evidence(store, row["row"], [(data["ref"], kind)], ACTOR)
+
+
+def _tombstones(store: Any, forgets: set[str], purges: set[str], who: Principal,
+                result: ImportResult, dry_run: bool) -> None:
+    from agentstate.memory.forget import forget
+
+    for target in sorted(forgets | purges):
+        found = mapping(store, target)
+        if found is None:
+            result.pending_tombstones += 1
+            continue
+        row = next((r for r in chain_rows(store, found.memory)
+                    if r["version"] == found.version), None)
+        purge = target in purges
+        if row is None or row["purged"] or (not purge and row["status"] == "forgotten"):
+            continue
+        ref = make_ref("mem", found.memory, found.version)
+        why = f"{'purged' if purge else 'forgotten'} by a teammate (shared tombstone " \
+              f"{target[:12]})"
+        if dry_run:
+            result.tombstoned.append(ref)
+            if purge:
+                result.purged.append(ref)
+            continue
+        forget(store, ref, reason=why, purge=purge, principal=who.name, compact=False)
+        result.tombstoned.append(ref)
+        if purge:
+            result.purged.append(ref)

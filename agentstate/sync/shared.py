@@ -1,0 +1,54 @@
+"""Queries of `shared_records` (this package owns the table; see schema.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Mapping:
+    record_id: str
+    memory: str
+    version: int
+    origin: str  # export | import | match
+    parent: str | None
+
+
+def mapped_ids(store: Any) -> dict[tuple[str, int], set[str]]:
+    """(memory id, version) → the shared record ids that name it."""
+    found: dict[tuple[str, int], set[str]] = {}
+    for record_id, memory, version in store.conn.execute(
+            "SELECT record_id, memory, version FROM shared_records"):
+        found.setdefault((memory, version), set()).add(record_id)
+    return found
+
+
+def mapping(store: Any, record_id: str) -> Mapping | None:
+    row = store.conn.execute(
+        "SELECT record_id, memory, version, origin, parent FROM shared_records "
+        "WHERE record_id = ?", (record_id,)).fetchone()
+    return Mapping(*row) if row else None
+
+
+def imported_as(store: Any, memory: str, version: int) -> Mapping | None:
+    """The record a version was inserted from by an import (None: written here)."""
+    row = store.conn.execute(
+        "SELECT record_id, memory, version, origin, parent FROM shared_records WHERE "
+        "memory = ? AND version = ? AND origin = 'import' LIMIT 1", (memory, version)).fetchone()
+    return Mapping(*row) if row else None
+
+
+def record_mapping(store: Any, record_id: str, memory: str, version: int, origin: str,
+                   parent: str | None) -> None:
+    store.conn.execute(
+        "INSERT OR IGNORE INTO shared_records (record_id, memory, version, origin, parent) "
+        "VALUES (?, ?, ?, ?, ?)", (record_id, memory, version, origin, parent))
+
+
+def purged_record_ids(store: Any) -> set[str]:
+    """Record ids whose version this store has purged (their lines may be scrubbed)."""
+    from agentstate.memory.model import all_version_rows
+
+    purged = {(r["id"], r["version"]) for r in all_version_rows(store) if r["purged"]}
+    return {rid for key, ids in mapped_ids(store).items() if key in purged for rid in ids}
