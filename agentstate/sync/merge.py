@@ -10,7 +10,7 @@ changes nothing:
    forgotten or purged. A tombstone whose record is unknown here stays in the folder and
    wins whenever that record shows up. Forgotten versions are never exported again.
 2. A record already mapped to a version here is skipped. A record with the same content
-   (normalised text, scope, kind, compatible key) as a version here is matched with it —
+   (normalised text, scope, kind, and the same key) as a version here is matched with it —
    the version gains the record's evidence refs, nothing is inserted.
 3. Otherwise it becomes a new version, chain by chain, parents first (siblings in id order):
    - its parent is the current version here → it replaces it (the parent is superseded):
@@ -81,8 +81,17 @@ def import_folder(store: Any, folder: Folder, *, principal: str | None = None,
     dead = forgets | purges
     try:
         with store.transaction():
-            for record in _parents_first(folder.of_type("memory")):
-                _memory(store, record, who, dead, result)
+            memories = _parents_first(folder.of_type("memory"))
+            for record in memories:
+                if record.id not in dead:
+                    _memory(store, record, who, result)
+                else:
+                    _replaced_by_dead(store, record)
+            # After every insert, so what a tombstoned record matches does not depend on
+            # the order the records came in.
+            for record in memories:
+                if record.id in dead:
+                    _dead(store, record)
             for record in folder.of_type("evidence"):
                 _evidence(store, record, who)
             _tombstones(store, forgets, purges, who, result, dry_run)
@@ -140,25 +149,47 @@ def _refusal(record: Record, who: Principal) -> str | None:
 
 
 def _match(store: Any, data: dict) -> dict | None:
-    """A version here with the record's content (a purged one has no content left)."""
+    """A version here with the record's content and the same key (a purged one has no
+    content left). The key must be equal, not merely compatible: a keyless record matching
+    a keyed version (or the reverse) would make the result depend on which came first."""
     for row in rows_with_content(store, data["text"], data["scope"], data["kind"]):
-        if not row["purged"] and (data["key"] is None or row["key"] in (None, data["key"])):
+        if not row["purged"] and row["key"] == data["key"]:
             return row
     return None
 
 
-def _memory(store: Any, record: Record, who: Principal, dead: set[str],
-            result: ImportResult) -> None:
+def _replaced_by_dead(store: Any, record: Record) -> None:
+    """A tombstoned record still replaced its parent: where the teammate wrote it, the
+    parent was superseded before the new value was forgotten. Without this the parent
+    would be current or not depending on whether the tombstone came in the same pull."""
     data = record.data
+    parent = mapping(store, data["parent"]) if data["rel"] == "supersedes" else None
+    if parent is None:
+        return
+    row = next((r for r in chain_rows(store, parent.memory) if r["version"] == parent.version),
+               None)
+    if row is not None and row["status"] == MemoryStatus.ACTIVE:
+        why = f"superseded by a teammate's value (record {record.id[:12]}), since forgotten"
+        set_status(store, row, "superseded", why)
+        record_history(store, row["id"], row["version"], "superseded", ACTOR, why, None,
+                       record=record.id)
+
+
+def _dead(store: Any, record: Record) -> None:
+    """A tombstoned record is never inserted; a version here with the same content is
+    matched with it, so the tombstone reaches it too (a fact forgotten by anyone stays
+    gone here)."""
     if mapping(store, record.id) is not None:
         return
-    if record.id in dead:
-        # Tombstoned: never inserted; a version here with the same content is matched, so
-        # the tombstone reaches it too (a fact forgotten by anyone stays gone here).
-        same = _match(store, data)
-        if same is not None:
-            record_mapping(store, record.id, same["id"], same["version"], "match",
-                           data["parent"])
+    same = _match(store, record.data)
+    if same is not None:
+        record_mapping(store, record.id, same["id"], same["version"], "match",
+                       record.data["parent"])
+
+
+def _memory(store: Any, record: Record, who: Principal, result: ImportResult) -> None:
+    data = record.data
+    if mapping(store, record.id) is not None:
         return
     refused = _refusal(record, who)
     if refused:
@@ -272,3 +303,24 @@ def _tombstones(store: Any, forgets: set[str], purges: set[str], who: Principal,
         result.tombstoned.append(ref)
         if purge:
             result.purged.append(ref)
+        _promote_rival(store, found.memory)
+
+
+def _promote_rival(store: Any, memory_id: str) -> None:
+    """A tombstone took the current value of a chain where imported rivals stood contested:
+    the one with the smallest record id becomes current, as it would have had the forgotten
+    value never arrived (values written here follow `forget`'s own rule and stay put)."""
+    rows = chain_rows(store, memory_id)
+    if any(r["status"] == MemoryStatus.ACTIVE for r in rows):
+        return
+    rivals = []
+    for row in rows:
+        if row["status"] == MemoryStatus.CONTESTED:
+            found = imported_as(store, row["id"], row["version"])
+            if found is not None:
+                rivals.append((found.record_id, row))
+    if rivals:
+        _, row = min(rivals, key=lambda pair: pair[0])
+        why = "current again: the value it contested was forgotten by a teammate"
+        set_status(store, row, "active", why, initial_confidence(row["source"], 1))
+        record_history(store, row["id"], row["version"], "promote", ACTOR, why, None)

@@ -110,7 +110,8 @@ def _bad(where: str, what: str) -> InvalidInput:
 
 
 def parse_line(text: str, where: str) -> Record:
-    """Validate one line: JSON, known format version and type, fields, id matching content."""
+    """Validate one line: JSON, known format version and type, fields (the id is checked
+    against the content by `check_id`, after the duplicate check that names both lines)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -136,10 +137,14 @@ def parse_line(text: str, where: str) -> Record:
                               "wrong type")
     if not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
         raise _bad(where, "missing or malformed id (32 lower-case hex digits)")
-    if record_id(data) != data["id"]:
-        raise _bad(where, "the id does not match the record's content (edited by hand?)")
     _check_fields(kind, data, where)
     return Record(data, canonical(data), where)
+
+
+def check_id(record: Record) -> None:
+    if record_id(record.data) != record.id:
+        raise _bad(record.where, "the id does not match the record's content (edited by "
+                                 "hand?)")
 
 
 def _check_fields(kind: str, data: dict[str, Any], where: str) -> None:
@@ -191,6 +196,7 @@ def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Fo
             if seen is not None and seen.line != record.line:
                 raise _bad(where, f"id {record.id} also appears with different content at "
                                   f"{seen.where}")
+            check_id(record)
             folder.records.setdefault(record.id, record)
     return folder
 
