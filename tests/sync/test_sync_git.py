@@ -161,3 +161,32 @@ def test_a_rival_value_for_the_same_key_is_contested_not_an_overwrite(team):
     listed = {m["text"]: m["status"] for m in team.run(b, "memory", "list")}
     assert listed["tests run with pytest -q"] == "active"  # B's own value stays current
     assert listed["tests run with make check"] == "contested"
+
+
+def test_the_git_hooks_import_after_a_pull_and_never_fail_it(team):
+    import os
+    import sys
+
+    a, b = team.a, team.b
+    team.run(b, "hooks", "install", "git")
+    team.run(a, "remember", FACT, "--kind", "fact", "--source", "user")
+    team.share(a, "share a fact")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}"
+                                f"{os.environ.get('PATH', '')}")
+    pulled = subprocess.run(["git", "pull", "-q", "--no-rebase", "origin", "main"], cwd=b,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert pulled.returncode == 0, pulled.stderr
+    assert FACT in team.recall(b, "docker daemon")  # imported by post-merge, no sync typed
+    # A shared file broken by hand: the import fails, the pull does not.
+    team.run(a, "forget", "--query", "docker daemon")
+    team.share(a, "forget")
+    with (a / ".agentstate" / "shared" / "tombstones.jsonl").open("a") as handle:
+        handle.write("{not json\n")
+    git(a, "commit", "-q", "-am", "broken by hand")
+    git(a, "push", "-q", "origin", "main")
+    pulled = subprocess.run(["git", "pull", "-q", "--no-rebase", "origin", "main"], cwd=b,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert pulled.returncode == 0
+    errors = [e["error"] for e in team.run(b, "hooks", "status")["errors"]]
+    assert any("tombstones.jsonl line 2: not valid JSON" in e for e in errors), errors
+    assert FACT in team.recall(b, "docker daemon")  # nothing half-applied
