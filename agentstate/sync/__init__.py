@@ -43,7 +43,7 @@ def sync(store: Any, *, do_export: bool = True, do_import: bool = True,
          include_quarantined: bool = False, principal: str | None = None) -> SyncResult:
     """Export then import (either alone on request). Bad shared files fail before anything
     is written (InvalidInput naming the file and line)."""
-    from agentstate.sync.export import plan_export, removed_lines, write_export
+    from agentstate.sync.export import plan_export, removed_lines, updated, write_export
     from agentstate.sync.gitsetup import ensure_gitattributes, ignore_warning
     from agentstate.sync.merge import import_folder
     from agentstate.sync.records import read_folder
@@ -66,7 +66,7 @@ def sync(store: Any, *, do_export: bool = True, do_import: bool = True,
                 if ensure_gitattributes(store.root):
                     result.warnings.append("wrote .agentstate/.gitattributes (shared/*.jsonl "
                                            "merge=union): commit it with the shared folder")
-            folder = read_folder(path, skip=purged_record_ids(store))
+            folder = updated(folder, plan)
     if do_import:
         merged = import_folder(store, folder, principal=principal, dry_run=dry_run)
         result.imported = len(merged.imported)

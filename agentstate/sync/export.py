@@ -87,7 +87,8 @@ def plan_export(store: Any, folder: Folder, *, include_candidates: bool = False,
             _add(plan, record, present)
         for ref in evidence.get(row["row"], ()):
             item = make_record("evidence", memory=record_id, ref=ref)
-            if _clean(plan, item, f"evidence {ref} of {make_ref('mem', row['id'])}"):
+            if item.id not in present and _clean(
+                    plan, item, f"evidence {ref} of {make_ref('mem', row['id'])}"):
                 _add(plan, item, present)
     plan.dropped |= folder.targets("purge")
     return plan
@@ -145,6 +146,19 @@ def write_export(store: Any, folder: Folder, plan: ExportPlan) -> list[str]:
         for record_id, memory, version in plan.mappings:
             record_mapping(store, record_id, memory, version, "export", None)
     return written
+
+
+def updated(folder: Folder, plan: ExportPlan) -> Folder:
+    """The folder as the export left it, without reading it back."""
+    gone = set(removed_lines(folder, plan.dropped))
+    fresh = Folder(folder.path)
+    fresh.records = {k: r for k, r in folder.records.items() if r.line not in gone}
+    fresh.lines = {name: [t for t in lines if t not in gone]
+                   for name, lines in folder.lines.items()}
+    for record in plan.new:
+        fresh.records.setdefault(record.id, record)
+        fresh.lines.setdefault(FILES[record.type], []).append(record.line)
+    return fresh
 
 
 def removed_lines(folder: Folder, dropped: set[str]) -> list[str]:

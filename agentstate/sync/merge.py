@@ -81,7 +81,11 @@ def import_folder(store: Any, folder: Folder, *, principal: str | None = None,
     dead = forgets | purges
     try:
         with store.transaction():
-            memories = _parents_first(folder.of_type("memory"))
+            from agentstate.sync.shared import all_mappings
+
+            known = set(all_mappings(store))
+            memories = [r for r in _parents_first(folder.of_type("memory"))
+                        if r.id not in known]
             for record in memories:
                 if record.id not in dead:
                     _memory(store, record, who, result)
@@ -92,8 +96,7 @@ def import_folder(store: Any, folder: Folder, *, principal: str | None = None,
             for record in memories:
                 if record.id in dead:
                     _dead(store, record)
-            for record in folder.of_type("evidence"):
-                _evidence(store, record, who)
+            _evidence(store, folder.of_type("evidence"), who)
             _tombstones(store, forgets, purges, who, result, dry_run)
             if dry_run:
                 raise _Rollback
@@ -263,18 +266,28 @@ def _place(store: Any, record: Record, new_row: dict, live: dict, parent: Any,
     return "contest"
 
 
-def _evidence(store: Any, record: Record, who: Principal) -> None:
-    data = record.data
-    found = mapping(store, data["memory"])
-    if found is None:
+def _evidence(store: Any, records: list[Record], who: Principal) -> None:
+    """Evidence refs of records mapped here, added where they are missing (read in bulk:
+    every pull reads them all)."""
+    from agentstate.memory.model import all_version_rows, evidence_refs_by_row
+    from agentstate.sync.shared import all_mappings
+
+    if not records:
         return
-    kind = evidence_kind(data["ref"])
-    if kind == "user" and not who.can_claim("user"):
-        return
-    row = next((r for r in chain_rows(store, found.memory) if r["version"] == found.version),
-               None)
-    if row is not None and not row["purged"]:
+    maps = all_mappings(store)
+    rows = {(r["id"], r["version"]): r for r in all_version_rows(store)}
+    have = {(row, ref) for row, refs in evidence_refs_by_row(store).items() for ref in refs}
+    for record in records:
+        data = record.data
+        found = maps.get(data["memory"])
+        row = rows.get((found.memory, found.version)) if found else None
+        if row is None or row["purged"] or (row["row"], data["ref"]) in have:
+            continue
+        kind = evidence_kind(data["ref"])
+        if kind == "user" and not who.can_claim("user"):
+            continue
         add_evidence(store, row["row"], [(data["ref"], kind)], ACTOR)
+        have.add((row["row"], data["ref"]))
 
 
 def _tombstones(store: Any, forgets: set[str], purges: set[str], who: Principal,

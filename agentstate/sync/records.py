@@ -55,7 +55,8 @@ class Record:
 
     data: dict[str, Any]
     line: str
-    where: str = ""  # "memories.jsonl:12", for messages
+    where: str = ""  # "memories.jsonl line 12", for messages
+    body: str = ""  # canonical JSON without the id: what the id is the hash of
 
     @property
     def id(self) -> str:
@@ -85,9 +86,13 @@ def canonical(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def record_id(data: dict[str, Any]) -> str:
-    body = {k: v for k, v in data.items() if k != "id"}
-    return hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()[:ID_LENGTH]
+def _body(data: dict[str, Any]) -> str:
+    return canonical({k: v for k, v in data.items() if k != "id"})
+
+
+def record_id(data: dict[str, Any], body: str | None = None) -> str:
+    text = _body(data) if body is None else body
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:ID_LENGTH]
 
 
 def make_record(record_type: str, /, **fields: Any) -> Record:
@@ -96,8 +101,9 @@ def make_record(record_type: str, /, **fields: Any) -> Record:
     if record_type in ("forget", "purge"):
         # Only the type and target: the same tombstone from two teammates is one line.
         data = {"v": FORMAT, "type": record_type, "target": fields["target"]}
-    data["id"] = record_id(data)
-    return Record(data, canonical(data))
+    body = canonical(data)
+    data["id"] = record_id(data, body)
+    return Record(data, canonical(data), "", body)
 
 
 def shareable_scope(scope: str) -> bool:
@@ -138,11 +144,11 @@ def parse_line(text: str, where: str) -> Record:
     if not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
         raise _bad(where, "missing or malformed id (32 lower-case hex digits)")
     _check_fields(kind, data, where)
-    return Record(data, canonical(data), where)
+    return Record(data, text.strip(), where, _body(data))
 
 
 def check_id(record: Record) -> None:
-    if record_id(record.data) != record.id:
+    if record_id(record.data, record.body) != record.id:
         raise _bad(record.where, "the id does not match the record's content (edited by "
                                  "hand?)")
 
@@ -193,11 +199,12 @@ def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Fo
             if FILES[record.type] != name:
                 raise _bad(where, f"a {record.type} record belongs in {FILES[record.type]}")
             seen = folder.records.get(record.id)
-            if seen is not None and seen.line != record.line:
+            if seen is not None and seen.body != record.body:
                 raise _bad(where, f"id {record.id} also appears with different content at "
                                   f"{seen.where}")
-            check_id(record)
-            folder.records.setdefault(record.id, record)
+            if seen is None:
+                check_id(record)
+                folder.records[record.id] = record
     return folder
 
 

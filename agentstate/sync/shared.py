@@ -24,6 +24,11 @@ def mapped_ids(store: Any) -> dict[tuple[str, int], set[str]]:
     return found
 
 
+def all_mappings(store: Any) -> dict[str, Mapping]:
+    return {r[0]: Mapping(*r) for r in store.conn.execute(
+        "SELECT record_id, memory, version, origin, parent FROM shared_records")}
+
+
 def mapping(store: Any, record_id: str) -> Mapping | None:
     row = store.conn.execute(
         "SELECT record_id, memory, version, origin, parent FROM shared_records "
