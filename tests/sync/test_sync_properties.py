@@ -10,6 +10,7 @@ in the same readable memories with the same statuses.
 from __future__ import annotations
 
 import random
+import shutil
 import tempfile
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -30,11 +31,23 @@ TEXTS = ["the port is 8080", "the port is 9090", "the cache is redis", "the cach
 KEYS = [None, "port", "cache"]
 
 
+_TEMPLATE: list[Path] = []
+
+
+def _template() -> Path:
+    """One migrated store (without the skills registry: sync never reads it), made once and
+    copied for every example: enough examples to reach every branch, in seconds."""
+    if not _TEMPLATE:
+        folder = Path(tempfile.mkdtemp(prefix="agentstate-sync-template-"))
+        create_store(target=folder)
+        _TEMPLATE.append(folder / ".agentstate")
+    return _TEMPLATE[0]
+
+
 @contextmanager
 def bare_store():
-    """A store without the skills registry (faster than init; sync never needs it)."""
     with tempfile.TemporaryDirectory(prefix="agentstate-sync-") as tmp:
-        create_store(target=Path(tmp))
+        shutil.copytree(_template(), Path(tmp) / ".agentstate")
         store = open_store(Path(tmp) / ".agentstate",
                            clock=Clock(datetime(2026, 1, 15, 9, 0, tzinfo=UTC)),
                            ids=IdSource(seed=3))
@@ -111,7 +124,7 @@ def _parent_closed_part(records: list[Record], rng: random.Random) -> list[Recor
     return [r for r in records if r.id in chosen]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(folders())
 def test_import_is_order_independent_and_idempotent(example):
