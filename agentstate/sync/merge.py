@@ -12,18 +12,18 @@ changes nothing:
 2. A record already mapped to a version here is skipped. A record with the same content
    (normalised text, scope, kind, and the same key) as a version here is matched with it —
    the version gains the record's evidence refs, nothing is inserted.
-3. Otherwise it becomes a new version, chain by chain, parents first (siblings in id order):
-   - its parent is the current version here → it replaces it (the parent is superseded):
-     a teammate's newer value of a fact this store shares with them;
-   - the chain here moved on to another value (or the record contests its parent, or it
-     is a first value for a key this store already holds) → it is `contested`: shown
-     flagged beside the current value, never an overwrite (memory.versions.contest). Among
-     rival imported values of one parent, the smallest record id is current, whichever
-     arrived first; a value written here always stays current;
-   - no chain here → a new chain.
-   Text that reads as instructions to the agent is quarantined (as the write gate does); a
-   held record (`held`) keeps its status; records with secrets, scopes the principal may not
-   write or sources it may not claim are skipped and reported.
+3. Otherwise it becomes a new version, chain by chain, parents first (siblings in id order).
+   A record that replaced its parent (`rel: supersedes`) supersedes that parent here, be
+   the record inserted, matched or tombstoned: a teammate's newer value of a fact this
+   store shares with them. Beside any other current value the new version is `contested`
+   (memory.versions.contest): shown flagged, never an overwrite.
+4. Then each chain the import changed is settled: a current value written here stays
+   current; otherwise, among imported values, the one with the smallest record id (one
+   that replaced or started before one that contests) is current, the others contested —
+   so every store holding the same records agrees, whichever arrived first.
+Text that reads as instructions to the agent is quarantined (as the write gate does); a
+held record (`held`) keeps its status; records with secrets, scopes the principal may not
+write or sources it may not claim are skipped and reported.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any
 
 from agentstate.memory.model import (
     chain_rows,
+    confidence_for,
     current_memory_version,
     key_chain_id,
     record_history,
@@ -54,7 +55,7 @@ from agentstate.safety import find_injection, find_secrets
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
 from agentstate.sync.records import Folder, Record, evidence_kind
-from agentstate.sync.shared import imported_as, mapping, record_mapping
+from agentstate.sync.shared import mapping, mappings_of, record_mapping
 
 ACTOR = "sync"
 
@@ -67,6 +68,7 @@ class ImportResult:
     purged: list[str] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     pending_tombstones: int = 0  # tombstones for records unknown here (kept; they win later)
+    touched: set[str] = field(default_factory=set)  # chains this import changed
 
 
 class _Rollback(Exception):
@@ -90,7 +92,7 @@ def import_folder(store: Any, folder: Folder, *, principal: str | None = None,
                 if record.id not in dead:
                     _memory(store, record, who, result)
                 else:
-                    _replaced_by_dead(store, record)
+                    _replaced_by_dead(store, record, result)
             # After every insert, so what a tombstoned record matches does not depend on
             # the order the records came in.
             for record in memories:
@@ -98,6 +100,8 @@ def import_folder(store: Any, folder: Folder, *, principal: str | None = None,
                     _dead(store, record)
             _evidence(store, folder.of_type("evidence"), who)
             _tombstones(store, forgets, purges, who, result, dry_run)
+            for chain in sorted(result.touched):
+                _settle(store, chain, result)
             if dry_run:
                 raise _Rollback
     except _Rollback:
@@ -161,21 +165,34 @@ def _match(store: Any, data: dict) -> dict | None:
     return None
 
 
-def _replaced_by_dead(store: Any, record: Record) -> None:
+def _version_row(store: Any, found: Any) -> dict | None:
+    """The version a mapping names (None if it is gone)."""
+    return next((r for r in chain_rows(store, found.memory) if r["version"] == found.version),
+                None)
+
+
+def _replaced_by_dead(store: Any, record: Record, result: ImportResult) -> None:
     """A tombstoned record still replaced its parent: where the teammate wrote it, the
     parent was superseded before the new value was forgotten. Without this the parent
     would be current or not depending on whether the tombstone came in the same pull."""
+    _replace_parent(store, record, result, "since forgotten")
+
+
+def _replace_parent(store: Any, record: Record, result: ImportResult, note: str = ""
+                    ) -> None:
+    """A record that says it replaced its parent supersedes the parent here (current or
+    contested), however it arrived: inserted, matched with a version here, or tombstoned."""
     data = record.data
     parent = mapping(store, data["parent"]) if data["rel"] == "supersedes" else None
-    if parent is None:
+    row = _version_row(store, parent) if parent is not None else None
+    if row is None or row["status"] not in (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED):
         return
-    row = next((r for r in chain_rows(store, parent.memory) if r["version"] == parent.version),
-               None)
-    if row is not None and row["status"] == MemoryStatus.ACTIVE:
-        why = f"superseded by a teammate's value (record {record.id[:12]}), since forgotten"
-        set_status(store, row, "superseded", why)
-        record_history(store, row["id"], row["version"], "superseded", ACTOR, why, None,
-                       record=record.id)
+    why = (f"superseded by a teammate's newer value (record {record.id[:12]}"
+           + (f", {note})" if note else ")"))
+    set_status(store, row, "superseded", why)
+    result.touched.add(row["id"])
+    record_history(store, row["id"], row["version"], "superseded", ACTOR, why, None,
+                   record=record.id)
 
 
 def _dead(store: Any, record: Record) -> None:
@@ -187,7 +204,7 @@ def _dead(store: Any, record: Record) -> None:
     same = _match(store, record.data)
     if same is not None:
         record_mapping(store, record.id, same["id"], same["version"], "match",
-                       record.data["parent"])
+                       record.data["rel"])
 
 
 def _memory(store: Any, record: Record, who: Principal, result: ImportResult) -> None:
@@ -199,11 +216,13 @@ def _memory(store: Any, record: Record, who: Principal, result: ImportResult) ->
         _skip(result, record, refused)
         return
     same = _match(store, data)
-    if same is not None:
-        record_mapping(store, record.id, same["id"], same["version"], "match", data["parent"])
-        result.imported.append(vref(same))
-        return
     parent = mapping(store, data["parent"]) if data["parent"] else None
+    if same is not None:
+        record_mapping(store, record.id, same["id"], same["version"], "match", data["rel"])
+        result.imported.append(vref(same))
+        result.touched.add(same["id"])
+        _replace_parent(store, record, result)
+        return
     chain_id = parent.memory if parent else (
         key_chain_id(store, data["key"], data["scope"]) if data["key"] else None)
     rows = chain_rows(store, chain_id) if chain_id else []
@@ -221,49 +240,32 @@ def _memory(store: Any, record: Record, who: Principal, result: ImportResult) ->
     row_id = insert_version(
         store, memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
         scope=data["scope"], text=data["text"], source=data["source"],
-        status=status if status != "active" else "active",
+        status=status,
         confidence=initial_confidence(data["source"], 1) * (
             CONTESTED_FACTOR if status != "active" else 1),
         valid_until=data["valid_until"], supersedes=supersedes,
         principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[])
-    record_mapping(store, record.id, memory_id, version, "import", data["parent"])
+    record_mapping(store, record.id, memory_id, version, "import", data["rel"])
     new_ref = make_ref("mem", memory_id, version)
+    result.touched.add(memory_id)
     result.imported.append(new_ref)
     op = "import"
-    if status == "active" and live is not None:
-        new_row = next(r for r in chain_rows(store, memory_id) if r["row"] == row_id)
-        op = _place(store, record, new_row, live, parent, result)
+    if status == "active":
+        # A newer value of a version here replaces it; beside any other current value it
+        # is contested, never an overwrite (_settle then ranks rival imports).
+        _replace_parent(store, record, result)
+        rows = chain_rows(store, memory_id)
+        new_row = next(r for r in rows if r["row"] == row_id)
+        live = next((r for r in reversed(rows)
+                     if r["status"] == MemoryStatus.ACTIVE and r["row"] != row_id), None)
+        if live is not None:
+            contest(store, new_row, live, ACTOR,
+                    f"contests {vref(live)}: a teammate's value for the same fact, by sync; "
+                    "the current value stays (confirm this one or forget it to settle)")
+            result.contested.append(new_ref)
+            op = "contest"
     record_history(store, memory_id, version, op, who.name, reason, data["text"],
                    record=record.id, scope=data["scope"], source=data["source"])
-
-
-def _place(store: Any, record: Record, new_row: dict, live: dict, parent: Any,
-           result: ImportResult) -> str:
-    """An imported version in a chain that has a current version: replace or contest."""
-    data = record.data
-    replaces_live = (parent is not None and data["rel"] == "supersedes"
-                     and parent.memory == live["id"] and parent.version == live["version"])
-    if replaces_live:
-        why = f"superseded by {vref(new_row)} (a teammate's newer value, by sync)"
-        set_status(store, live, "superseded", why)
-        record_history(store, live["id"], live["version"], "superseded", ACTOR, why, None,
-                       by=vref(new_row))
-        return "import"
-    rival = imported_as(store, live["id"], live["version"])
-    if rival is not None and rival.parent == data["parent"] and record.id < rival.record_id:
-        # A rival import of the same parent with a larger id: the order of arrival must
-        # not decide, so the smaller id is current (a value written here never loses).
-        contest(store, live, new_row, ACTOR,
-                f"contests {vref(new_row)}: rival values from teammates; the smaller record "
-                "id is current")
-        set_status(store, new_row, "active", new_row["status_reason"])
-        result.contested.append(vref(live))
-        return "import"
-    contest(store, new_row, live, ACTOR,
-            f"contests {vref(live)}: a teammate's value for the same fact, by sync; the "
-            "current value stays (confirm this one or forget it to settle)")
-    result.contested.append(vref(new_row))
-    return "contest"
 
 
 def _evidence(store: Any, records: list[Record], who: Principal) -> None:
@@ -299,8 +301,7 @@ def _tombstones(store: Any, forgets: set[str], purges: set[str], who: Principal,
         if found is None:
             result.pending_tombstones += 1
             continue
-        row = next((r for r in chain_rows(store, found.memory)
-                    if r["version"] == found.version), None)
+        row = _version_row(store, found)
         purge = target in purges
         if row is None or row["purged"] or (not purge and row["status"] == "forgotten"):
             continue
@@ -316,24 +317,40 @@ def _tombstones(store: Any, forgets: set[str], purges: set[str], who: Principal,
         result.tombstoned.append(ref)
         if purge:
             result.purged.append(ref)
-        _promote_rival(store, found.memory)
+        result.touched.add(found.memory)
 
 
-def _promote_rival(store: Any, memory_id: str) -> None:
-    """A tombstone took the current value of a chain where imported rivals stood contested:
-    the one with the smallest record id becomes current, as it would have had the forgotten
-    value never arrived (values written here follow `forget`'s own rule and stay put)."""
-    rows = chain_rows(store, memory_id)
-    if any(r["status"] == MemoryStatus.ACTIVE for r in rows):
-        return
-    rivals = []
+def _settle(store: Any, memory_id: str, result: ImportResult) -> None:
+    """Which imported value of a chain this import changed is current, as a function of the
+    chain alone (so not of the order records arrived in): a current value written here
+    stays current, imported rivals beside it contested; otherwise the imported value with
+    the smallest record id (one that replaced or started, before one that contests) is
+    current and the other imported ones are contested."""
+    rows = [r for r in chain_rows(store, memory_id)
+            if r["status"] in (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED)]
+    imported = {}
     for row in rows:
-        if row["status"] == MemoryStatus.CONTESTED:
-            found = imported_as(store, row["id"], row["version"])
-            if found is not None:
-                rivals.append((found.record_id, row))
-    if rivals:
-        _, row = min(rivals, key=lambda pair: pair[0])
-        why = "current again: the value it contested was forgotten by a teammate"
-        set_status(store, row, "active", why, initial_confidence(row["source"], 1))
-        record_history(store, row["id"], row["version"], "promote", ACTOR, why, None)
+        maps = mappings_of(store, row["id"], row["version"])
+        if any(m.origin == "import" for m in maps):
+            # Ranked by the best of the records that name it: which of several records
+            # with the same content arrived first must not matter.
+            imported[row["row"]] = min((m.rel == "contests", m.record_id) for m in maps)
+    if not imported:
+        return
+    local_live = any(r["status"] == MemoryStatus.ACTIVE and r["row"] not in imported
+                     for r in rows)
+    winner = None if local_live else min(imported, key=lambda key: imported[key])
+    for row in rows:
+        if row["row"] not in imported:
+            continue
+        if row["row"] == winner and row["status"] != MemoryStatus.ACTIVE:
+            set_status(store, row, "active", "current: the first of rival values from "
+                       "teammates by record id", initial_confidence(row["source"], 1))
+            record_history(store, row["id"], row["version"], "promote", ACTOR,
+                           "current among rival values from teammates", None)
+        elif row["row"] != winner and row["status"] == MemoryStatus.ACTIVE:
+            set_status(store, row, "contested", "contested: a rival value from a teammate",
+                       confidence_for(row["source"]) * CONTESTED_FACTOR)
+            record_history(store, row["id"], row["version"], "contested", ACTOR,
+                           "a rival value from a teammate is current", None)
+            result.contested.append(vref(row))

@@ -5,7 +5,7 @@ was matched with) here. It is what lets a tombstone find its memory after a purg
 erased the text the id was computed from, and what keeps a record from being imported or
 exported twice. `origin`: export (written from this store), import (a version inserted
 from a teammate's record), match (a teammate's record with the same content as a version
-already here). `parent`: the record's parent id, for the tie-break between rival imports.
+already here). `rel`: the record's relation to its parent, for settling rival imports.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def m401_shared_records(db: sqlite_utils.Database) -> None:
             memory TEXT NOT NULL,                    -- chain id (mem:ID)
             version INTEGER NOT NULL,                -- mem:ID@vN
             origin TEXT NOT NULL,                    -- export | import | match
-            parent TEXT                              -- the record's parent record id
+            rel TEXT                                 -- the record's rel: supersedes | contests
         );
         CREATE INDEX shared_records_memory ON shared_records(memory, version);
         """,

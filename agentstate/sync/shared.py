@@ -12,7 +12,7 @@ class Mapping:
     memory: str
     version: int
     origin: str  # export | import | match
-    parent: str | None
+    rel: str | None  # supersedes | contests (the record's relation to its parent)
 
 
 def mapped_ids(store: Any) -> dict[tuple[str, int], set[str]]:
@@ -26,29 +26,36 @@ def mapped_ids(store: Any) -> dict[tuple[str, int], set[str]]:
 
 def all_mappings(store: Any) -> dict[str, Mapping]:
     return {r[0]: Mapping(*r) for r in store.conn.execute(
-        "SELECT record_id, memory, version, origin, parent FROM shared_records")}
+        "SELECT record_id, memory, version, origin, rel FROM shared_records")}
 
 
 def mapping(store: Any, record_id: str) -> Mapping | None:
     row = store.conn.execute(
-        "SELECT record_id, memory, version, origin, parent FROM shared_records "
+        "SELECT record_id, memory, version, origin, rel FROM shared_records "
         "WHERE record_id = ?", (record_id,)).fetchone()
     return Mapping(*row) if row else None
+
+
+def mappings_of(store: Any, memory: str, version: int) -> list[Mapping]:
+    """Every record mapped to one version (one inserted it, others matched it)."""
+    return [Mapping(*r) for r in store.conn.execute(
+        "SELECT record_id, memory, version, origin, rel FROM shared_records WHERE "
+        "memory = ? AND version = ?", (memory, version))]
 
 
 def imported_as(store: Any, memory: str, version: int) -> Mapping | None:
     """The record a version was inserted from by an import (None: written here)."""
     row = store.conn.execute(
-        "SELECT record_id, memory, version, origin, parent FROM shared_records WHERE "
+        "SELECT record_id, memory, version, origin, rel FROM shared_records WHERE "
         "memory = ? AND version = ? AND origin = 'import' LIMIT 1", (memory, version)).fetchone()
     return Mapping(*row) if row else None
 
 
 def record_mapping(store: Any, record_id: str, memory: str, version: int, origin: str,
-                   parent: str | None) -> None:
+                   rel: str | None) -> None:
     store.conn.execute(
-        "INSERT OR IGNORE INTO shared_records (record_id, memory, version, origin, parent) "
-        "VALUES (?, ?, ?, ?, ?)", (record_id, memory, version, origin, parent))
+        "INSERT OR IGNORE INTO shared_records (record_id, memory, version, origin, rel) "
+        "VALUES (?, ?, ?, ?, ?)", (record_id, memory, version, origin, rel))
 
 
 def purged_record_ids(store: Any) -> set[str]:
