@@ -16,8 +16,8 @@ def sync_command(
         "--export-only", help="Write this store's shareable facts and tombstones to "
                               ".agentstate/shared/; read nothing back.")] = False,
     import_only: Annotated[bool, typer.Option(
-        "--import-only", help="Read what teammates committed to .agentstate/shared/; write "
-                              "nothing there (what the git hooks run).")] = False,
+        "--import-only", help="Read what teammates committed to .agentstate/shared/; add "
+                              "no records there (what the git hooks run).")] = False,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Count what would be exported and imported; change nothing.")] = False,
     include_candidates: Annotated[bool, typer.Option(
