@@ -62,6 +62,9 @@ def plan_export(store: Any, folder: Folder, *, include_candidates: bool = False,
     present = set(folder.records)
     ids: dict[tuple[str, int], str] = {k: min(v) for k, v in known.items()}
     evidence = evidence_refs_by_row(store)
+    # Records a teammate forgot or purged: nothing more is written about them, not even an
+    # evidence line, before the import (which runs after the export) applies the tombstone.
+    dead = folder.targets("forget") | folder.targets("purge")
     for row in all_version_rows(store):
         key = (row["id"], row["version"])
         if not shareable_scope(row["scope"]):
@@ -77,6 +80,8 @@ def plan_export(store: Any, folder: Folder, *, include_candidates: bool = False,
             continue
         if key in ids:  # already shared (written here or read from a teammate)
             record_id = ids[key]
+            if known.get(key, set()) & dead:
+                continue
         else:
             record = _memory_record(row, ids)
             if not _clean(plan, record, make_ref("mem", row["id"], row["version"])):

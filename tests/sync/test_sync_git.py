@@ -109,6 +109,8 @@ def test_a_purge_erases_the_text_on_the_other_clone(team):
     assert "db-staging-7" not in (shared / "memories.jsonl").read_text()
     result = team.pull(b)
     assert result["tombstoned"] == 1 and result["refs"]["purged"]
+    assert result["files_written"] == []  # nothing about the purged record is written back
+    assert git(b, "status", "--porcelain", ".agentstate") == ""
     assert secretish not in team.recall(b, "staging database host")
     for name in ("state.db", "state.db-wal"):
         path = b / ".agentstate" / name
