@@ -85,10 +85,12 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "backup": ("maintenance_cmd",),
     "restore": ("maintenance_cmd",),
     "gc": ("maintenance_cmd",),
+    "sync": ("sync_cmd",),
 }
 ALL_MODULES = (
     "init_cmd", "runs_cmd", "import_cmd", "doctor_cmd", "memory_cmd", "skills_cmd",
     "exec_cmd", "context_cmd", "hooks_cmd", "mcp_cmd", "eval_cmd", "maintenance_cmd",
+    "sync_cmd",
 )
 _ROOT_OPTIONS_WITH_VALUE = {"--dir"}
 

@@ -289,11 +289,17 @@ def _escaped(text: str) -> str:
     """The argument as the user typed it, undecodable bytes shown as \\xNN."""
     from agentstate.output import shorten
 
+    return "'" + shorten(_bytes_shown(text), 60) + "'"
+
+
+def _bytes_shown(text: str) -> str:
+    """`text` with undecodable bytes (lone surrogates) written out as \\xNN: printable, and
+    encodable as UTF-8 for the envelope."""
     try:
         raw = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a surrogate that did not come from a byte
         raw = text.encode("utf-8", "backslashreplace")
-    return "'" + shorten(raw.decode("utf-8", "backslashreplace"), 60) + "'"
+    return raw.decode("utf-8", "backslashreplace")
 
 
 # ------------------------------------------------------------------ the boundary
@@ -355,7 +361,8 @@ def _usage(exc: Any, invocation: Invocation) -> int:
     """A command line click could not accept: its own form on stderr, or the envelope."""
     from agentstate.safety import redact_secrets
 
-    exc.message = redact_secrets(exc.message)
+    # click quotes the offending argument, which may hold bytes that are not UTF-8.
+    exc.message = redact_secrets(_bytes_shown(exc.message))
     ctx = getattr(exc, "ctx", None)
     if json_requested(invocation, ctx):
         code = "usage" if exc.exit_code == 2 else "error"

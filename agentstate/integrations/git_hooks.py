@@ -1,4 +1,6 @@
-"""git's `post-commit` and `post-checkout` hooks: commits and branch switches on the run log.
+"""git's `post-commit`, `post-checkout` and `post-merge` hooks: commits and branch switches on
+the run log, and the import of teammates' shared facts (`agentstate sync --import-only`)
+after a merge or pull and after a branch switch, when `.agentstate/shared/` exists.
 
 `agentstate hooks install git` writes a small sh script for each hook into the folder git
 runs hooks from (`core.hooksPath` when set, so a hook manager's folder is honoured). A hook
@@ -21,12 +23,13 @@ from agentstate.errors import InvalidInput
 if TYPE_CHECKING:
     from agentstate.store.db import Store
 
-GIT_HOOKS = ("post-commit", "post-checkout")
+GIT_HOOKS = ("post-commit", "post-checkout", "post-merge")
 MARKER = "# agentstate git hook"
 PREV_SUFFIX = ".agentstate-prev"
 
 SCRIPT = """#!/bin/sh
-{marker} ({name}): records commits and branch switches on agentstate's current run.
+{marker} ({name}): records commits and branch switches on agentstate's current run and
+# imports teammates' shared facts after a merge or a branch switch.
 # Installed by `agentstate hooks install git`; `agentstate hooks uninstall git` removes it and
 # puts back the previous hook, kept meanwhile as {name}{suffix} and still run first.
 status=0
@@ -139,6 +142,8 @@ def git_event(root: Path, hook: str, args: list[str]) -> tuple[str, dict] | None
         sha, _, subject = _git(root, "log", "-1", "--format=%H%x00%s").partition("\0")
         text = f"commit {sha[:12]} on {branch or '(detached HEAD)'}: {subject}"
         return text, {"git": "commit", "sha": sha, "subject": subject, "branch": branch}
+    if hook == "post-merge":
+        return None  # nothing for the run log; the import follows (import_shared)
     if hook == "post-checkout":
         if len(args) < 3 or args[2] != "1":  # 0: a file checkout, not a branch switch
             return None
@@ -169,3 +174,18 @@ def record_git_hook(store: Store, hook: str, args: list[str]) -> str | None:
     event = append_event(store, run.ref, "observation", text, source="tool:git", meta=meta,
                          claimed_by=hook_principal(store))
     return event.ref
+
+
+def import_shared(store, hook: str, args: list[str]) -> dict | None:
+    """After a merge (pull) or a branch switch, import the shared folder as `agentstate sync
+    --import-only` does, as the environment's principal. None when there is nothing to do.
+    A failure is the hook runner's to log: the git command has already succeeded."""
+    from agentstate.sync import shared_path, sync
+
+    if hook == "post-checkout" and (len(args) < 3 or args[2] != "1"):
+        return None
+    if hook not in ("post-merge", "post-checkout") or not shared_path(store).is_dir():
+        return None
+    result = sync(store, do_export=False)
+    return {"imported": result.imported, "tombstoned": result.tombstoned,
+            "contested": result.contested}

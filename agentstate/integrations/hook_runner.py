@@ -20,11 +20,12 @@ def run_hook(agent: str, args: list[str], stdin: IO[str] | IO[bytes], *,
     event = args[0] if agent == "git" and args else "?"
     try:
         if agent == "git":
-            from agentstate.integrations.git_hooks import record_git_hook
+            from agentstate.integrations.git_hooks import import_shared, record_git_hook
             from agentstate.store.db import open_store
 
             store = open_store(directory)
             record_git_hook(store, event, args[1:])
+            import_shared(store, event, args[1:])
             return 0
         from agentstate.integrations.hooks import handle, open_hook_store, parse_payload
 

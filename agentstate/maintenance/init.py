@@ -19,7 +19,16 @@ def init_store(
 ) -> InitResult:
     """Create whatever part of `.agentstate/` is missing (see store.init.create_store for
     where; a brand-new store is staged and renamed into place, skills included)."""
-    return create_store(start=start, target=target, override=override, extra=_skills)
+    return create_store(start=start, target=target, override=override, extra=_extra)
+
+
+def _extra(root: Path, result: InitResult) -> None:
+    _skills(root, result)
+    from agentstate.sync.gitsetup import ATTRIBUTES, ensure_gitattributes
+
+    # The shared folder (agentstate sync) merges by union: the line travels with the store.
+    if ensure_gitattributes(root):
+        result.created.append(f"{ATTRIBUTES} (shared/*.jsonl merge=union)")
 
 
 def _skills(root: Path, result: InitResult) -> None:

@@ -111,10 +111,13 @@ def forget(
     purge: bool = False,
     principal: str | None = None,
     export_dirs: Sequence[Path] = (),
+    compact: bool = True,
 ) -> ForgetResult:
     """Tombstone (default) or purge the memories named by a ref, a key or a query.
     `export_dirs`: folders other layers copy store content into (skill exports), searched
-    by a purge and reported in `still_in`."""
+    by a purge and reported in `still_in`. `compact=False` leaves the VACUUM to the caller
+    (`compact_after_purge`): a purge applied inside a larger transaction, which VACUUM
+    cannot run in."""
     for what, value in (("the reason", reason), ("the key", key), ("the query", query)):
         if value:
             refuse_secrets(value, what)  # before any message could echo it
@@ -150,7 +153,7 @@ def forget(
     if dry_run:
         return result
     if purge:
-        _purge(store, todo, why, who.name, result)
+        _purge(store, todo, why, who.name, result, compact)
         _files(store, matcher, result, dry_run=False, export_dirs=export_dirs)
     else:
         with store.transaction() as conn:
@@ -200,7 +203,8 @@ def _refs(rows: list[dict]) -> list[str]:
     return [make_ref("mem", r["id"], r["version"]) for r in rows]
 
 
-def _purge(store: Store, rows: list[dict], why: str, actor: str, result: ForgetResult) -> None:
+def _purge(store: Store, rows: list[dict], why: str, actor: str, result: ForgetResult,
+           compact: bool = True) -> None:
     from agentstate.store.keys import keyed_hash
 
     conn = store.conn
@@ -231,15 +235,23 @@ def _purge(store: Store, rows: list[dict], why: str, actor: str, result: ForgetR
     with store.transaction():
         optimize_indexes(conn, None if touched - {"events"} else names)
     result.still_in = _other_memories_holding(conn, rows) + _remaining_in_tables(conn)
-    result.wal_truncated = _compact(conn)
-    result.vacuumed = True
+    if compact:
+        result.wal_truncated, result.token_cache_cleared = compact_after_purge(store)
+        result.vacuumed = True
+
+
+def compact_after_purge(store: Store) -> tuple[bool, bool]:
+    """The end of a purge, outside any transaction: VACUUM with the WAL truncated before and
+    after, and the token-count cache emptied. → (WAL truncated, cache cleared)."""
     from agentstate.tokens import forget_counts
 
+    truncated = _compact(store.conn)
     try:
         forget_counts()
-        result.token_cache_cleared = True
+        cleared = True
     except (OSError, sqlite3.Error):
-        result.token_cache_cleared = False
+        cleared = False
+    return truncated, cleared
 
 
 def _fts_shadow_prefixes(conn: sqlite3.Connection) -> list[str]:

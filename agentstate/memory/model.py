@@ -473,7 +473,7 @@ def list_user_preferences(store: Store, principal: str | None = None,
     return found
 
 
-def event_refs_cited(store: Any) -> set[str]:
+def event_refs_cited(store: Store) -> set[str]:
     """Every `evt:…` ref a memory version cites, as evidence or as its source (retention
     keeps those events)."""
     conn = store.conn
@@ -482,3 +482,35 @@ def event_refs_cited(store: Any) -> set[str]:
     cited |= {r[0] for r in conn.execute(
         "SELECT DISTINCT source FROM memories WHERE source LIKE 'evt:%'")}
     return cited
+
+
+# ---------------------------------------------------------------- for sync (agentstate.sync)
+
+
+def all_version_rows(store: Store) -> list[dict]:
+    """Every memory version, chain by chain, oldest version first."""
+    return store.rows("SELECT row, id, version, kind, key, scope, text, norm_hash, source, "
+                        "principal, created, valid_until, supersedes, status, purged "
+                        "FROM memories ORDER BY id, version")
+
+
+def evidence_refs_by_row(store: Store) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    for row, ref in store.conn.execute(
+            "SELECT memory_row, ref FROM memory_evidence ORDER BY memory_row, ref"):
+        found.setdefault(row, []).append(ref)
+    return found
+
+
+def rows_with_content(store: Store, text: str, scope: str, kind: str) -> list[dict]:
+    """Versions (of any status but purged) with the same normalised text, scope and kind."""
+    return store.rows("SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
+                        "ORDER BY row", (norm_hash(text), scope, kind))
+
+
+def key_chain_id(store: Store, key: str, scope: str) -> str | None:
+    """The chain holding `key` in `scope` (the newest one when several do)."""
+    row = store.conn.execute(
+        "SELECT id FROM memories WHERE key = ? AND scope = ? AND status != 'quarantined' "
+        "ORDER BY row DESC LIMIT 1", (key, scope)).fetchone()
+    return row[0] if row else None

@@ -161,6 +161,13 @@ def resolve_conflict(store: Store, new_row: dict, current: dict, actor: str
     reason = (f"contests {vref(current)}: source {new_row['source']} (evidence "
               f"{new_row['evidence_count']}) does not outrank {current['source']} (evidence "
               f"{current['evidence_count']}); the current value stays, confidence lowered")
+    contest(store, new_row, current, actor, reason)
+    return "contested", reason, None, vref(current)
+
+
+def contest(store: Store, new_row: dict, current: dict, actor: str, reason: str) -> None:
+    """`new_row` becomes a contested rival of `current`, which stays current with its
+    confidence lowered a little (also used when a teammate's value arrives by sync)."""
     set_status(store, new_row, "contested", reason,
                confidence_for(new_row["source"]) * CONTESTED_FACTOR)
     set_status(store, current, current["status"], current["status_reason"],
@@ -168,7 +175,6 @@ def resolve_conflict(store: Store, new_row: dict, current: dict, actor: str
     record_history(store, current["id"], current["version"], "contested", actor,
                    f"contradicted by {vref(new_row)}; confidence lowered", None,
                    by=vref(new_row))
-    return "contested", reason, None, vref(current)
 
 
 def refresh_duplicate(store: Store, row: dict, refs: list[tuple[str, str]], valid_until: str | None,

@@ -48,6 +48,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m002_events_run_kind_seq", "runs"),
     ("m105_stemmed_word_index", "memory"),  # rebuilds the m101/m102 word indexes
     ("m003_events_collected", "runs"),
+    ("m401_shared_records", "sync"),
 )
 
 

@@ -66,3 +66,12 @@ def test_any_text_in_any_command(cli, initialised, template, text, as_json):
         # before it).
         last = (result.stderr.splitlines() or [""])[-1]
         assert last.startswith("error: ") or "Usage:" in result.stdout, args
+
+
+def test_a_usage_error_quoting_undecodable_bytes_is_still_one_json_document(cli, initialised):
+    # click quotes the unexpected argument; a byte that is not UTF-8 reaches it as a lone
+    # surrogate, which the envelope could not encode.
+    result = cli("--json", "doctor", "\udc80")
+    assert result.exit_code == 2
+    error = result.json()["error"]
+    assert error["code"] == "usage" and "\\x80" in error["message"]

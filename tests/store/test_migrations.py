@@ -31,6 +31,7 @@ SHIPPED = [
     "m002_events_run_kind_seq",
     "m105_stemmed_word_index",
     "m003_events_collected",
+    "m401_shared_records",
 ]
 
 

@@ -30,6 +30,7 @@ OWNERS: dict[str, str] = {
     # only by the one tool layer.
     "tool_calls": "tools",
     **dict.fromkeys(("packs", "pack_items"), "context"),
+    "shared_records": "sync",
     "_migrations": "store",
 }
 

@@ -1,0 +1,86 @@
+"""Team sync of shared facts through the host repository (`agentstate sync`).
+
+Sits above the memory domain (like maintenance/): it reads and writes memories through
+memory/'s functions and owns one table of its own (`shared_records`, see schema.py); memory/
+never imports it. The format is in records.py, export.py writes, merge.py imports,
+gitsetup.py keeps git merging the files by union.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentstate.sync.records import SHARED_DIR
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
+
+
+@dataclass
+class SyncResult:
+    folder: str
+    dry_run: bool
+    exported: int = 0  # memory records written
+    exported_evidence: int = 0
+    exported_tombstones: int = 0
+    removed_lines: int = 0  # lines of purged records taken out of the files
+    imported: int = 0
+    tombstoned: int = 0
+    contested: int = 0
+    skipped: int = 0
+    pending_tombstones: int = 0
+    files_written: list[str] = field(default_factory=list)
+    refs: dict[str, list[str]] = field(default_factory=dict)  # imported/contested/tombstoned
+    skipped_items: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def shared_path(store: Store) -> Path:
+    return Path(store.root) / SHARED_DIR
+
+
+def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
+         dry_run: bool = False, include_candidates: bool = False,
+         include_quarantined: bool = False, principal: str | None = None) -> SyncResult:
+    """Export then import (either alone on request). Bad shared files fail before anything
+    is written (InvalidInput naming the file and line)."""
+    from agentstate.sync.export import plan_export, removed_lines, updated, write_export
+    from agentstate.sync.gitsetup import ensure_gitattributes, ignore_warning
+    from agentstate.sync.merge import import_folder
+    from agentstate.sync.records import read_folder
+    from agentstate.sync.shared import purged_record_ids
+
+    path = shared_path(store)
+    result = SyncResult(folder=str(path), dry_run=dry_run)
+    folder = read_folder(path, skip=purged_record_ids(store))
+    if do_export:
+        plan = plan_export(store, folder, include_candidates=include_candidates,
+                           include_quarantined=include_quarantined)
+        result.exported = plan.count("memory")
+        result.exported_evidence = plan.count("evidence")
+        result.exported_tombstones = plan.count("forget", "purge")
+        result.removed_lines = len(removed_lines(folder, plan.dropped))
+        result.skipped_items += plan.skipped
+        if not dry_run:
+            result.files_written = write_export(store, folder, plan)
+            if result.files_written or path.is_dir():
+                if ensure_gitattributes(store.root):
+                    result.warnings.append("wrote .agentstate/.gitattributes (shared/*.jsonl "
+                                           "merge=union): commit it with the shared folder")
+            folder = updated(folder, plan)
+    if do_import:
+        merged = import_folder(store, folder, principal=principal, dry_run=dry_run)
+        result.imported = len(merged.imported)
+        result.contested = len(merged.contested)
+        result.tombstoned = len(merged.tombstoned)
+        result.pending_tombstones = merged.pending_tombstones
+        result.skipped_items += merged.skipped
+        result.refs = {"imported": merged.imported, "contested": merged.contested,
+                       "tombstoned": merged.tombstoned, "purged": merged.purged}
+    result.skipped = len(result.skipped_items)
+    warning = ignore_warning(store.work_tree, path)
+    if warning:
+        result.warnings.append(warning)
+    return result

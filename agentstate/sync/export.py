@@ -1,0 +1,186 @@
+"""Export: the shareable part of the store, as new lines in the shared folder.
+
+What is written: memory versions of shareable scopes (repo, branch:, path:) that are
+current, contested or superseded (the chains), candidates and quarantined versions only when
+asked, their evidence refs, and a tombstone for every shared record whose version is
+forgotten (`forget`) or purged (`purge`) here. Never: `user` or `run:` scopes, event bodies,
+history, principals' config, or the text of anything forgotten.
+
+Lines already in a file are kept byte for byte; new ones are inserted in id order. The one
+exception is a purge: the lines of a purged record (its memory line and its evidence) are
+removed, since the point of a purge is that the text leaves the work tree (git history keeps
+old commits: the result says so). Every new line passes the secret scanner first; a line
+that trips it is not written and is reported.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentstate.memory.model import all_version_rows, evidence_refs_by_row
+from agentstate.memory.status import MemoryStatus
+from agentstate.safety import find_secrets
+from agentstate.store.refs import make_ref
+from agentstate.sync.records import (
+    FILES,
+    Folder,
+    Record,
+    line_id,
+    make_record,
+    shareable_scope,
+    write_lines,
+)
+from agentstate.sync.shared import mapped_ids, record_mapping
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
+
+EXPORTED = (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED, MemoryStatus.SUPERSEDED)
+
+
+@dataclass
+class ExportPlan:
+    new: list[Record] = field(default_factory=list)
+    mappings: list[tuple[str, str, int]] = field(default_factory=list)  # record, mem, version
+    dropped: set[str] = field(default_factory=set)  # record ids whose lines a purge removes
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def count(self, *types: str) -> int:
+        return sum(1 for r in self.new if r.type in types)
+
+
+def plan_export(store: Store, folder: Folder, *, include_candidates: bool = False,
+                include_quarantined: bool = False) -> ExportPlan:
+    """What an export would add to (and, for purges, remove from) `folder`."""
+    plan = ExportPlan()
+    known = mapped_ids(store)  # (memory, version) → record ids
+    statuses = set(EXPORTED)
+    if include_candidates:
+        statuses.add(MemoryStatus.CANDIDATE)
+    if include_quarantined:
+        statuses.add(MemoryStatus.QUARANTINED)
+    present = set(folder.records)
+    ids: dict[tuple[str, int], str] = {k: min(v) for k, v in known.items()}
+    evidence = evidence_refs_by_row(store)
+    # Records a teammate forgot or purged: nothing more is written about them, not even an
+    # evidence line, before the import (which runs after the export) applies the tombstone.
+    dead = folder.targets("forget") | folder.targets("purge")
+    for row in all_version_rows(store):
+        key = (row["id"], row["version"])
+        if not shareable_scope(row["scope"]):
+            continue
+        if row["purged"] or row["status"] == MemoryStatus.FORGOTTEN:
+            kind = "purge" if row["purged"] else "forget"
+            for target in sorted(known.get(key, ())):
+                _add(plan, make_record(kind, target=target), present)
+                if kind == "purge":
+                    plan.dropped.add(target)
+            continue
+        if row["status"] not in statuses:
+            continue
+        if key in ids:  # already shared (written here or read from a teammate)
+            record_id = ids[key]
+            if known.get(key, set()) & dead:
+                continue
+        else:
+            record = _memory_record(row, ids)
+            if not _clean(plan, record, make_ref("mem", row["id"], row["version"])):
+                continue
+            record_id = record.id
+            ids[key] = record_id
+            plan.mappings.append((record_id, row["id"], row["version"]))
+            _add(plan, record, present)
+        for ref in evidence.get(row["row"], ()):
+            item = make_record("evidence", memory=record_id, ref=ref)
+            if item.id not in present and _clean(
+                    plan, item, f"evidence {ref} of {make_ref('mem', row['id'])}"):
+                _add(plan, item, present)
+    plan.dropped |= folder.targets("purge")
+    return plan
+
+
+def _add(plan: ExportPlan, record: Record, present: set[str]) -> None:
+    if record.id not in present:
+        present.add(record.id)
+        plan.new.append(record)
+
+
+def _clean(plan: ExportPlan, record: Record, what: str) -> bool:
+    """The secret scanner on the exact line to be written; a hit is skipped and reported."""
+    found = find_secrets(record.line)
+    if found:
+        kinds = sorted({f.kind for f in found})
+        plan.skipped.append({"what": what, "reason": "looks like it contains a secret ("
+                             + ", ".join(kinds) + "); not written to the shared folder"})
+        return False
+    return True
+
+
+def _memory_record(row: dict, ids: dict[tuple[str, int], str]) -> Record:
+    parent = ids.get((row["id"], row["supersedes"])) if row["supersedes"] else None
+    rel = None
+    if parent is not None:
+        rel = "contests" if row["status"] == MemoryStatus.CONTESTED else "supersedes"
+    held = row["status"] if row["status"] in (MemoryStatus.CANDIDATE,
+                                              MemoryStatus.QUARANTINED) else None
+    return make_record(
+        "memory", kind=row["kind"], key=row["key"], scope=row["scope"], text=row["text"],
+        source=row["source"], principal=row["principal"], created=row["created"],
+        valid_until=row["valid_until"], parent=parent, rel=rel,
+        held=str(held) if held else None,
+    )
+
+
+def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
+    """Write the planned lines (files changed only when they change); record the new
+    mappings. → the file names written."""
+    written = []
+    gone = set(removed_lines(folder, plan.dropped))
+    by_file: dict[str, list[Record]] = {}
+    for record in plan.new:
+        by_file.setdefault(FILES[record.type], []).append(record)
+    for name in sorted(set(FILES.values())):
+        old = folder.lines.get(name, [])
+        kept = [t for t in old if t not in gone]
+        added = [r.line for r in by_file.get(name, [])]
+        if not added and len(kept) == len(old):
+            continue
+        write_lines(Path(folder.path) / name, kept + added)
+        written.append(name)
+    with store.transaction():
+        for record_id, memory, version in plan.mappings:
+            record_mapping(store, record_id, memory, version, "export", None)
+    return written
+
+
+def updated(folder: Folder, plan: ExportPlan) -> Folder:
+    """The folder as the export left it, without reading it back."""
+    gone = set(removed_lines(folder, plan.dropped))
+    fresh = Folder(folder.path)
+    fresh.records = {k: r for k, r in folder.records.items() if r.line not in gone}
+    fresh.lines = {name: [t for t in lines if t not in gone]
+                   for name, lines in folder.lines.items()}
+    for record in plan.new:
+        fresh.records.setdefault(record.id, record)
+        fresh.lines.setdefault(FILES[record.type], []).append(record.line)
+    return fresh
+
+
+def removed_lines(folder: Folder, dropped: set[str]) -> list[str]:
+    """The lines a purge takes out: the purged records' own lines and their evidence."""
+    if not dropped:
+        return []
+    return [t for lines in folder.lines.values() for t in lines
+            if line_id(t) in dropped or _cites(t, dropped)]
+
+
+_CITED = re.compile(r'"memory":"([0-9a-f]{32})"')
+
+
+def _cites(line: str, dropped: set[str]) -> bool:
+    """An evidence line of a purged record goes with it."""
+    match = _CITED.search(line) if dropped else None
+    return bool(match and match.group(1) in dropped)

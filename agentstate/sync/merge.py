@@ -1,0 +1,359 @@
+"""Import: what teammates committed to the shared folder, merged into this store.
+
+The whole folder is read and validated before anything is written; then one transaction
+applies it (a purge's VACUUM follows the commit). Rules, each a function of the set of
+records, so the order of lines, of files and of pulls does not matter and a second import
+changes nothing:
+
+1. Tombstones win. A record that a `forget` or `purge` tombstone names is never inserted; a
+   version here that it maps to (inserted from it, or matched with it by content) is
+   forgotten or purged. A tombstone whose record is unknown here stays in the folder and
+   wins whenever that record shows up. Forgotten versions are never exported again.
+2. A record already mapped to a version here is skipped. A record with the same content
+   (normalised text, scope, kind, and the same key) as a version here is matched with it —
+   the version gains the record's evidence refs, nothing is inserted.
+3. Otherwise it becomes a new version, chain by chain, parents first (siblings in id order).
+   A record that replaced its parent (`rel: supersedes`) supersedes that parent here, be
+   the record inserted, matched or tombstoned: a teammate's newer value of a fact this
+   store shares with them. Beside any other current value the new version is `contested`
+   (memory.versions.contest): shown flagged, never an overwrite.
+4. Then each chain the import changed is settled: a current value written here stays
+   current; otherwise, among imported values, the one with the smallest record id (one
+   that replaced or started before one that contests) is current, the others contested —
+   so every store holding the same records agrees, whichever arrived first.
+Text that reads as instructions to the agent is quarantined (as the write gate does); a
+held record (`held`) keeps its status; records with secrets, scopes the principal may not
+write or sources it may not claim are skipped and reported.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentstate.memory.model import (
+    chain_rows,
+    confidence_for,
+    current_memory_version,
+    key_chain_id,
+    record_history,
+    resolve_principal,
+    rows_with_content,
+)
+from agentstate.memory.status import MemoryStatus
+from agentstate.memory.versions import (
+    CONTESTED_FACTOR,
+    add_evidence,
+    contest,
+    initial_confidence,
+    insert_version,
+    set_status,
+    vref,
+)
+from agentstate.safety import find_injection, find_secrets
+from agentstate.store.principals import Principal
+from agentstate.store.refs import make_ref
+from agentstate.sync.records import Folder, Record, evidence_kind
+from agentstate.sync.shared import mapping, mappings_of, record_mapping
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
+
+ACTOR = "sync"
+
+
+@dataclass
+class ImportResult:
+    imported: list[str] = field(default_factory=list)  # version refs inserted or matched
+    contested: list[str] = field(default_factory=list)
+    tombstoned: list[str] = field(default_factory=list)  # version refs forgotten / purged
+    purged: list[str] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    pending_tombstones: int = 0  # tombstones for records unknown here (kept; they win later)
+    touched: set[str] = field(default_factory=set)  # chains this import changed
+
+
+class _Rollback(Exception):
+    """Raised at the end of a dry run so the transaction applies nothing."""
+
+
+def import_folder(store: Store, folder: Folder, *, principal: str | None = None,
+                  dry_run: bool = False) -> ImportResult:
+    who = resolve_principal(store, principal)
+    result = ImportResult()
+    forgets, purges = folder.targets("forget"), folder.targets("purge")
+    dead = forgets | purges
+    try:
+        with store.transaction():
+            from agentstate.sync.shared import all_mappings
+
+            known = set(all_mappings(store))
+            memories = [r for r in _parents_first(folder.of_type("memory"))
+                        if r.id not in known]
+            for record in memories:
+                if record.id not in dead:
+                    _memory(store, record, who, result)
+                else:
+                    _replaced_by_dead(store, record, result)
+            # After every insert, so what a tombstoned record matches does not depend on
+            # the order the records came in.
+            for record in memories:
+                if record.id in dead:
+                    _dead(store, record)
+            _evidence(store, folder.of_type("evidence"), who)
+            _tombstones(store, forgets, purges, who, result, dry_run)
+            for chain in sorted(result.touched):
+                _settle(store, chain, result)
+            if dry_run:
+                raise _Rollback
+    except _Rollback:
+        pass
+    if result.purged and not dry_run:
+        from agentstate.memory.forget import compact_after_purge
+
+        compact_after_purge(store)
+    return result
+
+
+def _parents_first(records: list[Record]) -> list[Record]:
+    """Records in an order that depends only on the set: a parent before its children,
+    otherwise by id."""
+    by_id = {r.id: r for r in records}
+    children: dict[str, list[str]] = {}
+    ready: list[str] = []
+    for record in records:
+        parent = record.data["parent"]
+        if parent in by_id and parent != record.id:
+            children.setdefault(parent, []).append(record.id)
+        else:
+            ready.append(record.id)
+    heapq.heapify(ready)
+    ordered: list[Record] = []
+    while ready:
+        current = heapq.heappop(ready)
+        ordered.append(by_id[current])
+        for child in children.pop(current, []):
+            heapq.heappush(ready, child)
+    # Ids derive from content, so a cycle of parents cannot be written by agentstate; one
+    # made by hand is imported as chain starts rather than dropped silently.
+    ordered += [by_id[i] for ids in children.values() for i in sorted(ids)]
+    return ordered
+
+
+def _skip(result: ImportResult, record: Record, reason: str) -> None:
+    result.skipped.append({"record": record.id, "where": record.where, "reason": reason})
+
+
+def _refusal(record: Record, who: Principal) -> str | None:
+    data = record.data
+    found = find_secrets(record.line)
+    if found:
+        kinds = ", ".join(sorted({f.kind for f in found}))
+        return f"looks like it contains a secret ({kinds}); not imported"
+    if not who.can_write(data["scope"]):
+        return f"principal {who.name!r} may not write scope {data['scope']!r}"
+    if not who.can_claim(data["source"]):
+        return f"principal {who.name!r} may not claim source {data['source']!r}"
+    return None
+
+
+def _match(store: Store, data: dict) -> dict | None:
+    """A version here with the record's content and the same key (a purged one has no
+    content left). The key must be equal, not merely compatible: a keyless record matching
+    a keyed version (or the reverse) would make the result depend on which came first."""
+    for row in rows_with_content(store, data["text"], data["scope"], data["kind"]):
+        if not row["purged"] and row["key"] == data["key"]:
+            return row
+    return None
+
+
+def _version_row(store: Store, found: Any) -> dict | None:
+    """The version a mapping names (None if it is gone)."""
+    return next((r for r in chain_rows(store, found.memory) if r["version"] == found.version),
+                None)
+
+
+def _replaced_by_dead(store: Store, record: Record, result: ImportResult) -> None:
+    """A tombstoned record still replaced its parent: where the teammate wrote it, the
+    parent was superseded before the new value was forgotten. Without this the parent
+    would be current or not depending on whether the tombstone came in the same pull."""
+    _replace_parent(store, record, result, "since forgotten")
+
+
+def _replace_parent(store: Store, record: Record, result: ImportResult, note: str = ""
+                    ) -> None:
+    """A record that says it replaced its parent supersedes the parent here (current or
+    contested), however it arrived: inserted, matched with a version here, or tombstoned."""
+    data = record.data
+    parent = mapping(store, data["parent"]) if data["rel"] == "supersedes" else None
+    row = _version_row(store, parent) if parent is not None else None
+    if row is None or row["status"] not in (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED):
+        return
+    why = (f"superseded by a teammate's newer value (record {record.id[:12]}"
+           + (f", {note})" if note else ")"))
+    set_status(store, row, "superseded", why)
+    result.touched.add(row["id"])
+    record_history(store, row["id"], row["version"], "superseded", ACTOR, why, None,
+                   record=record.id)
+
+
+def _dead(store: Store, record: Record) -> None:
+    """A tombstoned record is never inserted; a version here with the same content is
+    matched with it, so the tombstone reaches it too (a fact forgotten by anyone stays
+    gone here)."""
+    if mapping(store, record.id) is not None:
+        return
+    same = _match(store, record.data)
+    if same is not None:
+        record_mapping(store, record.id, same["id"], same["version"], "match",
+                       record.data["rel"])
+
+
+def _memory(store: Store, record: Record, who: Principal, result: ImportResult) -> None:
+    data = record.data
+    if mapping(store, record.id) is not None:
+        return
+    refused = _refusal(record, who)
+    if refused:
+        _skip(result, record, refused)
+        return
+    same = _match(store, data)
+    parent = mapping(store, data["parent"]) if data["parent"] else None
+    if same is not None:
+        record_mapping(store, record.id, same["id"], same["version"], "match", data["rel"])
+        result.imported.append(vref(same))
+        result.touched.add(same["id"])
+        _replace_parent(store, record, result)
+        return
+    chain_id = parent.memory if parent else (
+        key_chain_id(store, data["key"], data["scope"]) if data["key"] else None)
+    rows = chain_rows(store, chain_id) if chain_id else []
+    status, reason = "active", f"imported from the shared folder (record {record.id[:12]})"
+    if data["held"]:
+        status = data["held"]
+    elif find_injection(data["text"]):
+        status = "quarantined"
+        reason += "; it reads as instructions to the agent, kept out of reads"
+    cur = current_memory_version(rows, store.now()) if rows else None
+    live = cur if cur is not None and cur["status"] == MemoryStatus.ACTIVE else None
+    memory_id = chain_id or store.new_id()
+    version = rows[-1]["version"] + 1 if rows else 1
+    supersedes = parent.version if parent else (live["version"] if live else None)
+    row_id = insert_version(
+        store, memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
+        scope=data["scope"], text=data["text"], source=data["source"],
+        status=status,
+        confidence=initial_confidence(data["source"], 1) * (
+            CONTESTED_FACTOR if status != "active" else 1),
+        valid_until=data["valid_until"], supersedes=supersedes,
+        principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[])
+    record_mapping(store, record.id, memory_id, version, "import", data["rel"])
+    new_ref = make_ref("mem", memory_id, version)
+    result.touched.add(memory_id)
+    result.imported.append(new_ref)
+    op = "import"
+    if status == "active":
+        # A newer value of a version here replaces it; beside any other current value it
+        # is contested, never an overwrite (_settle then ranks rival imports).
+        _replace_parent(store, record, result)
+        rows = chain_rows(store, memory_id)
+        new_row = next(r for r in rows if r["row"] == row_id)
+        live = next((r for r in reversed(rows)
+                     if r["status"] == MemoryStatus.ACTIVE and r["row"] != row_id), None)
+        if live is not None:
+            contest(store, new_row, live, ACTOR,
+                    f"contests {vref(live)}: a teammate's value for the same fact, by sync; "
+                    "the current value stays (confirm this one or forget it to settle)")
+            result.contested.append(new_ref)
+            op = "contest"
+    record_history(store, memory_id, version, op, who.name, reason, data["text"],
+                   record=record.id, scope=data["scope"], source=data["source"])
+
+
+def _evidence(store: Store, records: list[Record], who: Principal) -> None:
+    """Evidence refs of records mapped here, added where they are missing (read in bulk:
+    every pull reads them all)."""
+    from agentstate.memory.model import all_version_rows, evidence_refs_by_row
+    from agentstate.sync.shared import all_mappings
+
+    if not records:
+        return
+    maps = all_mappings(store)
+    rows = {(r["id"], r["version"]): r for r in all_version_rows(store)}
+    have = {(row, ref) for row, refs in evidence_refs_by_row(store).items() for ref in refs}
+    for record in records:
+        data = record.data
+        found = maps.get(data["memory"])
+        row = rows.get((found.memory, found.version)) if found else None
+        if row is None or row["purged"] or (row["row"], data["ref"]) in have:
+            continue
+        kind = evidence_kind(data["ref"])
+        if kind == "user" and not who.can_claim("user"):
+            continue
+        add_evidence(store, row["row"], [(data["ref"], kind)], ACTOR)
+        have.add((row["row"], data["ref"]))
+
+
+def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principal,
+                result: ImportResult, dry_run: bool) -> None:
+    from agentstate.memory.forget import forget
+
+    for target in sorted(forgets | purges):
+        found = mapping(store, target)
+        if found is None:
+            result.pending_tombstones += 1
+            continue
+        row = _version_row(store, found)
+        purge = target in purges
+        if row is None or row["purged"] or (not purge and row["status"] == "forgotten"):
+            continue
+        ref = make_ref("mem", found.memory, found.version)
+        why = f"{'purged' if purge else 'forgotten'} by a teammate (shared tombstone " \
+              f"{target[:12]})"
+        if dry_run:
+            result.tombstoned.append(ref)
+            if purge:
+                result.purged.append(ref)
+            continue
+        forget(store, ref, reason=why, purge=purge, principal=who.name, compact=False)
+        result.tombstoned.append(ref)
+        if purge:
+            result.purged.append(ref)
+        result.touched.add(found.memory)
+
+
+def _settle(store: Store, memory_id: str, result: ImportResult) -> None:
+    """Which imported value of a chain this import changed is current, as a function of the
+    chain alone (so not of the order records arrived in): a current value written here
+    stays current, imported rivals beside it contested; otherwise the imported value with
+    the smallest record id (one that replaced or started, before one that contests) is
+    current and the other imported ones are contested."""
+    rows = [r for r in chain_rows(store, memory_id)
+            if r["status"] in (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED)]
+    imported = {}
+    for row in rows:
+        maps = mappings_of(store, row["id"], row["version"])
+        if any(m.origin == "import" for m in maps):
+            # Ranked by the best of the records that name it: which of several records
+            # with the same content arrived first must not matter.
+            imported[row["row"]] = min((m.rel == "contests", m.record_id) for m in maps)
+    if not imported:
+        return
+    local_live = any(r["status"] == MemoryStatus.ACTIVE and r["row"] not in imported
+                     for r in rows)
+    winner = None if local_live else min(imported, key=lambda key: imported[key])
+    for row in rows:
+        if row["row"] not in imported:
+            continue
+        if row["row"] == winner and row["status"] != MemoryStatus.ACTIVE:
+            set_status(store, row, "active", "current: the first of rival values from "
+                       "teammates by record id", initial_confidence(row["source"], 1))
+            record_history(store, row["id"], row["version"], "promote", ACTOR,
+                           "current among rival values from teammates", None)
+        elif row["row"] != winner and row["status"] == MemoryStatus.ACTIVE:
+            set_status(store, row, "contested", "contested: a rival value from a teammate",
+                       confidence_for(row["source"]) * CONTESTED_FACTOR)
+            record_history(store, row["id"], row["version"], "contested", ACTOR,
+                           "a rival value from a teammate is current", None)
+            result.contested.append(vref(row))

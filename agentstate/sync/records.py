@@ -1,0 +1,248 @@
+"""The shared folder's record format: one self-contained JSON object per line.
+
+Three files under `.agentstate/shared/`, each sorted by record id:
+  memories.jsonl    one memory *version*: its text, kind, key, scope, source, validity, and
+                    `parent` (the record it replaced or contests, `rel`) — the version chain
+  evidence.jsonl    one evidence ref of one memory record (`evt:…`, `file:P@C`, `user`): the
+                    ref only, never the event's body
+  tombstones.jsonl  `forget` or `purge` of one memory record (`target`), nothing else
+
+Every record carries `"v"` (the format version) and `"id"`, the first 32 hex digits of the
+sha256 of the record's canonical JSON without its id. Ids are derived from content, so the
+same record written by two teammates is one record, a hand edit is detected (the id no
+longer matches), and a line duplicated by a merge is harmless. A tombstone's id depends only
+on its type and target: two teammates forgetting the same record write the same line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentstate.errors import InvalidInput
+
+FORMAT = 1  # the `"v"` this agentstate writes and reads
+SHARED_DIR = "shared"
+FILES = {"memory": "memories.jsonl", "evidence": "evidence.jsonl",
+         "forget": "tombstones.jsonl", "purge": "tombstones.jsonl"}
+ID_LENGTH = 32
+SHAREABLE_KINDS = ("repo", "branch", "path")  # scope kinds that may leave the machine
+HELD = ("candidate", "quarantined")
+RELS = ("supersedes", "contests")
+_ID = re.compile(r"^[0-9a-f]{32}$")
+_EVIDENCE = re.compile(r"^(?:user|evt:[0-9a-z]{4,32}|file:[^@\s][^@]*@[0-9A-Za-z_.\-/]{1,64})$")
+
+# Fields of each record type and the JSON types they may hold (None: null allowed).
+_STR, _OPT = (str,), (str, type(None))
+FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "memory": {"kind": _STR, "key": _OPT, "scope": _STR, "text": _STR, "source": _STR,
+               "principal": _STR, "created": _STR, "valid_until": _OPT, "parent": _OPT,
+               "rel": _OPT, "held": _OPT},
+    "evidence": {"memory": _STR, "ref": _STR},
+    "forget": {"target": _STR},
+    "purge": {"target": _STR},
+}
+
+
+@dataclass
+class Record:
+    """One parsed line: its fields, the canonical line, and where it was read."""
+
+    data: dict[str, Any]
+    line: str
+    where: str = ""  # "memories.jsonl line 12", for messages
+    body: str = ""  # canonical JSON without the id: what the id is the hash of
+
+    @property
+    def id(self) -> str:
+        return str(self.data["id"])
+
+    @property
+    def type(self) -> str:
+        return str(self.data["type"])
+
+
+@dataclass
+class Folder:
+    """Every record of the shared folder, validated, by id."""
+
+    path: Path
+    records: dict[str, Record] = field(default_factory=dict)
+    lines: dict[str, list[str]] = field(default_factory=dict)  # file name → raw lines
+
+    def of_type(self, *types: str) -> list[Record]:
+        return sorted((r for r in self.records.values() if r.type in types), key=lambda r: r.id)
+
+    def targets(self, kind: str) -> set[str]:
+        return {r.data["target"] for r in self.of_type(kind)}
+
+
+def canonical(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _body(data: dict[str, Any]) -> str:
+    return canonical({k: v for k, v in data.items() if k != "id"})
+
+
+def record_id(data: dict[str, Any], body: str | None = None) -> str:
+    text = _body(data) if body is None else body
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:ID_LENGTH]
+
+
+def make_record(record_type: str, /, **fields: Any) -> Record:
+    """A new record of `record_type` with its content-derived id."""
+    data: dict[str, Any] = {"v": FORMAT, "type": record_type, **fields}
+    if record_type in ("forget", "purge"):
+        # Only the type and target: the same tombstone from two teammates is one line.
+        data = {"v": FORMAT, "type": record_type, "target": fields["target"]}
+    body = canonical(data)
+    data["id"] = record_id(data, body)
+    return Record(data, canonical(data), "", body)
+
+
+def shareable_scope(scope: str) -> bool:
+    return scope == "repo" or scope.split(":", 1)[0] in SHAREABLE_KINDS and ":" in scope
+
+
+def _bad(where: str, what: str) -> InvalidInput:
+    return InvalidInput(f"{where}: {what}; fix or remove the line (nothing was imported)",
+                        details={"line": where})
+
+
+def parse_line(text: str, where: str) -> Record:
+    """Validate one line: JSON, known format version and type, fields (the id is checked
+    against the content by `check_id`, after the duplicate check that names both lines)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = (" (a git conflict marker: add the merge=union line, see `agentstate sync "
+                "--help`)") if text[:7] in ("<<<<<<<", "=======", ">>>>>>>") else ""
+        raise _bad(where, f"not valid JSON ({exc.msg}, column {exc.colno}){hint}") from None
+    if not isinstance(data, dict):
+        raise _bad(where, "not a JSON object")
+    version = data.get("v")
+    if version != FORMAT:
+        raise _bad(where, f"record format version {version!r} is not one this agentstate "
+                          f"reads (it reads {FORMAT}); upgrade agentstate")
+    kind = data.get("type")
+    if kind not in FIELDS:
+        raise _bad(where, f"unknown record type {kind!r}")
+    wanted = FIELDS[kind]
+    extra = sorted(set(data) - set(wanted) - {"v", "type", "id"})
+    if extra:
+        raise _bad(where, f"unknown field(s) {', '.join(extra)} in a {kind} record")
+    for name, types in wanted.items():
+        if not isinstance(data.get(name), types) or (name not in data):
+            raise _bad(where, f"field {name!r} of a {kind} record is missing or has the "
+                              "wrong type")
+    if not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
+        raise _bad(where, "missing or malformed id (32 lower-case hex digits)")
+    _check_fields(kind, data, where)
+    return Record(data, text.strip(), where, _body(data))
+
+
+def check_id(record: Record) -> None:
+    if record_id(record.data, record.body) != record.id:
+        raise _bad(record.where, "the id does not match the record's content (edited by "
+                                 "hand?)")
+
+
+def _check_fields(kind: str, data: dict[str, Any], where: str) -> None:
+    if kind == "memory":
+        if not shareable_scope(data["scope"]):
+            raise _bad(where, f"scope {data['scope']!r} is not shareable (repo, branch:, path:)")
+        if data["held"] not in (None, *HELD):
+            raise _bad(where, f"unknown held status {data['held']!r}")
+        if (data["parent"] is None) != (data["rel"] is None) or data["rel"] not in (None, *RELS):
+            raise _bad(where, "parent and rel must be given together (rel: supersedes or "
+                              "contests)")
+        if data["parent"] is not None and not _ID.match(data["parent"]):
+            raise _bad(where, "malformed parent id")
+        if not data["text"].strip():
+            raise _bad(where, "empty memory text")
+    elif kind == "evidence":
+        if not _ID.match(data["memory"]) or not _EVIDENCE.match(data["ref"]):
+            raise _bad(where, "evidence needs a memory id and a ref (evt:…, file:P@C or user)")
+    elif not _ID.match(data["target"]):
+        raise _bad(where, "malformed tombstone target")
+
+
+def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Folder:
+    """Parse every shared file; raise InvalidInput naming file and line on the first bad one.
+
+    `skip`: record ids whose lines are not validated (this machine purged them: a purge may
+    have scrubbed their text out of the line already)."""
+    folder = Folder(path)
+    for name in sorted(set(FILES.values())):
+        file = path / name
+        try:
+            raw = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{_show(file)}: not UTF-8 text (byte {exc.start + 1})") from None
+        lines = [line for line in raw.splitlines() if line.strip()]
+        folder.lines[name] = lines
+        for number, text in enumerate(raw.splitlines(), start=1):
+            if not text.strip():
+                continue
+            where = f"{_show(file)} line {number}"
+            if skip and _raw_id(text) in skip:
+                continue
+            record = parse_line(text, where)
+            if FILES[record.type] != name:
+                raise _bad(where, f"a {record.type} record belongs in {FILES[record.type]}")
+            seen = folder.records.get(record.id)
+            if seen is not None and seen.body != record.body:
+                raise _bad(where, f"id {record.id} also appears with different content at "
+                                  f"{seen.where}")
+            if seen is None:
+                check_id(record)
+                folder.records[record.id] = record
+    return folder
+
+
+def _raw_id(text: str) -> str | None:
+    match = re.search(r'"id":"([0-9a-f]{32})"', text)
+    return match.group(1) if match else None
+
+
+def _show(file: Path) -> str:
+    """The file as a person finds it: relative to the repository root."""
+    parts = file.parts
+    if ".agentstate" in parts:
+        return "/".join(parts[parts.index(".agentstate"):])
+    return str(file)
+
+
+def line_id(text: str) -> str:
+    """The id of a stored line (for sorting): parsed when the quick match fails."""
+    found = _raw_id(text)
+    if found:
+        return found
+    try:
+        return str(json.loads(text).get("id", ""))
+    except (json.JSONDecodeError, AttributeError):
+        return ""
+
+
+def write_lines(file: Path, lines: list[str]) -> None:
+    """Replace `file` atomically with `lines`, sorted by id (one record per line)."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    ordered = sorted(dict.fromkeys(lines), key=lambda t: (line_id(t), t))
+    temp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    try:
+        temp.write_text("".join(t + "\n" for t in ordered), encoding="utf-8")
+        os.replace(temp, file)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def evidence_kind(ref: str) -> str:
+    return "user" if ref == "user" else ref.split(":", 1)[0]

@@ -1,0 +1,143 @@
+"""Bad shared files: one clear line, the convention's exit code, nothing applied."""
+
+from __future__ import annotations
+
+import json
+
+from agentstate.sync.records import canonical, make_record, record_id
+
+
+def _shared(repo):
+    folder = repo / ".agentstate" / "shared"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _fact(text, **over):
+    fields = dict(kind="fact", key=None, scope="repo", text=text, source="user",
+                  principal="owner", created="2026-01-01T00:00:00.000000Z", valid_until=None,
+                  parent=None, rel=None, held=None)
+    fields.update(over)
+    return make_record("memory", **fields)
+
+
+def _write(folder, name, lines):
+    (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def _memories(cli):
+    return [m["text"] for m in cli.json("memory", "list", "--status", "all")]
+
+
+def test_invalid_json_names_file_and_line_and_applies_nothing(cli, initialised):
+    folder = _shared(initialised)
+    good = _fact("the api gateway runs on port 8080")
+    _write(folder, "memories.jsonl", [good.line, '{"v": 1, "type": "memory", "id": '])
+    result = cli("sync", "--import-only")
+    assert result.exit_code == 1
+    assert ".agentstate/shared/memories.jsonl line 2: not valid JSON" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert _memories(cli) == []  # the good line 1 was not applied either
+
+
+def test_a_conflict_marker_says_how_to_avoid_it(cli, initialised):
+    folder = _shared(initialised)
+    _write(folder, "memories.jsonl", ["<<<<<<< HEAD", _fact("x is y").line])
+    result = cli("sync", "--json")
+    assert result.exit_code == 1
+    assert "merge=union" in result.json()["error"]["message"]
+
+
+def test_unknown_format_version(cli, initialised):
+    folder = _shared(initialised)
+    data = dict(_fact("the cache lives in redis").data, v=7)
+    data["id"] = record_id(data)
+    _write(folder, "memories.jsonl", [canonical(data)])
+    result = cli("sync", "--json")
+    assert result.exit_code == 1
+    error = result.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert "format version 7" in error["message"] and "line 1" in error["message"]
+
+
+def test_duplicate_ids_with_different_content_name_both_lines(cli, initialised):
+    folder = _shared(initialised)
+    good = _fact("deploys go through the release branch")
+    edited = dict(good.data, text="deploys go straight to main")
+    _write(folder, "memories.jsonl", [good.line, canonical(edited)])
+    result = cli("sync")
+    assert result.exit_code == 1
+    assert "line 2" in result.stderr and "different content" in result.stderr
+    assert "line 1" in result.stderr
+    assert _memories(cli) == []
+
+
+def test_a_hand_edited_record_no_longer_matches_its_id(cli, initialised):
+    folder = _shared(initialised)
+    edited = dict(_fact("logs rotate daily").data, text="logs rotate weekly")
+    _write(folder, "memories.jsonl", [canonical(edited)])
+    result = cli("sync")
+    assert result.exit_code == 1 and "does not match the record's content" in result.stderr
+
+
+def test_a_user_scope_record_is_refused(cli, initialised):
+    folder = _shared(initialised)
+    _write(folder, "memories.jsonl", [_fact("my own note", scope="user").line])
+    result = cli("sync")
+    assert result.exit_code == 1 and "not shareable" in result.stderr
+
+
+def test_a_tombstone_for_an_unknown_memory_waits_and_wins_later(cli, initialised):
+    folder = _shared(initialised)
+    record = _fact("the nightly job starts at 02:00")
+    _write(folder, "tombstones.jsonl", [make_record("forget", target=record.id).line])
+    first = cli.json("sync", "--import-only")
+    assert first["pending_tombstones"] == 1 and first["imported"] == 0
+    # The record arrives later (another teammate's older export): it stays gone.
+    _write(folder, "memories.jsonl", [record.line])
+    second = cli.json("sync", "--import-only")
+    assert second["imported"] == 0
+    assert "the nightly job starts at 02:00" not in _memories(cli)
+
+
+def test_a_tombstoned_record_forgets_the_same_fact_written_here(cli, initialised):
+    cli.ok("remember", "the nightly job starts at 02:00", "--kind", "fact", "--source", "user")
+    folder = _shared(initialised)
+    record = _fact("The nightly job starts at 02:00.")  # same fact, other teammate
+    _write(folder, "memories.jsonl", [record.line])
+    _write(folder, "tombstones.jsonl", [make_record("forget", target=record.id).line])
+    assert cli.json("sync", "--import-only")["tombstoned"] == 1
+    assert cli.json("recall", "nightly job")["hits"] == []
+
+
+def test_secrets_are_never_written_to_or_read_from_the_shared_folder(cli, initialised, store):
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    # A memory that got past an older scanner: inserted directly, as an old store holds it.
+    store.conn.execute(
+        "INSERT INTO memories (id, version, kind, scope, text, norm_hash, source, status, "
+        "confidence, created, last_confirmed, principal) VALUES ('oldsecret1', 1, 'fact', "
+        "'repo', ?, 'h', 'user', 'active', 0.9, '2026-01-01', '2026-01-01', 'owner')",
+        (f"the ci token is {token}",))
+    folder = _shared(initialised)
+    _write(folder, "memories.jsonl", [_fact(f"deploy token {token}").line])
+    result = cli.json("sync")
+    assert result["skipped"] == 2 and result["exported"] == 0 and result["imported"] == 0
+    reasons = " ".join(item["reason"] for item in result["skipped_items"])
+    assert "secret" in reasons and token not in json.dumps(result)
+    assert token not in (folder / "memories.jsonl").read_text().replace(
+        _fact(f"deploy token {token}").line, "")
+
+
+def test_export_only_and_import_only_together_is_a_usage_error(cli, initialised):
+    assert cli("sync", "--export-only", "--import-only").exit_code == 2
+
+
+def test_dry_run_changes_nothing(cli, initialised):
+    cli.ok("remember", "the queue is rabbitmq", "--kind", "fact", "--source", "user")
+    folder = _shared(initialised)
+    _write(folder, "memories.jsonl", [_fact("the cache is redis").line])
+    before = (folder / "memories.jsonl").read_text()
+    data = cli.json("sync", "--dry-run")
+    assert data["exported"] == 1 and data["imported"] == 1
+    assert (folder / "memories.jsonl").read_text() == before
+    assert "the cache is redis" not in _memories(cli)
