@@ -322,9 +322,20 @@ def _check_release(store: Store, source: rg.Remote, name: str, version: int, com
     from agentstate.skills.authoring import scaffold_leftovers
 
     ref, (principal, may_approve) = make_ref("skill", name, version), who
+    limits = store.settings.skills
+    unsafe = rg.release_problems(store.skills_path, commit, name,
+                                 max_file_bytes=limits.max_file_bytes,
+                                 max_skill_bytes=limits.max_skill_bytes)
+    if unsafe:  # refused before a byte is written (revoked or not: it gets no tag)
+        result.refused.append(Refusal(ref, unsafe))
+        return None
     with tempfile.TemporaryDirectory(prefix="agentstate-pull-") as tmp:
         folder_path = Path(tmp) / name
-        registry.materialize(store.skills_path, name, version, folder_path, rev=commit)
+        try:
+            registry.materialize(store.skills_path, name, version, folder_path, rev=commit)
+        except (ValueError, OSError) as exc:  # a tree entry GitPython will not read
+            result.refused.append(Refusal(ref, [f"its files cannot be read: {exc}"[:300]]))
+            return None
         folder = mf.load_folder(folder_path)
         row: dict[str, Any] = {
             "description": folder.description,
