@@ -73,6 +73,7 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
                                backup_created=str(manifest.get("created", "")),
                                migrations_applied=[], skills_refs=0, kept_aside=None,
                                tombstones=0)
+        _same_repository(manifest, root.parent, result)
         tombstones: list[Any] = []
         live_db = root / DB_NAME
         if live and live_db.exists():
@@ -112,6 +113,22 @@ def _target(override: str | Path | None, start: Path | None) -> Path:
         named = Path(explicit).expanduser().absolute()
         return named if named.name == STORE_DIR else named / STORE_DIR
     return init_location(start) / STORE_DIR
+
+
+def _same_repository(manifest: dict[str, Any], work_tree: Path, result: RestoreResult) -> None:
+    """A warning when the backup was made in another project (no first commit in common)."""
+    from agentstate.maintenance.backup import root_commits
+
+    recorded = manifest.get("repository")
+    theirs = recorded.get("root_commits") if isinstance(recorded, dict) else None
+    if not isinstance(theirs, list) or not theirs:
+        return  # an older backup, or made outside a git repository: nothing to compare
+    ours = root_commits(work_tree)
+    if ours and not set(ours) & {str(c) for c in theirs}:
+        result.warnings.append(
+            f"the backup was made in another repository (its first commit is "
+            f"{str(theirs[0])[:12]}, this one's is {ours[0][:12]}): its memories and skills "
+            "are about that project")
 
 
 def _lock_and_read(live_db: Path, root: Path, ignore: bool,
