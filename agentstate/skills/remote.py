@@ -94,7 +94,10 @@ def _conflicts(verb: str, conflicts: list[tuple[str, str]], skip: bool,
         return
     texts = [text for _, text in conflicts]
     raise Refused(f"skill {verb} refused, nothing was {verb}ed: " + "; ".join(texts)
-                  + " (releases are immutable: see `Sharing skills` in docs/team.md)",
+                  + ". Releases are immutable, so agentstate picks no winner: run `agentstate "
+                  f"skill {verb} --skip-conflicts` to move everything else and keep your own "
+                  "version; to take the remote's instead, revoke yours (`agentstate skill "
+                  "revoke NAME@vN`) and publish the next version (docs/team.md, Conflicts)",
                   details={"conflicts": texts})
 
 

@@ -294,7 +294,9 @@ def push_refs(path: Path, remote: Remote, refs: dict[str, str]) -> None:
                     if line.startswith("remote:") and line[len("remote:"):].strip()]
             why = "; ".join(dict.fromkeys(rejected)) + (f" ({' '.join(said)})" if said else "")
             raise Refused(f"the remote {remote.display} rejected the push, nothing was pushed:"
-                          f" {why[:300]}") from exc
+                          f" {why[:300]}. If a teammate pushed the same version first, "
+                          "`agentstate skill pull` shows the conflict; a rule or hook of the "
+                          "remote that refuses refs/agentstate/* must allow them") from exc
         raise _transport_error(remote, exc, "pushing to") from exc
 
 
