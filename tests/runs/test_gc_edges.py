@@ -39,3 +39,19 @@ def test_a_period_longer_than_the_calendar_removes_nothing(initialised, cli):
         assert got.exit_code == 0, got.output
         assert '"removed": 0' in got.stdout and '"candidates": 0' in got.stdout
     assert "november old note" in cli.ok("events").stdout
+
+
+def test_after_gc_events_says_a_body_was_collected_and_resume_leaves_it_out(initialised, cli):
+    config = initialised / ".agentstate" / "config.toml"
+    run = cli.json("run", "start", "old work")["run"]["ref"]
+    cited = cli.json("log", "observation", "oscar the port is 8080")["ref"]
+    cli.ok("remember", "the port is 8080", "--kind", "fact", "--evidence", cited)
+    cli.ok("run", "end", "--status", "done")
+    config.write_text(config.read_text().replace("# keep_events_days = 0",
+                                                 "keep_events_days = 7"))
+    later = {"AGENTSTATE_NOW": "2099-01-01T00:00:00Z"}
+    assert cli.json("gc", env=later)["collected"] == 1
+    listed = cli.ok("events", "--run", run, env=later).stdout
+    assert f"{cited} " in listed and "(body collected by gc at 2099-01-01T00:00:00)" in listed
+    resumed = cli.ok("resume", run, env=later).stdout
+    assert cited not in resumed.split("## Relevant recent events")[-1]
