@@ -40,6 +40,10 @@ def backup(
         console.print(f"backup: {r.path} ({_size(r.bytes)}; database {_size(r.db_bytes)}, "
                       f"{r.skills_refs} skills refs, schema {r.migrations[-1]}) in "
                       f"{r.seconds:.1f} s", markup=False)
+        from agentstate.output import warn
+
+        for warning in r.warnings:
+            warn(warning)
 
     emit(result, as_json=as_json, human=human)
 

@@ -56,6 +56,7 @@ class BackupResult:
     migrations: list[str]
     created: str
     seconds: float
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -132,7 +133,27 @@ def backup(store: Store, out: Path | None = None) -> BackupResult:
     return BackupResult(path=str(out), bytes=out.stat().st_size,
                         db_bytes=manifest["files"][DB_NAME]["bytes"], skills_refs=refs,
                         migrations=migrations, created=created,
-                        seconds=round(time.perf_counter() - started, 3))
+                        seconds=round(time.perf_counter() - started, 3),
+                        warnings=_exposed(out, store.work_tree))
+
+
+def _exposed(out: Path, work_tree: Path) -> list[str]:
+    """A warning when the backup sits in the host repository's work tree where git sees it:
+    the default place is the current folder, and one `git add -A` would then commit (and a
+    push publish) everything the store holds."""
+    import subprocess
+
+    try:
+        out.relative_to(work_tree)
+        done = subprocess.run(["git", "check-ignore", "-q", str(out)], cwd=work_tree,
+                              capture_output=True, timeout=30, check=False)
+    except (ValueError, OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 1:  # 0: ignored; 128: not a git work tree
+        return []
+    return [f"{out.name} is inside the repository {work_tree} and not git-ignored: `git add "
+            "-A` would commit everything the store holds. Move it out of the repository or "
+            "ignore it (e.g. `agentstate-backup-*` in .gitignore)"]
 
 
 def root_commits(work_tree: Path) -> list[str]:

@@ -74,3 +74,16 @@ def test_a_backup_of_another_repository_restores_with_a_warning(initialised, cli
     got = cli("restore", str(good), "--force")
     assert got.exit_code == 0, got.output
     assert "warning: the backup was made in another repository" in got.stderr
+
+
+def test_a_backup_git_would_commit_is_written_with_a_warning(initialised, cli, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.chdir(initialised)
+    inside = cli("backup")  # the default place: the current folder, here the work tree
+    assert inside.exit_code == 0, inside.output
+    assert "warning:" in inside.stderr and "not git-ignored" in inside.stderr
+    (initialised / ".gitignore").write_text("agentstate-backup-*\n")
+    ignored = cli.json("backup", "--out", str(initialised / "agentstate-backup-2.tar.gz"))
+    assert ignored["warnings"] == []
+    outside = cli.json("backup", "--out", str(tmp_path / "safe.tar.gz"))
+    assert outside["warnings"] == []
