@@ -87,3 +87,35 @@ def test_a_backup_git_would_commit_is_written_with_a_warning(initialised, cli, t
     assert ignored["warnings"] == []
     outside = cli.json("backup", "--out", str(tmp_path / "safe.tar.gz"))
     assert outside["warnings"] == []
+
+
+def test_a_purge_holds_after_restore_when_gc_collected_the_event_it_came_from(
+        initialised, cli, tmp_path):
+    """The event a purged memory came from was collected by gc (before or after the purge):
+    the live row holds no purge mark, the backup the original body. The body stays out."""
+    config = initialised / ".agentstate" / "config.toml"
+    config.write_text(config.read_text().replace("# keep_events_days = 0",
+                                                 "keep_events_days = 7"))
+    secret = "the staging deploy key rotates on fridays"
+    for n, gc_first in enumerate((True, False)):
+        cli.ok("run", "start", f"work {n}")
+        event = cli.json("log", "observation", f"note {n}: {secret}")["ref"]
+        cli.ok("run", "end", "--status", "done")
+        backup = tmp_path / f"before-{n}.tar.gz"
+        cli.ok("backup", "--out", str(backup))
+        memory = cli.json("remember", secret, "--kind", "fact", "--evidence",
+                          event)["ref"].split("@")[0]
+        later = {"AGENTSTATE_NOW": f"{2090 + n}-01-01T00:00:00Z"}
+        steps = [("gc",), ("forget", memory, "--purge", "--reason", "wrong")]
+        for step in (steps if gc_first else steps[::-1]):
+            cli.ok(*step, env=later)
+        restored = cli.json("restore", str(backup), "--force", env=later)
+        assert restored["carried"].get("events (collected by gc in the live store)") == 1, \
+            restored
+        db = initialised / ".agentstate" / "state.db"
+        with sqlite3.connect(db) as conn:
+            text, collected = conn.execute("SELECT text, collected_at FROM events WHERE id = ?",
+                                           (event.split(":")[1],)).fetchone()
+        conn.close()
+        assert text == "" and collected, (gc_first, text)
+        assert b"rotates on fridays" not in db.read_bytes(), gc_first
