@@ -9,7 +9,8 @@ replaced and hands them to `reapply_purges` on the restored copy, which
 2. takes, for every row the copy shares with the live store (same primary key) in every
    other table, a text value the live store holds scrubbed (it contains the purge mark)
    instead of the copy's value: this covers text whose memory is not in the backup at all
-   (an event a memory was distilled from after the backup was taken);
+   (an event a memory was distilled from after the backup was taken), and collects every
+   event the live store holds collected by gc (such an event has no purge mark left);
 3. purges, with the same matching as `forget --purge`, every version of the copy that a
    tombstone names (the keyed hash travels with the tombstone, for the audit);
 4. merges every full-text index and VACUUMs with secure_delete on, so the raw bytes of the
