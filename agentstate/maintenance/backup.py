@@ -202,6 +202,9 @@ def _sha256(path: Path) -> str:
 def read_backup(path: Path, into: Path) -> dict[str, Any]:
     """Check the backup at `path` and write its files into the folder `into`; returns the
     manifest. Anything wrong is InvalidInput naming what, before any store is touched."""
+    if path.is_dir():
+        raise InvalidInput(f"{path} is a folder: give the backup file made by `agentstate "
+                           "backup` (agentstate-backup-….tar.gz)")
     if not path.is_file():
         raise NotFound(f"no backup file {path}")
     bad = f"{path} is not an agentstate backup"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.config import CONFIG_NAME, load_settings, write_default_config
-from agentstate.errors import AgentStateError, CorruptStore, Refused, StoreMissing
+from agentstate.errors import AgentStateError, CorruptStore, NotFound, Refused, StoreMissing
 from agentstate.maintenance.backup import (
     ASIDE_PREFIX,
     BUNDLE,
@@ -59,6 +59,8 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
             ids: IdSource | None = None) -> RestoreResult:
     clock, ids = clock or Clock(), ids or IdSource()
     root = _target(override, start)
+    if not root.parent.is_dir():  # never a folder made up from a typo in --dir
+        raise NotFound(f"no folder {root.parent} to restore the store into (create it first)")
     live = root.exists()
     staging = root.parent / f"{root.name}.restoring-{ids.new()}"
     lock: sqlite3.Connection | None = None

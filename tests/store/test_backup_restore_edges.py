@@ -119,3 +119,14 @@ def test_a_purge_holds_after_restore_when_gc_collected_the_event_it_came_from(
         conn.close()
         assert text == "" and collected, (gc_first, text)
         assert b"rotates on fridays" not in db.read_bytes(), gc_first
+
+
+def test_restore_into_a_missing_folder_or_from_a_folder_is_one_clear_line(initialised, cli,
+                                                                          tmp_path):
+    good = _good(initialised, cli, tmp_path)
+    missing = tmp_path / "no-such-folder"
+    got = cli("restore", str(good), "--dir", str(missing))
+    assert got.exit_code == 1 and f"no folder {missing} to restore" in got.stderr, got.stderr
+    assert not missing.exists() and list(tmp_path.glob("*.restoring-*")) == []
+    folder = cli("restore", str(tmp_path), "--force")
+    assert folder.exit_code == 1 and "is a folder" in folder.stderr, folder.stderr
