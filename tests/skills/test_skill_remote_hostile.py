@@ -8,7 +8,14 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.skills.test_skill_remote import team  # noqa: F401  (the fixture)
+import pytest
+
+from tests.skills.test_skill_remote import Team
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch) -> Team:
+    return Team(tmp_path, monkeypatch)
 
 
 def git(cwd: Path, *args: str, input_lines: str | None = None) -> str:
