@@ -89,14 +89,3 @@ def test_a_password_holding_an_at_sign_never_reaches_a_message(tmp_path):
     assert "w0rd" not in said and "ana" not in said and "@" not in said
     assert "git.example.com/team.git" in said
 
-
-def test_a_conflict_says_what_to_do_next(team):
-    a, b = team.a, team.b
-    team.publish(a, "demo", "Check that the demo target exists before working on it.")
-    team.json(a, "skill", "push")
-    team.publish(b, "demo", "Check that B's demo target exists before working on it.")
-    for verb in ("pull", "push"):
-        done = team.run(b, "skill", verb)
-        assert done.exit_code == 3 and len(done.stderr.strip().splitlines()) == 1
-        assert f"agentstate skill {verb} --skip-conflicts" in done.stderr, done.stderr
-        assert "agentstate skill revoke" in done.stderr
