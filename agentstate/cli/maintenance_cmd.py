@@ -20,9 +20,10 @@ def _size(n: int) -> str:
 @app.command()
 def backup(
     out: Annotated[
-        Path | None, typer.Option("--out", help="Write the backup to this file (it must not "
-                                                "exist). Default: ./agentstate-backup-"
-                                                "YYYYMMDDTHHMMSS.tar.gz")
+        Path | None, typer.Option("--out", metavar="FILE", help="Write the backup to this file "
+                                  "(it must not exist yet), or into this folder. Default: "
+                                  "agentstate-backup-YYYYMMDDTHHMMSS.tar.gz in the current "
+                                  "folder.")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -39,6 +40,10 @@ def backup(
         console.print(f"backup: {r.path} ({_size(r.bytes)}; database {_size(r.db_bytes)}, "
                       f"{r.skills_refs} skills refs, schema {r.migrations[-1]}) in "
                       f"{r.seconds:.1f} s", markup=False)
+        from agentstate.output import warn
+
+        for warning in r.warnings:
+            warn(warning)
 
     emit(result, as_json=as_json, human=human)
 
@@ -86,8 +91,10 @@ def restore(
             console.print(f"  still in: {line}", markup=False)
         if r.rewrite_command:
             console.print(f"  rewrite the skills history: {r.rewrite_command}", markup=False)
-        for warning in r.warnings:
-            console.print(f"warning: {warning}", markup=False)
+        from agentstate.output import warn
+
+        for warning in r.warnings:  # diagnostics: stderr, as every command prints them
+            warn(warning)
 
     emit(result, as_json=as_json, human=human)
 

@@ -271,8 +271,9 @@ def events(
                 (("resolves", e.resolves), ("supersedes", e.supersedes)) if target
             )
             who = "" if e.source == "user" else f" ({e.source})"
-            console.print(f"{e.ref} {e.ts[:19]} {e.kind}{who}: {shorten(e.text, 100)}{links}",
-                          markup=False)
+            text = (shorten(e.text, 100) if not e.collected_at
+                    else f"(body collected by gc at {e.collected_at[:19]})")
+            console.print(f"{e.ref} {e.ts[:19]} {e.kind}{who}: {text}{links}", markup=False)
 
     emit(found, as_json=as_json, human=human)
 

@@ -56,6 +56,7 @@ class BackupResult:
     migrations: list[str]
     created: str
     seconds: float
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -80,10 +81,10 @@ class RestoreResult:
 def backup(store: Store, out: Path | None = None) -> BackupResult:
     started = time.perf_counter()
     created = store.now()
-    if out is None:
-        stamp = created[:19].replace("-", "").replace(":", "")
-        out = Path.cwd() / f"agentstate-backup-{stamp}.tar.gz"
-    out = out.expanduser().absolute()
+    stamp = created[:19].replace("-", "").replace(":", "")
+    out = (out or Path.cwd()).expanduser().absolute()
+    if out.is_dir():  # a folder: the backup goes into it under the default name
+        out = out / f"agentstate-backup-{stamp}.tar.gz"
     if out.exists():
         raise InvalidInput(f"{out} already exists; name a new file with --out")
     if not out.parent.is_dir():
@@ -110,6 +111,7 @@ def backup(store: Store, out: Path | None = None) -> BackupResult:
             "format": FORMAT, "format_version": FORMAT_VERSION,
             "agentstate_version": __version__, "created": created,
             "migrations": migrations, "skills_refs": refs,
+            "repository": {"root_commits": root_commits(store.work_tree)},
             "files": {name: {"bytes": (work / name).stat().st_size,
                              "sha256": _sha256(work / name)} for name in names},
         }
@@ -131,7 +133,41 @@ def backup(store: Store, out: Path | None = None) -> BackupResult:
     return BackupResult(path=str(out), bytes=out.stat().st_size,
                         db_bytes=manifest["files"][DB_NAME]["bytes"], skills_refs=refs,
                         migrations=migrations, created=created,
-                        seconds=round(time.perf_counter() - started, 3))
+                        seconds=round(time.perf_counter() - started, 3),
+                        warnings=_exposed(out, store.work_tree))
+
+
+def _exposed(out: Path, work_tree: Path) -> list[str]:
+    """A warning when the backup sits in the host repository's work tree where git sees it:
+    the default place is the current folder, and one `git add -A` would then commit (and a
+    push publish) everything the store holds."""
+    import subprocess
+
+    try:
+        out.relative_to(work_tree)
+        done = subprocess.run(["git", "check-ignore", "-q", str(out)], cwd=work_tree,
+                              capture_output=True, timeout=30, check=False)
+    except (ValueError, OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 1:  # 0: ignored; 128: not a git work tree
+        return []
+    return [f"{out.name} is inside the repository {work_tree} and not git-ignored: `git add "
+            "-A` would commit everything the store holds. Move it out of the repository or "
+            "ignore it (e.g. `agentstate-backup-*` in .gitignore)"]
+
+
+def root_commits(work_tree: Path) -> list[str]:
+    """The first commits of the host repository: the same in every clone of one project and
+    different in any other, so a restore can tell a backup of another repository ([] when
+    the work tree is not a git repository or has no commit yet)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=work_tree,
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted(done.stdout.split())[:8] if done.returncode == 0 else []
 
 
 def _anonymous(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -166,6 +202,9 @@ def _sha256(path: Path) -> str:
 def read_backup(path: Path, into: Path) -> dict[str, Any]:
     """Check the backup at `path` and write its files into the folder `into`; returns the
     manifest. Anything wrong is InvalidInput naming what, before any store is touched."""
+    if path.is_dir():
+        raise InvalidInput(f"{path} is a folder: give the backup file made by `agentstate "
+                           "backup` (agentstate-backup-….tar.gz)")
     if not path.is_file():
         raise NotFound(f"no backup file {path}")
     bad = f"{path} is not an agentstate backup"
@@ -195,8 +234,6 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _manifest(tar: tarfile.TarFile, bad: str) -> dict[str, Any]:
-    from agentstate.store.migrations import MIGRATION_ORDER
-
     try:
         member = tar.getmember(MANIFEST)
     except KeyError:
@@ -216,15 +253,22 @@ def _manifest(tar: tarfile.TarFile, bad: str) -> dict[str, Any]:
                            f"({manifest.get('agentstate_version')}, backup format {version}); "
                            f"this is {__version__}, which reads format {FORMAT_VERSION}")
     files, migrations = manifest.get("files"), manifest.get("migrations")
-    if not isinstance(files, dict) or DB_NAME not in files or not set(files) <= set(MEMBERS) \
-            or not isinstance(migrations, list):
+    if not isinstance(files, dict) or DB_NAME not in files or not set(files) <= set(MEMBERS):
         raise InvalidInput(f"{bad} ({MANIFEST} lists no {DB_NAME} or unknown files)")
+    if not isinstance(migrations, list) or not all(isinstance(m, str) for m in migrations):
+        raise InvalidInput(f"{bad} ({MANIFEST} has no list of migration names)")
+    _known_migrations(migrations)
+    return manifest
+
+
+def _known_migrations(migrations: list[str]) -> None:
+    from agentstate.store.migrations import MIGRATION_ORDER
+
     unknown = [m for m in migrations if m not in {name for name, _ in MIGRATION_ORDER}]
     if unknown:
         raise InvalidInput(f"the backup's database has migrations this agentstate "
                            f"({__version__}) does not know ({', '.join(map(str, unknown[:3]))}):"
                            " it was made by a newer version")
-    return manifest
 
 
 def _extract(tar: tarfile.TarFile, name: str, expected: Any, target: Path, path: Path) -> None:
@@ -250,6 +294,10 @@ def _check_database(db_path: Path, path: Path) -> None:
         conn = sqlite3.connect(str(db_path))
         try:
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+            has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                               "name = '_migrations'").fetchone()
+            applied = [str(r[0]) for r in conn.execute(
+                "SELECT name FROM _migrations")] if has and rows == ["ok"] else []
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
@@ -258,3 +306,6 @@ def _check_database(db_path: Path, path: Path) -> None:
     if rows != ["ok"]:
         raise InvalidInput(f"{path} is damaged: integrity_check of its {DB_NAME} says "
                            f"{rows[0]}")
+    # The database's own list, not only the manifest's: a hand-edited manifest must not let
+    # a newer schema in (this version's code would then write to tables it does not know).
+    _known_migrations(applied)

@@ -41,7 +41,10 @@ def gc(store: Store, *, dry_run: bool = False) -> GcResult:
     from agentstate.runs.retention import apply_retention
     from agentstate.store.clock import format_ts
 
-    cutoff = format_ts(store.clock.now() - timedelta(days=days))
+    try:
+        cutoff = format_ts(store.clock.now() - timedelta(days=days))
+    except OverflowError:  # a period longer than the calendar: nothing is that old
+        cutoff = "0001-01-01T00:00:00.000000Z"
     keep = event_refs_cited(store) | event_refs_in_packs(store)
     result = GcResult(configured=True, keep_events_days=days, cutoff=cutoff, dry_run=dry_run,
                       cited=len(keep), bytes_before=_db_bytes(store))

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.config import CONFIG_NAME, load_settings, write_default_config
-from agentstate.errors import AgentStateError, CorruptStore, Refused, StoreMissing
+from agentstate.errors import AgentStateError, CorruptStore, NotFound, Refused, StoreMissing
 from agentstate.maintenance.backup import (
     ASIDE_PREFIX,
     BUNDLE,
@@ -59,6 +59,8 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
             ids: IdSource | None = None) -> RestoreResult:
     clock, ids = clock or Clock(), ids or IdSource()
     root = _target(override, start)
+    if not root.parent.is_dir():  # never a folder made up from a typo in --dir
+        raise NotFound(f"no folder {root.parent} to restore the store into (create it first)")
     live = root.exists()
     staging = root.parent / f"{root.name}.restoring-{ids.new()}"
     lock: sqlite3.Connection | None = None
@@ -73,6 +75,7 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
                                backup_created=str(manifest.get("created", "")),
                                migrations_applied=[], skills_refs=0, kept_aside=None,
                                tombstones=0)
+        _same_repository(manifest, root.parent, result)
         tombstones: list[Any] = []
         live_db = root / DB_NAME
         if live and live_db.exists():
@@ -112,6 +115,22 @@ def _target(override: str | Path | None, start: Path | None) -> Path:
         named = Path(explicit).expanduser().absolute()
         return named if named.name == STORE_DIR else named / STORE_DIR
     return init_location(start) / STORE_DIR
+
+
+def _same_repository(manifest: dict[str, Any], work_tree: Path, result: RestoreResult) -> None:
+    """A warning when the backup was made in another project (no first commit in common)."""
+    from agentstate.maintenance.backup import root_commits
+
+    recorded = manifest.get("repository")
+    theirs = recorded.get("root_commits") if isinstance(recorded, dict) else None
+    if not isinstance(theirs, list) or not theirs:
+        return  # an older backup, or made outside a git repository: nothing to compare
+    ours = root_commits(work_tree)
+    if ours and not set(ours) & {str(c) for c in theirs}:
+        result.warnings.append(
+            f"the backup was made in another repository (its first commit is "
+            f"{str(theirs[0])[:12]}, this one's is {ours[0][:12]}): its memories and skills "
+            "are about that project")
 
 
 def _lock_and_read(live_db: Path, root: Path, ignore: bool,

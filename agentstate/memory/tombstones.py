@@ -9,7 +9,8 @@ replaced and hands them to `reapply_purges` on the restored copy, which
 2. takes, for every row the copy shares with the live store (same primary key) in every
    other table, a text value the live store holds scrubbed (it contains the purge mark)
    instead of the copy's value: this covers text whose memory is not in the backup at all
-   (an event a memory was distilled from after the backup was taken);
+   (an event a memory was distilled from after the backup was taken), and collects every
+   event the live store holds collected by gc (such an event has no purge mark left);
 3. purges, with the same matching as `forget --purge`, every version of the copy that a
    tombstone names (the keyed hash travels with the tombstone, for the audit);
 4. merges every full-text index and VACUUMs with secure_delete on, so the raw bytes of the
@@ -81,6 +82,7 @@ def reapply_purges(store: Any, tombstones: list[Tombstone], live_db: Path | None
             result.copied = _copy_tombstones(conn, tombstones)
             if live_db is not None:
                 result.carried = _carry_scrubbed(conn)
+                result.carried.update(_mirror_retention(conn))
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -149,6 +151,26 @@ def _carry_scrubbed(conn: sqlite3.Connection) -> dict[str, int]:
         if changed:
             carried[f"{table}.{column}"] = changed
     return carried
+
+
+def _mirror_retention(conn: sqlite3.Connection) -> dict[str, int]:
+    """Event bodies `agentstate gc` collected in the live store stay out of the copy.
+
+    Needed for purges: a purge scrubs the text out of the events a memory came from, and gc
+    collects such an event (it is cited, so it is collected, never deleted) before or after
+    the purge. The live row then holds no purge mark to carry over, while the backup may
+    still hold the original body. So an event the live store holds collected is collected
+    in the copy too: body, meta, time and hash taken from the live row.
+    """
+    if not conn.execute("SELECT 1 FROM live.sqlite_master WHERE name = 'events' AND sql LIKE "
+                        "'%collected_at%'").fetchone():
+        return {}  # a live store from before retention: gc never ran there
+    collected = conn.execute(
+        "UPDATE main.events SET (text, meta, collected_at, body_hash) = (SELECT l.text, "
+        "l.meta, l.collected_at, l.body_hash FROM live.events l WHERE l.id = events.id) "
+        "WHERE collected_at IS NULL AND id IN (SELECT id FROM live.events WHERE "
+        "collected_at IS NOT NULL)").rowcount
+    return {"events (collected by gc in the live store)": collected} if collected else {}
 
 
 def _purged_again(store: Any, tombstones: list[Tombstone]) -> list[dict]:

@@ -116,7 +116,8 @@ def _gist(text: str) -> str:
 
 def recent_events(store: Store, run: Run, limit: int,
                   exclude: set[str] | None = None) -> list[RecentEvent]:
-    """The most relevant of the run's newest events: weighted by kind, then recency.
+    """The most relevant of the run's newest events: weighted by kind, then recency (an
+    event whose body `agentstate gc` collected has nothing left to show and is left out).
 
     `exclude` holds refs already shown elsewhere in the pack (failed verifications); open
     failing tool results have their own section too."""
@@ -127,7 +128,7 @@ def recent_events(store: Store, run: Run, limit: int,
     window = limit * 4
     rows = store.conn.execute(
         f"SELECT e.id, e.kind, e.ts, e.text, e.meta FROM events e WHERE e.run = ? "
-        f"AND e.kind NOT IN ({marks}) AND NOT EXISTS "
+        f"AND e.kind NOT IN ({marks}) AND e.collected_at IS NULL AND NOT EXISTS "
         f"(SELECT 1 FROM events s WHERE s.supersedes = e.id) ORDER BY e.seq DESC LIMIT ?",
         (run.id, *_SHOWN_ELSEWHERE, window),
     ).fetchall()

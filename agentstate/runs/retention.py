@@ -6,7 +6,7 @@ and meta) is removed, the row keeps its id, run, kind, source and time, `collect
 when, and `body_hash` holds a keyed hash of the body (agentstate.store.keys), so a ref to it
 still resolves and a kept copy of the body can be checked against it by the store's owner.
 Pointers that keep a row: the refs the caller passes (memory evidence and sources, stored
-packs), rows of other tables with a foreign key to events (tool calls, skill loads), and the
+packs), rows of other tables that name an event (tool calls, skill loads, checkpoints), the
 `resolves`/`supersedes` links of events that stay. Deleting and collecting fire the search
 triggers, so the event indexes drop the removed text in the same transaction.
 """
@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 from agentstate.store.db import Store
 
-# Tables (other than events) whose `event` column is a foreign key to events(id).
-_EVENT_FOREIGN_KEYS = (("tool_calls", "event"), ("skill_loads", "event"))
+# Tables (other than events) with a column that names an event: a foreign key to events(id)
+# (tool calls, skill loads), or a checkpoint's own id, which is its `checkpoint` event's id
+# (`run show` and `resume` print it as the checkpoint's ref, and `trace` must resolve it).
+_EVENT_FOREIGN_KEYS = (("tool_calls", "event"), ("skill_loads", "event"), ("checkpoints", "id"))
 
 
 @dataclass

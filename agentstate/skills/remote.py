@@ -94,7 +94,10 @@ def _conflicts(verb: str, conflicts: list[tuple[str, str]], skip: bool,
         return
     texts = [text for _, text in conflicts]
     raise Refused(f"skill {verb} refused, nothing was {verb}ed: " + "; ".join(texts)
-                  + " (releases are immutable: see `Sharing skills` in docs/team.md)",
+                  + ". Releases are immutable, so agentstate picks no winner: run `agentstate "
+                  f"skill {verb} --skip-conflicts` to move everything else and keep your own "
+                  "version; to take the remote's instead, revoke yours (`agentstate skill "
+                  "revoke NAME@vN`) and publish the next version (docs/team.md, Conflicts)",
                   details={"conflicts": texts})
 
 
@@ -322,9 +325,20 @@ def _check_release(store: Store, source: rg.Remote, name: str, version: int, com
     from agentstate.skills.authoring import scaffold_leftovers
 
     ref, (principal, may_approve) = make_ref("skill", name, version), who
+    limits = store.settings.skills
+    unsafe = rg.release_problems(store.skills_path, commit, name,
+                                 max_file_bytes=limits.max_file_bytes,
+                                 max_skill_bytes=limits.max_skill_bytes)
+    if unsafe:  # refused before a byte is written (revoked or not: it gets no tag)
+        result.refused.append(Refusal(ref, unsafe))
+        return None
     with tempfile.TemporaryDirectory(prefix="agentstate-pull-") as tmp:
         folder_path = Path(tmp) / name
-        registry.materialize(store.skills_path, name, version, folder_path, rev=commit)
+        try:
+            registry.materialize(store.skills_path, name, version, folder_path, rev=commit)
+        except (ValueError, OSError) as exc:  # a tree entry GitPython will not read
+            result.refused.append(Refusal(ref, [f"its files cannot be read: {exc}"[:300]]))
+            return None
         folder = mf.load_folder(folder_path)
         row: dict[str, Any] = {
             "description": folder.description,

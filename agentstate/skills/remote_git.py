@@ -62,12 +62,17 @@ def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
     return done.stdout.decode("utf-8", errors="replace").strip()
 
 
+# scheme://user:password@host: everything up to the *last* "@" before the host's first "/"
+# is user information (a password may hold an "@" of its own).
+_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/\s]*@", re.IGNORECASE)
+
+
 def one_line(text: str, limit: int = 300) -> str:
     """git's stderr as one line (hints and progress dropped)."""
     lines = [line.strip() for line in text.splitlines()
              if line.strip() and not line.startswith("hint:")]
     # git quotes URLs as configured: a user:token@ in one never reaches a message.
-    flat = re.sub(r"([a-z][a-z0-9+.-]*://)[^/@\s]*@", r"\1", " ".join(lines))
+    flat = _USERINFO.sub(r"\1", " ".join(lines))
     return flat[:limit] or "git gave no message"
 
 
@@ -82,7 +87,7 @@ class Remote:
 
 
 def _strip_userinfo(url: str) -> str:
-    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url)
+    return re.sub("^" + _USERINFO.pattern, r"\1", url, flags=re.IGNORECASE)
 
 
 def _is_url(text: str) -> bool:
@@ -197,6 +202,43 @@ def folder_tree(path: Path, commit: str, name: str) -> str | None:
         return None
 
 
+FILE_MODES = ("100644", "100755", "120000")  # what `skill publish` ever commits
+
+
+def release_problems(path: Path, commit: str, name: str, *, max_file_bytes: int,
+                     max_skill_bytes: int) -> list[str]:
+    """Why the `name/` folder of a fetched commit must not be written out to be checked:
+    entries no checkout could hold (`..`, `.git`, a backslash), submodules, or files over the
+    size limits. Read from git's tree listing, so a hostile remote's tree costs no disk and
+    no memory before it is refused."""
+    try:
+        out = git(path, "ls-tree", "-r", "-l", "-z", commit, "--", name)
+    except GitFailed as exc:
+        return [f"its tree cannot be read: {one_line(exc.stderr)}"]
+    problems, total = [], 0
+    for record in filter(None, out.split("\0")):
+        meta, _, rel = record.partition("\t")
+        parts = meta.split()
+        if len(parts) != 4:
+            continue
+        mode, _kind, _sha, size = parts
+        shown = rel[:120].encode("unicode_escape").decode("ascii")
+        if any(part in ("", ".", "..") or "\\" in part
+               or part.rstrip(" .").lower() in (".git", "git~1") for part in rel.split("/")):
+            problems.append(f"{shown}: a path no checkout may hold")
+        elif mode not in FILE_MODES:
+            problems.append(f"{shown}: not a file or symlink (git mode {mode})")
+        elif size.isdigit():
+            total += int(size)
+            if int(size) > max_file_bytes:
+                problems.append(f"{shown} is {size} bytes (at most {max_file_bytes})")
+        if len(problems) >= 5:
+            break
+    if total > max_skill_bytes:
+        problems.append(f"its files hold {total} bytes (at most {max_skill_bytes})")
+    return problems
+
+
 def commit_of(path: Path, sha: str) -> str | None:
     try:
         return git(path, "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}")
@@ -252,7 +294,9 @@ def push_refs(path: Path, remote: Remote, refs: dict[str, str]) -> None:
                     if line.startswith("remote:") and line[len("remote:"):].strip()]
             why = "; ".join(dict.fromkeys(rejected)) + (f" ({' '.join(said)})" if said else "")
             raise Refused(f"the remote {remote.display} rejected the push, nothing was pushed:"
-                          f" {why[:300]}") from exc
+                          f" {why[:300]}. If a teammate pushed the same version first, "
+                          "`agentstate skill pull` shows the conflict; a rule or hook of the "
+                          "remote that refuses refs/agentstate/* must allow them") from exc
         raise _transport_error(remote, exc, "pushing to") from exc
 
 

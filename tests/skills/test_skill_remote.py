@@ -179,6 +179,10 @@ def test_the_same_version_released_on_both_sides_is_a_conflict(team):
         done = team.run(b, "skill", verb)
         assert done.exit_code == 3, done.stderr
         assert "demo/v1 is commit" in done.stderr
+        # …and says what to do next, in one line.
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert f"agentstate skill {verb} --skip-conflicts" in done.stderr
+        assert "agentstate skill revoke" in done.stderr
     assert remote_refs(team.bare)["refs/agentstate/skills/tags/demo/v1"] == team.tag(
         a, "demo/v1")
     assert json.loads(team.rows(b, "demo")[0]["provenance"])["origin"] == "new"
