@@ -167,7 +167,10 @@ def allocate(
             cand, cand.compressed, cand.section
         ):
             cand.decision = "compressed"
-            cand.reason = "older" if compress_only else "budget"
+            # One line by policy: an older trajectory event, or an evidence hit past the
+            # strongest few (or a neighbour); otherwise for want of room.
+            cand.reason = ("older" if cand.cls == "trajectory" else "one line") \
+                if compress_only else "budget"
         else:
             waiting.append(cand)
     # Index class: generic fetch hints first (one line covers many items), then pointers.

@@ -47,6 +47,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m104_purged_history_hashes", "memory"),
     ("m002_events_run_kind_seq", "runs"),
     ("m105_stemmed_word_index", "memory"),  # rebuilds the m101/m102 word indexes
+    ("m302_pack_item_notes", "context"),
 )
 
 

@@ -116,3 +116,40 @@ def test_a_duplicate_drop_names_a_ref_that_is_in_the_text(store):
         if any(e.reason.startswith("duplicate of ") for e in copies):
             assert placed, budget  # dropped as a duplicate only when the copy is placed
         assert len(placed) <= 1
+
+
+def test_evidence_shown_as_one_line_by_policy_says_so(store):
+    """Hits past the strongest few, and neighbours, are one line by policy: the manifest
+    says `one line`, not `older` (which is the trajectory's reason) nor `budget`."""
+    old, _ = start_run(store, "old work")
+    for n in range(12):
+        append_event(store, old.ref, "note", f"the parser fails on nested tables, case {n}. "
+                                             "More detail follows in a second sentence.")
+    current, _ = start_run(store, "now")
+    pack = build_context(store, run=current.ref, query="parser nested tables", budget=6000,
+                         save=False)
+    evidence = [e for e in pack.manifest if e.cls == "evidence"]
+    one_line = [e for e in evidence if e.decision == "compressed"]
+    assert one_line and all(e.reason == "one line" for e in one_line)
+    assert not any(e.reason == "older" for e in evidence)
+
+
+def test_the_event_search_is_sized_by_the_room_left_for_evidence(store):
+    """A run whose task state fills the budget does not gather hundreds of hits it cannot
+    show; with the same budget and room to spare, the pool grows with it."""
+    past, _ = start_run(store, "a long conversation")
+    for n in range(600):
+        append_event(store, past.ref, "note", f"turn {n}: the garden had tomatoes, case {n}")
+    busy, _ = start_run(store, "tomatoes")
+    for n in range(40):
+        append_event(store, busy.ref, "question",
+                     f"open question {n}: " + " ".join(f"word{n}x{k}" for k in range(60)))
+    full = build_context(store, run=busy.ref, query="tomatoes", budget=8000, save=False)
+    free = build_context(store, query="tomatoes", budget=8000, save=False, no_run=True)
+
+    def gathered(pack):
+        return sum(e.cls == "evidence" and e.ref.startswith("evt:") for e in pack.manifest)
+
+    floor = store.settings.context.evidence_events
+    assert gathered(full) <= 3 * floor < gathered(free)
+    assert full.tokens <= 8000 and free.tokens > 0.8 * 8000

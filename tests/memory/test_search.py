@@ -178,3 +178,25 @@ def test_word_fragments_match_when_no_whole_word_does(store):
     assert [h.ref for h in search_events(store, "config")] == [event.ref]
     assert [h.ref for h in recall(store, "pytes").hits] == [stored.ref]
     assert recall(store, "qzx").matched_nothing
+
+
+def test_costly_terms_weigh_through_coverage_and_widening(store, monkeypatch):
+    """Past SCORED_ROWS texts, the more frequent terms are not ranked by BM25 (a bound on
+    the search's work), yet a text holding them still ranks first, and when the rarer terms
+    find too few hits the search widens to them."""
+    from agentstate.memory import search
+    from agentstate.runs.log import append_event, start_run
+
+    run, _ = start_run(store, "g")
+    for n in range(30):
+        append_event(store, run.ref, "note", f"the kettle boiled over, number {n}")
+    both = append_event(store, run.ref, "note", "the kettle and the zeppelin")
+    rare = append_event(store, run.ref, "note", "a zeppelin flew by")
+    monkeypatch.setattr(search, "SCORED_ROWS", 5)
+    plan = search.plan_query(store, "zeppelin kettle", search.EVENTS)
+    assert plan.words == ["zeppelin"] and plan.costly == ["kettle"]
+    hits = search.search_events(store, "zeppelin kettle", limit=2)
+    assert [h.ref for h in hits] == [both.ref, rare.ref]
+    widened = search.search_events(store, "zeppelin kettle", limit=10)
+    assert len(widened) == 10 and {both.ref, rare.ref} <= {h.ref for h in widened}
+    assert widened[0].ref == both.ref

@@ -30,6 +30,7 @@ SHIPPED = [
     "m104_purged_history_hashes",
     "m002_events_run_kind_seq",
     "m105_stemmed_word_index",
+    "m302_pack_item_notes",
 ]
 
 
