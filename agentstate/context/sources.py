@@ -256,6 +256,7 @@ def skill_candidates(matches: list[Any]) -> list[Candidate]:
 
 # ---------------------------------------------------------------- evidence
 
+UNMARKED_KIND = "note"
 EVENT_WEIGHT = 0.8  # a raw event ranks a little below a gated, curated memory
 # A neighbour (the turn just before or after a hit, in the same run) ranks at this share of
 # the hit's score: the answer to what a hit asks is often the next turn, and the question a
@@ -344,7 +345,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         if flagged(hit.source, hit.text):
             flags.append("untrusted")
         kind = "hypothesis (UNCONFIRMED)" if hit.kind == "hypothesis" else hit.kind
-        tail = f" · {kind} · {hit.ts[:10]}"
+        # `note` is the log's unmarked kind (imported turns, plain remarks): naming it says
+        # nothing and costs tokens on every date; every other kind is named.
+        tail = f" · {hit.ts[:10]}" if kind == UNMARKED_KIND else f" · {kind} · {hit.ts[:10]}"
         label = f"{hit.ref}{tail}"
         cand = Candidate(
             ref=hit.ref, cls="evidence", section="evidence", score=score,

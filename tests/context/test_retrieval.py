@@ -86,8 +86,10 @@ def test_evidence_is_grouped_with_one_header_and_short_labels(store):
     assert pack.text.count(header) == 1
     lines = pack.text.split(header, 1)[1].strip().splitlines()[:6]
     assert all(line.startswith("- [evt:") for line in lines)
-    # Kind and date are printed once while they repeat; every line keeps its ref.
-    assert "· note ·" in lines[0] and all("·" not in line.split("]")[0] for line in lines[1:])
+    # The date is printed once while it repeats (a note, the log's unmarked kind, is not
+    # named); every line keeps its ref.
+    assert lines[0].split("]")[0].endswith("· 2026-01-15") and "note" not in lines[0]
+    assert all("·" not in line.split("]")[0] for line in lines[1:])
     assert "(trusted)" not in "\n".join(lines)
     for entry in pack.manifest:
         if entry.cls == "evidence" and entry.decision != "dropped":
@@ -153,3 +155,15 @@ def test_the_event_search_is_sized_by_the_room_left_for_evidence(store):
     floor = store.settings.context.evidence_events
     assert gathered(full) <= 3 * floor < gathered(free)
     assert full.tokens <= 8000 and free.tokens > 0.8 * 8000
+
+
+def test_an_event_kind_other_than_note_is_named_in_its_label(store):
+    old, _ = start_run(store, "old work")
+    append_event(store, old.ref, "decision", "the parser keeps nested tables flat")
+    append_event(store, old.ref, "note", "the parser fails on nested tables")
+    current, _ = start_run(store, "now")
+    pack = build_context(store, run=current.ref, query="parser nested tables", budget=4000,
+                         save=False)
+    labels = [line.split("]")[0] for line in pack.text.splitlines() if line.startswith("- [evt:")]
+    assert any(label.endswith("· decision · 2026-01-15") for label in labels)
+    assert not any("note" in label for label in labels)
