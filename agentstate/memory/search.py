@@ -58,7 +58,7 @@ MAX_TERMS = 24
 # rest ("costly": frequent in a large store, so worth little to BM25) only weigh in through
 # coverage, and are searched when the rarer terms find too few hits. On a store of a few
 # thousand texts nothing is set aside; on a large one the search stays bounded by the index.
-SCORED_ROWS = 8_000
+SCORED_ROWS = 4_000
 # A 1-2 character CJK query looks up at most this many trigrams that start with it.
 PREFIX_TRIGRAMS = 100
 
@@ -159,15 +159,21 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _document_frequencies(conn: Any, corpus: Corpus, terms: list[str]) -> dict[str, int]:
-    if not terms:
-        return {}
-    marks = ",".join("?" * len(terms))
-    rows = conn.execute(
-        f"SELECT term, doc FROM {corpus.vocab} WHERE term IN ({marks})", terms
-    ).fetchall()
-    found = {term: doc for term, doc in rows}
-    return {term: found.get(term, 0) for term in terms}
+# Document frequencies are counted up to this many texts. FTS5's vocabulary table counts a
+# term's texts by reading its whole posting list (a cost that grows with the store); a
+# bounded MATCH stops early, and a term in more texts than this is costly whatever its
+# exact count (see SCORED_ROWS).
+DF_CAP = SCORED_ROWS + 1
+
+
+def _document_frequencies(conn: Any, corpus: Corpus, words: dict[str, str]
+                          ) -> dict[str, int]:
+    """Per index term (`words` maps each to a query word that stems to it): how many
+    indexed texts hold it, exact below DF_CAP and DF_CAP from there on."""
+    sql = (f"SELECT count(*) FROM (SELECT 1 FROM {corpus.words} "
+           f"WHERE {corpus.words} MATCH ? LIMIT ?)")
+    return {term: conn.execute(sql, (_quote(word), DF_CAP)).fetchone()[0]
+            for term, word in words.items()}
 
 
 @lru_cache(maxsize=1)
@@ -224,7 +230,7 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
     conn = store.conn
     plan.indexed = conn.execute(corpus.count_sql).fetchone()[0] or 0
     if content and plan.indexed:
-        df = _document_frequencies(conn, corpus, list(by_stem))
+        df = _document_frequencies(conn, corpus, by_stem)
         frequency = {word: df[plan.stems[word]] for word in content}
         content = [w for w in content if frequency[w] > 0] or content
         content.sort(key=lambda w: frequency[w])  # rarest first: MAX_TERMS keeps the rarest
@@ -232,6 +238,10 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
             limit = COMMON_FRACTION * plan.indexed
             rare = [w for w in content if frequency[w] <= limit]
             common = [w for w in content if frequency[w] > limit]
+            if rare and frequency[rare[0]] >= DF_CAP:
+                # A store so large that even the rarest term is in more than DF_CAP
+                # texts: as common, whatever share of the store that is.
+                rare, common = [], content
             if rare:
                 plan.common = common
                 content = rare
