@@ -167,3 +167,24 @@ def test_an_event_kind_other_than_note_is_named_in_its_label(store):
     labels = [line.split("]")[0] for line in pack.text.splitlines() if line.startswith("- [evt:")]
     assert any(label.endswith("· decision · 2026-01-15") for label in labels)
     assert not any("note" in label for label in labels)
+
+
+def test_turns_up_to_two_away_from_a_hit_join_at_a_decaying_weight(store):
+    """Turns one and two away from a hit join as one-line context at half and a quarter
+    of its score; three away does not."""
+    talk, _ = start_run(store, "a conversation")
+    append_event(store, talk.ref, "note", "Ann: lunch was fine")
+    far = append_event(store, talk.ref, "note", "Ann: nothing new at work")
+    two = append_event(store, talk.ref, "note", "Bob: and the garden?")
+    one = append_event(store, talk.ref, "note", "Ann: so how was your weekend?")
+    hit = append_event(store, talk.ref, "note", "Bob: I ran the marathon in March")
+    after = append_event(store, talk.ref, "note", "Ann: wow, well done")
+    later = append_event(store, talk.ref, "note", "Bob: it hurt for a week though")
+    now, _ = start_run(store, "now")
+    pack = build_context(store, run=now.ref, query="marathon March", budget=3000,
+                         save=False)
+    notes = {e.ref: e.note for e in pack.manifest if e.cls == "evidence"}
+    assert notes[after.ref] == f"next to {hit.ref} (neighbour, 0.5 × its score)"
+    assert notes[later.ref] == f"next to {hit.ref} (neighbour, 0.25 × its score)"
+    assert notes[two.ref].endswith("(neighbour, 0.25 × its score)")
+    assert one.ref in notes and far.ref not in notes
