@@ -119,11 +119,11 @@ def _print_allocation(console, pack) -> None:
     out = [e for e in pack.manifest if e.decision != "included"]
     if out:
         detail = Table(title="not included whole")
-        for column in ("ref", "class", "decision", "reason", "score", "tokens"):
+        for column in ("ref", "class", "decision", "reason", "score", "tokens", "note"):
             detail.add_column(column)
         for entry in out:
             detail.add_row(entry.ref, entry.cls, entry.decision, entry.reason,
-                           f"{entry.score:g}", str(entry.tokens))
+                           f"{entry.score:g}", str(entry.tokens), entry.note)
         console.print(detail)
     if pack.withheld:
         withheld = ", ".join(f"{n} {why}" for why, n in sorted(pack.withheld.items()))

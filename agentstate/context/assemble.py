@@ -12,7 +12,7 @@ from typing import Any
 
 from agentstate.config import MAX_BUDGET, ContextSettings
 from agentstate.context import sources as src
-from agentstate.context.budgeter import allocate, class_order
+from agentstate.context.budgeter import allocate, class_order, room_below
 from agentstate.context.candidates import Candidate, ClassAllocation, ManifestEntry
 from agentstate.errors import InvalidInput, UsageError
 from agentstate.store.db import Store
@@ -192,6 +192,7 @@ def build_context(
     candidates += src.skill_candidates(skills[: settings.catalog_skills])
 
     # Evidence: gated memories and past events of every run, ranked for the query.
+    counter = counter_for(store.settings.tokens)
     mem_cands: list[Candidate] = []
     withheld: dict[str, int] = {}
     if retrieval:
@@ -200,8 +201,10 @@ def build_context(
         candidates += mem_cands
         # A hit that is also one of the run's own fragments (trajectory, task state) gives
         # way to it; any other repeat is dropped only when its copy is in the text
-        # (`_link_duplicates`, decided in allocation).
-        candidates += _event_evidence(store, query, settings, budget_n, gate=read_gate)
+        # (`_link_duplicates`, decided in allocation). The search is sized by the room the
+        # classes allocated before evidence leave.
+        room = room_below("evidence", candidates, budget_n, order, counter.count_many)
+        candidates += _event_evidence(store, query, settings, room, gate=read_gate)
 
     candidates += src.index_hints(
         query=query, run_ref=the_run.ref if the_run else None, task_more=task_more,
@@ -209,7 +212,6 @@ def build_context(
     )
 
     _link_duplicates(candidates, order)
-    counter = counter_for(store.settings.tokens)
     reserve = min(settings.index_reserve, budget_n // 20)
     what = WHAT if the_run is not None else "the pinned instructions and preferences"
     if system is not None:
@@ -316,9 +318,11 @@ def _last_checkpoint(store: Store, run: Any) -> Any:
     return last_checkpoint(store, run)
 
 
-# The event search's pool grows with the budget: about one hit per this many tokens (the
-# shortest one-line form of an event), so a large budget is never starved by a fixed top-K; the
-# `[context] evidence_events` setting is the floor and EVENT_POOL_MAX the ceiling.
+# The event search's pool grows with the room evidence has (the budget less the classes
+# allocated before it): about one hit per this many tokens (the shortest one-line form of an
+# event), so a large budget is never starved by a fixed top-K, and a budget the task state
+# fills does not gather hundreds of hits it cannot show; the `[context] evidence_events`
+# setting is the floor and EVENT_POOL_MAX the ceiling.
 TOKENS_PER_HIT = 25
 EVENT_POOL_MAX = 2_000
 
@@ -330,12 +334,12 @@ def event_pool(budget: int, floor: int) -> int:
     return min(EVENT_POOL_MAX, max(floor, budget // TOKENS_PER_HIT))
 
 
-def _event_evidence(store: Store, query: str, settings: ContextSettings, budget: int,
+def _event_evidence(store: Store, query: str, settings: ContextSettings, room: int,
                     *, gate: bool = True) -> list[Candidate]:
     from agentstate.memory.search import search_events
     from agentstate.runs.lookups import resolved_among, superseded_among
 
-    pool = event_pool(budget, settings.evidence_events)
+    pool = event_pool(room, settings.evidence_events)
     if not pool:
         return []
     try:

@@ -53,6 +53,18 @@ def priority_key(order: tuple[str, ...]) -> Callable[[Candidate], tuple]:
     return lambda c: (rank[c.cls], -round(c.score, 9), c.ref, c.section)
 
 
+def room_below(cls: str, candidates: list[Candidate], budget: int, order: tuple[str, ...],
+               count_many: CountMany) -> int:
+    """Tokens `cls` can be given at most: the budget less every fragment of the classes
+    allocated before it, each whole. Allocation visits those first, so when they fit whole
+    this is what is left, and when they do not they fill the budget and nothing is left.
+    The evidence search is sized by it: candidates no budget could hold are not gathered."""
+    rank = {c: i for i, c in enumerate(order)}
+    above = [c for c in candidates if rank[c.cls] < rank[cls] and c.decision != "dropped"]
+    forms = [form for c in above if (form := c.full or c.compressed or c.floor)]
+    return max(0, budget - sum(count_many(forms)) - len(forms))
+
+
 def allocate(
     candidates: list[Candidate],
     budget: int,
@@ -155,7 +167,10 @@ def allocate(
             cand, cand.compressed, cand.section
         ):
             cand.decision = "compressed"
-            cand.reason = "older" if compress_only else "budget"
+            # One line by policy: an older trajectory event, or an evidence hit past the
+            # strongest few (or a neighbour); otherwise for want of room.
+            cand.reason = ("older" if cand.cls == "trajectory" else "one line") \
+                if compress_only else "budget"
         else:
             waiting.append(cand)
     # Index class: generic fetch hints first (one line covers many items), then pointers.

@@ -36,13 +36,14 @@ SECTION_TITLES = {
 }
 DECISIONS = ("included", "compressed", "pointer", "dropped")
 # Why a candidate got its decision. `fits`/`pinned`: included as is; `older`: a trajectory
-# event beyond the newest N, compressed by policy; the rest explain compressions, pointers and
-# drops.
+# event beyond the newest N, compressed by policy; `one line`: an evidence hit past the
+# strongest few, or a hit's neighbour, shown as one line by policy; the rest explain
+# compressions, pointers and drops.
 # `essential`: one of the task's essentials (runs/essentials.py), kept at every budget. A
 # duplicate's reason names the fragment it repeats, which is in the text: `duplicate of REF`.
 REASONS = (
-    "pinned", "essential", "fits", "older", "budget", "stale", "superseded", "permission",
-    "low relevance", "duplicate",
+    "pinned", "essential", "fits", "older", "one line", "budget", "stale", "superseded",
+    "permission", "low relevance", "duplicate",
 )
 
 

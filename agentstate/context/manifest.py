@@ -42,9 +42,10 @@ def save_pack(store: Store, pack: Any) -> str:
         )
         conn.executemany(
             "INSERT INTO pack_items (pack, seq, ref, class, score, tokens, decision, reason,"
-            " position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " position, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (pack_id, n, e.ref, e.cls, e.score, e.tokens, e.decision, e.reason, e.position)
+                (pack_id, n, e.ref, e.cls, e.score, e.tokens, e.decision, e.reason, e.position,
+                 e.note)
                 for n, e in enumerate(pack.manifest)
             ],
         )
@@ -61,9 +62,9 @@ def load_pack(store: Store, ref: str) -> StoredPack:
         raise NotFound(f"no pack {ref}")
     items = [
         ManifestEntry(ref=r[0], cls=r[1], score=r[2], tokens=r[3], decision=r[4],
-                      reason=r[5], position=r[6])
+                      reason=r[5], position=r[6], note=r[7])
         for r in store.conn.execute(
-            "SELECT ref, class, score, tokens, decision, reason, position FROM pack_items "
+            "SELECT ref, class, score, tokens, decision, reason, position, note FROM pack_items "
             "WHERE pack = ? ORDER BY seq", (parsed.id,),
         )
     ]

@@ -48,3 +48,9 @@ def m301_packs(db: sqlite_utils.Database) -> None:
         """,
     )
 
+
+def m302_pack_item_notes(db: sqlite_utils.Database) -> None:
+    """Each manifest row's note (why it ranks where it does, what a duplicate repeats), so
+    `trace` and `context --explain` show what the pack's manifest said."""
+    run_script(db, "ALTER TABLE pack_items ADD COLUMN note TEXT NOT NULL DEFAULT '';")
+

@@ -259,11 +259,14 @@ def skill_candidates(matches: list[Any]) -> list[Candidate]:
 
 # ---------------------------------------------------------------- evidence
 
+UNMARKED_KIND = "note"
 EVENT_WEIGHT = 0.8  # a raw event ranks a little below a gated, curated memory
-# A neighbour (the turn just before or after a hit, in the same run) ranks at this share of
-# the hit's score: the answer to what a hit asks is often the next turn, and the question a
-# hit answers the one before.
+# A neighbour (a turn just before or after a hit, in the same run) ranks at this share of
+# the hit's score per turn away: the answer to what a hit asks is often the next turn, the
+# question a hit answers the one before, and in a conversation the speaker's own next turn
+# (two away) often goes on with what the hit said.
 NEIGHBOUR_WEIGHT = 0.5
+NEIGHBOUR_REACH = 2  # turns on each side
 # The strongest hits are shown whole; the rest, and every neighbour, as one line (the
 # sentence that matched the query, or a neighbour's first sentence) with the ref to fetch
 # the whole: at a small budget many relevant lines serve better than a few long texts.
@@ -277,31 +280,35 @@ STALE_WHEN_RESOLVED = ("question", "verify", "hypothesis")
 
 
 def neighbour_hits(store: Any, hits: list[Any]) -> list[Any]:
-    """The events just before and after each hit in its run that are not hits themselves,
-    each scored NEIGHBOUR_WEIGHT × its best adjacent hit, with `near` naming that hit."""
+    """The events up to NEIGHBOUR_REACH turns before and after each hit in its run that
+    are not hits themselves, each scored NEIGHBOUR_WEIGHT ** (turns away) × the hit's score
+    (the best such hit), with `near` naming that hit and `weight` the factor."""
     from agentstate.memory.search import EventHit
     from agentstate.runs.lookups import event_positions, events_at
 
     ids = [h.ref.removeprefix("evt:") for h in hits]
     where = event_positions(store, ids)
-    best: dict[tuple[str, int], tuple[float, str]] = {}
+    best: dict[tuple[str, int], tuple[float, str, float]] = {}
     taken = set(ids)
     for hit in hits:
         spot = where.get(hit.ref.removeprefix("evt:"))
         if spot is None:
             continue
-        for seq in (spot[1] - 1, spot[1] + 1):
-            key = (spot[0], seq)
-            if key not in best or best[key][0] < hit.score:
-                best[key] = (hit.score, hit.ref)
+        for step in range(1, NEIGHBOUR_REACH + 1):
+            weight = NEIGHBOUR_WEIGHT ** step
+            for seq in (spot[1] - step, spot[1] + step):
+                key = (spot[0], seq)
+                if key not in best or best[key][0] < weight * hit.score:
+                    best[key] = (weight * hit.score, hit.ref, weight)
     out: list[Any] = []
     for eid, run, seq, kind, text, source, ts in events_at(store, list(best)):
         if eid in taken:
             continue
-        score, near = best[(run, seq)]
+        score, near, weight = best[(run, seq)]
         hit = EventHit(ref=f"evt:{eid}", run=f"run:{run}", kind=kind, text=text,
-                       source=source, ts=ts, score=round(NEIGHBOUR_WEIGHT * score, 4))
+                       source=source, ts=ts, score=round(score, 4))
         hit.near = near  # type: ignore[attr-defined]
+        hit.weight = weight  # type: ignore[attr-defined]
         out.append(hit)
     return out
 
@@ -331,7 +338,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         if flagged(hit.source, hit.text):
             flags.append("untrusted")
         kind = "hypothesis (UNCONFIRMED)" if hit.kind == "hypothesis" else hit.kind
-        tail = f" · {kind} · {hit.ts[:10]}"
+        # `note` is the log's unmarked kind (imported turns, plain remarks): naming it says
+        # nothing and costs tokens on every date; every other kind is named.
+        tail = f" · {hit.ts[:10]}" if kind == UNMARKED_KIND else f" · {kind} · {hit.ts[:10]}"
         label = f"{hit.ref}{tail}"
         cand = Candidate(
             ref=hit.ref, cls="evidence", section="evidence", score=score,
@@ -344,7 +353,8 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
             # Day, then kind, then time: items sharing a label tail sit together, so the
             # tail is printed exactly once per (group, tail) — what the budgeter costs.
             chrono=(hit.ts[:10], kind, hit.ts, hit.ref),
-            note=f"next to {near} (neighbour, {NEIGHBOUR_WEIGHT:g} × its score)" if near
+            note=f"next to {near} (neighbour, {getattr(hit, 'weight', NEIGHBOUR_WEIGHT):g} × "
+                 "its score)" if near
             else f"search rank, {round(relative, 3)} of the best",
         )
         if not gate:

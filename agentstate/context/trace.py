@@ -184,10 +184,11 @@ def _trace_pack(store: Store, ref: str, who: Principal) -> TraceNode:
         where = f"#{item.position} " if item.position is not None else ""
         node = TraceNode(item.ref, "fragment",
                          f"{where}{item.cls}: {item.decision} ({item.reason}), "
-                         f"{item.tokens} tokens, score {item.score:g}",
+                         f"{item.tokens} tokens, score {item.score:g}"
+                         + (f"; {item.note}" if item.note else ""),
                          {"class": item.cls, "decision": item.decision, "reason": item.reason,
                           "position": item.position, "tokens": item.tokens,
-                          "score": item.score})
+                          "score": item.score, "note": item.note})
         if item.ref.startswith("mem:"):
             memory = _memory_version(store, item.ref)
             if memory is not None:

@@ -53,6 +53,12 @@ WIDENED_WEIGHT = 0.5
 SCAN_LIMIT = 2_000
 # Most word terms (rarest first) and CJK segments one query searches for.
 MAX_TERMS = 24
+# BM25 ranks every text holding any searched term, so a term's cost is its document count.
+# Terms are searched rarest first while their counts add up to at most this many texts; the
+# rest ("costly": frequent in a large store, so worth little to BM25) only weigh in through
+# coverage, and are searched when the rarer terms find too few hits. On a store of a few
+# thousand texts nothing is set aside; on a large one the search stays bounded by the index.
+SCORED_ROWS = 4_000
 # A 1-2 character CJK query looks up at most this many trigrams that start with it.
 PREFIX_TRIGRAMS = 100
 
@@ -103,6 +109,9 @@ class QueryPlan:
     short_cjk: list[str] = field(default_factory=list)  # 1-2 characters: substring scan
     stop_words: list[str] = field(default_factory=list)
     common: list[str] = field(default_factory=list)  # pruned as low-IDF
+    # Beyond SCORED_ROWS: not ranked by BM25, counted in coverage, searched when widening.
+    costly: list[str] = field(default_factory=list)
+    costly_rows: int = 0  # texts holding a costly or common term (widening's cost bound)
     dropped: list[str] = field(default_factory=list)  # beyond MAX_TERMS
     indexed: int = 0
     stems: dict[str, str] = field(default_factory=dict)  # word → its index term
@@ -150,15 +159,21 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _document_frequencies(conn: Any, corpus: Corpus, terms: list[str]) -> dict[str, int]:
-    if not terms:
-        return {}
-    marks = ",".join("?" * len(terms))
-    rows = conn.execute(
-        f"SELECT term, doc FROM {corpus.vocab} WHERE term IN ({marks})", terms
-    ).fetchall()
-    found = {term: doc for term, doc in rows}
-    return {term: found.get(term, 0) for term in terms}
+# Document frequencies are counted up to this many texts. FTS5's vocabulary table counts a
+# term's texts by reading its whole posting list (a cost that grows with the store); a
+# bounded MATCH stops early, and a term in more texts than this is costly whatever its
+# exact count (see SCORED_ROWS).
+DF_CAP = SCORED_ROWS + 1
+
+
+def _document_frequencies(conn: Any, corpus: Corpus, words: dict[str, str]
+                          ) -> dict[str, int]:
+    """Per index term (`words` maps each to a query word that stems to it): how many
+    indexed texts hold it, exact below DF_CAP and DF_CAP from there on."""
+    sql = (f"SELECT count(*) FROM (SELECT 1 FROM {corpus.words} "
+           f"WHERE {corpus.words} MATCH ? LIMIT ?)")
+    return {term: conn.execute(sql, (_quote(word), DF_CAP)).fetchone()[0]
+            for term, word in words.items()}
 
 
 @lru_cache(maxsize=1)
@@ -215,7 +230,7 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
     conn = store.conn
     plan.indexed = conn.execute(corpus.count_sql).fetchone()[0] or 0
     if content and plan.indexed:
-        df = _document_frequencies(conn, corpus, list(by_stem))
+        df = _document_frequencies(conn, corpus, by_stem)
         frequency = {word: df[plan.stems[word]] for word in content}
         content = [w for w in content if frequency[w] > 0] or content
         content.sort(key=lambda w: frequency[w])  # rarest first: MAX_TERMS keeps the rarest
@@ -223,6 +238,10 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
             limit = COMMON_FRACTION * plan.indexed
             rare = [w for w in content if frequency[w] <= limit]
             common = [w for w in content if frequency[w] > limit]
+            if rare and frequency[rare[0]] >= DF_CAP:
+                # A store so large that even the rarest term is in more than DF_CAP
+                # texts: as common, whatever share of the store that is.
+                rare, common = [], content
             if rare:
                 plan.common = common
                 content = rare
@@ -231,6 +250,15 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
                 # matches rather than scoring a large share of the store.
                 plan.operator = "AND" if len(common) > 1 else "OR"
                 plan.newest_first = True
+        if not plan.newest_first:
+            total, kept = 0, 0
+            for word in content:
+                if kept and total + frequency[word] > SCORED_ROWS:
+                    break
+                total, kept = total + frequency[word], kept + 1
+            plan.costly = content[kept:]
+            content = content[:kept]
+            plan.costly_rows = sum(frequency[w] for w in plan.costly + plan.common)
     # A long query (a goal plus open questions, or a whole memory checked for near
     # duplicates) keeps its rarest terms: more would only slow the OR query down.
     plan.dropped = content[max_terms:]
@@ -240,11 +268,23 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
 
 
 def widened(plan: QueryPlan) -> QueryPlan:
-    """The plan with its pruned common terms searched for too (OR, BM25-ranked)."""
+    """The plan with its pruned common and costly terms searched for too (OR): BM25-ranked
+    while they are in at most SCORED_ROWS texts, else their newest matches (read off the
+    end of the index, so a large store costs no more than a small one)."""
     from dataclasses import replace
 
-    return replace(plan, words=plan.words + plan.common, common=[], operator="OR",
-                   newest_first=False)
+    return replace(plan, words=plan.words + plan.costly + plan.common, common=[], costly=[],
+                   operator="OR", newest_first=plan.costly_rows > SCORED_ROWS)
+
+
+def coverage_terms(plan: QueryPlan) -> QueryPlan:
+    """The plan whose coverage counts the costly terms too (they were only left out of
+    the BM25 search to bound its cost, not for lack of meaning)."""
+    from dataclasses import replace
+
+    if not plan.costly:
+        return plan
+    return replace(plan, words=plan.words + plan.costly, costly=[])
 
 
 def _normalised(rows: list[tuple[int, float]]) -> dict[int, float]:
@@ -300,6 +340,8 @@ def _run_match(conn: Any, table: str, expression: str, cap: int, join: str, wher
     """Top `cap` rows of one FTS5 index by BM25 (or the newest `cap` matches, which FTS5
     reads straight off the end of its doclists); `join`/`where` narrow them (e.g. by run)."""
     extra = f"AND {where}" if where else ""
+    if not where:  # the join only narrows: without a condition it would cost a row each
+        join = ""
     score, order = ("-1.0", f"{table}.rowid DESC") if newest else (f"bm25({table})", "s")
     sql = (
         f"SELECT {table}.rowid, {score} AS s FROM {table} {join} "
@@ -340,7 +382,7 @@ def search_memory_rows(store: Any, query: str, *, cap: int = 200,
         marks = ",".join("?" * len(combined))
         texts = dict(conn.execute(f"SELECT row, text FROM memories WHERE row IN ({marks})",
                                   list(combined)))
-        combined = _with_coverage(plan, combined, texts)
+        combined = _with_coverage(coverage_terms(plan), combined, texts)
     return sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:cap]
 
 
@@ -461,7 +503,7 @@ def search_events(
     words = _normalised(
         _match_words(conn, EVENTS, plan, cap, joined(EVENTS.words), where, bound)
     )
-    if len(words) < limit and plan.common:
+    if len(words) < limit and (plan.common or plan.costly):
         # The rarer terms found too few events to fill what was asked for: widen the query
         # to the common terms too (a name every other text carries). What only the wider
         # query finds ranks below everything the rarer terms found — the pack is filled,
@@ -499,7 +541,8 @@ def search_events(
             list(combined),
         )
     }
-    combined = _with_coverage(plan, combined, {row: r[4] for row, r in rows.items()})
+    combined = _with_coverage(coverage_terms(plan), combined,
+                              {row: r[4] for row, r in rows.items()})
     best = sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:limit]
     return [
         EventHit(ref=f"evt:{r[1]}", run=f"run:{r[2]}", kind=r[3], text=r[4], source=r[5],

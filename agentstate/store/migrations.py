@@ -49,6 +49,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m105_stemmed_word_index", "memory"),  # rebuilds the m101/m102 word indexes
     ("m003_events_collected", "runs"),
     ("m401_shared_records", "sync"),
+    ("m302_pack_item_notes", "context"),
 )
 
 

@@ -86,8 +86,10 @@ def test_evidence_is_grouped_with_one_header_and_short_labels(store):
     assert pack.text.count(header) == 1
     lines = pack.text.split(header, 1)[1].strip().splitlines()[:6]
     assert all(line.startswith("- [evt:") for line in lines)
-    # Kind and date are printed once while they repeat; every line keeps its ref.
-    assert "· note ·" in lines[0] and all("·" not in line.split("]")[0] for line in lines[1:])
+    # The date is printed once while it repeats (a note, the log's unmarked kind, is not
+    # named); every line keeps its ref.
+    assert lines[0].split("]")[0].endswith("· 2026-01-15") and "note" not in lines[0]
+    assert all("·" not in line.split("]")[0] for line in lines[1:])
     assert "(trusted)" not in "\n".join(lines)
     for entry in pack.manifest:
         if entry.cls == "evidence" and entry.decision != "dropped":
@@ -116,3 +118,73 @@ def test_a_duplicate_drop_names_a_ref_that_is_in_the_text(store):
         if any(e.reason.startswith("duplicate of ") for e in copies):
             assert placed, budget  # dropped as a duplicate only when the copy is placed
         assert len(placed) <= 1
+
+
+def test_evidence_shown_as_one_line_by_policy_says_so(store):
+    """Hits past the strongest few, and neighbours, are one line by policy: the manifest
+    says `one line`, not `older` (which is the trajectory's reason) nor `budget`."""
+    old, _ = start_run(store, "old work")
+    for n in range(12):
+        append_event(store, old.ref, "note", f"the parser fails on nested tables, case {n}. "
+                                             "More detail follows in a second sentence.")
+    current, _ = start_run(store, "now")
+    pack = build_context(store, run=current.ref, query="parser nested tables", budget=6000,
+                         save=False)
+    evidence = [e for e in pack.manifest if e.cls == "evidence"]
+    one_line = [e for e in evidence if e.decision == "compressed"]
+    assert one_line and all(e.reason == "one line" for e in one_line)
+    assert not any(e.reason == "older" for e in evidence)
+
+
+def test_the_event_search_is_sized_by_the_room_left_for_evidence(store):
+    """A run whose task state fills the budget does not gather hundreds of hits it cannot
+    show; with the same budget and room to spare, the pool grows with it."""
+    past, _ = start_run(store, "a long conversation")
+    for n in range(600):
+        append_event(store, past.ref, "note", f"turn {n}: the garden had tomatoes, case {n}")
+    busy, _ = start_run(store, "tomatoes")
+    for n in range(40):
+        append_event(store, busy.ref, "question",
+                     f"open question {n}: " + " ".join(f"word{n}x{k}" for k in range(60)))
+    full = build_context(store, run=busy.ref, query="tomatoes", budget=8000, save=False)
+    free = build_context(store, query="tomatoes", budget=8000, save=False, no_run=True)
+
+    def gathered(pack):
+        return sum(e.cls == "evidence" and e.ref.startswith("evt:") for e in pack.manifest)
+
+    floor = store.settings.context.evidence_events
+    assert gathered(full) <= 3 * floor < gathered(free)
+    assert full.tokens <= 8000 and free.tokens > 0.8 * 8000
+
+
+def test_an_event_kind_other_than_note_is_named_in_its_label(store):
+    old, _ = start_run(store, "old work")
+    append_event(store, old.ref, "decision", "the parser keeps nested tables flat")
+    append_event(store, old.ref, "note", "the parser fails on nested tables")
+    current, _ = start_run(store, "now")
+    pack = build_context(store, run=current.ref, query="parser nested tables", budget=4000,
+                         save=False)
+    labels = [line.split("]")[0] for line in pack.text.splitlines() if line.startswith("- [evt:")]
+    assert any(label.endswith("· decision · 2026-01-15") for label in labels)
+    assert not any("note" in label for label in labels)
+
+
+def test_turns_up_to_two_away_from_a_hit_join_at_a_decaying_weight(store):
+    """Turns one and two away from a hit join as one-line context at half and a quarter
+    of its score; three away does not."""
+    talk, _ = start_run(store, "a conversation")
+    append_event(store, talk.ref, "note", "Ann: lunch was fine")
+    far = append_event(store, talk.ref, "note", "Ann: nothing new at work")
+    two = append_event(store, talk.ref, "note", "Bob: and the garden?")
+    one = append_event(store, talk.ref, "note", "Ann: so how was your weekend?")
+    hit = append_event(store, talk.ref, "note", "Bob: I ran the marathon in March")
+    after = append_event(store, talk.ref, "note", "Ann: wow, well done")
+    later = append_event(store, talk.ref, "note", "Bob: it hurt for a week though")
+    now, _ = start_run(store, "now")
+    pack = build_context(store, run=now.ref, query="marathon March", budget=3000,
+                         save=False)
+    notes = {e.ref: e.note for e in pack.manifest if e.cls == "evidence"}
+    assert notes[after.ref] == f"next to {hit.ref} (neighbour, 0.5 × its score)"
+    assert notes[later.ref] == f"next to {hit.ref} (neighbour, 0.25 × its score)"
+    assert notes[two.ref].endswith("(neighbour, 0.25 × its score)")
+    assert one.ref in notes and far.ref not in notes

@@ -123,3 +123,20 @@ def test_trace_bad_refs(cli, initialised):
         assert result.exit_code == 1, ref
         assert needle in result.stderr and "Traceback" not in result.stderr, ref
         assert cli("trace", ref, "--json").json()["ok"] is False
+
+
+def test_trace_and_explain_show_each_fragments_stored_note(cli, world):
+    """The manifest's note (why a fragment ranks where it does, what a duplicate repeats)
+    is stored with the pack: `trace` shows the note the pack's manifest had."""
+    noted = [(e["ref"], e["note"]) for e in world["pack"]["manifest"] if e["note"]]
+    assert noted  # search hits say their rank
+    tree = cli.json("trace", world["pack"]["ref"])
+    # One row per manifest row, in order (an event can be two candidates).
+    fragments = [n for n in tree["children"] if n["relation"] == "fragment"]
+    assert [(n["ref"], n["detail"]["note"]) for n in fragments] == \
+        [(e["ref"], e["note"]) for e in world["pack"]["manifest"]]
+    for node in fragments:
+        assert node["detail"]["note"] in node["summary"]
+    explained = cli.ok("context", "--budget", "200", "--query", "verify tests pass make check",
+                       "--explain").stdout
+    assert "note" in explained and "of the best" in explained

@@ -178,3 +178,44 @@ def test_word_fragments_match_when_no_whole_word_does(store):
     assert [h.ref for h in search_events(store, "config")] == [event.ref]
     assert [h.ref for h in recall(store, "pytes").hits] == [stored.ref]
     assert recall(store, "qzx").matched_nothing
+
+
+def test_costly_terms_weigh_through_coverage_and_widening(store, monkeypatch):
+    """Past SCORED_ROWS texts, the more frequent terms are not ranked by BM25 (a bound on
+    the search's work), yet a text holding them still ranks first, and when the rarer terms
+    find too few hits the search widens to them."""
+    from agentstate.memory import search
+    from agentstate.runs.log import append_event, start_run
+
+    run, _ = start_run(store, "g")
+    for n in range(30):
+        append_event(store, run.ref, "note", f"the kettle boiled over, number {n}")
+    both = append_event(store, run.ref, "note", "the kettle and the zeppelin")
+    rare = append_event(store, run.ref, "note", "a zeppelin flew by")
+    monkeypatch.setattr(search, "SCORED_ROWS", 5)
+    plan = search.plan_query(store, "zeppelin kettle", search.EVENTS)
+    assert plan.words == ["zeppelin"] and plan.costly == ["kettle"]
+    hits = search.search_events(store, "zeppelin kettle", limit=2)
+    assert [h.ref for h in hits] == [both.ref, rare.ref]
+    widened = search.search_events(store, "zeppelin kettle", limit=10)
+    assert len(widened) == 10 and {both.ref, rare.ref} <= {h.ref for h in widened}
+    assert widened[0].ref == both.ref
+
+
+def test_document_frequencies_are_counted_up_to_a_bound(store, monkeypatch):
+    """Counting a term's texts stops at DF_CAP (an exact count reads its whole posting
+    list); when even the rarest term reaches it, the terms are treated as common: all
+    required, newest matches first."""
+    from agentstate.memory import search
+    from agentstate.runs.log import append_event, start_run
+
+    run, _ = start_run(store, "g")
+    for n in range(60):
+        append_event(store, run.ref, "note", f"kettle boiled, teapot warmed, round {n}")
+    monkeypatch.setattr(search, "DF_CAP", 10)
+    df = search._document_frequencies(store.conn, search.EVENTS, {"kettl": "kettle"})
+    assert df == {"kettl": 10}
+    plan = search.plan_query(store, "kettle teapot", search.EVENTS)
+    assert plan.newest_first and plan.operator == "AND"
+    hits = search.search_events(store, "kettle teapot", limit=5)
+    assert [h.text for h in hits][0].endswith("round 59")

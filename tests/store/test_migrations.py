@@ -32,6 +32,7 @@ SHIPPED = [
     "m105_stemmed_word_index",
     "m003_events_collected",
     "m401_shared_records",
+    "m302_pack_item_notes",
 ]
 
 
