@@ -318,8 +318,8 @@ def _trace_run(store: Store, ref: str, who: Principal) -> TraceNode:
                       "created": run.created, "branch": run.branch, "head": run.head})
     for pack in packs_of_run(store, run.id, limit=MAX_LISTED):
         root.children.append(TraceNode(
-            pack["pack"], "pack",
-            f"{pack['tokens']}/{pack['budget']} tokens, {pack['created'][:19]}", pack))
+            pack.pack, "pack", f"{pack.tokens}/{pack.budget} tokens, {pack.created[:19]}",
+            pack.as_dict()))
     for load in loads_in_run(store, run.id, limit=MAX_LISTED):
         node = _skill_version_node(store, load.name, load.version, "loaded skill")
         node.detail.update({"event": make_ref("evt", load.event) if load.event else None,

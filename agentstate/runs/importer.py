@@ -385,25 +385,44 @@ class _Abort(Exception):
 SOURCE_KEY = "run_sources:"
 
 
-def remember_run_source(store: Store, run_ref: str, source: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class RunSource:
+    """One session imported into a run: which agent, which session, from where."""
+
+    agent: str
+    session: str | None
+    cwd: str | None
+    branch: str | None
+    file: str | None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"agent": self.agent, "session": self.session, "cwd": self.cwd,
+                "branch": self.branch, "file": self.file}
+
+    @property
+    def identity(self) -> tuple[str, str | None]:
+        return self.agent, self.session or self.file
+
+
+def remember_run_source(store: Store, run_ref: str, source: RunSource) -> None:
     """Record one imported session of a run (once per agent and session)."""
     run = get_run(store, run_ref)
     with store.transaction() as conn:
         sources = run_sources(store, run.ref)
-        same = [s for s in sources
-                if (s.get("agent"), s.get("session") or s.get("file"))
-                == (source.get("agent"), source.get("session") or source.get("file"))]
-        if same:
+        if any(s.identity == source.identity for s in sources):
             return
         sources.append(source)
         conn.execute(
             "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-            "SET value = excluded.value", (SOURCE_KEY + run.id, json.dumps(sources)))
+            "SET value = excluded.value",
+            (SOURCE_KEY + run.id, json.dumps([s.as_dict() for s in sources])))
 
 
-def run_sources(store: Store, run_ref: str) -> list[dict[str, Any]]:
-    """The sessions imported into a run: [{agent, session, cwd, branch, file}, …]."""
+def run_sources(store: Store, run_ref: str) -> list[RunSource]:
+    """The sessions imported into a run, in the order they were first imported."""
     run = get_run(store, run_ref)
     row = store.conn.execute("SELECT value FROM kv WHERE key = ?",
                              (SOURCE_KEY + run.id,)).fetchone()
-    return json.loads(row[0]) if row and row[0] else []
+    stored = json.loads(row[0]) if row and row[0] else []
+    return [RunSource(agent=s.get("agent"), session=s.get("session"), cwd=s.get("cwd"),
+                      branch=s.get("branch"), file=s.get("file")) for s in stored]

@@ -21,7 +21,7 @@ from agentstate.skills.records import (
     get_version,
     parse_target,
     release_folder,
-    version_rows,
+    versions_of,
 )
 from agentstate.store.db import Store
 
@@ -59,10 +59,10 @@ def _pick_version(store: Store, target: str):
     release = current_release(store, name)
     if release is not None:
         return release
-    rows = version_rows(store, name)
+    rows = versions_of(store, name)
     if not rows:
         raise NotFound(f"no skill named {name!r} (see `agentstate skill list`)")
-    if any(r["status"] == "revoked" for r in rows):
+    if any(r.status == "revoked" for r in rows):
         raise Refused(f"skill {name!r} is revoked; no version may be loaded")
     raise InvalidInput(f"skill {name!r} has no published version yet (publish it first)")
 

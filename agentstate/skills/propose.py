@@ -36,7 +36,7 @@ from agentstate.skills.records import (
     principal_name,
     record_candidate,
     registry_lock,
-    version_rows,
+    versions_of,
 )
 from agentstate.store.db import Store
 from agentstate.store.sources import is_untrusted
@@ -201,7 +201,7 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
         raise InvalidInput(f"{run.ref} is {run.status}; propose from a finished run (end it "
                            "with `agentstate run end --status done`)")
     dest = draft_path(store, name)
-    if dest.exists() or version_rows(store, name):
+    if dest.exists() or versions_of(store, name):
         raise InvalidInput(f"skill {name!r} already exists; choose another --name")
     events = list_events(store, run.ref)
     stripper = _Stripper(store.work_tree)

@@ -13,7 +13,7 @@ from agentstate.skills.records import (
     get_version,
     parse_target,
     principal_name,
-    version_rows,
+    versions_of,
 )
 from agentstate.store.db import Store
 from agentstate.store.limits import MAX_REASON_CHARS, check_length
@@ -50,10 +50,10 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
                                "draft instead")
         targets = [version]
     else:
-        rows = version_rows(store, name)
+        rows = versions_of(store, name)
         if not rows:
             raise NotFound(f"no skill named {name!r}")
-        targets = [r["version"] for r in rows if r["status"] == "published"]
+        targets = [r.version for r in rows if r.status == "published"]
         if not targets:
             raise InvalidInput(f"skill {name!r} has no published version to revoke")
     principal, _ = principal_name(store)
