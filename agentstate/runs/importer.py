@@ -31,6 +31,7 @@ from typing import Any
 
 from agentstate.errors import AgentStateError, InvalidInput, Refused
 from agentstate.runs.log import USER_KINDS, Run, append_event, get_run, start_run
+from agentstate.runs.status import RunStatus
 from agentstate.safety import refuse_secrets
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
@@ -220,7 +221,7 @@ def import_events(
         raise InvalidInput("pass either a run ref or a goal, not both")
     result = ImportResult(run=None)
     run: Run | None = get_run(store, run_ref) if run_ref else None
-    if run is not None and run.status != "active":
+    if run is not None and run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); import into an active run")
     origin_key = f"import_run:{hashlib.sha256(origin.encode()).hexdigest()[:24]}" if origin \
         else None
@@ -277,7 +278,7 @@ def import_events(
         existing = store.conn.execute(
             "SELECT id FROM events WHERE run = ? AND import_key = ?", (target.id, key)
         ).fetchone()
-        if not existing and target.status != "active":
+        if not existing and target.status != RunStatus.ACTIVE:
             raise _Abort(InvalidInput(
                 f"{target.ref} (from an earlier import of this file) has ended; import the new "
                 f"records with --run REF or --goal TEXT"))

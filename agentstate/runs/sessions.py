@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from agentstate.runs.log import Run, current_run, get_run, start_run
+from agentstate.runs.status import RunStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
@@ -31,7 +32,7 @@ def session_run(store: Store, agent: str, session_id: str) -> Run | None:
     if not (row and row[0]):
         return None
     run = get_run(store, make_ref("run", row[0]))
-    return run if run.status == "active" else None
+    return run if run.status == RunStatus.ACTIVE else None
 
 
 def bind_session(store: Store, agent: str, session_id: str, run: Run) -> None:

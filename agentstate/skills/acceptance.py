@@ -22,6 +22,7 @@ from agentstate.skills.records import (
     release_folder,
     versions_of,
 )
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 
 
@@ -83,7 +84,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
     name, version = parse_target(target)
     if version is not None:
         row = get_version(store, name, version)
-        if row.status == "candidate":
+        if row.status == SkillStatus.CANDIDATE:
             folder = draft_path(store, name)
             tested = "draft"
         else:

@@ -32,6 +32,7 @@ from agentstate.skills.records import (
     registry_lock,
     versions_of,
 )
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
@@ -101,10 +102,10 @@ def publish_skill(store: Store, target: str, *, approve: bool = False,
     name, version = parse_target(target)
     if version is not None:
         row = get_version(store, name, version)  # NotFound for an unknown version
-        if row.status == "revoked":
+        if row.status == SkillStatus.REVOKED:
             raise Refused(f"{row.ref} is revoked ({row.revoke_reason}); a revoked version is "
                           "never published again — change the draft and publish a new version")
-        if row.status == "published":
+        if row.status == SkillStatus.PUBLISHED:
             raise InvalidInput(f"{row.ref} is already published")
     folder_path = draft_path(store, name)
     if not folder_path.is_dir():
@@ -127,10 +128,10 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
     if tree is None:
         raise InvalidInput(f"the draft {folder_path} is empty")
     same = [r for r in versions_of(store, name)
-            if r.tree == tree and r.status != "candidate"]
+            if r.tree == tree and r.status != SkillStatus.CANDIDATE]
     if same:
         row = same[-1]
-        if row.status == "revoked":
+        if row.status == SkillStatus.REVOKED:
             raise Refused(f"this content was published as {row.ref} and revoked "
                           f"({row.revoke_reason}); change it before publishing again")
         raise InvalidInput(f"nothing to publish: the draft is identical to {row.ref}")

@@ -22,10 +22,10 @@ from typing import Any
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
-STATUSES = ("candidate", "published", "revoked")
 _NAME_AT = re.compile(r"^(?:skill:)?([a-z0-9-]+)(?:@v([0-9]+))?$")
 
 
@@ -35,7 +35,7 @@ class SkillVersion:
 
     name: str
     version: int
-    status: str
+    status: SkillStatus
     ref: str
     commit: str | None
     tree: str | None
@@ -55,7 +55,7 @@ class SkillVersion:
 
 def row_to_version(row: dict, loads: int = 0) -> SkillVersion:
     return SkillVersion(
-        name=row["name"], version=row["version"], status=row["status"],
+        name=row["name"], version=row["version"], status=SkillStatus(row["status"]),
         ref=make_ref("skill", row["name"], row["version"]), commit=row["commit_sha"],
         tree=row["tree"], tag=row["tag"], description=row["description"],
         triggers=json.loads(row["triggers"] or "[]"), approver=row["approver"],
@@ -128,7 +128,7 @@ def current_release(store: Store, name: str) -> SkillVersion | None:
 def candidate_version(store: Store, name: str) -> SkillVersion | None:
     """The draft waiting to be published (the newest version, if a candidate)."""
     rows = versions_of(store, name)
-    return rows[-1] if rows and rows[-1].status == "candidate" else None
+    return rows[-1] if rows and rows[-1].status == SkillStatus.CANDIDATE else None
 
 
 def next_version_number(store: Store, name: str) -> int:
@@ -193,9 +193,9 @@ def record_candidate(store: Store, name: str, folder: mf.SkillFolder,
         else:
             version = next_version_number(store, name)
             store.db.table("skill_versions").insert({
-                "name": name, "version": version, "status": "candidate", "commit_sha": None,
-                "tree": None, "tag": None, "description": description, "triggers": triggers,
-                "approver": None, "reasons": "[]",
+                "name": name, "version": version, "status": SkillStatus.CANDIDATE.value,
+                "commit_sha": None, "tree": None, "tag": None, "description": description,
+                "triggers": triggers, "approver": None, "reasons": "[]",
                 "provenance": json.dumps(provenance, sort_keys=True), "created": store.now(),
             })
     return get_version(store, name, version)

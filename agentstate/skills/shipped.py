@@ -29,6 +29,7 @@ from pathlib import Path
 
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 
 
@@ -77,7 +78,7 @@ def install_shipped(store: Store) -> InstallResult:
                 continue
             rows = versions_of(store, name)
             draft = store.skills_path / name
-            same = [r for r in rows if r.tree == tree and r.status != "candidate"]
+            same = [r for r in rows if r.tree == tree and r.status != SkillStatus.CANDIDATE]
             if same:
                 row = same[-1]
                 if registry.tag_name(name, row.version) not in tags:
@@ -90,12 +91,12 @@ def install_shipped(store: Store) -> InstallResult:
             if rows:
                 last = rows[-1]
                 origin = last.provenance.get("origin")
-                if last.status == "revoked":
+                if last.status == SkillStatus.REVOKED:
                     result.skipped[name] = "revoked here; a newer shipped version is not forced"
                     continue
-                if origin == "shipped" and last.status == "candidate":
+                if origin == "shipped" and last.status == SkillStatus.CANDIDATE:
                     pass  # an install interrupted before its release: redo it
-                elif origin != "shipped" or last.status != "published":
+                elif origin != "shipped" or last.status != SkillStatus.PUBLISHED:
                     result.skipped[name] = "a skill of this name exists that is not the shipped one"
                     continue
             elif draft.exists():
@@ -163,7 +164,7 @@ def _all_installed(store: Store) -> bool:
         rows = [r for r in versions_of(store, source.name) if r.tree == tree]
         if not rows:
             return False
-        released = [r for r in rows if r.status != "candidate"]
+        released = [r for r in rows if r.status != SkillStatus.CANDIDATE]
         if not released:
             return False  # an install interrupted before its release
         tags = registry.tag_commits(store.skills_path) if tags is None else tags

@@ -28,6 +28,7 @@ from typing import IO
 from agentstate.config import ToolSettings
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, current_run, resolve_run
+from agentstate.runs.status import RunStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import tool_source
@@ -148,7 +149,7 @@ class _Capture:
 def _target_run(store: Store, run_ref: str | None) -> Run | None:
     if run_ref:
         run = resolve_run(store, run_ref)
-        if run.status != "active":
+        if run.status != RunStatus.ACTIVE:
             raise InvalidInput(f"{run.ref} has ended ({run.status}); name an active run")
         return run
     return current_run(store)
