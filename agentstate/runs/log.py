@@ -205,7 +205,8 @@ def start_run(
     run_id = store.new_id()
     now = store.now()
     with store.transaction():
-        store.db.table("runs").insert(
+        store.insert(
+            "runs",
             {
                 "id": run_id,
                 "goal": goal,

@@ -145,7 +145,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
     run_id = None
     if results and results[0].event:
         run_id = run_of_event(store, results[0].event.removeprefix("evt:"))
-    store.db.table("skill_tests").insert({
+    store.insert("skill_tests", {
         "id": report.id, "name": name, "tree": tree or "", "passed": int(passed),
         "results": json.dumps([r.__dict__ for r in results], ensure_ascii=False),
         "run": run_id, "ts": store.now(),

@@ -103,7 +103,7 @@ def load_skill(store: Store, target: str, *, run_ref: str | None = None) -> Load
                       "tree": loaded.tree, "commit": loaded.commit, "skill_load": load_id},
                 allow_system_kinds=True,
             )
-        store.db.table("skill_loads").insert({
+        store.insert("skill_loads", {
             "id": load_id, "run": run.id if run else None, "name": row.name,
             "version": row.version, "tree": loaded.tree, "event": event.id if event else None,
             "ts": store.now(),

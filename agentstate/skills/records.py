@@ -192,7 +192,7 @@ def record_candidate(store: Store, name: str, folder: mf.SkillFolder,
             version = existing.version
         else:
             version = next_version_number(store, name)
-            store.db.table("skill_versions").insert({
+            store.insert("skill_versions", {
                 "name": name, "version": version, "status": SkillStatus.CANDIDATE.value,
                 "commit_sha": None, "tree": None, "tag": None, "description": description,
                 "triggers": triggers, "approver": None, "reasons": "[]",

@@ -340,11 +340,7 @@ def _log(store: Store, result: ToolResult, run: Run | None, purpose: str | None)
             "purpose": purpose,
             "ts": store.now(),
         }
-        # Plain SQL: `exec` is on every agent's hot path; sqlite-utils costs ~90 ms to import.
-        store.conn.execute(
-            f"INSERT INTO tool_calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-            tuple(row.values()),
-        )
+        store.insert("tool_calls", row)
     result.call_id = call_id
     result.event = event.ref if event else None
     result.run = run.ref if run else None
