@@ -364,10 +364,10 @@ def import_events(
 
 def _earlier_run(store: Store, origin_key: str, goal: str | None) -> Run | None:
     """The run an earlier import of the same origin created, if it still applies."""
-    row = store.conn.execute("SELECT value FROM kv WHERE key = ?", (origin_key,)).fetchone()
-    if not (row and row[0]):
+    run_id = store.value("SELECT value FROM kv WHERE key = ?", (origin_key,))
+    if not run_id:
         return None
-    earlier = get_run(store, make_ref("run", row[0]))
+    earlier = get_run(store, make_ref("run", run_id))
     # With a goal, the earlier run counts only if it has that goal: the same command run
     # twice adds nothing, while another goal asks for another run on purpose.
     return earlier if not goal or earlier.goal == goal else None
@@ -422,8 +422,7 @@ def remember_run_source(store: Store, run_ref: str, source: RunSource) -> None:
 def run_sources(store: Store, run_ref: str) -> list[RunSource]:
     """The sessions imported into a run, in the order they were first imported."""
     run = get_run(store, run_ref)
-    row = store.conn.execute("SELECT value FROM kv WHERE key = ?",
-                             (SOURCE_KEY + run.id,)).fetchone()
-    stored = json.loads(row[0]) if row and row[0] else []
+    value = store.value("SELECT value FROM kv WHERE key = ?", (SOURCE_KEY + run.id,))
+    stored = json.loads(value) if value else []
     return [RunSource(agent=s.get("agent"), session=s.get("session"), cwd=s.get("cwd"),
                       branch=s.get("branch"), file=s.get("file")) for s in stored]

@@ -133,7 +133,7 @@ def score_skill(
 
 
 def _current_rows(store: Store) -> list[dict]:
-    if "skill_versions" not in store.db.table_names():
+    if not store.has_table("skill_versions"):
         return []
     return store.rows(_CURRENT_SQL)
 
@@ -181,7 +181,7 @@ def list_catalog(store: Store, *, include_all: bool = False) -> list[CatalogEntr
         )
         for row in _current_rows(store)
     ]
-    if include_all and "skill_versions" in store.db.table_names():
+    if include_all and store.has_table("skill_versions"):
         listed = {e.name for e in entries}
         rows = store.rows(
             "SELECT v.* FROM skill_versions v WHERE v.version = "

@@ -113,8 +113,8 @@ def version_numbers(store: Store, name: str) -> list[int]:
 
 def any_published(store: Store) -> bool:
     """Whether any skill version is published (revoked ones and drafts do not count)."""
-    return store.conn.execute(
-        "SELECT 1 FROM skill_versions WHERE status = 'published' LIMIT 1").fetchone() is not None
+    return store.value(
+        "SELECT 1 FROM skill_versions WHERE status = 'published' LIMIT 1") is not None
 
 
 def current_release(store: Store, name: str) -> SkillVersion | None:
@@ -133,10 +133,8 @@ def candidate_version(store: Store, name: str) -> SkillVersion | None:
 
 def next_version_number(store: Store, name: str) -> int:
     """The number the next version of `name` gets (numbers are never reused)."""
-    row = store.conn.execute(
-        "SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = ?", (name,)
-    ).fetchone()
-    return int(row[0]) + 1
+    return int(store.value(
+        "SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = ?", (name,))) + 1
 
 
 def draft_path(store: Store, name: str) -> Path:

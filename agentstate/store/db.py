@@ -95,6 +95,18 @@ class Store:
             tuple(row.values()),
         )
 
+    def value(self, sql: str, params: Params = ()) -> Any:
+        """The first column of the first row `sql` returns, or None (a count, a kv value,
+        an id: where a dict per row would only be unpacked again)."""
+        row = self.db.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def has_table(self, name: str) -> bool:
+        """Whether the database has a table of this name (a store opened without migrating
+        may lack a domain's tables)."""
+        return self.value("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                          (name,)) is not None
+
     def copy_into(self, path: Path) -> None:
         """A consistent copy of the database at `path`, taken while writers go on (VACUUM
         INTO writes no free pages, so text erased from the live file is not in the copy)."""
@@ -244,14 +256,6 @@ class LazyDatabase:
 
     def __getitem__(self, name: str) -> Any:
         return self.real[name]
-
-    # Served directly: a hot read path asks for the table list (reads go through
-    # `Store.rows`, which never needs sqlite_utils).
-    def table_names(self, fts4: bool = False, fts5: bool = False) -> list[str]:
-        if fts4 or fts5:
-            return self.real.table_names(fts4=fts4, fts5=fts5)
-        return [r[0] for r in self.conn.execute(
-            "select name from sqlite_master where type = 'table'")]
 
 
 def open_store(

@@ -43,15 +43,23 @@ def test_duplicate_column_names_are_refused_not_silently_merged(table):
         table.row("SELECT a.id, b.id FROM t a JOIN t b ON a.id = b.id")
 
 
-def test_table_names_and_writes_match(tmp_path):
+def test_the_lazy_database_delegates_to_the_real_one(tmp_path):
     conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
     conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
     conn.execute("CREATE VIRTUAL TABLE f USING fts5(body)")
     lazy, real = LazyDatabase(conn), sqlite_utils.Database(conn)
     assert lazy.table_names() == real.table_names()
     assert lazy.table_names(fts5=True) == real.table_names(fts5=True) == ["f"]
-    lazy["t"].insert({"name": "d"})  # builds the real Database on first write
+    lazy["t"].insert({"name": "d"})  # builds the real Database on first use
     assert real.execute("SELECT count(*) FROM t").fetchone()[0] == 1
+
+
+def test_value_and_has_table(table):
+    assert table.value("SELECT name FROM t WHERE id = ?", (2,)) == "b"
+    assert table.value("SELECT name FROM t WHERE id = 99") is None
+    assert table.value("SELECT count(*) FROM t") == 3
+    assert table.has_table("t") and table.has_table("runs")
+    assert not table.has_table("T_missing") and not table.has_table("memories_fts_data ")
 
 
 def test_insert_writes_one_row_as_given(table):
