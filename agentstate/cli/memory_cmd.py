@@ -10,7 +10,9 @@ import typer
 from agentstate.cli import app
 from agentstate.cli.common import AsOption, JsonOption, cli_store, emit, from_stdin
 from agentstate.cli.runs_cmd import run_app
+from agentstate.memory.status import MemoryStatus
 from agentstate.output import info, shorten, warn
+from agentstate.runs.status import RunStatus
 
 memory_app = typer.Typer(
     help="Inspect and correct long-term memory (list, show, history, correct, confirm).",
@@ -90,9 +92,10 @@ def remember_cmd(
     with cli_store() as store:
         result = remember(store, text, kind=kind, key=key, scope=scope, source=source,
                           evidence=evidence or [], ttl=ttl, until=until, principal=principal)
-    if not as_json and result.status in ("quarantined", "candidate", "contested"):
+    if not as_json and result.status in (MemoryStatus.QUARANTINED, MemoryStatus.CANDIDATE,
+                                           MemoryStatus.CONTESTED):
         warn(f"{result.ref} is {result.status}: it is not in the default read set"
-             if result.status != "contested" else
+             if result.status != MemoryStatus.CONTESTED else
              f"{result.ref} is contested: recall shows it flagged beside {result.contests}")
     emit(result, as_json=as_json, human=_write_human)
 
@@ -354,7 +357,7 @@ def run_distill(
 
     with cli_store() as store:
         result = distill(store, ref, accept=accept, principal=principal)
-    if not as_json and result.run_status == "active":
+    if not as_json and result.run_status == RunStatus.ACTIVE:
         info(f"note: {result.run} is still active; distil again when it is done")
 
     def human(console, r) -> None:

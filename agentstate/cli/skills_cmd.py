@@ -18,6 +18,7 @@ from agentstate.cli.common import (
     store_override,
 )
 from agentstate.output import shorten
+from agentstate.skills.status import SkillStatus
 
 if TYPE_CHECKING:
     from agentstate.config import ToolSettings
@@ -399,7 +400,7 @@ def skill_list(
             return
         width = max(len(e.ref) for e in rows)
         for e in rows:
-            status = "" if e.status == "published" else f" [{e.status}]"
+            status = "" if e.status == SkillStatus.PUBLISHED else f" [{e.status}]"
             console.print(f"{e.ref:<{width}}  {shorten(e.description, 100)}{status}",
                           markup=False, highlight=False)
 
@@ -527,7 +528,7 @@ def skill_history_cmd(
             if v.approver:
                 line += f"  approved by {v.approver}"
             console.print(line, markup=False, highlight=False)
-            if v.status == "revoked":
+            if v.status == SkillStatus.REVOKED:
                 console.print(f"    revoked {(v.revoked or '')[:19]} by {v.revoked_by}: "
                               f"{v.revoke_reason}", markup=False, highlight=False)
             for reason in v.reasons:

@@ -106,10 +106,26 @@ def packs_including(store: Store, refs: list[str], *, limit: int = 50) -> list[P
     ]
 
 
-def packs_of_run(store: Store, run_id: str, *, limit: int = 50) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PackSummary:
+    """A stored pack, without its items."""
+
+    pack: str
+    created: str
+    budget: int
+    tokens: int
+    text_hash: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pack": self.pack, "created": self.created, "budget": self.budget,
+                "tokens": self.tokens, "text_hash": self.text_hash}
+
+
+def packs_of_run(store: Store, run_id: str, *, limit: int = 50) -> list[PackSummary]:
+    """The packs assembled for a run, newest first."""
     return [
-        {"pack": make_ref("pack", r[0]), "created": r[1], "budget": r[2], "tokens": r[3],
-         "text_hash": r[4]}
+        PackSummary(pack=make_ref("pack", r[0]), created=r[1], budget=r[2], tokens=r[3],
+                    text_hash=r[4])
         for r in store.conn.execute(
             "SELECT id, created, budget, tokens, text_hash FROM packs WHERE run = ? "
             "ORDER BY created DESC, rowid DESC LIMIT ?", (run_id, limit),

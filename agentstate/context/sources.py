@@ -22,6 +22,7 @@ from agentstate.config import ToolDefinition
 from agentstate.context.candidates import Candidate
 from agentstate.context.compression import compress_line, focus_line
 from agentstate.errors import InvalidInput, NotFound
+from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_injection
 from agentstate.store.sources import is_untrusted, source_class
 
@@ -440,7 +441,7 @@ def memory_evidence(hits: list[Any], *, skip: set[str]) -> list[Candidate]:
     for hit in hits:
         score = round(hit.score / best, 4)
         flags = []
-        if hit.status == "contested" or "contested" in hit.flags:
+        if hit.status == MemoryStatus.CONTESTED or "contested" in hit.flags:
             flags.append("contested")
         if hit.contested_by:
             flags.append("has_contest")

@@ -24,6 +24,7 @@ from typing import Any
 from agentstate.context.manifest import load_pack, packs_including, packs_of_run
 from agentstate.errors import NotFound, Refused
 from agentstate.memory.model import versions_citing, versions_drawn_from
+from agentstate.memory.status import MemoryStatus
 from agentstate.output import shorten
 from agentstate.runs.lookups import (
     event_ids_of_run,
@@ -34,6 +35,7 @@ from agentstate.runs.lookups import (
 )
 from agentstate.skills.load import loads_by_event, loads_in_run, loads_of_version
 from agentstate.skills.records import find_version, version_numbers
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
@@ -124,7 +126,7 @@ def _memory_version_node(store: Store, memory: Any, relation: str, who: Principa
         return TraceNode(memory.ref, relation,
                          f"withheld: principal {who.name!r} may not read scope {memory.scope!r}",
                          {"withheld": True, "scope": memory.scope})
-    flags = f", {memory.status}" if memory.status != "active" else ""
+    flags = f", {memory.status}" if memory.status != MemoryStatus.ACTIVE else ""
     text = "(purged)" if memory.purged else shorten(memory.text, 90)
     node = TraceNode(
         memory.ref, relation,
@@ -160,7 +162,7 @@ def _skill_version_node(store: Store, name: str, version: int, relation: str) ->
         return TraceNode(ref, relation, "skill version not found")
     revoked = found.revoked
     extra = (f", revoked {revoked[:10]}: {found.revoke_reason}"
-             if found.status == "revoked" and revoked else "")
+             if found.status == SkillStatus.REVOKED and revoked else "")
     return TraceNode(ref, relation, f"{found.status}{extra} — {shorten(found.description, 70)}",
                      {"status": found.status, "commit": found.commit, "tree": found.tree,
                       "published": found.published, "revoked": revoked})
@@ -221,7 +223,7 @@ def _trace_memory(store: Store, ref: str, who: Principal) -> TraceNode:
         raise NotFound(f"no memory {ref} (the chain has v1..v{chain[-1].version})")
     chain_ref = make_ref("mem", parsed.id)
     focus = [m for m in chain if parsed.version is None or m.version == parsed.version]
-    current = [m.ref for m in chain if m.status == "active"]
+    current = [m.ref for m in chain if m.status == MemoryStatus.ACTIVE]
     root = TraceNode(
         ref, "root",
         f"memory chain {chain_ref}: {len(chain)} version(s); current "
@@ -319,8 +321,8 @@ def _trace_run(store: Store, ref: str, who: Principal) -> TraceNode:
                       "created": run.created, "branch": run.branch, "head": run.head})
     for pack in packs_of_run(store, run.id, limit=MAX_LISTED):
         root.children.append(TraceNode(
-            pack["pack"], "pack",
-            f"{pack['tokens']}/{pack['budget']} tokens, {pack['created'][:19]}", pack))
+            pack.pack, "pack", f"{pack.tokens}/{pack.budget} tokens, {pack.created[:19]}",
+            pack.as_dict()))
     for load in loads_in_run(store, run.id, limit=MAX_LISTED):
         node = _skill_version_node(store, load.name, load.version, "loaded skill")
         node.detail.update({"event": make_ref("evt", load.event) if load.event else None,

@@ -37,6 +37,7 @@ from agentstate.evals.arms import ArmPack, Arms, check_arms, check_names
 from agentstate.evals.measure import cost, find_result, mean
 from agentstate.evals.scenario_skills import SkillGold, SkillTask
 from agentstate.evals.scenarios import Fact, Scenario, build, start_time
+from agentstate.memory.status import MemoryStatus
 from agentstate.store.db import Store
 
 DEFAULT_BUDGETS = (1000, 2000, 4000, 8000)
@@ -238,7 +239,7 @@ def system_checks(store: Store, scenario: Scenario) -> SystemChecks:
 
     good = {r for f in scenario.facts for r in f.current if r.startswith("mem:")}
     bad = {r for f in scenario.facts for r in f.poisoned if r.startswith("mem:")}
-    active = {r for r in good | bad if get_memory(store, r).status == "active"}
+    active = {r for r in good | bad if get_memory(store, r).status == MemoryStatus.ACTIVE}
     gold = scenario.skills
     top1, composed = [], []
     for task in gold.tasks:

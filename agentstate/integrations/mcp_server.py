@@ -42,6 +42,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from agentstate import __version__
+from agentstate.memory.status import MemoryStatus
 from agentstate.output import envelope_error, envelope_ok
 
 if TYPE_CHECKING:
@@ -282,10 +283,10 @@ def build_server(service: StoreService) -> MCPServer:
                                      source=claimed, evidence=evidence or [], ttl=ttl,
                                      principal=who)
             note = None
-            if result.status in ("candidate", "quarantined"):
+            if result.status in (MemoryStatus.CANDIDATE, MemoryStatus.QUARANTINED):
                 note = (f"{result.ref} was stored as {result.status}, outside the default read "
                         f"set: {result.reason}")
-            elif result.status == "contested":
+            elif result.status == MemoryStatus.CONTESTED:
                 note = f"{result.ref} is contested: recall flags it beside {result.contests}"
             return Done(result, note=note)
 

@@ -357,7 +357,7 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
     `already_logged` (a hook's catch-up) names records the run already holds in another
     form — a prompt or a tool call the hooks recorded as it happened — so they are counted
     as skipped rather than stored twice."""
-    from agentstate.runs.importer import remember_run_source
+    from agentstate.runs.importer import RunSource, remember_run_source
     from agentstate.runs.worktree import snapshot
 
     if already_logged is not None:
@@ -374,12 +374,12 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
         extra_kinds=frozenset({"checkpoint"}), bind_origin=True,
     )
     if result.run:
-        remember_run_source(store, result.run, {
-            "agent": session.agent, "session": session.session,
-            "cwd": redact(session.cwd) if session.cwd else None,
-            "branch": redact(session.branch) if session.branch else None,
-            "file": redact(str(path.resolve())),
-        })
+        remember_run_source(store, result.run, RunSource(
+            agent=session.agent, session=session.session,
+            cwd=redact(session.cwd) if session.cwd else None,
+            branch=redact(session.branch) if session.branch else None,
+            file=redact(str(path.resolve())),
+        ))
     return TranscriptImport(path=str(path), agent=session.agent, session=session.session,
                             cwd=session.cwd, branch=session.branch, result=result,
                             counts=counts_by_kind(result))

@@ -22,7 +22,7 @@ from agentstate.memory.model import (
     resolve_principal,
     validate_evidence,
 )
-from agentstate.memory.status import CURRENT_STATUSES
+from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus
 from agentstate.memory.versions import (
     EVIDENCE_BONUS,
     WriteResult,
@@ -57,7 +57,7 @@ def correct(store: Store, ref: str, text: str, *, principal: str | None = None,
         check_length(reason, MAX_REASON_CHARS, "the reason")
     who = resolve_principal(store, principal)
     target = get_memory(store, ref)
-    if target.status == "forgotten":
+    if target.status == MemoryStatus.FORGOTTEN:
         raise InvalidInput(f"{target.ref} is forgotten; remember the new value instead")
     if not who.can_write(target.scope):
         raise Refused(f"principal {who.name!r} may not write scope {target.scope!r}")
@@ -104,11 +104,11 @@ def confirm(store: Store, ref: str, evidence: list[str], *, principal: str | Non
     refuse_secrets(" ".join(evidence), "the evidence")
     who = resolve_principal(store, principal)
     target = get_memory(store, ref)
-    if target.status == "quarantined":
+    if target.status == MemoryStatus.QUARANTINED:
         raise Refused(f"{target.ref} is quarantined (it read as instructions to the agent); "
                       "if it is genuine, restate it as a plain statement with "
                       "`agentstate remember`")
-    if target.status in ("superseded", "forgotten"):
+    if target.status in (MemoryStatus.SUPERSEDED, MemoryStatus.FORGOTTEN):
         raise InvalidInput(f"{target.ref} is {target.status}; only current, contested or "
                            "candidate versions can be confirmed")
     if not who.can_write(target.scope):
@@ -129,7 +129,7 @@ def confirm(store: Store, ref: str, evidence: list[str], *, principal: str | Non
         row = _row(store, target)
         action, replaced = "confirmed", None
         reason = f"confirmed with evidence {', '.join(added) or '(already attached)'}"
-        if target.status == "candidate" and not _still_candidate(row, checked):
+        if target.status == MemoryStatus.CANDIDATE and not _still_candidate(row, checked):
             rows = chain_rows(store, target.id)
             others = [r for r in rows if r["row"] != row["row"]]
             cur = current_memory_version(others, now) if others else None
@@ -140,7 +140,7 @@ def confirm(store: Store, ref: str, evidence: list[str], *, principal: str | Non
                 set_status(store, row, "active", "confirmed with evidence",
                            initial_confidence(row["source"], row["evidence_count"]))
                 reason = "candidate promoted: evidence " + ", ".join(added or ["(existing)"])
-        elif target.status == "contested":
+        elif target.status == MemoryStatus.CONTESTED:
             rows = chain_rows(store, target.id)
             reason = f"contested version confirmed by {who.name}; it becomes current"
             replaced = ", ".join(make_current(store, row, rows, who.name, "confirm", reason))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import AgentStateError
 from agentstate.memory.versions import WriteResult
+from agentstate.runs.status import RunStatus
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -51,7 +52,7 @@ class Proposal:
 @dataclass
 class DistillResult:
     run: str
-    run_status: str
+    run_status: RunStatus
     proposals: list[Proposal]
     accepted: list[WriteResult] = field(default_factory=list)
     rejected: list[dict] = field(default_factory=list)  # proposals the write gate refused

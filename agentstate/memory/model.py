@@ -465,7 +465,7 @@ def list_user_preferences(store: Store, principal: str | None = None,
                       "AND status = 'active' ORDER BY created, row")
     found = []
     for memory in memories_from_rows(store, rows):
-        if memory.status != "active" or not who.can_read(memory.scope):
+        if memory.status != MemoryStatus.ACTIVE or not who.can_read(memory.scope):
             continue
         if context is not None and scope_applies(memory.scope, context) is None:
             continue

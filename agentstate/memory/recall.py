@@ -40,7 +40,7 @@ from agentstate.memory.model import (
     row_to_memory,
 )
 from agentstate.memory.scopes import scope_applies
-from agentstate.memory.status import CURRENT_STATUSES
+from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus
 from agentstate.safety import redact_secrets
 from agentstate.store.clock import parse_ts
 from agentstate.store.refs import make_ref
@@ -215,7 +215,7 @@ def _hit(row: dict, relevance: float, specificity: float, now: str,
     recency = math.pow(0.5, age / RECENCY_HALF_LIFE_DAYS)
     score = relevance * (0.55 + 0.15 * recency + 0.15 * memory.confidence + 0.15 * specificity)
     flags = [] if memory.status in CURRENT_STATUSES else [f"included:{memory.status}"]
-    if memory.status == "contested":
+    if memory.status == MemoryStatus.CONTESTED:
         flags.append("contested")
     return MemoryHit(
         ref=memory.ref, id=memory.id, version=memory.version, kind=memory.kind, key=memory.key,
@@ -229,7 +229,7 @@ def _hit(row: dict, relevance: float, specificity: float, now: str,
 
 def _flag_contests(store: Store, hits: list[MemoryHit], now: str) -> None:
     """Link contested versions and the current version of the same chain, both ways."""
-    chains = {h.id for h in hits if h.status == "contested"}
+    chains = {h.id for h in hits if h.status == MemoryStatus.CONTESTED}
     for memory_id in chains:
         rows = chain_rows(store, memory_id)
         current = current_memory_version([r for r in rows if r["status"] == "active"], now)
@@ -239,7 +239,7 @@ def _flag_contests(store: Store, hits: list[MemoryHit], now: str) -> None:
         for hit in hits:
             if hit.id != memory_id:
                 continue
-            if hit.status == "contested":
+            if hit.status == MemoryStatus.CONTESTED:
                 hit.contests = current_ref
             elif hit.ref == current_ref:
                 hit.contested_by = [make_ref("mem", r["id"], r["version"]) for r in rows

@@ -27,7 +27,7 @@ from agentstate.memory.model import (
     norm_hash,
     record_history,
 )
-from agentstate.memory.status import CURRENT_STATUSES
+from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
 
@@ -226,7 +226,8 @@ def refresh_duplicate(store: Store, row: dict, refs: list[tuple[str, str]], vali
             action = "superseded"
     memory = get_memory(store, vref(row))
     contests = None
-    if memory.status == "contested":  # say which version it stands beside, as a new write does
+    # Say which version it stands beside, as a new write does.
+    if memory.status == MemoryStatus.CONTESTED:
         current = next((r for r in reversed(chain_rows(store, row["id"]))
                         if r["status"] == "active"), None)
         contests = vref(current) if current else None

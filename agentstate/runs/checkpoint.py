@@ -22,6 +22,7 @@ from typing import Any
 
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, get_run, resolve_run
+from agentstate.runs.status import RunStatus
 from agentstate.store.db import Store
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
@@ -243,7 +244,7 @@ def create_checkpoint(
         check_text(note, "the checkpoint note")
         refuse_secrets(note, "the checkpoint note")
     run = resolve_run(store, run_ref)
-    if run.status != "active":
+    if run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); checkpoints need an active run")
     tree = worktree or {}
     if import_key is not None:

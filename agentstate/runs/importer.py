@@ -31,6 +31,7 @@ from typing import Any
 
 from agentstate.errors import AgentStateError, InvalidInput, Refused
 from agentstate.runs.log import USER_KINDS, Run, append_event, get_run, start_run
+from agentstate.runs.status import RunStatus
 from agentstate.safety import refuse_secrets
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
@@ -220,7 +221,7 @@ def import_events(
         raise InvalidInput("pass either a run ref or a goal, not both")
     result = ImportResult(run=None)
     run: Run | None = get_run(store, run_ref) if run_ref else None
-    if run is not None and run.status != "active":
+    if run is not None and run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); import into an active run")
     origin_key = f"import_run:{hashlib.sha256(origin.encode()).hexdigest()[:24]}" if origin \
         else None
@@ -277,7 +278,7 @@ def import_events(
         existing = store.conn.execute(
             "SELECT id FROM events WHERE run = ? AND import_key = ?", (target.id, key)
         ).fetchone()
-        if not existing and target.status != "active":
+        if not existing and target.status != RunStatus.ACTIVE:
             raise _Abort(InvalidInput(
                 f"{target.ref} (from an earlier import of this file) has ended; import the new "
                 f"records with --run REF or --goal TEXT"))
@@ -363,10 +364,10 @@ def import_events(
 
 def _earlier_run(store: Store, origin_key: str, goal: str | None) -> Run | None:
     """The run an earlier import of the same origin created, if it still applies."""
-    row = store.conn.execute("SELECT value FROM kv WHERE key = ?", (origin_key,)).fetchone()
-    if not (row and row[0]):
+    run_id = store.value("SELECT value FROM kv WHERE key = ?", (origin_key,))
+    if not run_id:
         return None
-    earlier = get_run(store, make_ref("run", row[0]))
+    earlier = get_run(store, make_ref("run", run_id))
     # With a goal, the earlier run counts only if it has that goal: the same command run
     # twice adds nothing, while another goal asks for another run on purpose.
     return earlier if not goal or earlier.goal == goal else None
@@ -385,25 +386,43 @@ class _Abort(Exception):
 SOURCE_KEY = "run_sources:"
 
 
-def remember_run_source(store: Store, run_ref: str, source: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class RunSource:
+    """One session imported into a run: which agent, which session, from where."""
+
+    agent: str
+    session: str | None
+    cwd: str | None
+    branch: str | None
+    file: str | None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"agent": self.agent, "session": self.session, "cwd": self.cwd,
+                "branch": self.branch, "file": self.file}
+
+    @property
+    def identity(self) -> tuple[str, str | None]:
+        return self.agent, self.session or self.file
+
+
+def remember_run_source(store: Store, run_ref: str, source: RunSource) -> None:
     """Record one imported session of a run (once per agent and session)."""
     run = get_run(store, run_ref)
     with store.transaction() as conn:
         sources = run_sources(store, run.ref)
-        same = [s for s in sources
-                if (s.get("agent"), s.get("session") or s.get("file"))
-                == (source.get("agent"), source.get("session") or source.get("file"))]
-        if same:
+        if any(s.identity == source.identity for s in sources):
             return
         sources.append(source)
         conn.execute(
             "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-            "SET value = excluded.value", (SOURCE_KEY + run.id, json.dumps(sources)))
+            "SET value = excluded.value",
+            (SOURCE_KEY + run.id, json.dumps([s.as_dict() for s in sources])))
 
 
-def run_sources(store: Store, run_ref: str) -> list[dict[str, Any]]:
-    """The sessions imported into a run: [{agent, session, cwd, branch, file}, …]."""
+def run_sources(store: Store, run_ref: str) -> list[RunSource]:
+    """The sessions imported into a run, in the order they were first imported."""
     run = get_run(store, run_ref)
-    row = store.conn.execute("SELECT value FROM kv WHERE key = ?",
-                             (SOURCE_KEY + run.id,)).fetchone()
-    return json.loads(row[0]) if row and row[0] else []
+    value = store.value("SELECT value FROM kv WHERE key = ?", (SOURCE_KEY + run.id,))
+    stored = json.loads(value) if value else []
+    return [RunSource(agent=s.get("agent"), session=s.get("session"), cwd=s.get("cwd"),
+                      branch=s.get("branch"), file=s.get("file")) for s in stored]

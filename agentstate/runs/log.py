@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound, a_or_an
+from agentstate.runs.status import END_STATUSES, RUN_STATUSES, RunStatus
 from agentstate.store.db import Store
 from agentstate.store.limits import (
     MAX_CONSTRAINT_CHARS,
@@ -46,7 +47,6 @@ EVENT_KINDS = set(USER_KINDS) | SYSTEM_KINDS
 RESOLVES = {"answer": {"question"}, "verified": {"verify"}, "failed": {"verify"},
             "diagnosis": {"hypothesis", "question"}}
 
-RUN_STATUSES = ("active", "done", "abandoned")
 MAX_EVENT_CHARS = 100_000
 
 
@@ -54,7 +54,7 @@ MAX_EVENT_CHARS = 100_000
 class Run:
     ref: str
     goal: str
-    status: str
+    status: RunStatus
     created: str
     updated: str
     ended: str | None
@@ -92,7 +92,7 @@ def row_to_run(row: dict) -> Run:
     return Run(
         ref=make_ref("run", row["id"]),
         goal=row["goal"],
-        status=row["status"],
+        status=RunStatus(row["status"]),
         created=row["created"],
         updated=row["updated"],
         ended=row["ended"],
@@ -205,11 +205,12 @@ def start_run(
     run_id = store.new_id()
     now = store.now()
     with store.transaction():
-        store.db.table("runs").insert(
+        store.insert(
+            "runs",
             {
                 "id": run_id,
                 "goal": goal,
-                "status": "active",
+                "status": RunStatus.ACTIVE.value,
                 "created": now,
                 "updated": now,
                 "ended": None,
@@ -236,10 +237,10 @@ def _set_current(store: Store, run_id: str | None) -> None:
 
 
 def end_run(store: Store, ref: str, status: str) -> Run:
-    if status not in ("done", "abandoned"):
+    if status not in END_STATUSES:
         raise InvalidInput(f"invalid status {status!r}: expected done or abandoned")
     run = get_run(store, ref)
-    if run.status != "active":
+    if run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} already ended ({run.status} at {run.ended})")
     now = store.now()
     with store.transaction() as conn:
@@ -354,7 +355,7 @@ def append_event(
         refuse_secrets(text, "the event text")
         refuse_secrets(meta_json, "the event meta")
     run = resolve_run(store, run_ref)
-    if run.status != "active":
+    if run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); start or name an active run")
     resolves_id = _check_link(store, run, kind, resolves, "resolves")
     supersedes_id = _check_link(store, run, kind, supersedes, "supersedes")

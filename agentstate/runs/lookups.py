@@ -45,19 +45,17 @@ def find_event(store: Store, event_id: str) -> Event | None:
 
 
 def run_exists(store: Store, run_id: str) -> bool:
-    return store.conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is not None
+    return store.value("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is not None
 
 
 def run_goal(store: Store, run_id: str) -> str | None:
     """The run's goal, or None when there is no such run."""
-    row = store.conn.execute("SELECT goal FROM runs WHERE id = ?", (run_id,)).fetchone()
-    return row[0] if row else None
+    return store.value("SELECT goal FROM runs WHERE id = ?", (run_id,))
 
 
 def run_of_event(store: Store, event_id: str) -> str | None:
     """The id of the run the event belongs to, or None when there is no such event."""
-    row = store.conn.execute("SELECT run FROM events WHERE id = ?", (event_id,)).fetchone()
-    return row[0] if row else None
+    return store.value("SELECT run FROM events WHERE id = ?", (event_id,))
 
 
 def event_ids_of_run(store: Store, run_id: str) -> list[str]:
@@ -132,10 +130,8 @@ def _pointed_at(store: Store, link: str, event_ids: Sequence[str]) -> set[str]:
 
 def first_superseding_event(store: Store, event_id: str) -> str | None:
     """The id of the earliest event that supersedes this one, if any."""
-    row = store.conn.execute(
-        "SELECT id FROM events WHERE supersedes = ? ORDER BY ts LIMIT 1", (event_id,)
-    ).fetchone()
-    return row[0] if row else None
+    return store.value(
+        "SELECT id FROM events WHERE supersedes = ? ORDER BY ts LIMIT 1", (event_id,))
 
 
 def resolving_events(store: Store, event_id: str, *, limit: int) -> list[str]:

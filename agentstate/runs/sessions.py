@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from agentstate.runs.log import Run, current_run, get_run, start_run
+from agentstate.runs.status import RunStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
@@ -26,12 +27,11 @@ def _key(agent: str, session_id: str) -> str:
 
 def session_run(store: Store, agent: str, session_id: str) -> Run | None:
     """The active run this session is bound to, if any."""
-    row = store.conn.execute("SELECT value FROM kv WHERE key = ?",
-                             (_key(agent, session_id),)).fetchone()
-    if not (row and row[0]):
+    run_id = store.value("SELECT value FROM kv WHERE key = ?", (_key(agent, session_id),))
+    if not run_id:
         return None
-    run = get_run(store, make_ref("run", row[0]))
-    return run if run.status == "active" else None
+    run = get_run(store, make_ref("run", run_id))
+    return run if run.status == RunStatus.ACTIVE else None
 
 
 def bind_session(store: Store, agent: str, session_id: str, run: Run) -> None:
@@ -69,12 +69,11 @@ def _cursor_key(run: Run, path: str) -> str:
 def transcript_cursor(store: Store, run: Run, path: str) -> dict[str, Any] | None:
     """Where the last catch-up of this run from this transcript file stopped (the reader's
     own JSON), or None."""
-    row = store.conn.execute("SELECT value FROM kv WHERE key = ?",
-                             (_cursor_key(run, path),)).fetchone()
-    if not (row and row[0]):
+    stored = store.value("SELECT value FROM kv WHERE key = ?", (_cursor_key(run, path),))
+    if not stored:
         return None
     try:
-        found = json.loads(row[0])
+        found = json.loads(stored)
     except ValueError:
         return None  # only an optimisation: a damaged entry means reading from the start
     return found if isinstance(found, dict) else None

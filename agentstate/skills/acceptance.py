@@ -20,8 +20,9 @@ from agentstate.skills.records import (
     get_version,
     parse_target,
     release_folder,
-    version_rows,
+    versions_of,
 )
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 
 
@@ -83,7 +84,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
     name, version = parse_target(target)
     if version is not None:
         row = get_version(store, name, version)
-        if row.status == "candidate":
+        if row.status == SkillStatus.CANDIDATE:
             folder = draft_path(store, name)
             tested = "draft"
         else:
@@ -93,7 +94,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
         folder = draft_path(store, name)
         tested = "draft"
         if not folder.is_dir():
-            if version_rows(store, name):
+            if versions_of(store, name):
                 raise NotFound(f"skill {name!r} has no draft in {store.skills_path}; test a "
                                f"release with {name}@vN")
             raise NotFound(f"no skill named {name!r}")
@@ -144,7 +145,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
     run_id = None
     if results and results[0].event:
         run_id = run_of_event(store, results[0].event.removeprefix("evt:"))
-    store.db.table("skill_tests").insert({
+    store.insert("skill_tests", {
         "id": report.id, "name": name, "tree": tree or "", "passed": int(passed),
         "results": json.dumps([r.__dict__ for r in results], ensure_ascii=False),
         "run": run_id, "ts": store.now(),
@@ -152,8 +153,30 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
     return report
 
 
-def last_test(store: Store, name: str, tree: str | None) -> dict | None:
-    rows = store.rows(
-        "SELECT * FROM skill_tests WHERE name = ? AND tree = ? ORDER BY ts DESC, rowid DESC "
-        "LIMIT 1", (name, tree or ""))
-    return rows[0] if rows else None
+@dataclass(frozen=True)
+class SkillTest:
+    """One recorded acceptance run of a skill's draft (a `skill_tests` row)."""
+
+    id: str
+    tree: str  # the folder tree tested ("" when the draft had none)
+    passed: bool
+    ts: str
+
+
+_TEST_COLUMNS = "SELECT id, tree, passed, ts FROM skill_tests WHERE name = ?"
+
+
+def _test(row: dict) -> SkillTest:
+    return SkillTest(id=row["id"], tree=row["tree"], passed=bool(row["passed"]), ts=row["ts"])
+
+
+def last_test(store: Store, name: str, tree: str | None) -> SkillTest | None:
+    """The newest acceptance run of `name` on exactly this tree, or None."""
+    row = store.row(_TEST_COLUMNS + " AND tree = ? ORDER BY ts DESC, rowid DESC LIMIT 1",
+                    (name, tree or ""))
+    return None if row is None else _test(row)
+
+
+def tests_of(store: Store, name: str) -> list[SkillTest]:
+    """Every acceptance run of `name`, oldest first."""
+    return [_test(r) for r in store.rows(_TEST_COLUMNS + " ORDER BY ts, rowid", (name,))]

@@ -21,12 +21,12 @@ from agentstate.safety import refuse_secrets
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
 from agentstate.skills.records import (
-    candidate_row,
+    candidate_version,
     draft_path,
     principal_name,
     record_candidate,
     registry_lock,
-    version_rows,
+    versions_of,
 )
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
@@ -196,7 +196,7 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
     if store is None:
         raise InvalidInput("no store: pass --path DIR to scaffold outside the registry")
     dest = draft_path(store, name)
-    if dest.exists() or version_rows(store, name):
+    if dest.exists() or versions_of(store, name):
         raise InvalidInput(f"skill {name!r} already exists (edit {dest} and publish a new "
                            "version, or choose another name)")
     principal, may_approve = principal_name(store)
@@ -235,12 +235,12 @@ def add_skill(store: Store, path: Path, *, replace: bool = False) -> NewSkill:
         raise InvalidInput(f"{path} is already the registry draft")
     if dest.exists() and not replace:
         if registry.tree_hash(dest) == registry.tree_hash(folder):
-            row = candidate_row(store, name)
+            row = candidate_version(store, name)
             if not row:
-                rows = version_rows(store, name)
+                rows = versions_of(store, name)
                 row = rows[-1] if rows else None
             return NewSkill(name=name, path=str(dest), files=[],
-                            ref=make_ref("skill", name, row["version"]) if row else None)
+                            ref=make_ref("skill", name, row.version) if row else None)
         raise InvalidInput(f"the registry already has a draft {name!r} that differs; pass "
                            "--replace to overwrite the draft (releases are not touched)")
     try:
@@ -275,7 +275,7 @@ def add_skill(store: Store, path: Path, *, replace: bool = False) -> NewSkill:
                 backup.rename(dest)
             raise
         shutil.rmtree(backup, ignore_errors=True)
-    return NewSkill(name=name, path=str(dest), ref=make_ref("skill", name, row["version"]),
+    return NewSkill(name=name, path=str(dest), ref=make_ref("skill", name, row.version),
                     files=sorted(files))
 
 

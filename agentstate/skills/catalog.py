@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
@@ -52,7 +53,7 @@ class CatalogEntry:
     name: str
     description: str  # one line
     version: int | None  # the current published version (or the latest, for non-published)
-    status: str  # published | candidate | revoked
+    status: SkillStatus
     ref: str
 
 
@@ -132,7 +133,7 @@ def score_skill(
 
 
 def _current_rows(store: Store) -> list[dict]:
-    if "skill_versions" not in store.db.table_names():
+    if not store.has_table("skill_versions"):
         return []
     return store.rows(_CURRENT_SQL)
 
@@ -175,12 +176,12 @@ def list_catalog(store: Store, *, include_all: bool = False) -> list[CatalogEntr
             name=row["name"],
             description=one_line(row["description"]),
             version=row["version"],
-            status="published",
+            status=SkillStatus.PUBLISHED,
             ref=make_ref("skill", row["name"], row["version"]),
         )
         for row in _current_rows(store)
     ]
-    if include_all and "skill_versions" in store.db.table_names():
+    if include_all and store.has_table("skill_versions"):
         listed = {e.name for e in entries}
         rows = store.rows(
             "SELECT v.* FROM skill_versions v WHERE v.version = "
@@ -194,7 +195,7 @@ def list_catalog(store: Store, *, include_all: bool = False) -> list[CatalogEntr
                     name=row["name"],
                     description=one_line(row["description"]),
                     version=row["version"],
-                    status=row["status"],
+                    status=SkillStatus(row["status"]),
                     ref=make_ref("skill", row["name"], row["version"]),
                 )
             )

@@ -5,18 +5,18 @@ check between the database mirror and the git registry (for `agentstate doctor`)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.skills import registry
+from agentstate.skills.acceptance import SkillTest, tests_of
 from agentstate.skills.records import (
     SkillVersion,
     current_release,
     draft_path,
     get_version,
     parse_target,
-    row_to_version,
-    version_rows,
+    versions_of,
 )
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
@@ -31,27 +31,22 @@ class SkillHistory:
     draft: str | None  # path of the draft in the registry work tree
     draft_changed: bool  # the draft differs from the current version
     versions: list[SkillVersion]
-    tests: list[dict]
+    tests: list[SkillTest]
 
 
 def skill_history(store: Store, name: str) -> SkillHistory:
     name, _ = parse_target(name)
-    rows = version_rows(store, name)
+    rows = versions_of(store, name)
     if not rows:
         raise NotFound(f"no skill named {name!r}")
     loads = {r["version"]: r["n"] for r in store.rows(
         "SELECT version, count(*) AS n FROM skill_loads WHERE name = ? GROUP BY version",
         (name,))}
-    versions = [row_to_version(r, loads.get(r["version"], 0)) for r in rows]
+    versions = [replace(r, loads=loads.get(r.version, 0)) for r in rows]
     current = current_release(store, name)
     folder = draft_path(store, name)
     tree = registry.tree_hash(folder) if folder.is_dir() else None
-    tests = []
-    for row in store.rows(
-            "SELECT id, tree, passed, ts FROM skill_tests WHERE name = ? ORDER BY ts, rowid",
-            (name,)):
-        tests.append({"id": row["id"], "tree": row["tree"], "passed": bool(row["passed"]),
-                      "ts": row["ts"]})
+    tests = tests_of(store, name)
     return SkillHistory(
         name=name, current=current.ref if current else None,
         draft=str(folder) if folder.is_dir() else None,

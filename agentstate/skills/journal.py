@@ -172,9 +172,7 @@ def complete(store: Store, entry: Entry) -> None:
                    "commit_sha": entry.commit_of(item), "tree": item["tree"], "tag": item["tag"],
                    "created": item["row"].get("created") or now,
                    "published": item["row"].get("published") or now}
-            columns = ", ".join(row)
-            conn.execute(f"INSERT OR IGNORE INTO skill_versions ({columns}) VALUES "
-                         f"({', '.join('?' for _ in row)})", tuple(row.values()))
+            store.insert("skill_versions", row, or_ignore=True)
         kill_point("row")
         conn.execute("DELETE FROM skill_publish_journal WHERE id = ?", (entry.id,))
 

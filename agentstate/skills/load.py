@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agentstate.errors import InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, current_run, resolve_run
+from agentstate.runs.status import RunStatus
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
 from agentstate.skills.records import (
@@ -21,8 +22,9 @@ from agentstate.skills.records import (
     get_version,
     parse_target,
     release_folder,
-    version_rows,
+    versions_of,
 )
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 
 
@@ -48,21 +50,21 @@ def _pick_version(store: Store, target: str):
     name, version = parse_target(target)
     if version is not None:
         row = get_version(store, name, version)
-        if row.status == "revoked":
+        if row.status == SkillStatus.REVOKED:
             current = current_release(store, name)
             hint = f"; the current version is {current.ref}" if current else ""
             raise Refused(f"{row.ref} is revoked ({row.revoke_reason}){hint}")
-        if row.status == "candidate":
+        if row.status == SkillStatus.CANDIDATE:
             raise InvalidInput(f"{row.ref} is a candidate, not published; only published "
                                "versions load")
         return row
     release = current_release(store, name)
     if release is not None:
         return release
-    rows = version_rows(store, name)
+    rows = versions_of(store, name)
     if not rows:
         raise NotFound(f"no skill named {name!r} (see `agentstate skill list`)")
-    if any(r["status"] == "revoked" for r in rows):
+    if any(r.status == SkillStatus.REVOKED for r in rows):
         raise Refused(f"skill {name!r} is revoked; no version may be loaded")
     raise InvalidInput(f"skill {name!r} has no published version yet (publish it first)")
 
@@ -70,7 +72,7 @@ def _pick_version(store: Store, target: str):
 def load_skill(store: Store, target: str, *, run_ref: str | None = None) -> LoadedSkill:
     row = _pick_version(store, target)
     run = resolve_run(store, run_ref) if run_ref else current_run(store)
-    if run is not None and run.status != "active":
+    if run is not None and run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); name an active run")
     text = registry.read_version_file(store.skills_path, row.name, row.version,
                                       mf.SKILL_MD).decode("utf-8", errors="replace")
@@ -101,7 +103,7 @@ def load_skill(store: Store, target: str, *, run_ref: str | None = None) -> Load
                       "tree": loaded.tree, "commit": loaded.commit, "skill_load": load_id},
                 allow_system_kinds=True,
             )
-        store.db.table("skill_loads").insert({
+        store.insert("skill_loads", {
             "id": load_id, "run": run.id if run else None, "name": row.name,
             "version": row.version, "tree": loaded.tree, "event": event.id if event else None,
             "ts": store.now(),

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import Event, get_run, list_events
+from agentstate.runs.status import RunStatus
 from agentstate.safety import find_injection, refuse_secrets
 from agentstate.skills import manifest as mf
 from agentstate.skills.records import (
@@ -36,7 +37,7 @@ from agentstate.skills.records import (
     principal_name,
     record_candidate,
     registry_lock,
-    version_rows,
+    versions_of,
 )
 from agentstate.store.db import Store
 from agentstate.store.sources import is_untrusted
@@ -197,11 +198,11 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
     if problems:
         raise InvalidInput(problems[0])
     run = get_run(store, run_ref)
-    if run.status != "done":
+    if run.status != RunStatus.DONE:
         raise InvalidInput(f"{run.ref} is {run.status}; propose from a finished run (end it "
                            "with `agentstate run end --status done`)")
     dest = draft_path(store, name)
-    if dest.exists() or version_rows(store, name):
+    if dest.exists() or versions_of(store, name):
         raise InvalidInput(f"skill {name!r} already exists; choose another --name")
     events = list_events(store, run.ref)
     stripper = _Stripper(store.work_tree)

@@ -21,7 +21,8 @@ from agentstate.skills import manifest as mf
 from agentstate.skills.acceptance import last_test, run_acceptance
 from agentstate.skills.authoring import scaffold_leftovers
 from agentstate.skills.records import (
-    candidate_row,
+    SkillVersion,
+    candidate_version,
     current_release,
     draft_path,
     get_version,
@@ -29,9 +30,9 @@ from agentstate.skills.records import (
     parse_target,
     principal_name,
     registry_lock,
-    row_to_version,
-    version_rows,
+    versions_of,
 )
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
@@ -49,7 +50,7 @@ class PublishResult:
     test: str  # the skill_tests id whose pass allowed the publish
 
 
-def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | None,
+def approval_reasons(store: Store, name: str, folder: Path, candidate: SkillVersion | None,
                      report: mf.ValidationReport | None = None) -> list[str]:
     """Why this draft needs a human --approve (empty: it does not)."""
     reasons: list[str] = []
@@ -64,7 +65,7 @@ def approval_reasons(store: Store, name: str, folder: Path, candidate: dict | No
                 reasons.append(f"the draft was edited after {current.ref} and is being "
                                f"published by principal {principal!r}, which may not approve "
                                "skills")
-    provenance = json.loads(candidate["provenance"]) if candidate else {}
+    provenance = dict(candidate.provenance) if candidate else {}
     creator = provenance.get("principal")
     if creator and provenance.get("principal_may_approve") is False:
         reasons.append(f"created by principal {creator!r}, which may not approve skills")
@@ -101,14 +102,14 @@ def publish_skill(store: Store, target: str, *, approve: bool = False,
     name, version = parse_target(target)
     if version is not None:
         row = get_version(store, name, version)  # NotFound for an unknown version
-        if row.status == "revoked":
+        if row.status == SkillStatus.REVOKED:
             raise Refused(f"{row.ref} is revoked ({row.revoke_reason}); a revoked version is "
                           "never published again — change the draft and publish a new version")
-        if row.status == "published":
+        if row.status == SkillStatus.PUBLISHED:
             raise InvalidInput(f"{row.ref} is already published")
     folder_path = draft_path(store, name)
     if not folder_path.is_dir():
-        if version_rows(store, name):
+        if versions_of(store, name):
             raise NotFound(f"skill {name!r} has no draft in {store.skills_path} to publish")
         raise NotFound(f"no skill named {name!r} (create one with `agentstate skill new "
                        f"{name}` or `skill propose`)")
@@ -126,11 +127,11 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
     tree = registry.tree_hash(folder_path)
     if tree is None:
         raise InvalidInput(f"the draft {folder_path} is empty")
-    same = [r for r in version_rows(store, name)
-            if r["tree"] == tree and r["status"] != "candidate"]
+    same = [r for r in versions_of(store, name)
+            if r.tree == tree and r.status != SkillStatus.CANDIDATE]
     if same:
-        row = row_to_version(same[-1])
-        if row.status == "revoked":
+        row = same[-1]
+        if row.status == SkillStatus.REVOKED:
             raise Refused(f"this content was published as {row.ref} and revoked "
                           f"({row.revoke_reason}); change it before publishing again")
         raise InvalidInput(f"nothing to publish: the draft is identical to {row.ref}")
@@ -140,7 +141,7 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
                       details={"reasons": [str(p) for p in secrets]})
     # Trust before anything runs: an untrusted candidate's acceptance commands are not
     # executed by publish until a human has approved it.
-    candidate = candidate_row(store, name)
+    candidate = candidate_version(store, name)
     trust = approval_reasons(store, name, folder_path, candidate, report)
     principal, may_approve = principal_name(store)
     approver = None
@@ -160,8 +161,8 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
     test_id = ""
     if not reasons:
         passed = last_test(store, name, tree)
-        if passed and passed["passed"]:
-            test_id = passed["id"]
+        if passed and passed.passed:
+            test_id = passed.id
         else:
             report_ = run_acceptance(store, name, run_ref=run_ref, params=params)
             test_id = report_.id
@@ -175,9 +176,9 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
         raise Refused(f"publish {name} refused: " + "; ".join(reasons),
                       details={"reasons": reasons})
     folder = mf.load_folder(folder_path)
-    version = candidate["version"] if candidate else next_version_number(store, name)
+    version = candidate.version if candidate else next_version_number(store, name)
     current = current_release(store, name)
-    provenance = json.loads(candidate["provenance"]) if candidate else {
+    provenance = dict(candidate.provenance) if candidate else {
         "origin": "edited", "principal": principal,
         "previous": current.ref if current else None,
     }

@@ -22,18 +22,20 @@ from typing import Any
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
-STATUSES = ("candidate", "published", "revoked")
 _NAME_AT = re.compile(r"^(?:skill:)?([a-z0-9-]+)(?:@v([0-9]+))?$")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SkillVersion:
+    """One row of `skill_versions`: a draft (candidate), a release, or a revoked release."""
+
     name: str
     version: int
-    status: str
+    status: SkillStatus
     ref: str
     commit: str | None
     tree: str | None
@@ -53,7 +55,7 @@ class SkillVersion:
 
 def row_to_version(row: dict, loads: int = 0) -> SkillVersion:
     return SkillVersion(
-        name=row["name"], version=row["version"], status=row["status"],
+        name=row["name"], version=row["version"], status=SkillStatus(row["status"]),
         ref=make_ref("skill", row["name"], row["version"]), commit=row["commit_sha"],
         tree=row["tree"], tag=row["tag"], description=row["description"],
         triggers=json.loads(row["triggers"] or "[]"), approver=row["approver"],
@@ -79,19 +81,19 @@ def parse_target(text: str) -> tuple[str, int | None]:
     return name, int(version) if version else None
 
 
-def version_rows(store: Store, name: str) -> list[dict]:
-    """Every row of skill `name`, oldest version first."""
-    return store.rows(
-        "SELECT * FROM skill_versions WHERE name = ? ORDER BY version", (name,))
+def versions_of(store: Store, name: str) -> list[SkillVersion]:
+    """Every version of skill `name` (any status), oldest first."""
+    return [row_to_version(r) for r in store.rows(
+        "SELECT * FROM skill_versions WHERE name = ? ORDER BY version", (name,))]
 
 
 def get_version(store: Store, name: str, version: int) -> SkillVersion:
     found = find_version(store, name, version)
     if found is None:
-        known = version_rows(store, name)
+        known = version_numbers(store, name)
         if not known:
             raise NotFound(f"no skill named {name!r} (see `agentstate skill list --all`)")
-        versions = ", ".join(f"v{r['version']}" for r in known)
+        versions = ", ".join(f"v{n}" for n in known)
         raise NotFound(f"skill {name!r} has no version v{version} (it has {versions})")
     return found
 
@@ -111,8 +113,8 @@ def version_numbers(store: Store, name: str) -> list[int]:
 
 def any_published(store: Store) -> bool:
     """Whether any skill version is published (revoked ones and drafts do not count)."""
-    return store.conn.execute(
-        "SELECT 1 FROM skill_versions WHERE status = 'published' LIMIT 1").fetchone() is not None
+    return store.value(
+        "SELECT 1 FROM skill_versions WHERE status = 'published' LIMIT 1") is not None
 
 
 def current_release(store: Store, name: str) -> SkillVersion | None:
@@ -123,18 +125,16 @@ def current_release(store: Store, name: str) -> SkillVersion | None:
     return row_to_version(rows[0]) if rows else None
 
 
-def candidate_row(store: Store, name: str) -> dict | None:
-    """The row of the draft waiting to be published (the newest row, if a candidate)."""
-    rows = version_rows(store, name)
-    return rows[-1] if rows and rows[-1]["status"] == "candidate" else None
+def candidate_version(store: Store, name: str) -> SkillVersion | None:
+    """The draft waiting to be published (the newest version, if a candidate)."""
+    rows = versions_of(store, name)
+    return rows[-1] if rows and rows[-1].status == SkillStatus.CANDIDATE else None
 
 
 def next_version_number(store: Store, name: str) -> int:
     """The number the next version of `name` gets (numbers are never reused)."""
-    row = store.conn.execute(
-        "SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = ?", (name,)
-    ).fetchone()
-    return int(row[0]) + 1
+    return int(store.value(
+        "SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = ?", (name,))) + 1
 
 
 def draft_path(store: Store, name: str) -> Path:
@@ -174,9 +174,9 @@ def principal_name(store: Store) -> tuple[str, bool]:
 
 
 def record_candidate(store: Store, name: str, folder: mf.SkillFolder,
-                     provenance: dict[str, Any]) -> dict:
+                     provenance: dict[str, Any]) -> SkillVersion:
     """Record (or refresh) the candidate row for the draft in the registry work tree."""
-    existing = candidate_row(store, name)
+    existing = candidate_version(store, name)
     triggers = json.dumps(folder.contract.triggers if folder.contract else [])
     description = folder.description
     with store.transaction():
@@ -185,18 +185,18 @@ def record_candidate(store: Store, name: str, folder: mf.SkillFolder,
                 "UPDATE skill_versions SET description = ?, triggers = ?, provenance = ? "
                 "WHERE name = ? AND version = ?",
                 (description, triggers, json.dumps(provenance, sort_keys=True), name,
-                 existing["version"]),
+                 existing.version),
             )
-            version = existing["version"]
+            version = existing.version
         else:
             version = next_version_number(store, name)
-            store.db.table("skill_versions").insert({
-                "name": name, "version": version, "status": "candidate", "commit_sha": None,
-                "tree": None, "tag": None, "description": description, "triggers": triggers,
-                "approver": None, "reasons": "[]",
+            store.insert("skill_versions", {
+                "name": name, "version": version, "status": SkillStatus.CANDIDATE.value,
+                "commit_sha": None, "tree": None, "tag": None, "description": description,
+                "triggers": triggers, "approver": None, "reasons": "[]",
                 "provenance": json.dumps(provenance, sort_keys=True), "created": store.now(),
             })
-    return next(r for r in version_rows(store, name) if r["version"] == version)
+    return get_version(store, name, version)
 
 
 def release_folder(store: Store, row: SkillVersion) -> Path:

@@ -35,7 +35,7 @@ from agentstate.skills import journal, registry
 from agentstate.skills import manifest as mf
 from agentstate.skills import remote_git as rg
 from agentstate.skills.records import (
-    candidate_row,
+    candidate_version,
     current_release,
     draft_path,
     principal_name,
@@ -420,15 +420,15 @@ def _renumber_candidates(store: Store, plan: _Plan, result: RemoteResult) -> Non
     """A local draft's candidate row holding a number a pulled release takes moves up."""
     taken = {(i.name, i.version) for i in plan.releases}
     for name in sorted({n for n, _ in taken}):
-        row = candidate_row(store, name)
-        if row is None or (name, row["version"]) not in taken:
+        row = candidate_version(store, name)
+        if row is None or (name, row.version) not in taken:
             continue
-        top = max([v for n, v in taken if n == name] + [row["version"]])
+        top = max([v for n, v in taken if n == name] + [row.version])
         with store.transaction() as conn:
             conn.execute("UPDATE skill_versions SET version = ? WHERE name = ? AND version = ? "
-                         "AND status = 'candidate'", (top + 1, name, row["version"]))
+                         "AND status = 'candidate'", (top + 1, name, row.version))
         result.notes.append(f"the draft of {name} is now candidate v{top + 1} (v"
-                            f"{row['version']} came from the remote)")
+                            f"{row.version} came from the remote)")
 
 
 def _refresh_drafts(store: Store, names: set[str], result: RemoteResult) -> None:
@@ -438,7 +438,7 @@ def _refresh_drafts(store: Store, names: set[str], result: RemoteResult) -> None
     for name in sorted(names):
         current = current_release(store, name)
         folder = draft_path(store, name)
-        if current is None or candidate_row(store, name) is not None:
+        if current is None or candidate_version(store, name) is not None:
             continue
         if folder.exists():
             trees = {r["tree"] for r in _rows(store).values() if r["name"] == name}

@@ -13,8 +13,9 @@ from agentstate.skills.records import (
     get_version,
     parse_target,
     principal_name,
-    version_rows,
+    versions_of,
 )
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.limits import MAX_REASON_CHARS, check_length
 from agentstate.store.refs import make_ref
@@ -43,17 +44,17 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
     name, version = parse_target(target)
     if version is not None:
         row = get_version(store, name, version)
-        if row.status == "revoked":
+        if row.status == SkillStatus.REVOKED:
             raise InvalidInput(f"{row.ref} is already revoked ({row.revoke_reason})")
-        if row.status == "candidate":
+        if row.status == SkillStatus.CANDIDATE:
             raise InvalidInput(f"{row.ref} is a candidate, not a release; delete or edit the "
                                "draft instead")
         targets = [version]
     else:
-        rows = version_rows(store, name)
+        rows = versions_of(store, name)
         if not rows:
             raise NotFound(f"no skill named {name!r}")
-        targets = [r["version"] for r in rows if r["status"] == "published"]
+        targets = [r.version for r in rows if r.status == SkillStatus.PUBLISHED]
         if not targets:
             raise InvalidInput(f"skill {name!r} has no published version to revoke")
     principal, _ = principal_name(store)

@@ -23,13 +23,13 @@ tag back as history but stays revoked, and a revoked skill gets no newer shipped
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentstate.skills import manifest as mf
 from agentstate.skills import registry
+from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 
 
@@ -63,7 +63,7 @@ def install_shipped(store: Store) -> InstallResult:
     """
     from agentstate import __version__
     from agentstate.skills.publishing import PreparedRelease, release
-    from agentstate.skills.records import record_candidate, registry_lock, version_rows
+    from agentstate.skills.records import record_candidate, registry_lock, versions_of
 
     result = InstallResult()
     if _all_installed(store):
@@ -76,12 +76,12 @@ def install_shipped(store: Store) -> InstallResult:
             tree = registry.tree_hash(source)
             if tree is None:  # shipped_skills() found it by its SKILL.md: never empty
                 continue
-            rows = version_rows(store, name)
+            rows = versions_of(store, name)
             draft = store.skills_path / name
-            same = [r for r in rows if r["tree"] == tree and r["status"] != "candidate"]
+            same = [r for r in rows if r.tree == tree and r.status != SkillStatus.CANDIDATE]
             if same:
                 row = same[-1]
-                if registry.tag_name(name, row["version"]) not in tags:
+                if registry.tag_name(name, row.version) not in tags:
                     if draft.exists() and registry.tree_hash(draft) != tree:
                         result.skipped[name] = (f"its release tag is gone but {draft} differs "
                                                 "from the shipped files; not restored")
@@ -90,13 +90,13 @@ def install_shipped(store: Store) -> InstallResult:
                 continue  # this exact content is (or was) installed
             if rows:
                 last = rows[-1]
-                origin = json.loads(last["provenance"] or "{}").get("origin")
-                if last["status"] == "revoked":
+                origin = last.provenance.get("origin")
+                if last.status == SkillStatus.REVOKED:
                     result.skipped[name] = "revoked here; a newer shipped version is not forced"
                     continue
-                if origin == "shipped" and last["status"] == "candidate":
+                if origin == "shipped" and last.status == SkillStatus.CANDIDATE:
                     pass  # an install interrupted before its release: redo it
-                elif origin != "shipped" or last["status"] != "published":
+                elif origin != "shipped" or last.status != SkillStatus.PUBLISHED:
                     result.skipped[name] = "a skill of this name exists that is not the shipped one"
                     continue
             elif draft.exists():
@@ -117,9 +117,9 @@ def install_shipped(store: Store) -> InstallResult:
                     shutil.copytree(source, draft, symlinks=True,
                                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
                 items.append(PreparedRelease(
-                    name=draft.name, version=row["version"], tree=tree,
-                    folder=mf.load_folder(draft), approver=row["approver"], reasons=[],
-                    provenance=json.loads(row["provenance"] or "{}"), test="shipped",
+                    name=draft.name, version=row.version, tree=tree,
+                    folder=mf.load_folder(draft), approver=row.approver, reasons=[],
+                    provenance=row.provenance, test="shipped",
                     mode="restore"))
             for source, draft, tree in todo:
                 if draft.exists():
@@ -134,7 +134,7 @@ def install_shipped(store: Store) -> InstallResult:
                 }
                 row = record_candidate(store, draft.name, folder, provenance)
                 items.append(PreparedRelease(
-                    name=draft.name, version=row["version"], tree=tree, folder=folder,
+                    name=draft.name, version=row.version, tree=tree, folder=folder,
                     approver="agentstate (shipped)", reasons=[], provenance=provenance,
                     test="shipped",
                 ))
@@ -156,19 +156,19 @@ def install_shipped(store: Store) -> InstallResult:
 
 def _all_installed(store: Store) -> bool:
     """Every shipped skill has a row for its content and, if released, its tag."""
-    from agentstate.skills.records import version_rows
+    from agentstate.skills.records import versions_of
 
     tags = None
     for source in shipped_skills():
         tree = registry.tree_hash(source)
-        rows = [r for r in version_rows(store, source.name) if r["tree"] == tree]
+        rows = [r for r in versions_of(store, source.name) if r.tree == tree]
         if not rows:
             return False
-        released = [r for r in rows if r["status"] != "candidate"]
+        released = [r for r in rows if r.status != SkillStatus.CANDIDATE]
         if not released:
             return False  # an install interrupted before its release
         tags = registry.tag_commits(store.skills_path) if tags is None else tags
-        if registry.tag_name(source.name, released[-1]["version"]) not in tags:
+        if registry.tag_name(source.name, released[-1].version) not in tags:
             return False
     return True
 

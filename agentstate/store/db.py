@@ -8,6 +8,7 @@ processes write at once) and foreign keys on.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 # Query parameters: positional (a sequence) or named (a mapping), as sqlite3 takes them.
 Params = Sequence[Any] | Mapping[str, Any]
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 STORE_DIR = ".agentstate"
 DB_NAME = "state.db"
@@ -77,6 +79,33 @@ class Store:
         cursor = self.db.conn.execute(sql, params)
         row = cursor.fetchone()
         return None if row is None else dict(zip(_column_names(cursor), row, strict=True))
+
+    def insert(self, table: str, row: Mapping[str, Any], *, or_ignore: bool = False) -> None:
+        """The one way to insert: one row (column → value) as a hand-written INSERT on the raw
+        connection, so a write never imports sqlite_utils either. `or_ignore` skips a row
+        that would break a uniqueness constraint. Table and column names come from code,
+        never from input (checked: plain identifiers only)."""
+        names = [table, *row]
+        bad = [n for n in names if not _IDENTIFIER.fullmatch(n)]
+        if bad:
+            raise ValueError(f"not a plain SQL identifier: {bad[0]!r}")
+        verb = "INSERT OR IGNORE" if or_ignore else "INSERT"
+        self.db.conn.execute(
+            f"{verb} INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            tuple(row.values()),
+        )
+
+    def value(self, sql: str, params: Params = ()) -> Any:
+        """The first column of the first row `sql` returns, or None (a count, a kv value,
+        an id: where a dict per row would only be unpacked again)."""
+        row = self.db.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def has_table(self, name: str) -> bool:
+        """Whether the database has a table of this name (a store opened without migrating
+        may lack a domain's tables)."""
+        return self.value("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                          (name,)) is not None
 
     def copy_into(self, path: Path) -> None:
         """A consistent copy of the database at `path`, taken while writers go on (VACUUM
@@ -203,11 +232,11 @@ def connect(db_path: Path) -> sqlite_utils.Database:
 class LazyDatabase:
     """A sqlite_utils.Database that is imported and built on first use.
 
-    Importing sqlite_utils costs 60-90 ms (click, dateutil, plugin entry points) and the hot
-    read paths (`resume`, `context`) need only the raw connection, which `.conn` gives at
-    once (rows are read with `Store.rows` / `Store.row`). Anything else
-    (`db["t"].insert(...)`, `db.query(...)`) builds the real Database on the same connection
-    and delegates to it.
+    Importing sqlite_utils costs 60-90 ms (click, dateutil, plugin entry points) and no
+    command needs it once the store is migrated: rows are read with `Store.rows` /
+    `Store.row` and inserted with `Store.insert`, all on `.conn`. Only a pending migration
+    (which receives a sqlite_utils.Database) builds the real Database, on the same
+    connection, and anything asked of it is delegated there.
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -227,14 +256,6 @@ class LazyDatabase:
 
     def __getitem__(self, name: str) -> Any:
         return self.real[name]
-
-    # Served directly: a hot read path asks for the table list (reads go through
-    # `Store.rows`, which never needs sqlite_utils).
-    def table_names(self, fts4: bool = False, fts5: bool = False) -> list[str]:
-        if fts4 or fts5:
-            return self.real.table_names(fts4=fts4, fts5=fts5)
-        return [r[0] for r in self.conn.execute(
-            "select name from sqlite_master where type = 'table'")]
 
 
 def open_store(

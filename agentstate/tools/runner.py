@@ -28,6 +28,7 @@ from typing import IO
 from agentstate.config import ToolSettings
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, current_run, resolve_run
+from agentstate.runs.status import RunStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import tool_source
@@ -148,7 +149,7 @@ class _Capture:
 def _target_run(store: Store, run_ref: str | None) -> Run | None:
     if run_ref:
         run = resolve_run(store, run_ref)
-        if run.status != "active":
+        if run.status != RunStatus.ACTIVE:
             raise InvalidInput(f"{run.ref} has ended ({run.status}); name an active run")
         return run
     return current_run(store)
@@ -339,17 +340,35 @@ def _log(store: Store, result: ToolResult, run: Run | None, purpose: str | None)
             "purpose": purpose,
             "ts": store.now(),
         }
-        # Plain SQL: `exec` is on every agent's hot path; sqlite-utils costs ~90 ms to import.
-        store.conn.execute(
-            f"INSERT INTO tool_calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-            tuple(row.values()),
-        )
+        store.insert("tool_calls", row)
     result.call_id = call_id
     result.event = event.ref if event else None
     result.run = run.ref if run else None
 
 
-def list_tool_calls(store: Store, run_ref: str | None = None, limit: int = 50) -> list[dict]:
+@dataclass(frozen=True)
+class ToolCall:
+    """One logged command of the tool layer (a `tool_calls` row), refs spelled out."""
+
+    id: str
+    event: str | None  # evt:… (None when no run was active)
+    run: str | None  # run:…
+    command: list[str]
+    program: str
+    allowed: bool
+    reason: str | None
+    exit_code: int | None
+    duration_ms: int | None
+    timed_out: bool
+    output_digest: str | None
+    excerpt: str | None
+    cwd: str | None
+    purpose: str | None
+    ts: str
+
+
+def list_tool_calls(store: Store, run_ref: str | None = None,
+                    limit: int = 50) -> list[ToolCall]:
     """Recent tool calls (newest first), optionally of one run."""
     sql = "SELECT * FROM tool_calls"
     params: list = []
@@ -358,13 +377,18 @@ def list_tool_calls(store: Store, run_ref: str | None = None, limit: int = 50) -
         params.append(resolve_run(store, run_ref).id)
     sql += " ORDER BY ts DESC, rowid DESC LIMIT ?"
     params.append(limit)
-    rows = []
-    for row in store.rows(sql, params):
-        row["command"] = json.loads(row["command"])
-        row["event"] = make_ref("evt", row["event"]) if row["event"] else None
-        row["run"] = make_ref("run", row["run"]) if row["run"] else None
-        rows.append(row)
-    return rows
+    return [
+        ToolCall(
+            id=row["id"], event=make_ref("evt", row["event"]) if row["event"] else None,
+            run=make_ref("run", row["run"]) if row["run"] else None,
+            command=json.loads(row["command"]), program=row["program"],
+            allowed=bool(row["allowed"]), reason=row["reason"], exit_code=row["exit_code"],
+            duration_ms=row["duration_ms"], timed_out=bool(row["timed_out"]),
+            output_digest=row["output_digest"], excerpt=row["excerpt"], cwd=row["cwd"],
+            purpose=row["purpose"], ts=row["ts"],
+        )
+        for row in store.rows(sql, params)
+    ]
 
 
 @dataclass

@@ -85,7 +85,12 @@ def test_trace_skill_version_to_runs_that_loaded_it(cli, world):
 
 def test_trace_run_packs_loads_and_memories(cli, world):
     tree = cli.json("trace", world["run"])
-    assert find(tree, "pack", world["pack"]["ref"])
+    [pack] = find(tree, "pack", world["pack"]["ref"])
+    detail = pack["detail"]
+    assert list(detail) == ["pack", "created", "budget", "tokens", "text_hash"]
+    assert (detail["pack"], detail["budget"], detail["text_hash"]) == (
+        world["pack"]["ref"], 3000, world["pack"]["text_hash"])
+    assert pack["summary"] == f"{detail['tokens']}/3000 tokens, {detail['created'][:19]}"
     assert find(tree, "loaded skill", world["load"]["ref"])
     assert find(tree, "memory drawn from it", world["mem"])
     # and the skill-load event leads back to the skill version

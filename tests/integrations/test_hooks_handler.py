@@ -197,12 +197,13 @@ def test_locked_store_gives_up_quickly(initialised):
 
 def test_write_hooks_import_nothing_heavy(initialised):
     """Hooks run on every tool call: no tokenizer, no sqlite_utils, no rich and not even the
-    CLI framework on that path (the console entry point goes straight to the handler)."""
+    CLI framework on that path (the console entry point goes straight to the handler). The
+    first prompt starts the run, so starting a run is on that path too."""
     import subprocess
     import sys
 
-    hook("claude-code", payload("claude-code", "user_prompt_submit", initialised), initialised)
-    for name in ("post_tool_use_bash", "post_tool_use_failure_bash", "stop"):
+    for name in ("user_prompt_submit", "post_tool_use_bash", "post_tool_use_failure_bash",
+                 "stop"):
         code = ("import sys; sys.argv = ['agentstate', 'hook', 'claude-code']\n"
                 "from agentstate.entry import main\n"
                 "try:\n    main()\nexcept SystemExit:\n    pass\n"

@@ -19,7 +19,7 @@ from agentstate.integrations.claude_code import import_claude_code
 from agentstate.integrations.codex import import_codex, parse_output
 from agentstate.integrations.transcripts import ReadCursor, read_lines
 from agentstate.runs.checkpoint import list_checkpoints
-from agentstate.runs.importer import run_sources
+from agentstate.runs.importer import RunSource, run_sources
 from agentstate.runs.log import get_run, list_events, start_run
 from tests.conftest import FIXTURES
 
@@ -69,9 +69,9 @@ def test_claude_code_session_maps_messages_tools_and_compaction(store):
     compacted = by_text[checkpoints[1].note]
     assert compacted.meta["trigger"] == "auto" and compacted.ts.startswith("2026-01-14T10:05:01")
     assert by_text["Fix the date format test"].ts.startswith("2026-01-14T10:00:00")
-    assert run_sources(store, run.ref) == [{
-        "agent": "claude-code", "session": "5b1f4e2a-7c3d-4e8f-9a10-2b3c4d5e6f70",
-        "cwd": "/home/dev/shop", "branch": "fix-dates", "file": str(CLAUDE.resolve())}]
+    assert run_sources(store, run.ref) == [RunSource(
+        agent="claude-code", session="5b1f4e2a-7c3d-4e8f-9a10-2b3c4d5e6f70",
+        cwd="/home/dev/shop", branch="fix-dates", file=str(CLAUDE.resolve()))]
 
 
 def test_claude_code_reimport_is_idempotent_and_picks_up_growth(store, tmp_path):

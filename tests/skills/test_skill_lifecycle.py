@@ -354,6 +354,12 @@ def test_cli_flow_and_exit_codes(cli, initialised):
     assert cli("skill", "revoke", "demo", "--reason", "x").exit_code == 1  # none left
     history = cli.json("skill", "history", "demo")
     assert history["versions"][0]["status"] == "revoked"
+    assert list(history["versions"][0]) == [
+        "name", "version", "status", "ref", "commit", "tree", "tag", "description", "triggers",
+        "approver", "reasons", "provenance", "created", "published", "revoked", "revoked_by",
+        "revoke_reason", "loads"]
+    assert history["tests"] and all(list(t) == ["id", "tree", "passed", "ts"]
+                                    and t["passed"] is True for t in history["tests"])
     assert cli("skill", "export", "--target", "nowhere").exit_code == 1
     assert cli("skill", "diff", "demo", "v1", "x").exit_code == 1
     scaffold = cli.json("skill", "new", "outside", "--path", str(initialised / "myskills"))

@@ -86,7 +86,8 @@ def _is_db(node: ast.expr) -> bool:
 
 def tables_named(source: str) -> set[str]:
     """The known tables a module's code names: in SQL string literals (docstrings and
-    comments aside) and through sqlite_utils' `db["t"]` / `db.table("t")`."""
+    comments aside), through `store.insert("t", …)` and sqlite_utils' `db["t"]` /
+    `db.table("t")`."""
     tree = ast.parse(source)
     skip = _docstrings(tree)
     found: set[str] = set()
@@ -100,7 +101,7 @@ def tables_named(source: str) -> set[str]:
                 and isinstance(node.slice, ast.Constant) and node.slice.value in OWNERS:
             found.add(str(node.slice.value))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "table" and node.args \
+                and node.func.attr in ("table", "insert") and node.args \
                 and isinstance(node.args[0], ast.Constant) and node.args[0].value in OWNERS:
             found.add(str(node.args[0].value))
     return found
@@ -143,10 +144,12 @@ def f(store, ids):
     store.db["skill_loads"].insert({})
     hook["events"] = []  # a dict key, not a table
     store.db.table("packs").insert({})
+    store.insert("checkpoints", {"id": 1})
     store.conn.execute("CREATE INDEX x ON memories(id)")
     return "from runs", "update kv"  # any string literal counts, prose included
 '''
-    assert tables_named(code) == {"events", "skill_loads", "packs", "memories", "runs", "kv"}
+    assert tables_named(code) == {"events", "skill_loads", "packs", "memories", "runs", "kv",
+                                  "checkpoints"}
 
 
 def test_every_table_of_a_fresh_store_has_an_owner(store):

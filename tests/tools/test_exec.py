@@ -11,7 +11,7 @@ import pytest
 
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import end_run, list_events, start_run
-from agentstate.tools.runner import run_tool
+from agentstate.tools.runner import ToolCall, list_tool_calls, run_tool
 from tests.conftest import configure, run_agentstate
 
 PY = "python3"  # allowed by the default policy (sys.executable may be python3.11)
@@ -34,6 +34,25 @@ def test_run_tool_logs_event_and_row(store):
     [row] = calls(store)
     assert row["event"] == event.id and row["run"] == run.id and row["allowed"] == 1
     assert json.loads(row["command"])[1:] == ["-c", "print('hello'); import sys; sys.exit(4)"]
+
+
+def test_list_tool_calls_gives_typed_records_newest_first(store):
+    run, _ = start_run(store, "list the calls")
+    first = run_tool(store, [PY, "-c", "pass"])
+    denied = run_tool(store, ["curl", "https://example.invalid"])
+    end_run(store, run.ref, "done")
+    outside = run_tool(store, [PY, "-c", "import sys; sys.exit(2)"])
+    listed = list_tool_calls(store)
+    assert [c.id for c in listed] == [outside.call_id, denied.call_id, first.call_id]
+    assert all(isinstance(c, ToolCall) for c in listed)
+    newest, refused, ok = listed
+    assert (newest.run, newest.event, newest.exit_code, newest.allowed) == (None, None, 2, True)
+    assert (refused.allowed, refused.run, refused.event) == (False, run.ref, denied.event)
+    assert refused.reason and "deny rule 'curl'" in refused.reason
+    assert ok.command[1:] == ["-c", "pass"]
+    assert ok.event is not None and ok.event.startswith("evt:") and not ok.timed_out
+    assert [c.id for c in list_tool_calls(store, run.ref)] == [denied.call_id, first.call_id]
+    assert [c.id for c in list_tool_calls(store, limit=1)] == [outside.call_id]
 
 
 def test_secrets_are_redacted_in_command_and_output(store):
