@@ -162,6 +162,14 @@ def test_timeout_option_must_be_positive(store, value):
         run_tool(store, [PY, "-c", "pass"], timeout=float(value))
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    # A shell starts background jobs with SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler: `make test &` would make this test wait out the child.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["human", "json"])
 def test_an_interrupted_call_is_still_logged(initialised, json_flag):
     # Ctrl-C while a tool runs: the process group is killed, agentstate exits 130, and the
@@ -181,7 +189,7 @@ def test_an_interrupted_call_is_still_logged(initialised, json_flag):
     proc = subprocess.Popen([sys.executable, "-m", "agentstate", "exec", *json_flag, "--", PY,
                              "-c", child],
                             cwd=initialised, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=_ctrl_c_as_at_a_terminal)
     deadline = time.monotonic() + 30
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.05)  # waiting for the child to start, not for time to pass
