@@ -83,7 +83,8 @@ def remember_cmd(
     """Store a memory through the write gate; says what the gate decided and why.
 
     Secrets are refused (exit 3) and nothing is stored. A fact or procedure without evidence
-    becomes a candidate; text that reads as instructions is quarantined; the same
+    (a hypothesis or question event is none) becomes a candidate; text that reads as
+    instructions is quarantined; the same
     content refreshes the existing memory; a new value for a key makes a new version.
     """
     from agentstate.memory.write import remember

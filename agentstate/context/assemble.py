@@ -336,6 +336,7 @@ def event_pool(budget: int, floor: int) -> int:
 
 def _event_evidence(store: Store, query: str, settings: ContextSettings, room: int,
                     *, gate: bool = True) -> list[Candidate]:
+    from agentstate.memory.recall import lapsed_sources
     from agentstate.memory.search import search_events
     from agentstate.runs.lookups import resolved_among, superseded_among
 
@@ -350,8 +351,9 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     ids = [h.ref.removeprefix("evt:") for h in hits + neighbours]
     superseded = {f"evt:{i}" for i in superseded_among(store, ids)}
     resolved = {f"evt:{i}" for i in resolved_among(store, ids)}
+    lapsed = lapsed_sources(store, [f"evt:{i}" for i in ids])
     return src.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
-                              gate=gate,
+                              lapsed=lapsed, gate=gate,
                               stems=_query_stems(query))
 
 

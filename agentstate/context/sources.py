@@ -322,13 +322,15 @@ def event_group(run: str, source: str, text: str = "") -> str:
 
 def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
                    superseded: set[str], resolved: set[str] | None = None,
-                   gate: bool = True,
+                   lapsed: dict[str, str] | None = None, gate: bool = True,
                    stems: tuple[str, ...] = ()) -> list[Candidate]:
     """Event search hits (and their neighbours) → evidence candidates, grouped by run and
     source, each labelled with its short ref, kind and date. Hits are not cut by relative
     relevance: they are ranked, and the budget decides how far down the ranking the pack
-    goes (a weak hit only fills room nothing stronger wanted). Without the `gate` (an
-    ablation), superseded and stale hits are kept too."""
+    goes (a weak hit only fills room nothing stronger wanted). `lapsed` (event ref → why):
+    the sources of memories that expired, were superseded or forgotten, dropped as stale like
+    a resolved question. Without the `gate` (an ablation), superseded and stale hits are kept
+    too."""
     best = max((h.score for h in hits), default=0.0) or 1.0
     out = []
     for rank, hit in enumerate([*hits, *(neighbours or [])]):
@@ -364,6 +366,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
             cand.drop("superseded")
         elif hit.kind in STALE_WHEN_RESOLVED and hit.ref in (resolved or set()):
             cand.drop("stale")
+        elif hit.ref in (lapsed or {}):
+            cand.drop("stale")
+            cand.note = f"{(lapsed or {})[hit.ref]}; {cand.note}"
         out.append(cand)
     return out
 

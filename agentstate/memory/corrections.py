@@ -35,7 +35,7 @@ from agentstate.memory.versions import (
     resolve_conflict,
     set_status,
 )
-from agentstate.memory.write import check_text
+from agentstate.memory.write import check_text, guesses
 from agentstate.safety import refuse_secrets
 from agentstate.store.limits import MAX_REASON_CHARS, check_length
 from agentstate.store.refs import make_ref
@@ -155,16 +155,19 @@ def _require_outside_evidence(store: Store, target: Memory,
                               checked: list[tuple[str, str]]) -> None:
     """A confirmation needs one piece of evidence the model did not write itself: the user,
     a file at a commit, or an event whose source is not `model`. Otherwise an agent could
-    turn its own guess into a fact by citing its own note."""
+    turn its own guess into a fact by citing its own note. A guess or an open question
+    (write.guesses) confirms nothing, whoever logged it."""
     from agentstate.runs.log import get_event
 
+    guessed = set(guesses(store, checked))
     for ref, kind in checked:
-        if kind in ("user", "file") or (kind == "evt" and get_event(store, ref).source
-                                         != "model"):
+        if kind in ("user", "file") or (kind == "evt" and ref not in guessed
+                                         and get_event(store, ref).source != "model"):
             return
-    raise Refused(f"{target.ref}: evidence {', '.join(r for r, _ in checked)} was written by "
-                  "the model itself; confirm with evidence from outside it (user, a "
-                  "file:PATH@COMMIT, or an event from a tool or the user)")
+    what = "is only a guess or an open question" if guessed else "was written by the model itself"
+    raise Refused(f"{target.ref}: evidence {', '.join(r for r, _ in checked)} {what}; confirm "
+                  "with evidence from outside it (user, a file:PATH@COMMIT, or an event from a "
+                  "tool or the user that is not a hypothesis or question)")
 
 
 def _still_candidate(row: dict, evidence: list[tuple[str, str]]) -> bool:

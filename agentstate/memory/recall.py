@@ -14,6 +14,11 @@ What remains is ranked by relevance × (recency, confidence, scope specificity).
 versions are shown flagged, next to the current version they contest. The result says
 explicitly when nothing matched, and counts what was withheld by reason — never its text.
 
+The same rule reaches the events a memory was written from (`lapsed_sources`): an event that
+is evidence only of versions withheld for what they say (expired, superseded, forgotten) is
+not current evidence either — the context engine leaves it out, as it does a superseded
+event.
+
 Counts come from the top `CANDIDATES` search matches (so a query stays fast on a large
 store); on very large stores they are a lower bound.
 """
@@ -32,6 +37,7 @@ from agentstate.memory.model import (
     Evidence,
     chain_rows,
     current_memory_version,
+    effective_status,
     get_memory,
     list_user_preferences,
     load_evidence,
@@ -49,8 +55,8 @@ if TYPE_CHECKING:
     from agentstate.store.db import Store
 
 # Re-exported: the context engine imports these from here.
-__all__ = ["MemoryHit", "RecallResult", "get_memory", "list_user_preferences", "memory_evidence",
-           "recall"]
+__all__ = ["MemoryHit", "RecallResult", "get_memory", "lapsed_sources", "list_user_preferences",
+           "memory_evidence", "recall"]
 
 CANDIDATES = 200
 RECENCY_HALF_LIFE_DAYS = 60.0
@@ -198,6 +204,37 @@ def recall(
         withheld={k: withheld[k] for k in sorted(withheld)}, matched_nothing=not hits,
         pruned_terms=plan.stop_words + plan.common,
     )
+
+
+# Statuses (effective, at read time) of a version that no longer holds: what it says is not
+# current, and neither is the event it was written from.
+LAPSED = {"expired": "expired", MemoryStatus.SUPERSEDED: "was superseded",
+          MemoryStatus.FORGOTTEN: "was forgotten"}
+
+
+def lapsed_sources(store: Store, event_refs: list[str]) -> dict[str, str]:
+    """The events among `event_refs` that are evidence only of memory versions that no longer
+    hold (expired, superseded or forgotten), each with why (`evidence of mem:…@vN, which
+    expired 2026-03-02`). An event also cited by a version that still holds — or waits for
+    confirmation, or was quarantined (its own flags say so) — is not lapsed."""
+    if not event_refs:
+        return {}
+    now = store.now()
+    lapsed: dict[str, str] = {}
+    holding: set[str] = set()
+    marks = ",".join("?" * len(event_refs))
+    for ref, memory_id, version, status, until in store.conn.execute(
+        "SELECT e.ref, m.id, m.version, m.status, m.valid_until FROM memory_evidence e "
+        f"JOIN memories m ON m.row = e.memory_row WHERE e.ref IN ({marks}) ORDER BY m.row",
+        list(event_refs),
+    ):
+        state = effective_status(status, until, now)
+        if state not in LAPSED:
+            holding.add(ref)
+            continue
+        why = LAPSED[state] + (f" {until[:10]}" if state == "expired" else "")
+        lapsed.setdefault(ref, f"evidence of {make_ref('mem', memory_id, version)}, which {why}")
+    return {ref: why for ref, why in lapsed.items() if ref not in holding}
 
 
 def _load_rows(store: Store, row_ids: list[int]) -> dict[int, dict]:

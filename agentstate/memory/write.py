@@ -9,7 +9,8 @@ Order of checks (each documented in docs/memory.md):
 4. injection — text that reads as instructions to the agent → `quarantined`, whatever its
    source (a command run under the user's authority may still carry text an agent pasted);
 5. evidence — a fact or procedure with no evidence (event, file at a commit, or the user as
-   source), or a preference not stated by the user → `candidate`;
+   source), or whose only evidence is guesses (`hypothesis` events) or open questions
+   (`question` events), or a preference not stated by the user → `candidate`;
 6. dedupe — the same content in the same scope (or the same key and value) → the existing
    version gains the evidence and a refreshed time, and the answer says so;
 7. conflict — the same key and scope with a different value → a new version in the chain,
@@ -59,6 +60,10 @@ if TYPE_CHECKING:
 CANDIDATE_CONFIDENCE = 0.4
 QUARANTINE_CONFIDENCE = 0.1
 SIMILAR = 0.5  # token overlap (Jaccard) at which a keyless match is reported
+# Event kinds that record what is not known: a guess or an open question is never evidence
+# of what it asks about, whoever logged it. A memory citing only these is a claim, not
+# knowledge.
+UNCONFIRMED_EVENT_KINDS = ("hypothesis", "question")
 
 
 def check_text(store: Store, text: str) -> str:
@@ -133,6 +138,11 @@ def remember(
         status = "candidate"
         reason = (f"{a_or_an(kind)} without evidence (an event, a file at a commit, or the user as "
                   "source) is a candidate until `memory confirm` adds evidence")
+    elif kind in ("fact", "procedure") and len(guessed := guesses(store, refs)) == len(refs):
+        status = "candidate"
+        reason = (f"{a_or_an(kind)} whose only evidence is a guess or an open question "
+                  f"({', '.join(guessed)}) is a candidate until `memory confirm` adds evidence "
+                  "from a tool, a file at a commit or the user")
     elif kind == "preference" and not any(k == "user" for _, k in refs):
         status = "candidate"
         reason = "only the user states preferences; a candidate until the user confirms it"
@@ -159,6 +169,15 @@ def remember(
                             valid_until, who.name, refs)
         result.possible_duplicates = similar
         return result
+
+
+def guesses(store: Store, refs: list[tuple[str, str]]) -> list[str]:
+    """The event refs among `refs` (as validate_evidence returns them) that are guesses or
+    open questions, not evidence."""
+    from agentstate.runs.log import get_event
+
+    return [ref for ref, kind in refs
+            if kind == "evt" and get_event(store, ref).kind in UNCONFIRMED_EVENT_KINDS]
 
 
 def _find_duplicate(store: Store, text: str, kind: str, key: str | None, scope: str,
@@ -267,4 +286,4 @@ def _similar(store: Store, text: str, kind: str, scope: str) -> list[dict]:
     return found[:5]
 
 
-__all__ = ["remember", "check_text", "confidence_for"]
+__all__ = ["remember", "check_text", "confidence_for", "guesses"]

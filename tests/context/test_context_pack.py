@@ -294,6 +294,53 @@ def test_resolved_and_superseded_events_are_not_evidence(store, story):
     assert "/tmp/parser-cache" not in pack.text
 
 
+def test_the_source_of_a_memory_that_no_longer_holds_is_not_current_evidence(store, story):
+    """The ttl expires the memory, and with it the observation it was written from; the
+    same for a superseded or forgotten version. An event still cited by a version that holds
+    stays evidence."""
+    from datetime import timedelta
+
+    from agentstate.memory.forget import forget
+
+    run = story["run"]
+
+    def observe(text: str, tool: str) -> str:
+        return append_event(store, run.ref, "observation", text, source=f"tool:{tool}").ref
+
+    seen = observe("redis-cli llen staging: 40 jobs waiting in the staging queue", "redis")
+    remember(store, "the staging queue holds 40 jobs", kind="fact", source="tool:redis",
+             evidence=[seen], ttl="1h")
+    old = observe("grep broker config/staging.toml: broker = RabbitMQ", "grep")
+    remember(store, "the staging broker is RabbitMQ", kind="fact", key="staging-broker",
+             source="tool:grep", evidence=[old])
+    gone = observe("ssh staging hostname: stg-7 (the staging host)", "ssh")
+    forgotten = remember(store, "the staging host is stg-7", kind="fact", source="tool:ssh",
+                         evidence=[gone])
+    shared = observe("aws configure get region --profile staging: eu-west", "aws")
+    for ttl in ("1h", None):  # one version expires, the other still holds
+        remember(store, f"the staging region is eu-west{'' if ttl else ' (checked)'}",
+                 kind="fact", source="tool:aws", evidence=[shared], ttl=ttl)
+    configure(store, "context", trajectory_window=0, recent_full_events=0)
+    query = "staging queue jobs broker host region"
+    before = build_context(store, budget=4000, query=query, save=False)
+    placed = {e.ref for e in before.manifest if e.decision != "dropped"}
+    assert {seen, old, gone, shared} <= placed
+    store.clock.advance(timedelta(hours=2))
+    new = observe("grep broker config/staging.toml: broker = Redis", "grep")
+    remember(store, "the staging broker is Redis", kind="fact", key="staging-broker",
+             source="tool:grep", evidence=[new])
+    forget(store, forgotten.ref, reason="host renamed")
+    pack = build_context(store, budget=4000, query=query, save=False)
+    rows = {e.ref: e for e in pack.manifest if e.cls == "evidence"}
+    for ref, why in ((seen, "which expired 2026-01-15"), (old, "was superseded"),
+                     (gone, "was forgotten")):
+        assert rows[ref].decision == "dropped" and rows[ref].reason == "stale", ref
+        assert why in rows[ref].note, rows[ref].note
+    assert "40 jobs" not in pack.text and "RabbitMQ" not in pack.text
+    assert "stg-7" not in pack.text
+    assert rows[shared].decision != "dropped" and rows[new].decision != "dropped"
+
+
 def test_preferences_pinned_only_for_principals_who_may_read_them(store, story):
     remember(store, "reply in British English", kind="preference", source="user",
              scope="user")

@@ -63,12 +63,15 @@ def test_every_kind_of_fact_appears_and_its_gold_matches_the_store(seed_one):
             assert [status[r] for r in fact.stale if r.startswith("mem:")] == ["expired"]
             assert not fact.current
         elif fact.kind == "contradicted":
+            # A guess is no evidence: the write gate keeps it a candidate.
             assert [status[r] for r in fact.poisoned if r.startswith("mem:")] == \
-                ["contested"]
+                ["candidate"]
             assert get_event(store, next(r for r in fact.poisoned
                                          if r.startswith("evt:"))).kind == "hypothesis"
         elif fact.kind == "speculative":
             assert not fact.current
+            assert [status[r] for r in fact.poisoned if r.startswith("mem:")] == \
+                ["candidate"]
             assert get_event(store, next(r for r in fact.poisoned
                                          if r.startswith("evt:"))).kind == "hypothesis"
         elif fact.kind == "poisoned":
@@ -216,6 +219,7 @@ def test_a_revoked_skill_offered_counts_anywhere_in_the_pack():
 
 def test_system_checks_follow_the_store():
     """Write precision, load compliance and contamination change when the store does."""
+    from agentstate.memory.corrections import confirm
     from agentstate.memory.forget import forget
     from agentstate.skills.publishing import publish_skill
 
@@ -230,12 +234,16 @@ def test_system_checks_follow_the_store():
         active_bad = sum(get_memory(store, r).status == "active" for r in bad)
         assert before.bad_writes_active == active_bad
         assert before.write_precision == round(active_good / (active_good + active_bad), 4)
-        # A guess taken out of the active memories raises the precision.
+        # A guess the user confirms (wrongly) becomes active and lowers the precision;
+        # taken out of the active memories again, the precision is back.
         speculative = next(f for f in scenario.facts if f.kind == "speculative")
-        forget(store, next(r for r in speculative.poisoned if r.startswith("mem:")))
+        guess = next(r for r in speculative.poisoned if r.startswith("mem:"))
+        confirm(store, guess, ["user"])
         after = system_checks(store, scenario)
-        assert after.bad_writes_active == active_bad - 1
-        assert after.write_precision > before.write_precision
+        assert after.bad_writes_active == active_bad + 1
+        assert after.write_precision < before.write_precision
+        forget(store, guess)
+        assert system_checks(store, scenario).write_precision == before.write_precision
         # A document's skill published with an approval is contamination.
         publish_skill(store, scenario.skills.documents[1], approve=True)
         assert system_checks(store, scenario).contamination == 1

@@ -146,6 +146,42 @@ def test_model_fact_without_evidence_is_a_candidate_until_confirmed(cli, initial
     assert hits[0]["evidence"] == [evt]
 
 
+def test_a_fact_whose_only_evidence_is_a_guess_is_a_candidate(cli, initialised):
+    """Speculation does not pass the gate: a hypothesis (or an open question) cited as the
+    only evidence leaves the fact a candidate, withheld from recall — with a key of its own
+    or against a current value — and only evidence from outside the guess confirms it."""
+    run = start_run(cli)
+    guess = log(cli, "hypothesis", "maybe the API listens on port 9000?", "--run", run)
+    data = rem(cli, "the API server listens on port 9000", "--kind", "fact", "--key",
+               "api-port", "--source", "model", "-e", guess)
+    assert data["status"] == "candidate", data["reason"]
+    assert guess in data["reason"] and "guess" in data["reason"]
+    assert cli.json("recall", "API server port")["withheld"] == {"candidate": 1}
+    question = log(cli, "question", "does CI run on Python 3.12?", "--run", run)
+    assert rem(cli, "CI runs on Python 3.12", "--kind", "fact", "--source", "tool:chat",
+               "-e", question)["status"] == "candidate"
+    # Against a current value the guess is a candidate too, not a contesting version.
+    seen = log(cli, "observation", "settings.toml: workers = 4", "--run", run,
+               "--source", "tool:grep")
+    current = rem(cli, "the worker pool has 4 workers", "--kind", "fact", "--key", "workers",
+                  "--source", "tool:grep", "-e", seen)
+    rival = rem(cli, "the worker pool has 8 workers", "--kind", "fact", "--key", "workers",
+                "--source", "model", "-e", log(cli, "hypothesis", "8 workers?", "--run", run))
+    assert rival["status"] == "candidate" and current["ref"] in rival["reason"]
+    assert [h["ref"] for h in cli.json("recall", "worker pool workers")["hits"]] \
+        == [current["ref"]]
+    # A guess plus an observation is evidence; a guess never confirms, whoever logged it.
+    assert rem(cli, "the build cache lives in /srv/cache", "--kind", "fact", "--source",
+               "model", "-e", guess, "-e", seen)["status"] == "active"
+    user_guess = log(cli, "hypothesis", "port 9000, I think", "--run", run, "--source", "user")
+    result = cli("memory", "confirm", data["ref"], "--evidence", user_guess, "--json")
+    assert result.exit_code == 3 and "guess" in result.json()["error"]["message"]
+    observed = log(cli, "observation", "ss -ltn: LISTEN 0.0.0.0:9000", "--run", run,
+                   "--source", "tool:ss")
+    assert cli.json("memory", "confirm", data["ref"], "--evidence", observed)["status"] \
+        == "active"
+
+
 @pytest.mark.parametrize("evidence_kind", ["event", "file", "user-source"])
 def test_fact_with_evidence_is_active(cli, initialised, evidence_kind):
     if evidence_kind == "event":
