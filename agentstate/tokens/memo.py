@@ -252,7 +252,7 @@ class CountMemo:
             if len(rows) >= 256:  # the single bytes are always there: the copy is readable
                 return dict(rows)
         if self._vocab is None and self._index is not None:
-            return self._index().ranks_of(wanted)  # type: ignore[no-any-return]
+            return self._index().ranks_of(wanted)
         vocab = self._vocabulary()
         return {w: vocab[w] for w in wanted if w in vocab}
 
