@@ -134,11 +134,20 @@ def _vocabulary() -> dict[bytes, int]:
     return _cached_ranks()
 
 
+@lru_cache(maxsize=1)
+def _bpe_index() -> Any:
+    """The verified BPE file keyed by base64 text: ranks of a few strings without decoding
+    the whole vocabulary (what a process with an empty cache uses)."""
+    from agentstate.tokens.bpe import BpeIndex
+
+    return BpeIndex(bundled_bpe_path(), CL100K_SHA256)
+
+
 @lru_cache(maxsize=4)
 def _memo(path: Path) -> Any:
     from agentstate.tokens.memo import CountMemo
 
-    return CountMemo(path, _vocabulary, _cl100k_encoder)
+    return CountMemo(path, _vocabulary, _cl100k_encoder, _bpe_index)
 
 
 @lru_cache(maxsize=8)

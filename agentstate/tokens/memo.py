@@ -21,8 +21,11 @@ Counting does not need the whole vocabulary, only the part a text can touch:
 * The covered windows (as digests) and the slice are kept in a SQLite file in the cache
   directory, written in one transaction so a covered window always has its slice; a later
   command looks up only windows it has not seen. Counts are remembered by a digest of the
-  text, never the text. The file also keeps a copy of the vocabulary, so covering a few new
-  windows is a handful of indexed look-ups rather than reading all 100k ranks.
+  text, never the text.
+* The ranks of a window's substrings come from the file's copy of the vocabulary when it has
+  one (`agentstate init` writes it: a handful of indexed look-ups), otherwise from the BPE
+  file keyed by base64 text (tokens/bpe.py: ~20 ms, no decoding). So an empty cache — a new
+  machine, a cleared cache — never decodes the 100k tokens nor writes the copy (~0.3 s).
 * What a command learns is written once, when it exits, in one transaction.
 
 Anything unusual (a window longer than LONG_WINDOW bytes, a cache that cannot be opened or
@@ -35,7 +38,7 @@ import atexit
 import hashlib
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +54,12 @@ _ASCII_BOUNDARY = re.compile(
 )
 LONG_WINDOW = 256  # bytes; enumerating a longer window's substrings costs more than it saves
 BATCH = 900  # host parameters per IN (...) query, under SQLite's default limit
-MAX_REBUILDS = 3  # slice-encoder rebuilds per process before the full encoder is cheaper
-# Substrings to look up one by one in the file's vocabulary; more, and reading the whole
-# vocabulary (~35 ms) is cheaper than the ~3 µs each look-up costs.
+# Building an encoder costs in proportion to its ranks, so slice encoders are rebuilt until
+# the ranks built in this process add up to about one full vocabulary; past that the full
+# encoder would have been the cheaper choice.
+REBUILD_ALLOWANCE = 100_000
+# Substrings to look up one by one in the file's vocabulary copy; more, and the BPE index
+# (~20 ms to build, well under a microsecond a look-up) is cheaper than ~3 µs each.
 LOOKUP_LIMIT = 10_000
 
 SCHEMA = """
@@ -78,21 +84,25 @@ def well_formed(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def windows(text: str) -> set[str]:
-    """Spans of `text` that together contain every cl100k piece (see the module docstring)."""
-    found = set(_SPACE_RUN.findall(text))
-    for match in _WORD.finditer(text):
-        start = match.start()
-        found.update(_ASCII_BOUNDARY.split(text[start - 1 if start else 0: match.end()]))
+def windows(*texts: str) -> set[str]:
+    """Spans of `texts` that together contain every cl100k piece (see the module docstring)."""
+    found: set[str] = set()
+    words: set[str] = set()
+    for text in texts:
+        found.update(_SPACE_RUN.findall(text))
+        words.update(text[start - 1 if start else 0: end]
+                     for start, end in map(re.Match.span, _WORD.finditer(text)))
+    # Texts repeat most of their words: cut each distinct one only once.
+    split = _ASCII_BOUNDARY.split
+    for word in words:
+        found.update(split(word))
     found.discard("")
     return found
 
 
-def substrings(window: bytes, longest: int) -> Iterable[bytes]:
+def substrings(window: bytes, longest: int) -> list[bytes]:
     n = len(window)
-    for i in range(n):
-        for j in range(i + 1, min(n, i + longest) + 1):
-            yield window[i:j]
+    return [window[i:j] for i in range(n) for j in range(i + 1, min(n, i + longest) + 1)]
 
 
 def digest(text: str) -> bytes:
@@ -103,9 +113,13 @@ class CountMemo:
     """Counts for one encoding, remembered in `path` and built from slices of `ranks()`."""
 
     def __init__(self, path: Path | None, ranks: Callable[[], dict[bytes, int]],
-                 make_encoder: Callable[[dict[bytes, int]], Any]) -> None:
+                 make_encoder: Callable[[dict[bytes, int]], Any],
+                 index: Callable[[], Any] | None = None) -> None:
         self._path = path
         self._ranks = ranks
+        # The BPE file keyed by base64 text (tokens.bpe.BpeIndex): ranks of chosen strings
+        # without decoding the whole vocabulary, for a cache that has no copy of it yet.
+        self._index = index
         self._make_encoder = make_encoder
         self._conn: sqlite3.Connection | None = None
         self._usable = path is not None
@@ -114,7 +128,7 @@ class CountMemo:
         self._slice: dict[bytes, int] = {}
         self._generation = -1                   # newest slice generation read from the file
         self._encoder: Any = None
-        self._rebuilds = 0
+        self._rebuilt = 0                       # ranks put into encoders so far
         self._full: Any = None
         self._longest = 0
         self._vocab: dict[bytes, int] | None = None  # the whole vocabulary, once read
@@ -155,9 +169,7 @@ class CountMemo:
     def _encode(self, texts: list[str]) -> dict[str, int]:
         encoder = None
         if self._full is None and self._usable:
-            spans: set[str] = set()
-            for text in texts:
-                spans |= windows(text)
+            spans = windows(*texts)
             if all(len(w.encode("utf-8")) <= LONG_WINDOW for w in spans):
                 try:
                     encoder = self._slice_encoder(spans)
@@ -188,8 +200,8 @@ class CountMemo:
                 self._cover(new, [d for d, w in by_digest.items() if d not in seen])
             self._covered |= unknown
         if self._encoder is None:
-            self._rebuilds += 1
-            if self._rebuilds > MAX_REBUILDS:
+            self._rebuilt += len(self._slice)
+            if self._rebuilt > REBUILD_ALLOWANCE:
                 return None
             ranks = dict(self._slice)
             ranks.update(self._single_bytes())
@@ -199,8 +211,7 @@ class CountMemo:
     def _single_bytes(self) -> dict[bytes, int]:
         have = {s: r for s, r in self._slice.items() if len(s) == 1}
         if len(have) < 256:
-            vocab = self._vocabulary()
-            have = {bytes([b]): vocab[bytes([b])] for b in range(256)}
+            have = self._lookup({bytes([b]) for b in range(256)})
         return have
 
     def _cover(self, new: list[str], new_digests: list[bytes]) -> None:
@@ -209,8 +220,9 @@ class CountMemo:
         # The single bytes always go in: every encoder needs them, and reading them from the
         # file is far cheaper than reading the whole vocabulary for them.
         wanted = {bytes([b]) for b in range(256)}
+        longest = self._longest_token()
         for window in new:
-            wanted.update(substrings(window.encode("utf-8"), self._longest_token()))
+            wanted.update(substrings(window.encode("utf-8"), longest))
         found = self._lookup(wanted)
         if any(s not in self._slice for s in found):
             self._slice.update(found)
@@ -224,7 +236,12 @@ class CountMemo:
     def _longest_token(self) -> int:
         if not self._longest:
             stored = self._meta("longest")
-            self._longest = int(stored) if stored else max(map(len, self._vocabulary()))
+            if stored:
+                self._longest = int(stored)
+            elif self._vocab is None and self._index is not None:
+                self._longest = self._index().longest()
+            else:
+                self._longest = max(map(len, self._vocabulary()))
         return self._longest
 
     def _lookup(self, wanted: set[bytes]) -> dict[bytes, int]:
@@ -234,6 +251,8 @@ class CountMemo:
                                    list(wanted))
             if len(rows) >= 256:  # the single bytes are always there: the copy is readable
                 return dict(rows)
+        if self._vocab is None and self._index is not None:
+            return self._index().ranks_of(wanted)
         vocab = self._vocabulary()
         return {w: vocab[w] for w in wanted if w in vocab}
 

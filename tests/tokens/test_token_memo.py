@@ -33,7 +33,7 @@ def full_count(text: str) -> int:
 
 
 def fresh_memo(path: Path | None) -> CountMemo:
-    return CountMemo(path, tokens._vocabulary, tokens._cl100k_encoder)
+    return CountMemo(path, tokens._vocabulary, tokens._cl100k_encoder, tokens._bpe_index)
 
 
 @settings(max_examples=300, deadline=None,
@@ -44,7 +44,25 @@ def test_slice_counts_equal_full_encoder(tmp_path, texts):
     counter = fresh_memo(tmp_path / "counts.sqlite")
     assert counter.count_many(texts) == [full_count(memo.well_formed(t)) for t in texts]
     assert counter._full is None  # the slice encoder did the work
+    assert counter._vocab is None  # from the BPE index: the vocabulary was never decoded
     counter.flush()
+
+
+WORDS = st.lists(st.sampled_from(SPECIAL) | st.text(max_size=12), min_size=1, max_size=12)
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(WORDS.map(" ".join), min_size=1, max_size=5), min_size=1,
+                        max_size=8),
+       run=st.integers(0, 10**9))
+def test_an_empty_cache_counts_exactly_from_the_bpe_index(tmp_path, batches, run):
+    """The first process on a machine: no file, no vocabulary copy, batch after batch of new
+    windows (as the budgeter counts), every count equal to tiktoken's own encoder."""
+    counter = fresh_memo(tmp_path / f"cold-{run}.sqlite")
+    for texts in batches:
+        assert counter.count_many(texts) == [full_count(memo.well_formed(t)) for t in texts]
+    assert counter._vocab is None and counter._full is None
 
 
 @settings(max_examples=200, deadline=None)
