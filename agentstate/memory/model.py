@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,64 @@ class Evidence:
     kind: str
     added: str
     actor: str
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    """One stored version as the `memories` table holds it (stored status, confidence not
+    rounded, `supersedes` a version number): what the write, versions, forget and sync code
+    reads and decides on. `Memory` is the shown form (derived status, evidence loaded)."""
+
+    row: int
+    id: str
+    version: int
+    kind: str
+    key: str | None
+    scope: str
+    text: str
+    norm_hash: str
+    source: str
+    status: str  # stored status (MemoryStatus values)
+    confidence: float
+    valid_until: str | None
+    created: str
+    last_confirmed: str
+    evidence_count: int
+    supersedes: int | None  # version number in the same chain
+    principal: str
+    status_reason: str
+    prior_status: str | None
+    purged: bool
+    # Not a column: a purge loads a version's evidence refs here (dataclasses.replace).
+    evidence_refs: tuple[str, ...] = ()
+
+    @property
+    def ref(self) -> str:
+        return make_ref("mem", self.id, self.version)
+
+
+_COLUMNS = tuple(f.name for f in fields(MemoryVersion) if f.name != "evidence_refs")
+# The column list every MemoryVersion query selects (its order need not match a table's).
+VERSION_COLUMNS = ", ".join(_COLUMNS)
+
+
+def version_from_row(row: dict[str, Any]) -> MemoryVersion:
+    """The one way a `memories` row becomes a record."""
+    values = {name: row[name] for name in _COLUMNS}
+    values["purged"] = bool(values["purged"])
+    return MemoryVersion(**values)
+
+
+def select_versions(store: Store, where: str, params: Any = ()) -> list[MemoryVersion]:
+    """`SELECT … FROM memories <where>` as records (`where` includes ORDER BY)."""
+    return [version_from_row(r) for r in
+            store.rows(f"SELECT {VERSION_COLUMNS} FROM memories {where}", params)]
+
+
+def with_evidence_refs(conn: Any, rows: list[MemoryVersion]) -> list[MemoryVersion]:
+    """The versions with their evidence refs loaded (what a purge scrubs besides the text)."""
+    return [replace(row, evidence_refs=tuple(r[0] for r in conn.execute(
+        "SELECT ref FROM memory_evidence WHERE memory_row = ?", (row.row,)))) for row in rows]
 
 
 @dataclass
@@ -253,29 +311,30 @@ def effective_status(stored: str, valid_until: str | None, now: str) -> str:
     return stored
 
 
-def row_to_memory(row: dict, now: str, evidence: list[Evidence] | None = None) -> Memory:
+def row_to_memory(row: MemoryVersion, now: str, evidence: list[Evidence] | None = None
+                  ) -> Memory:
     return Memory(
-        ref=make_ref("mem", row["id"], row["version"]),
-        id=row["id"],
-        version=row["version"],
-        kind=row["kind"],
-        key=row["key"],
-        scope=row["scope"],
-        text=row["text"],
-        source=row["source"],
-        status=effective_status(row["status"], row["valid_until"], now),
-        stored_status=row["status"],
-        confidence=round(row["confidence"], 3),
-        valid_until=row["valid_until"],
-        created=row["created"],
-        last_confirmed=row["last_confirmed"],
-        evidence_count=row["evidence_count"],
-        supersedes=make_ref("mem", row["id"], row["supersedes"]) if row["supersedes"] else None,
-        principal=row["principal"],
-        status_reason=row["status_reason"],
-        purged=bool(row["purged"]),
+        ref=row.ref,
+        id=row.id,
+        version=row.version,
+        kind=row.kind,
+        key=row.key,
+        scope=row.scope,
+        text=row.text,
+        source=row.source,
+        status=effective_status(row.status, row.valid_until, now),
+        stored_status=row.status,
+        confidence=round(row.confidence, 3),
+        valid_until=row.valid_until,
+        created=row.created,
+        last_confirmed=row.last_confirmed,
+        evidence_count=row.evidence_count,
+        supersedes=make_ref("mem", row.id, row.supersedes) if row.supersedes else None,
+        principal=row.principal,
+        status_reason=row.status_reason,
+        purged=row.purged,
         evidence=evidence or [],
-        row=row["row"],
+        row=row.row,
     )
 
 
@@ -293,23 +352,24 @@ def load_evidence(store: Store, rows: list[int]) -> dict[int, list[Evidence]]:
     return found
 
 
-def memories_from_rows(store: Store, rows: list[dict]) -> list[Memory]:
-    evidence = load_evidence(store, [r["row"] for r in rows])
+def memories_from_rows(store: Store, rows: list[MemoryVersion]) -> list[Memory]:
+    evidence = load_evidence(store, [r.row for r in rows])
     now = store.now()
-    return [row_to_memory(r, now, evidence[r["row"]]) for r in rows]
+    return [row_to_memory(r, now, evidence[r.row]) for r in rows]
 
 
-def chain_rows(store: Store, memory_id: str) -> list[dict]:
-    return store.rows("SELECT * FROM memories WHERE id = ? ORDER BY version", (memory_id,))
+def chain_rows(store: Store, memory_id: str) -> list[MemoryVersion]:
+    """Every version of the chain `memory_id`, oldest first."""
+    return select_versions(store, "WHERE id = ? ORDER BY version", (memory_id,))
 
 
-def current_memory_version(rows: list[dict], now: str) -> dict | None:
+def current_memory_version(rows: list[MemoryVersion], now: str) -> MemoryVersion | None:
     """The version a bare `mem:ID` means: the newest active (not expired), else the newest
     active/contested, else the newest version of the chain."""
     for wanted in ((MemoryStatus.ACTIVE,), CURRENT_STATUSES):
-        live = [r for r in rows if r["status"] in wanted]
+        live = [r for r in rows if r.status in wanted]
         if live:
-            fresh = [r for r in live if effective_status(r["status"], r["valid_until"], now)
+            fresh = [r for r in live if effective_status(r.status, r.valid_until, now)
                      != "expired"]
             return (fresh or live)[-1]
     return rows[-1] if rows else None
@@ -324,9 +384,9 @@ def get_memory(store: Store, ref: str) -> Memory:
     if parsed.version is None:
         row = current_memory_version(rows, store.now())
     else:
-        row = next((r for r in rows if r["version"] == parsed.version), None)
+        row = next((r for r in rows if r.version == parsed.version), None)
     if row is None:
-        raise NotFound(f"no memory {ref} (the chain has v1..v{rows[-1]['version']})")
+        raise NotFound(f"no memory {ref} (the chain has v1..v{rows[-1].version})")
     return memories_from_rows(store, [row])[0]
 
 
@@ -438,16 +498,16 @@ def list_memories(store: Store, *, status: str | None = None, kind: str | None =
     if scope:
         where.append("scope = ?")
         params.append(validate_scope(store, scope))
-    sql = "SELECT * FROM memories"
+    sql = ""
     if where:
-        sql += " WHERE " + " AND ".join(where)
+        sql += "WHERE " + " AND ".join(where)
     sql += " ORDER BY created DESC, row DESC"
     if limit is not None:
         if limit < 1:
             raise InvalidInput("--limit must be at least 1")
         sql += " LIMIT ?"
         params.append(min(limit, 2**62))  # SQLite integers are 64-bit
-    found = [m for m in memories_from_rows(store, store.rows(sql, params))
+    found = [m for m in memories_from_rows(store, select_versions(store, sql, params))
              if who.can_read(m.scope)]
     if status in (None, "current"):
         found = [m for m in found if m.status != "expired"]
@@ -461,8 +521,8 @@ def list_user_preferences(store: Store, principal: str | None = None,
     from agentstate.memory.scopes import scope_applies
 
     who = resolve_principal(store, principal)
-    rows = store.rows("SELECT * FROM memories WHERE kind = 'preference' AND source = 'user' "
-                      "AND status = 'active' ORDER BY created, row")
+    rows = select_versions(store, "WHERE kind = 'preference' AND source = 'user' "
+                           "AND status = 'active' ORDER BY created, row")
     found = []
     for memory in memories_from_rows(store, rows):
         if memory.status != MemoryStatus.ACTIVE or not who.can_read(memory.scope):
@@ -487,11 +547,9 @@ def event_refs_cited(store: Store) -> set[str]:
 # ---------------------------------------------------------------- for sync (agentstate.sync)
 
 
-def all_version_rows(store: Store) -> list[dict]:
+def all_version_rows(store: Store) -> list[MemoryVersion]:
     """Every memory version, chain by chain, oldest version first."""
-    return store.rows("SELECT row, id, version, kind, key, scope, text, norm_hash, source, "
-                        "principal, created, valid_until, supersedes, status, purged "
-                        "FROM memories ORDER BY id, version")
+    return select_versions(store, "ORDER BY id, version")
 
 
 def evidence_refs_by_row(store: Store) -> dict[int, list[str]]:
@@ -502,10 +560,11 @@ def evidence_refs_by_row(store: Store) -> dict[int, list[str]]:
     return found
 
 
-def rows_with_content(store: Store, text: str, scope: str, kind: str) -> list[dict]:
+def rows_with_content(store: Store, text: str, scope: str, kind: str
+                      ) -> list[MemoryVersion]:
     """Versions (of any status but purged) with the same normalised text, scope and kind."""
-    return store.rows("SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
-                        "ORDER BY row", (norm_hash(text), scope, kind))
+    return select_versions(store, "WHERE norm_hash = ? AND scope = ? AND kind = ? ORDER BY row",
+                           (norm_hash(text), scope, kind))
 
 
 def key_chain_id(store: Store, key: str, scope: str) -> str | None:
