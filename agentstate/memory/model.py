@@ -17,12 +17,18 @@ import hashlib
 import json
 import re
 import subprocess
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.memory.status import CURRENT_STATUSES, STATUSES, MemoryStatus, status_in
+from agentstate.memory.stored import (  # noqa: F401 (re-exported for memory's modules and sync)
+    MemoryVersion,
+    select_versions,
+    version_from_row,
+    with_evidence_refs,
+)
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.refs import make_ref, parse_ref
 
@@ -49,64 +55,6 @@ class Evidence:
     kind: str
     added: str
     actor: str
-
-
-@dataclass(frozen=True)
-class MemoryVersion:
-    """One stored version as the `memories` table holds it (stored status, confidence not
-    rounded, `supersedes` a version number): what the write, versions, forget and sync code
-    reads and decides on. `Memory` is the shown form (derived status, evidence loaded)."""
-
-    row: int
-    id: str
-    version: int
-    kind: str
-    key: str | None
-    scope: str
-    text: str
-    norm_hash: str
-    source: str
-    status: str  # stored status (MemoryStatus values)
-    confidence: float
-    valid_until: str | None
-    created: str
-    last_confirmed: str
-    evidence_count: int
-    supersedes: int | None  # version number in the same chain
-    principal: str
-    status_reason: str
-    prior_status: str | None
-    purged: bool
-    # Not a column: a purge loads a version's evidence refs here (dataclasses.replace).
-    evidence_refs: tuple[str, ...] = ()
-
-    @property
-    def ref(self) -> str:
-        return make_ref("mem", self.id, self.version)
-
-
-_COLUMNS = tuple(f.name for f in fields(MemoryVersion) if f.name != "evidence_refs")
-# The column list every MemoryVersion query selects (its order need not match a table's).
-VERSION_COLUMNS = ", ".join(_COLUMNS)
-
-
-def version_from_row(row: dict[str, Any]) -> MemoryVersion:
-    """The one way a `memories` row becomes a record."""
-    values = {name: row[name] for name in _COLUMNS}
-    values["purged"] = bool(values["purged"])
-    return MemoryVersion(**values)
-
-
-def select_versions(store: Store, where: str, params: Any = ()) -> list[MemoryVersion]:
-    """`SELECT … FROM memories <where>` as records (`where` includes ORDER BY)."""
-    return [version_from_row(r) for r in
-            store.rows(f"SELECT {VERSION_COLUMNS} FROM memories {where}", params)]
-
-
-def with_evidence_refs(conn: Any, rows: list[MemoryVersion]) -> list[MemoryVersion]:
-    """The versions with their evidence refs loaded (what a purge scrubs besides the text)."""
-    return [replace(row, evidence_refs=tuple(r[0] for r in conn.execute(
-        "SELECT ref FROM memory_evidence WHERE memory_row = ?", (row.row,)))) for row in rows]
 
 
 @dataclass

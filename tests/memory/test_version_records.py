@@ -15,6 +15,7 @@ from agentstate.memory.model import (
     rows_with_content,
     with_evidence_refs,
 )
+from agentstate.memory.status import MemoryStatus
 from agentstate.memory.write import remember
 
 
@@ -35,6 +36,7 @@ def test_reads_return_frozen_records_with_typed_fields(store):
     assert [(r.version, r.status, r.supersedes) for r in rows] == [
         (1, "superseded", None), (2, "active", 1)]
     assert rows[0].purged is False and rows[1].ref == f"mem:{memory_id}@v2"
+    assert rows[1].status is MemoryStatus.ACTIVE
     current = current_memory_version(rows, store.now())
     assert current is not None and current.text == "the build uses just"
     with pytest.raises(dataclasses.FrozenInstanceError):
