@@ -182,7 +182,7 @@ def run_show(
         "pending_verifications": state.pending_verifications,
         "failed_verifications": state.failed_verifications,
         "last_checkpoint": checkpoint,
-        "recorded_version": {"since": since, **recorded},
+        "recorded_version": {"since": since, **recorded.as_dict()},
     }
 
     def human(console, _):
@@ -207,9 +207,9 @@ def run_show(
         if checkpoint:
             console.print(f"  last checkpoint: {checkpoint.ref} at {checkpoint.created}"
                           + (f": {checkpoint.note}" if checkpoint.note else ""), markup=False)
-        head = (recorded.get("head") or "(no commit)")[:12]
+        head = (recorded.head or "(no commit)")[:12]
         console.print(f"  last recorded version ({since}): "
-                      f"{recorded.get('branch') or '(no branch)'} @ {head}", markup=False)
+                      f"{recorded.branch or '(no branch)'} @ {head}", markup=False)
 
     emit(data, as_json=as_json, human=human)
 
@@ -309,9 +309,9 @@ def checkpoint(
             f"  {cp.run} up to event {cp.event_seq}: {len(s['constraints'])} constraint(s), "
             f"{len(s['diagnoses'])} diagnosis(es), {len(s['open_questions'])} open "
             f"question(s), {len(s['pending_verifications'])} pending verification(s)")
-        head = (cp.worktree.get("head") or "(no commit)")[:12]
-        dirty = len(cp.worktree.get("dirty_files") or [])
-        console.print(f"  work tree: {cp.worktree.get('branch') or '(no branch)'} @ {head}"
+        head = (cp.worktree.head or "(no commit)")[:12]
+        dirty = len(cp.worktree.dirty_files)
+        console.print(f"  work tree: {cp.worktree.branch or '(no branch)'} @ {head}"
                       + (f", {dirty} uncommitted file(s)" if dirty else ""))
 
     emit(cp, as_json=as_json, human=human)

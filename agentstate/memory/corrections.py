@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from agentstate.errors import InvalidInput, Refused
 from agentstate.memory.model import (
     Memory,
+    MemoryVersion,
     chain_rows,
     confidence_for,
     current_memory_version,
@@ -44,8 +45,8 @@ if TYPE_CHECKING:
     from agentstate.store.db import Store
 
 
-def _row(store: Store, memory: Memory) -> dict:
-    return next(r for r in chain_rows(store, memory.id) if r["row"] == memory.row)
+def _row(store: Store, memory: Memory) -> MemoryVersion:
+    return next(r for r in chain_rows(store, memory.id) if r.row == memory.row)
 
 
 def correct(store: Store, ref: str, text: str, *, principal: str | None = None,
@@ -72,21 +73,21 @@ def correct(store: Store, ref: str, text: str, *, principal: str | None = None,
     with store.transaction():
         rows = chain_rows(store, target.id)
         cur = current_memory_version(rows, store.now())
-        if cur is not None and cur["norm_hash"] == norm_hash(text):
+        if cur is not None and cur.norm_hash == norm_hash(text):
             # The "correction" restates the current value: the dedupe rule applies (the user
             # becomes evidence for it), not a new version that supersedes an identical one.
             return refresh_duplicate(store, cur, [("user", "user")], None, who.name, "active")
-        version = rows[-1]["version"] + 1
+        version = rows[-1].version + 1
         why = reason or f"user correction of {target.ref}"
         row = insert_version(
             store, memory_id=target.id, version=version, kind=target.kind, key=target.key,
             scope=target.scope, text=text, source="user", status="active",
             confidence=confidence_for("user"), valid_until=None,
-            supersedes=(cur or rows[-1])["version"], principal=who.name, reason=why,
+            supersedes=(cur or rows[-1]).version, principal=who.name, reason=why,
             evidence=[("user", "user")],
         )
         new_rows = chain_rows(store, target.id)
-        new_row = next(r for r in new_rows if r["row"] == row)
+        new_row = next(r for r in new_rows if r.row == row)
         replaced = make_current(store, new_row, new_rows, who.name, "user correction", why)
         record_history(store, target.id, version, "correct", who.name, why, text,
                        replaced=replaced)
@@ -119,26 +120,26 @@ def confirm(store: Store, ref: str, evidence: list[str], *, principal: str | Non
     _require_outside_evidence(store, target, checked)
     with store.transaction():
         row = _row(store, target)
-        added = add_evidence(store, row["row"], checked, who.name)
+        added = add_evidence(store, row.row, checked, who.name)
         row = _row(store, target)
         now = store.now()
         store.conn.execute(
             "UPDATE memories SET last_confirmed = ?, confidence = ? WHERE row = ?",
-            (now, bounded(row["confidence"] + EVIDENCE_BONUS * len(added)), row["row"]),
+            (now, bounded(row.confidence + EVIDENCE_BONUS * len(added)), row.row),
         )
         row = _row(store, target)
         action, replaced = "confirmed", None
         reason = f"confirmed with evidence {', '.join(added) or '(already attached)'}"
         if target.status == MemoryStatus.CANDIDATE and not _still_candidate(row, checked):
             rows = chain_rows(store, target.id)
-            others = [r for r in rows if r["row"] != row["row"]]
+            others = [r for r in rows if r.row != row.row]
             cur = current_memory_version(others, now) if others else None
-            if cur is not None and cur["status"] in CURRENT_STATUSES:
+            if cur is not None and cur.status in CURRENT_STATUSES:
                 action, reason, replaced, _ = resolve_conflict(store, row, cur, who.name)
                 action = "confirmed" if action == "superseded" else action
             else:
                 set_status(store, row, "active", "confirmed with evidence",
-                           initial_confidence(row["source"], row["evidence_count"]))
+                           initial_confidence(row.source, row.evidence_count))
                 reason = "candidate promoted: evidence " + ", ".join(added or ["(existing)"])
         elif target.status == MemoryStatus.CONTESTED:
             rows = chain_rows(store, target.id)
@@ -170,8 +171,8 @@ def _require_outside_evidence(store: Store, target: Memory,
                   "tool or the user that is not a hypothesis or question)")
 
 
-def _still_candidate(row: dict, evidence: list[tuple[str, str]]) -> bool:
+def _still_candidate(row: MemoryVersion, evidence: list[tuple[str, str]]) -> bool:
     """A preference becomes active only when the user stated or vouched for it."""
-    if row["kind"] == "preference" and row["source"] != "user":
+    if row.kind == "preference" and row.source != "user":
         return not any(kind == "user" for _, kind in evidence)
     return False

@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput, NotFound, Refused, UsageError
-from agentstate.memory.model import chain_rows, record_history, resolve_principal
+from agentstate.memory.model import (
+    MemoryVersion,
+    chain_rows,
+    record_history,
+    resolve_principal,
+    with_evidence_refs,
+)
+from agentstate.memory.status import MemoryStatus
 from agentstate.safety import refuse_secrets
 from agentstate.store import residue
 from agentstate.store.limits import MAX_REASON_CHARS, check_length
@@ -66,7 +73,7 @@ class ForgetResult:
 
 
 def _select_targets(store: Store, ref: str | None, key: str | None, query: str | None,
-                    scope: str | None, principal: str | None) -> list[dict]:
+                    scope: str | None, principal: str | None) -> list[MemoryVersion]:
     chosen = [x for x in (ref, key, query) if x]
     if len(chosen) != 1:
         raise UsageError("name exactly one of: a memory ref, --key K or --query Q")
@@ -76,7 +83,7 @@ def _select_targets(store: Store, ref: str | None, key: str | None, query: str |
         if not rows:
             raise NotFound(f"no memory {make_ref('mem', parsed.id)}")
         if parsed.version is not None:
-            rows = [r for r in rows if r["version"] == parsed.version]
+            rows = [r for r in rows if r.version == parsed.version]
             if not rows:
                 raise NotFound(f"no memory {ref}")
         return rows
@@ -125,15 +132,15 @@ def forget(
     why = (reason or "").strip() or ("purged on request" if purge else "forgotten on request")
     who = resolve_principal(store, principal)
     rows = _select_targets(store, ref, key, query, scope, principal)
-    denied = sorted({r["scope"] for r in rows if not who.can_write(r["scope"])})
+    denied = sorted({r.scope for r in rows if not who.can_write(r.scope)})
     if denied:
         raise Refused(f"principal {who.name!r} may not write scope(s) {', '.join(denied)}")
     if purge:
-        todo = [r for r in rows if not r["purged"]]
+        todo = [r for r in rows if not r.purged]
         if not todo:
             raise InvalidInput("already purged: " + ", ".join(_refs(rows)) + "; nothing changed")
     else:
-        todo = [r for r in rows if r["status"] != "forgotten"]
+        todo = [r for r in rows if r.status != MemoryStatus.FORGOTTEN]
         if not todo:
             raise InvalidInput("already forgotten: " + ", ".join(_refs(rows)) +
                                "; nothing changed (use --purge to erase the text)")
@@ -141,9 +148,7 @@ def forget(
                           skipped=[r for r in _refs(rows) if r not in _refs(todo)])
     if purge:
         _check_may_purge(store, who, todo)
-        for row in todo:
-            row["evidence_refs"] = [r[0] for r in store.conn.execute(
-                "SELECT ref FROM memory_evidence WHERE memory_row = ?", (row["row"],))]
+        todo = with_evidence_refs(store.conn, todo)
         matcher = Matcher.build(_purge_texts(todo), PURGE_SUBSTRING_MIN)
         _register(store.conn, matcher)
         if dry_run:
@@ -161,16 +166,16 @@ def forget(
                 conn.execute(
                     "UPDATE memories SET prior_status = status, status = 'forgotten', "
                     "status_reason = ? WHERE row = ?",
-                    (f"forgotten: {why}", row["row"]),
+                    (f"forgotten: {why}", row.row),
                 )
-                record_history(store, row["id"], row["version"], "forget", who.name, why,
-                               row["text"], prior_status=row["status"])
-                if row["status"] == "contested":
+                record_history(store, row.id, row.version, "forget", who.name, why,
+                               row.text, prior_status=row.status)
+                if row.status == MemoryStatus.CONTESTED:
                     _contest_rejected(store, row, who.name)
     return result
 
 
-def _check_may_purge(store: Store, who: Principal, rows: list[dict]) -> None:
+def _check_may_purge(store: Store, who: Principal, rows: list[MemoryVersion]) -> None:
     """Purging what the user stated (source `user`, or the user as evidence) is the
     owner-only action `purge`."""
     if who.may("purge"):
@@ -178,32 +183,32 @@ def _check_may_purge(store: Store, who: Principal, rows: list[dict]) -> None:
     for row in rows:
         vouched = store.conn.execute(
             "SELECT 1 FROM memory_evidence WHERE memory_row = ? AND kind = 'user'",
-            (row["row"],)).fetchone()
-        if row["source"] == "user" or vouched:
-            who.check_action("purge", f"purge {make_ref('mem', row['id'], row['version'])}, "
+            (row.row,)).fetchone()
+        if row.source == "user" or vouched:
+            who.check_action("purge", f"purge {make_ref('mem', row.id, row.version)}, "
                                       "stated by the user")
 
 
-def _contest_rejected(store: Store, row: dict, actor: str) -> None:
+def _contest_rejected(store: Store, row: MemoryVersion, actor: str) -> None:
     """Forgetting a contested version rejects the contradiction: the current version gets
     back the confidence the contest took from it."""
     from agentstate.memory.versions import CURRENT_CONTEST_FACTOR, bounded
 
-    for other in chain_rows(store, row["id"]):
-        if other["status"] == "active" and other["row"] != row["row"]:
-            restored = bounded(other["confidence"] / CURRENT_CONTEST_FACTOR)
+    for other in chain_rows(store, row.id):
+        if other.status == MemoryStatus.ACTIVE and other.row != row.row:
+            restored = bounded(other.confidence / CURRENT_CONTEST_FACTOR)
             store.conn.execute("UPDATE memories SET confidence = ? WHERE row = ?",
-                               (restored, other["row"]))
-            record_history(store, other["id"], other["version"], "contest_rejected", actor,
-                           f"contest by {make_ref('mem', row['id'], row['version'])} rejected;"
+                               (restored, other.row))
+            record_history(store, other.id, other.version, "contest_rejected", actor,
+                           f"contest by {make_ref('mem', row.id, row.version)} rejected;"
                            " confidence restored", None)
 
 
-def _refs(rows: list[dict]) -> list[str]:
-    return [make_ref("mem", r["id"], r["version"]) for r in rows]
+def _refs(rows: list[MemoryVersion]) -> list[str]:
+    return [make_ref("mem", r.id, r.version) for r in rows]
 
 
-def _purge(store: Store, rows: list[dict], why: str, actor: str, result: ForgetResult,
+def _purge(store: Store, rows: list[MemoryVersion], why: str, actor: str, result: ForgetResult,
            compact: bool = True) -> None:
     from agentstate.store.keys import keyed_hash
 
@@ -215,14 +220,14 @@ def _purge(store: Store, rows: list[dict], why: str, actor: str, result: ForgetR
                 "UPDATE memories SET text = '', norm_hash = ?, prior_status = COALESCE("
                 "prior_status, status), status = 'forgotten', status_reason = ?, purged = 1 "
                 "WHERE row = ?",
-                (f"purged:{row['row']}", f"purged: {why}", row["row"]),
+                (f"purged:{row.row}", f"purged: {why}", row.row),
             )
             # Rows written before hashes were keyed keep a plain sha256: re-key them now.
             conn.execute("UPDATE memory_history SET text_hash = ? WHERE memory = ? AND "
                          "version = ? AND text_hash IS NOT NULL",
-                         (keyed_hash(store.root, row["text"]), row["id"], row["version"]))
-            record_history(store, row["id"], row["version"], "purge", actor, why, row["text"],
-                           prior_status=row["status"])
+                         (keyed_hash(store.root, row.text), row.id, row.version))
+            record_history(store, row.id, row.version, "purge", actor, why, row.text,
+                           prior_status=row.status)
         result.scrubbed = _scrub_elsewhere(conn, rows)
     from agentstate.memory.search import optimize_indexes
 
@@ -263,8 +268,8 @@ def _fts_shadow_prefixes(conn: sqlite3.Connection) -> list[str]:
     ]
 
 
-def _purge_texts(rows: list[dict]) -> list[str]:
-    return sorted({r["text"] for r in rows if r["text"]}, key=len, reverse=True)
+def _purge_texts(rows: list[MemoryVersion]) -> list[str]:
+    return sorted({r.text for r in rows if r.text}, key=len, reverse=True)
 
 
 def _register(conn: sqlite3.Connection, matcher: Matcher) -> None:
@@ -277,9 +282,9 @@ def _register(conn: sqlite3.Connection, matcher: Matcher) -> None:
                          if isinstance(v, str) else v)
 
 
-def _other_memories_holding(conn: sqlite3.Connection, rows: list[dict]) -> list[str]:
+def _other_memories_holding(conn: sqlite3.Connection, rows: list[MemoryVersion]) -> list[str]:
     """Versions outside `rows` whose text is, or (long texts) contains, a purged text."""
-    skip = {r["row"] for r in rows}
+    skip = {r.row for r in rows}
     found = [make_ref("mem", memory_id, version) for row, memory_id, version in conn.execute(
         "SELECT row, id, version FROM memories WHERE purge_hit(text)") if row not in skip]
     return sorted(found)
@@ -303,16 +308,16 @@ def _text_columns(conn: sqlite3.Connection) -> list[tuple[str, str]]:
             if "TEXT" in (c[2] or "").upper() or not c[2]]
 
 
-def _tied_events(rows: list[dict]) -> list[str]:
+def _tied_events(rows: list[MemoryVersion]) -> list[str]:
     """Event ids a purged version came from (its source or evidence): scrubbed of the text
     even when it is too short to be searched for everywhere."""
-    ids = {r["source"].removeprefix("evt:") for r in rows if r["source"].startswith("evt:")}
-    ids |= {ref.removeprefix("evt:") for r in rows for ref in r.get("evidence_refs", [])
+    ids = {r.source.removeprefix("evt:") for r in rows if r.source.startswith("evt:")}
+    ids |= {ref.removeprefix("evt:") for r in rows for ref in r.evidence_refs
             if ref.startswith("evt:")}
     return sorted(ids)
 
 
-def _scrub_elsewhere(conn: sqlite3.Connection, rows: list[dict],
+def _scrub_elsewhere(conn: sqlite3.Connection, rows: list[MemoryVersion],
                      count_only: bool = False) -> dict[str, int]:
     """Replace the purged text in every other ordinary table's text columns (or, with
     `count_only`, count the rows a purge would change, for --dry-run)."""

@@ -23,6 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.memory.status import CURRENT_STATUSES, STATUSES, MemoryStatus, status_in
+from agentstate.memory.stored import (  # noqa: F401 (re-exported for memory's modules and sync)
+    MemoryVersion,
+    select_versions,
+    version_from_row,
+    with_evidence_refs,
+)
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.refs import make_ref, parse_ref
 
@@ -253,29 +259,30 @@ def effective_status(stored: str, valid_until: str | None, now: str) -> str:
     return stored
 
 
-def row_to_memory(row: dict, now: str, evidence: list[Evidence] | None = None) -> Memory:
+def row_to_memory(row: MemoryVersion, now: str, evidence: list[Evidence] | None = None
+                  ) -> Memory:
     return Memory(
-        ref=make_ref("mem", row["id"], row["version"]),
-        id=row["id"],
-        version=row["version"],
-        kind=row["kind"],
-        key=row["key"],
-        scope=row["scope"],
-        text=row["text"],
-        source=row["source"],
-        status=effective_status(row["status"], row["valid_until"], now),
-        stored_status=row["status"],
-        confidence=round(row["confidence"], 3),
-        valid_until=row["valid_until"],
-        created=row["created"],
-        last_confirmed=row["last_confirmed"],
-        evidence_count=row["evidence_count"],
-        supersedes=make_ref("mem", row["id"], row["supersedes"]) if row["supersedes"] else None,
-        principal=row["principal"],
-        status_reason=row["status_reason"],
-        purged=bool(row["purged"]),
+        ref=row.ref,
+        id=row.id,
+        version=row.version,
+        kind=row.kind,
+        key=row.key,
+        scope=row.scope,
+        text=row.text,
+        source=row.source,
+        status=effective_status(row.status, row.valid_until, now),
+        stored_status=row.status,
+        confidence=round(row.confidence, 3),
+        valid_until=row.valid_until,
+        created=row.created,
+        last_confirmed=row.last_confirmed,
+        evidence_count=row.evidence_count,
+        supersedes=make_ref("mem", row.id, row.supersedes) if row.supersedes else None,
+        principal=row.principal,
+        status_reason=row.status_reason,
+        purged=row.purged,
         evidence=evidence or [],
-        row=row["row"],
+        row=row.row,
     )
 
 
@@ -293,23 +300,24 @@ def load_evidence(store: Store, rows: list[int]) -> dict[int, list[Evidence]]:
     return found
 
 
-def memories_from_rows(store: Store, rows: list[dict]) -> list[Memory]:
-    evidence = load_evidence(store, [r["row"] for r in rows])
+def memories_from_rows(store: Store, rows: list[MemoryVersion]) -> list[Memory]:
+    evidence = load_evidence(store, [r.row for r in rows])
     now = store.now()
-    return [row_to_memory(r, now, evidence[r["row"]]) for r in rows]
+    return [row_to_memory(r, now, evidence[r.row]) for r in rows]
 
 
-def chain_rows(store: Store, memory_id: str) -> list[dict]:
-    return store.rows("SELECT * FROM memories WHERE id = ? ORDER BY version", (memory_id,))
+def chain_rows(store: Store, memory_id: str) -> list[MemoryVersion]:
+    """Every version of the chain `memory_id`, oldest first."""
+    return select_versions(store, "WHERE id = ? ORDER BY version", (memory_id,))
 
 
-def current_memory_version(rows: list[dict], now: str) -> dict | None:
+def current_memory_version(rows: list[MemoryVersion], now: str) -> MemoryVersion | None:
     """The version a bare `mem:ID` means: the newest active (not expired), else the newest
     active/contested, else the newest version of the chain."""
     for wanted in ((MemoryStatus.ACTIVE,), CURRENT_STATUSES):
-        live = [r for r in rows if r["status"] in wanted]
+        live = [r for r in rows if r.status in wanted]
         if live:
-            fresh = [r for r in live if effective_status(r["status"], r["valid_until"], now)
+            fresh = [r for r in live if effective_status(r.status, r.valid_until, now)
                      != "expired"]
             return (fresh or live)[-1]
     return rows[-1] if rows else None
@@ -324,9 +332,9 @@ def get_memory(store: Store, ref: str) -> Memory:
     if parsed.version is None:
         row = current_memory_version(rows, store.now())
     else:
-        row = next((r for r in rows if r["version"] == parsed.version), None)
+        row = next((r for r in rows if r.version == parsed.version), None)
     if row is None:
-        raise NotFound(f"no memory {ref} (the chain has v1..v{rows[-1]['version']})")
+        raise NotFound(f"no memory {ref} (the chain has v1..v{rows[-1].version})")
     return memories_from_rows(store, [row])[0]
 
 
@@ -438,16 +446,16 @@ def list_memories(store: Store, *, status: str | None = None, kind: str | None =
     if scope:
         where.append("scope = ?")
         params.append(validate_scope(store, scope))
-    sql = "SELECT * FROM memories"
+    sql = ""
     if where:
-        sql += " WHERE " + " AND ".join(where)
+        sql += "WHERE " + " AND ".join(where)
     sql += " ORDER BY created DESC, row DESC"
     if limit is not None:
         if limit < 1:
             raise InvalidInput("--limit must be at least 1")
         sql += " LIMIT ?"
         params.append(min(limit, 2**62))  # SQLite integers are 64-bit
-    found = [m for m in memories_from_rows(store, store.rows(sql, params))
+    found = [m for m in memories_from_rows(store, select_versions(store, sql, params))
              if who.can_read(m.scope)]
     if status in (None, "current"):
         found = [m for m in found if m.status != "expired"]
@@ -461,8 +469,8 @@ def list_user_preferences(store: Store, principal: str | None = None,
     from agentstate.memory.scopes import scope_applies
 
     who = resolve_principal(store, principal)
-    rows = store.rows("SELECT * FROM memories WHERE kind = 'preference' AND source = 'user' "
-                      "AND status = 'active' ORDER BY created, row")
+    rows = select_versions(store, "WHERE kind = 'preference' AND source = 'user' "
+                           "AND status = 'active' ORDER BY created, row")
     found = []
     for memory in memories_from_rows(store, rows):
         if memory.status != MemoryStatus.ACTIVE or not who.can_read(memory.scope):
@@ -487,11 +495,9 @@ def event_refs_cited(store: Store) -> set[str]:
 # ---------------------------------------------------------------- for sync (agentstate.sync)
 
 
-def all_version_rows(store: Store) -> list[dict]:
+def all_version_rows(store: Store) -> list[MemoryVersion]:
     """Every memory version, chain by chain, oldest version first."""
-    return store.rows("SELECT row, id, version, kind, key, scope, text, norm_hash, source, "
-                        "principal, created, valid_until, supersedes, status, purged "
-                        "FROM memories ORDER BY id, version")
+    return select_versions(store, "ORDER BY id, version")
 
 
 def evidence_refs_by_row(store: Store) -> dict[int, list[str]]:
@@ -502,10 +508,11 @@ def evidence_refs_by_row(store: Store) -> dict[int, list[str]]:
     return found
 
 
-def rows_with_content(store: Store, text: str, scope: str, kind: str) -> list[dict]:
+def rows_with_content(store: Store, text: str, scope: str, kind: str
+                      ) -> list[MemoryVersion]:
     """Versions (of any status but purged) with the same normalised text, scope and kind."""
-    return store.rows("SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
-                        "ORDER BY row", (norm_hash(text), scope, kind))
+    return select_versions(store, "WHERE norm_hash = ? AND scope = ? AND kind = ? ORDER BY row",
+                           (norm_hash(text), scope, kind))
 
 
 def key_chain_id(store: Store, key: str, scope: str) -> str | None:

@@ -35,6 +35,7 @@ from agentstate.memory.model import (
     INCLUDABLE,
     KINDS,
     Evidence,
+    MemoryVersion,
     chain_rows,
     current_memory_version,
     effective_status,
@@ -44,6 +45,7 @@ from agentstate.memory.model import (
     memory_evidence,
     resolve_principal,
     row_to_memory,
+    select_versions,
 )
 from agentstate.memory.scopes import scope_applies
 from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus
@@ -157,22 +159,22 @@ def recall(
     min_relevance = store.settings.memory.min_relevance
 
     withheld: dict[str, int] = {}
-    visible: list[tuple[dict, float, float]] = []  # row, relevance, specificity
+    visible: list[tuple[MemoryVersion, float, float]] = []  # row, relevance, specificity
     for row_id, _ in matches:
         row = rows.get(row_id)
-        if row is None or row["purged"]:
+        if row is None or row.purged:
             continue
-        if kinds and row["kind"] not in kinds:
+        if kinds and row.kind not in kinds:
             continue
-        if scopes and not any(fnmatch.fnmatchcase(row["scope"], p) for p in scopes):
+        if scopes and not any(fnmatch.fnmatchcase(row.scope, p) for p in scopes):
             continue
         if not gate:
-            visible.append((row, relevance[row_id], scope_applies(row["scope"], context) or 0.0))
+            visible.append((row, relevance[row_id], scope_applies(row.scope, context) or 0.0))
             continue
-        if not who.can_read(row["scope"]):
+        if not who.can_read(row.scope):
             reason = "permission"
         else:
-            specificity = scope_applies(row["scope"], context)
+            specificity = scope_applies(row.scope, context)
             memory_status = row_to_memory(row, now).status
             if specificity is None:
                 reason = "out_of_scope"
@@ -193,8 +195,8 @@ def recall(
             continue
         kept.append((row, scaled, specificity))
 
-    evidence = load_evidence(store, [row["row"] for row, _, _ in kept])
-    hits = [_hit(row, rel, spec, now, evidence[row["row"]]) for row, rel, spec in kept]
+    evidence = load_evidence(store, [row.row for row, _, _ in kept])
+    hits = [_hit(row, rel, spec, now, evidence[row.row]) for row, rel, spec in kept]
     _flag_contests(store, hits, now)
     hits.sort(key=lambda h: (-h.score, h.ref))
     hits = _place_contested(hits)[:limit]
@@ -237,15 +239,14 @@ def lapsed_sources(store: Store, event_refs: list[str]) -> dict[str, str]:
     return {ref: why for ref, why in lapsed.items() if ref not in holding}
 
 
-def _load_rows(store: Store, row_ids: list[int]) -> dict[int, dict]:
+def _load_rows(store: Store, row_ids: list[int]) -> dict[int, MemoryVersion]:
     if not row_ids:
         return {}
     marks = ",".join("?" * len(row_ids))
-    return {r["row"]: r for r in store.rows(f"SELECT * FROM memories WHERE row IN ({marks})",
-                                            row_ids)}
+    return {r.row: r for r in select_versions(store, f"WHERE row IN ({marks})", row_ids)}
 
 
-def _hit(row: dict, relevance: float, specificity: float, now: str,
+def _hit(row: MemoryVersion, relevance: float, specificity: float, now: str,
          evidence: list[Evidence]) -> MemoryHit:
     memory = row_to_memory(row, now, evidence)
     age = _age_days(now, memory.last_confirmed)
@@ -269,18 +270,18 @@ def _flag_contests(store: Store, hits: list[MemoryHit], now: str) -> None:
     chains = {h.id for h in hits if h.status == MemoryStatus.CONTESTED}
     for memory_id in chains:
         rows = chain_rows(store, memory_id)
-        current = current_memory_version([r for r in rows if r["status"] == "active"], now)
+        current = current_memory_version([r for r in rows if r.status == MemoryStatus.ACTIVE], now)
         if current is None:
             continue
-        current_ref = make_ref("mem", current["id"], current["version"])
+        current_ref = make_ref("mem", current.id, current.version)
         for hit in hits:
             if hit.id != memory_id:
                 continue
             if hit.status == MemoryStatus.CONTESTED:
                 hit.contests = current_ref
             elif hit.ref == current_ref:
-                hit.contested_by = [make_ref("mem", r["id"], r["version"]) for r in rows
-                                    if r["status"] == "contested"]
+                hit.contested_by = [make_ref("mem", r.id, r.version) for r in rows
+                                    if r.status == MemoryStatus.CONTESTED]
                 hit.flags.append("has_contest")
 
 

@@ -34,6 +34,7 @@ from agentstate.memory.forget import (
     _register,
     _text_columns,
 )
+from agentstate.memory.model import MemoryVersion, version_from_row, with_evidence_refs
 from agentstate.store.residue import Matcher
 
 
@@ -92,16 +93,14 @@ def reapply_purges(store: Any, tombstones: list[Tombstone], live_db: Path | None
             conn.execute("DETACH DATABASE live")
     rows = _purged_again(store, tombstones)
     if rows:
-        for row in rows:
-            row["evidence_refs"] = [r[0] for r in conn.execute(
-                "SELECT ref FROM memory_evidence WHERE memory_row = ?", (row["row"],))]
-        matcher = Matcher.build(sorted({r["text"] for r in rows if r["text"]}, key=len,
+        rows = with_evidence_refs(conn, rows)
+        matcher = Matcher.build(sorted({r.text for r in rows if r.text}, key=len,
                                        reverse=True), PURGE_SUBSTRING_MIN)
         _register(conn, matcher)
         done = ForgetResult(targets=[], dry_run=False, purge=True, reason="")
         _purge(store, rows, "purge re-applied on restore", "restore", done)
         _files(store, matcher, done, dry_run=False, export_dirs=())
-        result.purged = [f"mem:{r['id']}@v{r['version']}" for r in rows]
+        result.purged = [f"mem:{r.id}@v{r.version}" for r in rows]
         result.still_in, result.rewrite_command = done.still_in, done.rewrite_command
     if not (result.copied or result.carried or rows):
         return result  # nothing changed: the copy came from VACUUM INTO, no free pages
@@ -173,7 +172,7 @@ def _mirror_retention(conn: sqlite3.Connection) -> dict[str, int]:
     return {"events (collected by gc in the live store)": collected} if collected else {}
 
 
-def _purged_again(store: Any, tombstones: list[Tombstone]) -> list[dict]:
+def _purged_again(store: Any, tombstones: list[Tombstone]) -> list[MemoryVersion]:
     """Versions of the copy that a tombstone names and that are not purged there yet.
 
     Matched by id and version only: memories are never deleted, so a version in the backup
@@ -184,7 +183,8 @@ def _purged_again(store: Any, tombstones: list[Tombstone]) -> list[dict]:
     conn = store.conn
     conn.row_factory = sqlite3.Row
     try:
-        rows = [dict(r) for r in conn.execute("SELECT * FROM memories WHERE purged = 0")]
+        rows = [version_from_row(dict(r)) for r in conn.execute(
+            "SELECT * FROM memories WHERE purged = 0")]
     finally:
         conn.row_factory = None
-    return [r for r in rows if (r["id"], r["version"]) in named]
+    return [r for r in rows if (r.id, r.version) in named]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from agentstate.memory.model import (
     Memory,
+    MemoryVersion,
     chain_rows,
     confidence_for,
     current_memory_version,
@@ -103,133 +104,134 @@ def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor:
     return added
 
 
-def set_status(store: Store, row: dict, status: str, reason: str,
+def set_status(store: Store, row: MemoryVersion, status: str, reason: str,
                confidence: float | None = None) -> None:
     store.conn.execute(
         "UPDATE memories SET status = ?, status_reason = ?, confidence = ? WHERE row = ?",
-        (status, reason, bounded(confidence if confidence is not None else row["confidence"]),
-         row["row"]),
+        (status, reason, bounded(confidence if confidence is not None else row.confidence),
+         row.row),
     )
 
 
-def vref(row: dict) -> str:
-    return make_ref("mem", row["id"], row["version"])
+def vref(row: MemoryVersion) -> str:
+    return make_ref("mem", row.id, row.version)
 
 
-def wins_over(new_source: str, new_evidence: int, current: dict) -> bool:
+def wins_over(new_source: str, new_evidence: int, current: MemoryVersion) -> bool:
     """The authority rule for a differing value (a user source is handled by the caller)."""
-    return (authority(new_source) >= authority(current["source"])
-            and current["evidence_count"] <= new_evidence)
+    return (authority(new_source) >= authority(current.source)
+            and current.evidence_count <= new_evidence)
 
 
-def make_current(store: Store, new_row: dict, rows: list[dict], actor: str, op: str,
-                 reason: str) -> list[str]:
+def make_current(store: Store, new_row: MemoryVersion, rows: list[MemoryVersion], actor: str,
+                 op: str, reason: str) -> list[str]:
     """`new_row` becomes the current version: every other active/contested one is superseded."""
     replaced = []
     for other in rows:
-        if other["row"] == new_row["row"] or other["status"] not in CURRENT_STATUSES:
+        if other.row == new_row.row or other.status not in CURRENT_STATUSES:
             continue
         set_status(store, other, "superseded", f"superseded by {vref(new_row)}")
-        record_history(store, other["id"], other["version"], "superseded", actor,
+        record_history(store, other.id, other.version, "superseded", actor,
                        f"superseded by {vref(new_row)} ({op})", None, by=vref(new_row))
         replaced.append(vref(other))
     set_status(store, new_row, "active", reason,
-               max(new_row["confidence"], confidence_for(new_row["source"])))
+               max(new_row.confidence, confidence_for(new_row.source)))
     return replaced
 
 
-def resolve_conflict(store: Store, new_row: dict, current: dict, actor: str
+def resolve_conflict(store: Store, new_row: MemoryVersion, current: MemoryVersion, actor: str
                      ) -> tuple[str, str, str | None, str | None]:
     """Apply the authority rule between a new (or newly evidenced) version and the current
     one. Returns (action, reason, replaced ref, contested ref)."""
-    rows = chain_rows(store, new_row["id"])
-    new_row = next(r for r in rows if r["row"] == new_row["row"])
-    if current["valid_until"] and current["valid_until"] <= store.now():
-        reason = f"replaces {vref(current)}, which expired at {current['valid_until']}"
+    rows = chain_rows(store, new_row.id)
+    new_row = next(r for r in rows if r.row == new_row.row)
+    if current.valid_until and current.valid_until <= store.now():
+        reason = f"replaces {vref(current)}, which expired at {current.valid_until}"
         replaced = make_current(store, new_row, rows, actor, "expired value", reason)
         return "superseded", reason, ", ".join(replaced) or None, None
-    if new_row["source"] == "user":
+    if new_row.source == "user":
         reason = f"user correction of {vref(current)}: the user's value is current"
         replaced = make_current(store, new_row, rows, actor, "user correction", reason)
         return "superseded", reason, ", ".join(replaced) or None, None
-    if wins_over(new_row["source"], new_row["evidence_count"], current):
-        reason = (f"replaces {vref(current)}: source {new_row['source']} has at least the "
-                  f"authority of {current['source']} and the old value has no more evidence "
-                  f"({current['evidence_count']} ≤ {new_row['evidence_count']})")
+    if wins_over(new_row.source, new_row.evidence_count, current):
+        reason = (f"replaces {vref(current)}: source {new_row.source} has at least the "
+                  f"authority of {current.source} and the old value has no more evidence "
+                  f"({current.evidence_count} ≤ {new_row.evidence_count})")
         replaced = make_current(store, new_row, rows, actor, "authority rule", reason)
         return "superseded", reason, ", ".join(replaced) or None, None
-    reason = (f"contests {vref(current)}: source {new_row['source']} (evidence "
-              f"{new_row['evidence_count']}) does not outrank {current['source']} (evidence "
-              f"{current['evidence_count']}); the current value stays, confidence lowered")
+    reason = (f"contests {vref(current)}: source {new_row.source} (evidence "
+              f"{new_row.evidence_count}) does not outrank {current.source} (evidence "
+              f"{current.evidence_count}); the current value stays, confidence lowered")
     contest(store, new_row, current, actor, reason)
     return "contested", reason, None, vref(current)
 
 
-def contest(store: Store, new_row: dict, current: dict, actor: str, reason: str) -> None:
+def contest(store: Store, new_row: MemoryVersion, current: MemoryVersion, actor: str,
+            reason: str) -> None:
     """`new_row` becomes a contested rival of `current`, which stays current with its
     confidence lowered a little (also used when a teammate's value arrives by sync)."""
     set_status(store, new_row, "contested", reason,
-               confidence_for(new_row["source"]) * CONTESTED_FACTOR)
-    set_status(store, current, current["status"], current["status_reason"],
-               current["confidence"] * CURRENT_CONTEST_FACTOR)
-    record_history(store, current["id"], current["version"], "contested", actor,
+               confidence_for(new_row.source) * CONTESTED_FACTOR)
+    set_status(store, current, current.status, current.status_reason,
+               current.confidence * CURRENT_CONTEST_FACTOR)
+    record_history(store, current.id, current.version, "contested", actor,
                    f"contradicted by {vref(new_row)}; confidence lowered", None,
                    by=vref(new_row))
 
 
-def refresh_duplicate(store: Store, row: dict, refs: list[tuple[str, str]], valid_until: str | None,
-             actor: str, gate_status: str) -> WriteResult:
+def refresh_duplicate(store: Store, row: MemoryVersion, refs: list[tuple[str, str]],
+                      valid_until: str | None, actor: str, gate_status: str) -> WriteResult:
     """Dedupe: the same content arrived again. Add its evidence, refresh the time (and
     validity), never a second row; a candidate given evidence is promoted, and a contested
     version with more agreeing evidence goes through the authority rule again."""
-    added = add_evidence(store, row["row"], refs, actor)
+    added = add_evidence(store, row.row, refs, actor)
     now = store.now()
-    until = row["valid_until"]
+    until = row.valid_until
     if valid_until is not None and (until is None or valid_until > until):
         until = valid_until
     elif valid_until is None and until is not None and until <= now:
         until = None  # re-stated without a ttl: the fact holds again
     store.conn.execute(
         "UPDATE memories SET last_confirmed = ?, valid_until = ?, confidence = ? WHERE row = ?",
-        (now, until, bounded(row["confidence"] + EVIDENCE_BONUS * len(added)), row["row"]),
+        (now, until, bounded(row.confidence + EVIDENCE_BONUS * len(added)), row.row),
     )
-    reason = (f"same content as {vref(row)} in scope {row['scope']}: "
+    reason = (f"same content as {vref(row)} in scope {row.scope}: "
               f"{len(added)} evidence ref(s) added, time refreshed")
     action = "deduplicated"
-    promoted = row["status"] == "candidate" and gate_status == "active"
-    record_history(store, row["id"], row["version"], "dedupe", actor, reason, row["text"],
+    promoted = row.status == MemoryStatus.CANDIDATE and gate_status == "active"
+    record_history(store, row.id, row.version, "dedupe", actor, reason, row.text,
                    evidence=added)
     if promoted:
-        rows = chain_rows(store, row["id"])
-        fresh = next(r for r in rows if r["row"] == row["row"])
-        others = [r for r in rows if r["row"] != row["row"]]
+        rows = chain_rows(store, row.id)
+        fresh = next(r for r in rows if r.row == row.row)
+        others = [r for r in rows if r.row != row.row]
         cur = current_memory_version(others, now) if others else None
-        if cur is not None and cur["status"] in CURRENT_STATUSES:
+        if cur is not None and cur.status in CURRENT_STATUSES:
             action, why, _, _ = resolve_conflict(store, fresh, cur, actor)
         else:
             why = "candidate promoted: the same content arrived with evidence"
             set_status(store, fresh, "active", why,
-                       initial_confidence(fresh["source"], fresh["evidence_count"]))
-        record_history(store, row["id"], row["version"], "promote", actor, why, None)
+                       initial_confidence(fresh.source, fresh.evidence_count))
+        record_history(store, row.id, row.version, "promote", actor, why, None)
         reason += "; " + why
-    elif row["status"] == "contested" and added:
+    elif row.status == MemoryStatus.CONTESTED and added:
         # More agreeing evidence for a contested value: re-apply the authority rule.
-        rows = chain_rows(store, row["id"])
-        fresh = next(r for r in rows if r["row"] == row["row"])
-        cur = next((r for r in reversed(rows) if r["status"] == "active"), None)
-        if cur is not None and wins_over(fresh["source"], fresh["evidence_count"], cur):
+        rows = chain_rows(store, row.id)
+        fresh = next(r for r in rows if r.row == row.row)
+        cur = next((r for r in reversed(rows) if r.status == MemoryStatus.ACTIVE), None)
+        if cur is not None and wins_over(fresh.source, fresh.evidence_count, cur):
             why = (f"now has at least the evidence of {vref(cur)} "
-                   f"({cur['evidence_count']} ≤ {fresh['evidence_count']}): it becomes current")
+                   f"({cur.evidence_count} ≤ {fresh.evidence_count}): it becomes current")
             make_current(store, fresh, rows, actor, "more evidence", why)
-            record_history(store, row["id"], row["version"], "promote", actor, why, None)
+            record_history(store, row.id, row.version, "promote", actor, why, None)
             reason += "; " + why
             action = "superseded"
     memory = get_memory(store, vref(row))
     contests = None
     # Say which version it stands beside, as a new write does.
     if memory.status == MemoryStatus.CONTESTED:
-        current = next((r for r in reversed(chain_rows(store, row["id"]))
-                        if r["status"] == "active"), None)
+        current = next((r for r in reversed(chain_rows(store, row.id))
+                        if r.status == MemoryStatus.ACTIVE), None)
         contests = vref(current) if current else None
     return WriteResult(action, memory.ref, memory.status, reason, memory, evidence_added=added,
                        contests=contests)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput, Refused, a_or_an
 from agentstate.memory.model import (
+    MemoryVersion,
     chain_rows,
     check_file_at_commit,
     confidence_for,
@@ -35,6 +36,7 @@ from agentstate.memory.model import (
     parse_validity,
     record_history,
     resolve_principal,
+    select_versions,
     validate_evidence,
     validate_key,
     validate_kind,
@@ -181,22 +183,22 @@ def guesses(store: Store, refs: list[tuple[str, str]]) -> list[str]:
 
 
 def _find_duplicate(store: Store, text: str, kind: str, key: str | None, scope: str,
-                    status: str) -> dict | None:
+                    status: str) -> MemoryVersion | None:
     """The same normalised content in the same scope (and kind, and key when both have one).
     Quarantined text only dedupes with quarantined text, so it can never refresh a fact."""
     wanted = ((MemoryStatus.QUARANTINED,) if status == MemoryStatus.QUARANTINED
               else (*CURRENT_STATUSES, MemoryStatus.CANDIDATE))
-    for row in store.rows(
-        f"SELECT * FROM memories WHERE norm_hash = ? AND scope = ? AND kind = ? "
+    for row in select_versions(
+        store, f"WHERE norm_hash = ? AND scope = ? AND kind = ? "
         f"AND {status_in(wanted)} ORDER BY version DESC",
         (norm_hash(text), scope, kind),
     ):
-        if key is None or row["key"] in (None, key):
+        if key is None or row.key in (None, key):
             return row
     return None
 
 
-def _key_chain(store: Store, key: str, scope: str) -> list[dict]:
+def _key_chain(store: Store, key: str, scope: str) -> list[MemoryVersion]:
     row = store.conn.execute(
         "SELECT id FROM memories WHERE key = ? AND scope = ? AND status != 'quarantined' "
         "ORDER BY row DESC LIMIT 1",
@@ -222,15 +224,15 @@ def _new_chain(store: Store, text: str, kind: str, key: str | None, scope: str, 
                        evidence_added=[r for r, _ in refs])
 
 
-def _new_version(store: Store, chain: list[dict], text: str, kind: str, key: str, scope: str,
-                 source: str, status: str, reason: str, valid_until: str | None, actor: str,
-                 refs: list[tuple[str, str]]) -> WriteResult:
+def _new_version(store: Store, chain: list[MemoryVersion], text: str, kind: str, key: str,
+                 scope: str, source: str, status: str, reason: str, valid_until: str | None,
+                 actor: str, refs: list[tuple[str, str]]) -> WriteResult:
     now = store.now()
     cur = current_memory_version(chain, now)
     # The current version when it is one a new value competes with, else None.
-    live = cur if cur is not None and cur["status"] in CURRENT_STATUSES else None
-    version = chain[-1]["version"] + 1
-    memory_id = chain[0]["id"]
+    live = cur if cur is not None and cur.status in CURRENT_STATUSES else None
+    version = chain[-1].version + 1
+    memory_id = chain[0].id
     confidence = (CANDIDATE_CONFIDENCE if status == "candidate"
                   else initial_confidence(source, len(refs)))
     if status == "candidate" and live is not None:
@@ -239,12 +241,12 @@ def _new_version(store: Store, chain: list[dict], text: str, kind: str, key: str
         store, memory_id=memory_id, version=version, kind=kind, key=key, scope=scope,
         text=text, source=source, status="candidate" if status == "candidate" else "active",
         confidence=confidence, valid_until=valid_until,
-        supersedes=cur["version"] if cur else None, principal=actor, reason=reason,
+        supersedes=cur.version if cur else None, principal=actor, reason=reason,
         evidence=refs,
     )
     action, replaced, contests = ("candidate" if status == "candidate" else "stored"), None, None
     if status == "active" and live is not None:
-        new_row = next(r for r in chain_rows(store, memory_id) if r["row"] == row)
+        new_row = next(r for r in chain_rows(store, memory_id) if r.row == row)
         action, reason, replaced, contests = resolve_conflict(store, new_row, live, actor)
     op = {"candidate": "candidate", "stored": "remember", "superseded": "supersede",
           "contested": "contest"}[action]

@@ -23,6 +23,7 @@ from typing import Any
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import Run, append_event, get_run, resolve_run
 from agentstate.runs.status import RunStatus
+from agentstate.runs.worktree import WorkTree
 from agentstate.store.db import Store
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
@@ -78,7 +79,7 @@ class Checkpoint:
     note: str | None
     created: str
     state: dict[str, Any]
-    worktree: dict[str, Any]
+    worktree: WorkTree
 
 
 def _item(row: dict) -> StateItem:
@@ -205,12 +206,8 @@ def _row_to_checkpoint(row: dict) -> Checkpoint:
         note=row["note"],
         created=row["created"],
         state=json.loads(row["state"] or "{}"),
-        worktree={
-            "branch": row["branch"],
-            "head": row["head"],
-            "dirty_fingerprint": row["dirty_fingerprint"],
-            "dirty_files": json.loads(row["dirty_files"] or "[]"),
-        },
+        worktree=WorkTree(row["branch"], row["head"], row["dirty_fingerprint"],
+                          tuple(json.loads(row["dirty_files"] or "[]"))),
     )
 
 
@@ -219,7 +216,7 @@ def create_checkpoint(
     run_ref: str | None = None,
     note: str | None = None,
     *,
-    worktree: dict | None = None,
+    worktree: WorkTree | None = None,
     source: str = "user",
     claimed_by: Principal | None = None,
     ts: str | None = None,
@@ -229,7 +226,7 @@ def create_checkpoint(
     """Store the derived working state with pointers and the work-tree snapshot.
 
     One transaction: the `checkpoint` event and the checkpoints row appear together or not
-    at all. `worktree` is a `worktree.snapshot()` dict (taken by the caller, so tests and
+    at all. `worktree` is a `worktree.snapshot()` (taken by the caller, so tests and
     the Python API can pass their own). Importers pass the checkpoint's own time `ts`, extra
     event `meta` and an `import_key` (a checkpoint already imported under it is returned).
     """
@@ -246,7 +243,7 @@ def create_checkpoint(
     run = resolve_run(store, run_ref)
     if run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); checkpoints need an active run")
-    tree = worktree or {}
+    tree = worktree or WorkTree()
     if import_key is not None:
         row = store.conn.execute(
             "SELECT c.id FROM checkpoints c JOIN events e ON e.id = c.id "
@@ -256,7 +253,8 @@ def create_checkpoint(
     with store.transaction() as conn:
         state = working_state(store, run)
         pointers = state.pointers()
-        pointers["worktree"] = tree
+        # Without a snapshot the pointers say so with an empty object (as they always have).
+        pointers["worktree"] = worktree.as_dict() if worktree is not None else {}
         event = append_event(
             store, run.ref, "checkpoint", note or "checkpoint", source=source,
             claimed_by=claimed_by,
@@ -264,7 +262,7 @@ def create_checkpoint(
                 **(meta or {}),
                 "open_questions": len(state.open_questions),
                 "pending_verifications": len(state.pending_verifications),
-                "head": tree.get("head"),
+                "head": tree.head,
             },
             allow_system_kinds=True, ts=ts, import_key=import_key,
         )
@@ -273,8 +271,8 @@ def create_checkpoint(
             " dirty_fingerprint, dirty_files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 event.id, run.id, event.seq, note, json.dumps(pointers, sort_keys=True),
-                event.ts, tree.get("branch"), tree.get("head"), tree.get("dirty_fingerprint"),
-                json.dumps(tree.get("dirty_files", [])),
+                event.ts, tree.branch, tree.head, tree.dirty_fingerprint,
+                json.dumps(list(tree.dirty_files)),
             ),
         )
     return _checkpoint_by_id(store, event.id)
@@ -302,7 +300,7 @@ def list_checkpoints(store: Store, run_ref: str | None = None) -> list[Checkpoin
     ]
 
 
-def recorded_version(store: Store, run: Run) -> tuple[dict[str, Any], str]:
+def recorded_version(store: Store, run: Run) -> tuple[WorkTree, str]:
     """The run's last recorded work-tree version and where it came from.
 
     The latest checkpoint's snapshot if there is one, else the version `run start` saw.
@@ -311,15 +309,8 @@ def recorded_version(store: Store, run: Run) -> tuple[dict[str, Any], str]:
     checkpoint = last_checkpoint(store, run)
     if checkpoint is not None:
         return checkpoint.worktree, f"checkpoint {checkpoint.ref}"
-    return (
-        {
-            "branch": run.branch,
-            "head": run.head,
-            "dirty_fingerprint": run.dirty_fingerprint,
-            "dirty_files": run.dirty_files,
-        },
-        f"run start ({run.created})",
-    )
+    return (WorkTree(run.branch, run.head, run.dirty_fingerprint, tuple(run.dirty_files)),
+            f"run start ({run.created})")
 
 
 def state_for(store: Store, run_ref: str | None) -> WorkingState:

@@ -32,6 +32,7 @@ from typing import Any
 from agentstate.errors import AgentStateError, InvalidInput, Refused
 from agentstate.runs.log import USER_KINDS, Run, append_event, get_run, start_run
 from agentstate.runs.status import RunStatus
+from agentstate.runs.worktree import WorkTree
 from agentstate.safety import refuse_secrets
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
@@ -188,7 +189,7 @@ def import_events(
     origin: str | None = None,
     strict: bool = False,
     batch_size: int = BATCH_SIZE,
-    worktree: dict | None = None,
+    worktree: WorkTree | None = None,
     on_record: Callable[[], None] | None = None,
     label: str = "record",
     default_goal: str | None = None,

@@ -12,6 +12,7 @@ from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound, a_or_an
 from agentstate.runs.status import END_STATUSES, RUN_STATUSES, RunStatus
+from agentstate.runs.worktree import WorkTree
 from agentstate.store.db import Store
 from agentstate.store.limits import (
     MAX_CONSTRAINT_CHARS,
@@ -175,7 +176,7 @@ def start_run(
     goal: str,
     constraints: list[str] | None = None,
     *,
-    worktree: dict | None = None,
+    worktree: WorkTree | None = None,
     source: str = "user",
     claimed_by: Principal | None = None,
 ) -> tuple[Run, list[Event]]:
@@ -201,7 +202,7 @@ def start_run(
         check_length(text, MAX_CONSTRAINT_CHARS, "a constraint")
     for text in constraint_texts:
         refuse_secrets(text, "a constraint")
-    tree = worktree or {}
+    tree = worktree or WorkTree()
     run_id = store.new_id()
     now = store.now()
     with store.transaction():
@@ -214,10 +215,10 @@ def start_run(
                 "created": now,
                 "updated": now,
                 "ended": None,
-                "branch": tree.get("branch"),
-                "head": tree.get("head"),
-                "dirty_fingerprint": tree.get("dirty_fingerprint"),
-                "dirty_files": json.dumps(tree.get("dirty_files", [])),
+                "branch": tree.branch,
+                "head": tree.head,
+                "dirty_fingerprint": tree.dirty_fingerprint,
+                "dirty_files": json.dumps(list(tree.dirty_files)),
             }
         )
         _set_current(store, run_id)
@@ -273,15 +274,15 @@ def list_runs(store: Store, status: str | None = None, limit: int | None = None)
     return [row_to_run(r) for r in store.rows(sql, params)]
 
 
-def update_run_worktree(store: Store, run: Run, worktree: dict) -> None:
+def update_run_worktree(store: Store, run: Run, worktree: WorkTree) -> None:
     store.conn.execute(
         "UPDATE runs SET branch = ?, head = ?, dirty_fingerprint = ?, dirty_files = ? "
         "WHERE id = ?",
         (
-            worktree.get("branch"),
-            worktree.get("head"),
-            worktree.get("dirty_fingerprint"),
-            json.dumps(worktree.get("dirty_files", [])),
+            worktree.branch,
+            worktree.head,
+            worktree.dirty_fingerprint,
+            json.dumps(list(worktree.dirty_files)),
             run.id,
         ),
     )

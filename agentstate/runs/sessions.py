@@ -15,6 +15,7 @@ from typing import Any
 
 from agentstate.runs.log import Run, current_run, get_run, start_run
 from agentstate.runs.status import RunStatus
+from agentstate.runs.worktree import WorkTree
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
@@ -53,7 +54,7 @@ def find_session_run(store: Store, agent: str, session_id: str) -> Run | None:
 
 
 def start_session_run(store: Store, agent: str, session_id: str, goal: str, *,
-                      worktree: dict | None = None, source: str = "user") -> Run:
+                      worktree: WorkTree | None = None, source: str = "user") -> Run:
     """Start a run for a session that has none and bind the session to it (one transaction)."""
     with store.transaction():
         run, _ = start_run(store, goal, worktree=worktree, source=source)

@@ -10,6 +10,7 @@ import hashlib
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 def _git(cwd: Path, *args: str) -> str | None:
@@ -28,9 +29,20 @@ def is_git_work_tree(path: Path) -> bool:
     return (_git(path, "rev-parse", "--is-inside-work-tree") or "").strip() == "true"
 
 
-_NOT_GIT: dict[str, str | list[str] | None] = {
-    "branch": None, "head": None, "dirty_fingerprint": None, "dirty_files": [],
-}
+@dataclass(frozen=True)
+class WorkTree:
+    """A recorded version of the work tree (all None, no files, outside git)."""
+
+    branch: str | None = None
+    head: str | None = None
+    dirty_fingerprint: str | None = None
+    dirty_files: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form stored in checkpoint pointers and shown by `resume`."""
+        return {"branch": self.branch, "head": self.head,
+                "dirty_fingerprint": self.dirty_fingerprint,
+                "dirty_files": list(self.dirty_files)}
 
 
 def _snapshot(path: Path) -> dict | None:
@@ -108,8 +120,8 @@ def _change_kind(xy: str) -> str:
     return "modified"
 
 
-def snapshot(path: Path) -> dict:
-    """{'branch', 'head', 'dirty_fingerprint', 'dirty_files'} for the work tree at `path`.
+def snapshot(path: Path) -> WorkTree:
+    """Branch, HEAD, dirty fingerprint and dirty files of the work tree at `path`.
 
     The fingerprint hashes the status entries and the current content of every changed or
     untracked file, so editing an already-dirty file again changes it. Outside a git work
@@ -117,9 +129,10 @@ def snapshot(path: Path) -> dict:
     """
     found = _snapshot(path)
     if found is None:
-        return dict(_NOT_GIT, dirty_files=[])
-    found.pop("file_kinds")  # the kinds are for drift; a recorded version keeps the paths
-    return found
+        return WorkTree()
+    # The file kinds are for drift; a recorded version keeps the paths.
+    return WorkTree(found["branch"], found["head"], found["dirty_fingerprint"],
+                    tuple(found["dirty_files"]))
 
 
 @dataclass
@@ -145,19 +158,19 @@ class Drift:
         return self.head_moved or self.branch_changed or self.uncommitted != "unchanged"
 
 
-def drift(path: Path, recorded: dict) -> Drift:
+def drift(path: Path, recorded: WorkTree) -> Drift:
     """Compare the current work tree with a recorded snapshot."""
     now = _snapshot(path)
     if now is None:
         return Drift(known=False)
     result = Drift(
-        known=True, from_head=recorded.get("head"), to_head=now["head"],
-        from_branch=recorded.get("branch"), to_branch=now["branch"],
+        known=True, from_head=recorded.head, to_head=now["head"],
+        from_branch=recorded.branch, to_branch=now["branch"],
     )
-    result.branch_changed = recorded.get("branch") != now["branch"]
-    if recorded.get("head") != now["head"]:
+    result.branch_changed = recorded.branch != now["branch"]
+    if recorded.head != now["head"]:
         result.head_moved = True
-        old, new = recorded.get("head"), now["head"]
+        old, new = recorded.head, now["head"]
         if old and new:
             is_ancestor = subprocess.run(
                 ["git", "merge-base", "--is-ancestor", old, new], cwd=path,
@@ -170,7 +183,7 @@ def drift(path: Path, recorded: dict) -> Drift:
         elif new:
             log = _git(path, "log", "--reverse", "--format=%h %s", "-n", "50", new) or ""
             result.commits = [line for line in log.splitlines() if line]
-    old_fp, new_fp = recorded.get("dirty_fingerprint"), now["dirty_fingerprint"]
+    old_fp, new_fp = recorded.dirty_fingerprint, now["dirty_fingerprint"]
     if old_fp != new_fp:
         if old_fp is None:
             result.uncommitted = "appeared"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentstate.memory.model import all_version_rows, evidence_refs_by_row
+from agentstate.memory.model import MemoryVersion, all_version_rows, evidence_refs_by_row
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
 from agentstate.store.refs import make_ref
@@ -69,17 +69,17 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     # evidence line, before the import (which runs after the export) applies the tombstone.
     dead = folder.targets("forget") | folder.targets("purge")
     for row in all_version_rows(store):
-        key = (row["id"], row["version"])
-        if not shareable_scope(row["scope"]):
+        key = (row.id, row.version)
+        if not shareable_scope(row.scope):
             continue
-        if row["purged"] or row["status"] == MemoryStatus.FORGOTTEN:
-            kind = "purge" if row["purged"] else "forget"
+        if row.purged or row.status == MemoryStatus.FORGOTTEN:
+            kind = "purge" if row.purged else "forget"
             for target in sorted(known.get(key, ())):
                 _add(plan, make_record(kind, target=target), present)
                 if kind == "purge":
                     plan.dropped.add(target)
             continue
-        if row["status"] not in statuses:
+        if row.status not in statuses:
             continue
         if key in ids:  # already shared (written here or read from a teammate)
             record_id = ids[key]
@@ -87,16 +87,16 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
                 continue
         else:
             record = _memory_record(row, ids)
-            if not _clean(plan, record, make_ref("mem", row["id"], row["version"])):
+            if not _clean(plan, record, make_ref("mem", row.id, row.version)):
                 continue
             record_id = record.id
             ids[key] = record_id
-            plan.mappings.append((record_id, row["id"], row["version"]))
+            plan.mappings.append((record_id, row.id, row.version))
             _add(plan, record, present)
-        for ref in evidence.get(row["row"], ()):
+        for ref in evidence.get(row.row, ()):
             item = make_record("evidence", memory=record_id, ref=ref)
             if item.id not in present and _clean(
-                    plan, item, f"evidence {ref} of {make_ref('mem', row['id'])}"):
+                    plan, item, f"evidence {ref} of {make_ref('mem', row.id)}"):
                 _add(plan, item, present)
     plan.dropped |= folder.targets("purge")
     return plan
@@ -119,17 +119,17 @@ def _clean(plan: ExportPlan, record: Record, what: str) -> bool:
     return True
 
 
-def _memory_record(row: dict, ids: dict[tuple[str, int], str]) -> Record:
-    parent = ids.get((row["id"], row["supersedes"])) if row["supersedes"] else None
+def _memory_record(row: MemoryVersion, ids: dict[tuple[str, int], str]) -> Record:
+    parent = ids.get((row.id, row.supersedes)) if row.supersedes else None
     rel = None
     if parent is not None:
-        rel = "contests" if row["status"] == MemoryStatus.CONTESTED else "supersedes"
-    held = row["status"] if row["status"] in (MemoryStatus.CANDIDATE,
+        rel = "contests" if row.status == MemoryStatus.CONTESTED else "supersedes"
+    held = row.status if row.status in (MemoryStatus.CANDIDATE,
                                               MemoryStatus.QUARANTINED) else None
     return make_record(
-        "memory", kind=row["kind"], key=row["key"], scope=row["scope"], text=row["text"],
-        source=row["source"], principal=row["principal"], created=row["created"],
-        valid_until=row["valid_until"], parent=parent, rel=rel,
+        "memory", kind=row.kind, key=row.key, scope=row.scope, text=row.text,
+        source=row.source, principal=row.principal, created=row.created,
+        valid_until=row.valid_until, parent=parent, rel=rel,
         held=str(held) if held else None,
     )
 

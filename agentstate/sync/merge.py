@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import (
+    MemoryVersion,
     chain_rows,
     confidence_for,
     current_memory_version,
@@ -158,19 +159,19 @@ def _refusal(record: Record, who: Principal) -> str | None:
     return None
 
 
-def _match(store: Store, data: dict) -> dict | None:
+def _match(store: Store, data: dict) -> MemoryVersion | None:
     """A version here with the record's content and the same key (a purged one has no
     content left). The key must be equal, not merely compatible: a keyless record matching
     a keyed version (or the reverse) would make the result depend on which came first."""
     for row in rows_with_content(store, data["text"], data["scope"], data["kind"]):
-        if not row["purged"] and row["key"] == data["key"]:
+        if not row.purged and row.key == data["key"]:
             return row
     return None
 
 
-def _version_row(store: Store, found: Any) -> dict | None:
+def _version_row(store: Store, found: Any) -> MemoryVersion | None:
     """The version a mapping names (None if it is gone)."""
-    return next((r for r in chain_rows(store, found.memory) if r["version"] == found.version),
+    return next((r for r in chain_rows(store, found.memory) if r.version == found.version),
                 None)
 
 
@@ -188,13 +189,13 @@ def _replace_parent(store: Store, record: Record, result: ImportResult, note: st
     data = record.data
     parent = mapping(store, data["parent"]) if data["rel"] == "supersedes" else None
     row = _version_row(store, parent) if parent is not None else None
-    if row is None or row["status"] not in (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED):
+    if row is None or row.status not in (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED):
         return
     why = (f"superseded by a teammate's newer value (record {record.id[:12]}"
            + (f", {note})" if note else ")"))
     set_status(store, row, "superseded", why)
-    result.touched.add(row["id"])
-    record_history(store, row["id"], row["version"], "superseded", ACTOR, why, None,
+    result.touched.add(row.id)
+    record_history(store, row.id, row.version, "superseded", ACTOR, why, None,
                    record=record.id)
 
 
@@ -206,7 +207,7 @@ def _dead(store: Store, record: Record) -> None:
         return
     same = _match(store, record.data)
     if same is not None:
-        record_mapping(store, record.id, same["id"], same["version"], "match",
+        record_mapping(store, record.id, same.id, same.version, "match",
                        record.data["rel"])
 
 
@@ -221,9 +222,9 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
     same = _match(store, data)
     parent = mapping(store, data["parent"]) if data["parent"] else None
     if same is not None:
-        record_mapping(store, record.id, same["id"], same["version"], "match", data["rel"])
+        record_mapping(store, record.id, same.id, same.version, "match", data["rel"])
         result.imported.append(vref(same))
-        result.touched.add(same["id"])
+        result.touched.add(same.id)
         _replace_parent(store, record, result)
         return
     chain_id = parent.memory if parent else (
@@ -236,10 +237,10 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
         status = "quarantined"
         reason += "; it reads as instructions to the agent, kept out of reads"
     cur = current_memory_version(rows, store.now()) if rows else None
-    live = cur if cur is not None and cur["status"] == MemoryStatus.ACTIVE else None
+    live = cur if cur is not None and cur.status == MemoryStatus.ACTIVE else None
     memory_id = chain_id or store.new_id()
-    version = rows[-1]["version"] + 1 if rows else 1
-    supersedes = parent.version if parent else (live["version"] if live else None)
+    version = rows[-1].version + 1 if rows else 1
+    supersedes = parent.version if parent else (live.version if live else None)
     row_id = insert_version(
         store, memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
         scope=data["scope"], text=data["text"], source=data["source"],
@@ -258,9 +259,9 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
         # is contested, never an overwrite (_settle then ranks rival imports).
         _replace_parent(store, record, result)
         rows = chain_rows(store, memory_id)
-        new_row = next(r for r in rows if r["row"] == row_id)
+        new_row = next(r for r in rows if r.row == row_id)
         live = next((r for r in reversed(rows)
-                     if r["status"] == MemoryStatus.ACTIVE and r["row"] != row_id), None)
+                     if r.status == MemoryStatus.ACTIVE and r.row != row_id), None)
         if live is not None:
             contest(store, new_row, live, ACTOR,
                     f"contests {vref(live)}: a teammate's value for the same fact, by sync; "
@@ -280,19 +281,19 @@ def _evidence(store: Store, records: list[Record], who: Principal) -> None:
     if not records:
         return
     maps = all_mappings(store)
-    rows = {(r["id"], r["version"]): r for r in all_version_rows(store)}
+    rows = {(r.id, r.version): r for r in all_version_rows(store)}
     have = {(row, ref) for row, refs in evidence_refs_by_row(store).items() for ref in refs}
     for record in records:
         data = record.data
         found = maps.get(data["memory"])
         row = rows.get((found.memory, found.version)) if found else None
-        if row is None or row["purged"] or (row["row"], data["ref"]) in have:
+        if row is None or row.purged or (row.row, data["ref"]) in have:
             continue
         kind = evidence_kind(data["ref"])
         if kind == "user" and not who.can_claim("user"):
             continue
-        add_evidence(store, row["row"], [(data["ref"], kind)], ACTOR)
-        have.add((row["row"], data["ref"]))
+        add_evidence(store, row.row, [(data["ref"], kind)], ACTOR)
+        have.add((row.row, data["ref"]))
 
 
 def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principal,
@@ -306,7 +307,7 @@ def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principa
             continue
         row = _version_row(store, found)
         purge = target in purges
-        if row is None or row["purged"] or (not purge and row["status"] == "forgotten"):
+        if row is None or row.purged or (not purge and row.status == MemoryStatus.FORGOTTEN):
             continue
         ref = make_ref("mem", found.memory, found.version)
         why = f"{'purged' if purge else 'forgotten'} by a teammate (shared tombstone " \
@@ -330,30 +331,30 @@ def _settle(store: Store, memory_id: str, result: ImportResult) -> None:
     the smallest record id (one that replaced or started, before one that contests) is
     current and the other imported ones are contested."""
     rows = [r for r in chain_rows(store, memory_id)
-            if r["status"] in (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED)]
+            if r.status in (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED)]
     imported = {}
     for row in rows:
-        maps = mappings_of(store, row["id"], row["version"])
+        maps = mappings_of(store, row.id, row.version)
         if any(m.origin == "import" for m in maps):
             # Ranked by the best of the records that name it: which of several records
             # with the same content arrived first must not matter.
-            imported[row["row"]] = min((m.rel == "contests", m.record_id) for m in maps)
+            imported[row.row] = min((m.rel == "contests", m.record_id) for m in maps)
     if not imported:
         return
-    local_live = any(r["status"] == MemoryStatus.ACTIVE and r["row"] not in imported
+    local_live = any(r.status == MemoryStatus.ACTIVE and r.row not in imported
                      for r in rows)
     winner = None if local_live else min(imported, key=lambda key: imported[key])
     for row in rows:
-        if row["row"] not in imported:
+        if row.row not in imported:
             continue
-        if row["row"] == winner and row["status"] != MemoryStatus.ACTIVE:
+        if row.row == winner and row.status != MemoryStatus.ACTIVE:
             set_status(store, row, "active", "current: the first of rival values from "
-                       "teammates by record id", initial_confidence(row["source"], 1))
-            record_history(store, row["id"], row["version"], "promote", ACTOR,
+                       "teammates by record id", initial_confidence(row.source, 1))
+            record_history(store, row.id, row.version, "promote", ACTOR,
                            "current among rival values from teammates", None)
-        elif row["row"] != winner and row["status"] == MemoryStatus.ACTIVE:
+        elif row.row != winner and row.status == MemoryStatus.ACTIVE:
             set_status(store, row, "contested", "contested: a rival value from a teammate",
-                       confidence_for(row["source"]) * CONTESTED_FACTOR)
-            record_history(store, row["id"], row["version"], "contested", ACTOR,
+                       confidence_for(row.source) * CONTESTED_FACTOR)
+            record_history(store, row.id, row.version, "contested", ACTOR,
                            "a rival value from a teammate is current", None)
             result.contested.append(vref(row))

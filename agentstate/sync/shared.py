@@ -65,5 +65,5 @@ def purged_record_ids(store: Store) -> set[str]:
     """Record ids whose version this store has purged (their lines may be scrubbed)."""
     from agentstate.memory.model import all_version_rows
 
-    purged = {(r["id"], r["version"]) for r in all_version_rows(store) if r["purged"]}
+    purged = {(r.id, r.version) for r in all_version_rows(store) if r.purged}
     return {rid for key, ids in mapped_ids(store).items() if key in purged for rid in ids}

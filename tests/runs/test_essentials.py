@@ -212,3 +212,14 @@ def test_working_state_is_bounded_per_group_and_counts_the_rest(store):
     assert [q.ref for q in bounded.open_questions] == [q.ref for q in full.open_questions[-5:]]
     assert bounded.more == {"open_questions": 24}
     assert len(bounded.constraints) == 2  # pinned: never bounded
+
+
+def test_a_checkpoint_without_a_snapshot_keeps_an_empty_worktree_pointer(store, repo):
+    from agentstate.runs.worktree import WorkTree
+
+    run, _ = start_run(store, "goal")
+    bare = create_checkpoint(store, run.ref, "no snapshot")
+    assert bare.worktree == WorkTree() and bare.state["worktree"] == {}
+    taken = create_checkpoint(store, run.ref, "with one", worktree=snapshot(repo))
+    assert taken.state["worktree"] == taken.worktree.as_dict()
+    assert taken.worktree.head and isinstance(taken.worktree.dirty_files, tuple)

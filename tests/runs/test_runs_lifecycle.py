@@ -79,6 +79,9 @@ def test_checkpoint_stores_pointers_and_snapshot(cli, initialised):
     assert state["last_event_seq"] == 4  # the constraint, q, v, d
     assert cp["event_seq"] == 5  # the checkpoint event itself
     assert cp["worktree"]["dirty_files"] == ["work.py"]
+    # The snapshot reads back as the same JSON object it always was, in the pointers too.
+    assert list(cp["worktree"]) == ["branch", "head", "dirty_fingerprint", "dirty_files"]
+    assert state["worktree"] == cp["worktree"] and cp["worktree"]["head"]
     # It is also a `checkpoint` event in the timeline.
     kinds = [e["kind"] for e in cli.json("events")]
     assert kinds[-1] == "checkpoint"
