@@ -276,10 +276,11 @@ WHOLE_HITS = 3
 # turn costs three or four one-line items, and where the room holds thirty lines in all,
 # those lines find more of what the query asks for (the ref still fetches the whole).
 ROOM_PER_WHOLE = 1_000
-# Where no hit is shown whole (a small room), one-line forms are cut shorter, to the words
-# around the match: the label and ref of an item cost the same whatever its length, so in a
-# small room shorter lines mean more items.
-SHORT_LINE_CHARS = 80
+# Where no hit is shown whole (a small room), one-line forms are cut shorter — a hit to about
+# ten words around the words that matched, a neighbour to its opening words: the label and
+# ref of an item cost the same whatever its length, so in a small room shorter lines mean
+# more items.
+SHORT_LINE_CHARS = 60
 
 
 def one_line_forms(room: int | None) -> tuple[int, int]:

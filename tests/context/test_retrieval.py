@@ -232,10 +232,11 @@ def test_whole_hits_only_where_the_room_affords_them(store):
     assert sum(e.decision == "included" for e in large_items) == 3
     for pack, items in ((small, small_items), (large, large_items)):
         assert all(f"[{e.ref}" in pack.text for e in items)
-    # Short lines: at 1,000 tokens more items fit than the budget's share of one-liners at
-    # full length would allow.
+    # Short lines in the small pack: the text around the match, not the whole sentence.
+    from agentstate.context.sources import SHORT_LINE_CHARS
+
     lines = [line for line in small.text.splitlines() if line.startswith("- [evt:")]
-    assert max(len(line.split("] ", 1)[1]) for line in lines) <= 80 + len("… ") * 2
+    assert max(len(line.split("] ", 1)[1]) for line in lines) <= SHORT_LINE_CHARS + 4
 
 
 def test_a_small_pack_does_not_restate_the_goal_and_hints_only_at_more_memories(store):
