@@ -58,6 +58,12 @@ class ContextPack:
 
 
 
+# The goal is restated at the end of a pack only from this budget up: it is there because
+# models read the middle of a long context worst, and in a shorter pack the goal at the top
+# is never far away — its tokens go to evidence instead.
+RESTATE_GOAL_FROM = 2_000
+
+
 def parse_budget(value: str | int | None, default: int) -> int:
     """A budget from the command line: a positive whole number of tokens."""
     if value is None:
@@ -160,6 +166,8 @@ def build_context(
         assert ess.state is not None
         task, task_more = src.task_candidates(ess.state, the_run.ref, the_run.goal,
                                               _last_checkpoint(store, the_run))
+        if budget_n < RESTATE_GOAL_FROM:
+            task = [c for c in task if c.kind != "goal-restated"]
         candidates += task
         candidates += src.failing_tool_candidates(ess.failures)
         skip |= {c.ref for c in candidates}
@@ -206,9 +214,11 @@ def build_context(
         room = room_below("evidence", candidates, budget_n, order, counter.count_many)
         candidates += _event_evidence(store, query, settings, room, gate=read_gate)
 
+    memories = [c for c in mem_cands if c.ref.startswith("mem:")]
     candidates += src.index_hints(
         query=query, run_ref=the_run.ref if the_run else None, task_more=task_more,
         older_events=older_events, more_skills=more_skills and any_published(store),
+        more_memories=not retrieval or len(memories) >= settings.evidence_memories,
     )
 
     _link_duplicates(candidates, order)
@@ -354,7 +364,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     lapsed = lapsed_sources(store, [f"evt:{i}" for i in ids])
     return src.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
                               lapsed=lapsed, gate=gate,
-                              stems=_query_stems(query))
+                              stems=_query_stems(query), room=room)
 
 
 def _query_stems(query: str) -> tuple[str, ...]:

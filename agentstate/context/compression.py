@@ -36,16 +36,48 @@ def compress_line(label: str, text: str, max_chars: int = DEFAULT_CHARS) -> str:
 _SENTENCES = re.compile(r"(?<=[.!?。！？])\s+")
 
 
+def window(sentence: str, pattern: re.Pattern[str], max_chars: int) -> str:
+    """`sentence` (whitespace folded) cut to about `max_chars` around the words `pattern`
+    matches (in folded text): the span from the first to the last match when it fits, else
+    from the first match on, widened on both sides to whole words. `…` marks each cut. A
+    sentence that fits, or holds no match, is cut as `first_sentence` cuts."""
+    if len(sentence) <= max_chars:
+        return sentence
+    found = [m.span() for m in pattern.finditer(sentence.casefold())]
+    if not found or len(sentence.casefold()) != len(sentence):
+        return first_sentence(sentence, max_chars)
+    start, end = found[0][0], found[0][1]
+    for _, e in found[1:]:
+        if e - start > max_chars:
+            break
+        end = e
+    spare = max_chars - (end - start)
+    # A little more room before the match than after: what leads to a term (its subject)
+    # tends to sit before it.
+    lo = max(0, start - spare // 2)
+    hi = min(len(sentence), lo + max_chars)
+    lo = max(0, hi - max_chars)
+    if lo > 0:
+        space = sentence.find(" ", lo)
+        lo = space + 1 if 0 <= space < start else lo
+    if hi < len(sentence):
+        space = sentence.rfind(" ", end, hi + 1)
+        hi = space if space >= end else hi
+    cut = sentence[lo:hi].strip()
+    return ("… " if lo > 0 else "") + cut + (" …" if hi < len(sentence) else "")
+
+
 def focus_line(label: str, text: str, stems: list[str] | tuple[str, ...],
                max_chars: int = DEFAULT_CHARS) -> str:
     """Like `compress_line`, but the sentence kept is the one sharing most query terms
-    (`stems`, matched as word prefixes so inflections count), the first on a tie: a one-line
-    form of a search hit shows why it matched. The text's first word (a speaker's name, a
-    kind) is kept in front when the chosen sentence is not the first."""
+    (`stems`, matched as word prefixes so inflections count), the first on a tie, and a
+    sentence longer than `max_chars` is cut to a window around its matching words: a
+    one-line form of a search hit shows why it matched. The text's first word (a speaker's
+    name, a kind) is kept in front when the chosen part does not start the text."""
     flat = _WS.sub(" ", text).strip()
-    sentences = [s for s in _SENTENCES.split(flat) if s] or [flat]
-    if len(sentences) == 1 or not stems:
+    if not stems:
         return compress_line(label, text, max_chars)
+    sentences = [s for s in _SENTENCES.split(flat) if s] or [flat]
 
     from agentstate.memory.search import stem_pattern
 
@@ -55,9 +87,15 @@ def focus_line(label: str, text: str, stems: list[str] | tuple[str, ...],
         return len(set(pattern.findall(sentence.casefold())))
 
     best = max(range(len(sentences)), key=lambda i: (hits(sentences[i]), -i))
-    if best == 0:
+    if not hits(sentences[best]):
         return compress_line(label, text, max_chars)
+    chosen = window(sentences[best], pattern, max_chars)
+    if len(sentences) > 1 and not chosen.endswith(" …") and best < len(sentences) - 1:
+        chosen += " …"
+    if best == 0 and not chosen.startswith("… "):
+        return f"- [{label}] {chosen}"
     lead = flat.split(" ", 1)[0]
-    chosen = first_sentence(sentences[best], max_chars)
-    prefix = f"{lead} … " if lead.endswith(":") else "… "
+    if lead.endswith(":") and chosen.startswith("… "):
+        chosen = chosen[2:]
+    prefix = f"{lead} … " if lead.endswith(":") else ("" if chosen.startswith("… ") else "… ")
     return f"- [{label}] {prefix}{chosen}"

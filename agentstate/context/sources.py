@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.config import ToolDefinition
 from agentstate.context.candidates import Candidate
-from agentstate.context.compression import compress_line, focus_line
+from agentstate.context.compression import DEFAULT_CHARS, compress_line, focus_line
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_injection
@@ -268,10 +268,28 @@ EVENT_WEIGHT = 0.8  # a raw event ranks a little below a gated, curated memory
 # (two away) often goes on with what the hit said.
 NEIGHBOUR_WEIGHT = 0.5
 NEIGHBOUR_REACH = 2  # turns on each side
-# The strongest hits are shown whole; the rest, and every neighbour, as one line (the
-# sentence that matched the query, or a neighbour's first sentence) with the ref to fetch
-# the whole: at a small budget many relevant lines serve better than a few long texts.
+# The strongest hits are shown whole; the rest, and every neighbour, as one line (the part
+# of the sentence that matched the query, or a neighbour's first sentence) with the ref to
+# fetch the whole: at a small budget many relevant lines serve better than a few long texts.
 WHOLE_HITS = 3
+# ... and only as many as the room for evidence affords, one per this many tokens: a whole
+# turn costs three or four one-line items, and where the room holds thirty lines in all,
+# those lines find more of what the query asks for (the ref still fetches the whole).
+ROOM_PER_WHOLE = 1_000
+# Where no hit is shown whole (a small room), one-line forms are cut shorter — a hit to about
+# ten words around the words that matched, a neighbour to its opening words: the label and
+# ref of an item cost the same whatever its length, so in a small room shorter lines mean
+# more items.
+SHORT_LINE_CHARS = 60
+
+
+def one_line_forms(room: int | None) -> tuple[int, int]:
+    """(hits shown whole, characters of a one-line form) for evidence with `room` tokens
+    (None: not known, the defaults)."""
+    if room is None:
+        return WHOLE_HITS, DEFAULT_CHARS
+    whole = min(WHOLE_HITS, room // ROOM_PER_WHOLE)
+    return whole, DEFAULT_CHARS if whole else SHORT_LINE_CHARS
 
 
 # An event of these kinds that a later event resolved is stale as evidence: the question
@@ -323,7 +341,8 @@ def event_group(run: str, source: str, text: str = "") -> str:
 def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
                    superseded: set[str], resolved: set[str] | None = None,
                    lapsed: dict[str, str] | None = None, gate: bool = True,
-                   stems: tuple[str, ...] = ()) -> list[Candidate]:
+                   stems: tuple[str, ...] = (), room: int | None = None
+                   ) -> list[Candidate]:
     """Event search hits (and their neighbours) → evidence candidates, grouped by run and
     source, each labelled with its short ref, kind and date. Hits are not cut by relative
     relevance: they are ranked, and the budget decides how far down the ranking the pack
@@ -332,6 +351,7 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
     a resolved question. Without the `gate` (an ablation), superseded and stale hits are kept
     too."""
     best = max((h.score for h in hits), default=0.0) or 1.0
+    whole, chars = one_line_forms(room)
     out = []
     for rank, hit in enumerate([*hits, *(neighbours or [])]):
         relative = hit.score / best
@@ -347,9 +367,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         label = f"{hit.ref}{tail}"
         cand = Candidate(
             ref=hit.ref, cls="evidence", section="evidence", score=score,
-            full=None if near or rank >= WHOLE_HITS else f"- [{label}] {_indent(hit.text)}",
-            compressed=compress_line(label, hit.text) if near
-            else focus_line(label, hit.text, stems),
+            full=None if near or rank >= whole else f"- [{label}] {_indent(hit.text)}",
+            compressed=compress_line(label, hit.text, chars) if near
+            else focus_line(label, hit.text, stems, chars),
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
             group=event_group(hit.run, hit.source, hit.text), tail=tail,
@@ -415,14 +435,18 @@ def trajectory_candidates(rows: list[EventLine], run_ref: str, recent_full: int
 
 
 def index_hints(*, query: str | None, run_ref: str | None, older_events: int,
-                more_skills: bool, task_more: dict[str, str] | None = None
-                ) -> list[Candidate]:
+                more_skills: bool, task_more: dict[str, str] | None = None,
+                more_memories: bool = True) -> list[Candidate]:
+    """Index lines pointing at what the pack could not list. `more_memories`: the memory
+    search may have found more than it returned (it was cut at its limit, or did not run);
+    when it returned fewer, every match is already in the pack (or pointed at), and a
+    `recall` hint would spend tokens saying nothing."""
     hints: list[tuple[str, str]] = []
     if run_ref and task_more:
         counts = ", ".join(f"{n} more {label}" for label, n in task_more.items())
         hints.append(("cmd:resume", f"- task state not listed ({counts}): "
                                     f"`agentstate resume {run_ref}`"))
-    if query:
+    if query and more_memories:
         shown = query if len(query) <= 80 else query[:80].rsplit(" ", 1)[0]
         hints.append(("cmd:recall", f"- more memories for this query: "
                                     f"`agentstate recall {shlex.quote(shown)}`"))

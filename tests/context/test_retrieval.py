@@ -188,3 +188,69 @@ def test_turns_up_to_two_away_from_a_hit_join_at_a_decaying_weight(store):
     assert notes[later.ref] == f"next to {hit.ref} (neighbour, 0.25 × its score)"
     assert notes[two.ref].endswith("(neighbour, 0.25 × its score)")
     assert one.ref in notes and far.ref not in notes
+
+
+def test_a_long_matching_sentence_is_shown_as_a_window_around_the_match():
+    from agentstate.context.compression import focus_line
+
+    text = ("Caroline: Thanks, Melanie. " + "It was a long week with many small errands " * 3
+            + "and then the zeppelin landed near the old harbour at noon " + "and more " * 20)
+    line = focus_line("evt:abcd1234 · 2023-05-08", text, ("zeppelin",), 80)
+    assert line.startswith("- [evt:abcd1234 · 2023-05-08] Caroline: … ")  # ref and speaker
+    assert "zeppelin landed" in line and line.endswith(" …")
+    body = line.split("] ", 1)[1]
+    assert len(body) <= len("Caroline: … ") + 80 + len(" …")
+    # Cut at word boundaries on both sides.
+    words = set(text.split())
+    assert all(w in words for w in body.split() if w not in ("…", "Caroline:"))
+    # A sentence that fits is shown as it is; with no match, the first sentence as before.
+    assert focus_line("r", "A: the zeppelin landed.", ("zeppelin",), 80) == \
+        "- [r] A: the zeppelin landed."
+    assert focus_line("r", "A: nothing here. Second.", ("zeppelin",), 80) == \
+        "- [r] A: nothing here. …"
+
+
+def test_whole_hits_only_where_the_room_affords_them(store):
+    """A small budget shows every hit as one short line (more items fit); a large one shows
+    the strongest hits whole. Every item keeps its ref either way."""
+    old, _ = start_run(store, "old work")
+    for n in range(40):
+        append_event(store, old.ref, "note",
+                     f"Turn {n}: the parser fails on nested tables in case {n}, " + "and then "
+                     "it goes on to say a great deal more about other things " * 4)
+    current, _ = start_run(store, "now")
+
+    def evidence(budget):
+        pack = build_context(store, run=current.ref, query="parser nested tables",
+                             budget=budget, save=False)
+        return pack, [e for e in pack.manifest if e.cls == "evidence"
+                      and e.decision in ("included", "compressed")]
+
+    small, small_items = evidence(1000)
+    large, large_items = evidence(6000)
+    assert small_items and not any(e.decision == "included" for e in small_items)
+    assert sum(e.decision == "included" for e in large_items) == 3
+    for pack, items in ((small, small_items), (large, large_items)):
+        assert all(f"[{e.ref}" in pack.text for e in items)
+    # Short lines in the small pack: the text around the match, not the whole sentence.
+    from agentstate.context.sources import SHORT_LINE_CHARS
+
+    lines = [line for line in small.text.splitlines() if line.startswith("- [evt:")]
+    assert max(len(line.split("] ", 1)[1]) for line in lines) <= SHORT_LINE_CHARS + 4
+
+
+def test_a_small_pack_does_not_restate_the_goal_and_hints_only_at_more_memories(store):
+    run, _ = start_run(store, "fix the parser on nested tables")
+    append_event(store, run.ref, "note", "the parser fails on nested tables")
+    small = build_context(store, query="parser", budget=1000, save=False)
+    large = build_context(store, query="parser", budget=4000, save=False)
+    assert "goal (restated)" not in small.text and "goal (restated)" in large.text
+    assert "## Goal" in small.text  # the goal itself is an essential, at every budget
+    # No memory matched: a `recall` hint would point at nothing more.
+    assert "agentstate recall" not in large.text
+    from agentstate.memory.write import remember
+
+    for n in range(store.settings.context.evidence_memories + 1):
+        remember(store, f"the parser needs care with tables, note {n}", kind="fact")
+    assert "agentstate recall" in build_context(store, query="parser", budget=4000,
+                                                 save=False).text
