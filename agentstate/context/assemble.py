@@ -126,7 +126,7 @@ def build_context(
 
         check_length(query, MAX_QUERY_CHARS, "--query")
         refuse_secrets(query, "the query")  # it is stored with the pack's manifest
-        from agentstate.memory.search import split_query
+        from agentstate.memory.terms import split_query
 
         if split_query(query) == ([], []):
             raise InvalidInput(f"the query {query!r} has no words to search for")
@@ -369,7 +369,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
 
 def _query_stems(query: str) -> tuple[str, ...]:
     """The query's content words as index terms (for picking a hit's matching sentence)."""
-    from agentstate.memory.search import STOP_WORDS, split_query, stem
+    from agentstate.memory.terms import STOP_WORDS, split_query, stem
 
     words = [w for w in split_query(query)[0] if w not in STOP_WORDS]
     return tuple(dict.fromkeys(stem(w) for w in words[:64]))

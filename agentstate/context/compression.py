@@ -79,7 +79,7 @@ def focus_line(label: str, text: str, stems: list[str] | tuple[str, ...],
         return compress_line(label, text, max_chars)
     sentences = [s for s in _SENTENCES.split(flat) if s] or [flat]
 
-    from agentstate.memory.search import stem_pattern
+    from agentstate.memory.terms import stem_pattern
 
     pattern = stem_pattern(tuple(stems))
 

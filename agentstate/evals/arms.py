@@ -201,7 +201,7 @@ class PlainSearch:
 
 def or_query(query: str) -> str:
     """The query's non-stop words, quoted and OR'd (FTS5 syntax); '' when none is left."""
-    from agentstate.memory.search import STOP_WORDS, split_query
+    from agentstate.memory.terms import STOP_WORDS, split_query
 
     words = [w for w in split_query(query)[0] if w not in STOP_WORDS]
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)

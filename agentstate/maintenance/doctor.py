@@ -80,7 +80,7 @@ def check_search_indexes(root: Path) -> Check:
     FTS5's integrity-check is phrased as an INSERT, so it needs a writable connection; it runs
     inside a transaction that is rolled back, leaving the store exactly as it was.
     """
-    from agentstate.memory.search import check_indexes
+    from agentstate.memory.indexes import check_indexes
 
     try:
         conn = sqlite3.connect(str(root / DB_NAME), isolation_level=None, timeout=10)

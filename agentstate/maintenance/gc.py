@@ -63,7 +63,7 @@ def gc(store: Store, *, dry_run: bool = False) -> GcResult:
 def _compact(store: Store) -> None:
     """Merge the event indexes (deleted entries leave their b-trees), then give the freed
     pages back to the file system."""
-    from agentstate.memory.search import optimize_indexes
+    from agentstate.memory.indexes import optimize_indexes
 
     with store.transaction() as conn:
         optimize_indexes(conn, ["events_fts", "events_tri"])

@@ -229,7 +229,7 @@ def _purge(store: Store, rows: list[MemoryVersion], why: str, actor: str, result
             record_history(store, row.id, row.version, "purge", actor, why, row.text,
                            prior_status=row.status)
         result.scrubbed = _scrub_elsewhere(conn, rows)
-    from agentstate.memory.search import optimize_indexes
+    from agentstate.memory.indexes import optimize_indexes
 
     # Merge only the indexes that saw deletions: on a large store 'optimize' rewrites the
     # whole index, so the event indexes are left alone unless event text was scrubbed.

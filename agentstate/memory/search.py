@@ -25,21 +25,24 @@ Public API (stable; the context engine calls it):
   → list[EventHit]
 - `search_memory_rows(store, query, *, cap=200)` → list[(memory row, relevance)]
 - `plan_query(store, query, corpus)` → QueryPlan (for explanations)
-- `split_query(text)`, `STOP_WORDS` (the context engine uses them to pick query terms)
-- `check_indexes(conn)` → problems (for doctor); `rebuild_indexes(store)` (repair)
-- `optimize_indexes(conn)` (used by purge)
+Query words (folding, splitting, stemming) are in memory/terms.py; index upkeep (optimize,
+check, rebuild) in memory/indexes.py.
 """
 
 from __future__ import annotations
 
-import re
-import sqlite3
-import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from agentstate.errors import InvalidInput
+from agentstate.memory.terms import (
+    _WORD,
+    STOP_WORDS,
+    fold,
+    split_query,
+    stem,
+    stem_pattern,
+)
 
 # In more than this fraction of indexed texts a term is "common": its BM25 IDF is about
 # zero (FTS5 clamps it), so it adds nothing to a score but makes every row a match.
@@ -61,25 +64,6 @@ MAX_TERMS = 24
 SCORED_ROWS = 4_000
 # A 1-2 character CJK query looks up at most this many trigrams that start with it.
 PREFIX_TRIGRAMS = 100
-
-STOP_WORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers him his how i if in into is it its itself just me more
-    most my no nor not now of off on once only or other our ours out over own same she should
-    so some such than that the their them then there these they this those through to too under
-    until up very was we were what when where which while who whom why will with would you your
-    yours""".split()
-)
-
-_CJK = (
-    "\u3040-\u30ff"  # hiragana, katakana
-    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # CJK ideographs
-    "\uac00-\ud7af"  # hangul syllables
-    "\uff66-\uff9f"  # half-width katakana
-)
-_WORD = re.compile(r"[^\W_]+")
-
 
 @dataclass(frozen=True)
 class Corpus:
@@ -121,40 +105,6 @@ class QueryPlan:
         return not (self.words or self.cjk or self.short_cjk)
 
 
-def fold(text: str) -> str:
-    """Lower-case and strip diacritics the way `unicode61 remove_diacritics 2` does."""
-    if text.isascii():  # nothing to decompose: the common case on every ranked candidate
-        return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
-@lru_cache(maxsize=1)
-def _cjk_run() -> re.Pattern[str]:
-    # Compiled on first use (~2 ms for these ranges): ASCII text never needs it.
-    return re.compile(f"[{_CJK}]+")
-
-
-def split_query(query: str) -> tuple[list[str], list[str]]:
-    """(word terms, CJK segments), each deduplicated in order of appearance."""
-    if query.isascii():  # no CJK run to split out
-        cjk, rest = [], query
-    else:
-        cjk = list(dict.fromkeys(_cjk_run().findall(query)))
-        rest = _cjk_run().sub(" ", query)
-    words = list(dict.fromkeys(fold(w) for w in _WORD.findall(rest)))
-    return words, cjk
-
-
-def tokens(text: str) -> set[str]:
-    """Word terms plus CJK bigrams: a cheap bag of tokens for similarity checks."""
-    words, cjk = split_query(text)
-    bag = set(words)
-    for seg in cjk:
-        bag.update(seg[i:i + 2] for i in range(max(1, len(seg) - 1)))
-    return bag
-
-
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
@@ -174,30 +124,6 @@ def _document_frequencies(conn: Any, corpus: Corpus, words: dict[str, str]
            f"WHERE {corpus.words} MATCH ? LIMIT ?)")
     return {term: conn.execute(sql, (_quote(word), DF_CAP)).fetchone()[0]
             for term, word in words.items()}
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> sqlite3.Connection:
-    """A private in-memory FTS5 table with the word index's tokenizer: the one way to get
-    exactly the stems the index holds (what its vocabulary table lists) without a second
-    stemming library that could disagree with it."""
-    from agentstate.memory.schema import STEMMED_TOKENIZER
-
-    conn = sqlite3.connect(":memory:", check_same_thread=False)
-    conn.execute(f"CREATE VIRTUAL TABLE s USING fts5(w, tokenize='{STEMMED_TOKENIZER}')")
-    conn.execute("CREATE VIRTUAL TABLE s_vocab USING fts5vocab(s, 'instance')")
-    return conn
-
-
-@lru_cache(maxsize=4096)
-def stem(word: str) -> str:
-    """The index term of one folded word ("researching" → "research")."""
-    conn = _stemmer()
-    with conn:
-        conn.execute("DELETE FROM s")
-        conn.execute("INSERT INTO s (rowid, w) VALUES (1, ?)", (word,))
-        row = conn.execute("SELECT term FROM s_vocab ORDER BY offset LIMIT 1").fetchone()
-    return row[0] if row else word
 
 
 def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
@@ -420,14 +346,6 @@ def coverage(plan: QueryPlan, text: str) -> float:
     return sum(parts) / len(parts) if parts else 1.0
 
 
-@lru_cache(maxsize=256)
-def stem_pattern(stems: tuple[str, ...]) -> re.Pattern[str]:
-    """Matches any of `stems` at the start of a word (in folded text): one pass finds
-    which query terms a text holds, inflected or not."""
-    alternatives = "|".join(re.escape(s) for s in sorted(set(stems), key=len, reverse=True))
-    return re.compile(rf"(?<![^\W_])(?:{alternatives or '(?!)'})")
-
-
 def _with_coverage(plan: QueryPlan, scores: dict[int, float], texts: dict[int, str]
                    ) -> dict[int, float]:
     adjusted = {row: value * max(0.1, coverage(plan, texts.get(row) or ""))
@@ -552,57 +470,3 @@ def search_events(
     ]
 
 
-def optimize_indexes(conn: Any, only: list[str] | None = None) -> list[str]:
-    """Merge every FTS5 index in the database into one segment ('optimize').
-
-    After a purge this drops the deleted entries from the index b-trees, so the erased
-    terms no longer exist anywhere in the file (VACUUM then removes the freed pages).
-    """
-    names = [
-        row[0]
-        for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' "
-            "AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5(%'"
-        )
-    ]
-    if only is not None:
-        names = [name for name in names if name in only]
-    for name in names:
-        conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
-    return names
-
-
-def check_indexes(conn: Any) -> list[str]:
-    """FTS5 'integrity-check' on the memory and event indexes; returns problems (for doctor).
-
-    For the external-content memory indexes this also compares the index with the rows."""
-    problems = []
-    for name in ("memories_fts", "memories_tri", "events_fts", "events_tri"):
-        try:
-            conn.execute(f"INSERT INTO {name}({name}) VALUES ('integrity-check')")
-        except sqlite3.Error as exc:
-            problems.append(f"{name}: {exc}")
-    missing = conn.execute(
-        "SELECT count(*) FROM events e LEFT JOIN event_search_map m ON m.event_id = e.id "
-        "WHERE m.row IS NULL"
-    ).fetchone()[0]
-    if missing:
-        problems.append(f"events_fts: {missing} event(s) not indexed")
-    return problems
-
-
-def rebuild_indexes(store: Any) -> None:
-    """Rebuild every memory and event index from the tables (repair after damage)."""
-    conn = store.conn
-    with store.transaction():
-        for name in ("memories_fts", "memories_tri"):
-            conn.execute(f"INSERT INTO {name}({name}) VALUES ('rebuild')")
-        for name in ("events_fts", "events_tri"):
-            conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
-        conn.execute("INSERT INTO event_search_map(event_id) SELECT e.id FROM events e "
-                     "WHERE NOT EXISTS (SELECT 1 FROM event_search_map m "
-                     "WHERE m.event_id = e.id) ORDER BY e.ts, e.run, e.seq")
-        conn.execute("DELETE FROM event_search_map WHERE event_id NOT IN (SELECT id FROM events)")
-        for name in ("events_fts", "events_tri"):
-            conn.execute(f"INSERT INTO {name}(rowid, text) SELECT m.row, e.text "
-                         "FROM event_search_map m JOIN events e ON e.id = m.event_id")

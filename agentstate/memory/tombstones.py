@@ -104,7 +104,7 @@ def reapply_purges(store: Any, tombstones: list[Tombstone], live_db: Path | None
         result.still_in, result.rewrite_command = done.still_in, done.rewrite_command
     if not (result.copied or result.carried or rows):
         return result  # nothing changed: the copy came from VACUUM INTO, no free pages
-    from agentstate.memory.search import optimize_indexes
+    from agentstate.memory.indexes import optimize_indexes
 
     with store.transaction():
         optimize_indexes(conn)

@@ -260,7 +260,8 @@ def _new_version(store: Store, chain: list[MemoryVersion], text: str, kind: str,
 
 def _similar(store: Store, text: str, kind: str, scope: str) -> list[dict]:
     """Keyless close matches in the same scope and kind: reported, never merged."""
-    from agentstate.memory.search import search_memory_rows, tokens
+    from agentstate.memory.search import search_memory_rows
+    from agentstate.memory.terms import tokens
 
     try:
         hits = search_memory_rows(store, text, cap=20)

@@ -7,7 +7,8 @@ import pytest
 
 from agentstate.context.assemble import build_context
 from agentstate.errors import AgentStateError
-from agentstate.memory.search import search_events, stem
+from agentstate.memory.search import search_events
+from agentstate.memory.terms import stem
 from agentstate.runs.log import append_event, start_run
 from agentstate.tokens import counter_for
 

@@ -7,7 +7,8 @@ import sqlite3
 import pytest
 
 from agentstate.errors import InvalidInput
-from agentstate.memory.search import EVENTS, plan_query, search_events, split_query
+from agentstate.memory.search import EVENTS, plan_query, search_events
+from agentstate.memory.terms import split_query
 from agentstate.runs.log import append_event, start_run
 
 
@@ -153,7 +154,7 @@ def test_long_queries_keep_a_bounded_number_of_terms(store):
 
 
 def test_index_check_and_rebuild(store):
-    from agentstate.memory.search import check_indexes, rebuild_indexes
+    from agentstate.memory.indexes import check_indexes, rebuild_indexes
     from agentstate.memory.write import remember
 
     run, _ = start_run(store, "g")
