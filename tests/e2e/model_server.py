@@ -42,7 +42,15 @@ class ToolCall:
     arguments: dict[str, Any] | Callable[[str], dict[str, Any]]
 
 
-Step = Text | ToolCall
+@dataclass
+class ToolSearch:
+    """Codex's client-side tool discovery (it offers MCP tools only through it): a
+    `tool_search_call`; Codex answers with the matching tools in the next request."""
+
+    query: str
+
+
+Step = Text | ToolCall | ToolSearch
 
 
 @dataclass
@@ -56,6 +64,7 @@ class Recorded:
 class ScriptedModel:
     steps: list[Step] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # a step that could not be played
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next_step(self) -> Step:
@@ -71,12 +80,26 @@ def tool_names_anthropic(body: dict[str, Any]) -> list[str]:
     return [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict)]
 
 
+NAMESPACE_SEP = "::"
+
+
 def tool_names_openai(body: dict[str, Any]) -> list[str]:
+    """The tools offered; a namespace's tools (Codex groups each MCP server's tools in one)
+    as NAMESPACE::NAME."""
     names = []
-    for tool in body.get("tools") or []:
-        if isinstance(tool, dict):
-            names.append(tool.get("name") or (tool.get("function") or {}).get("name")
-                         or tool.get("type", ""))
+    offered = list(body.get("tools") or [])
+    for item in body.get("input") or []:  # tools a tool search found are declared there
+        if isinstance(item, dict) and item.get("type") == "tool_search_output":
+            offered += item.get("tools") or []
+    for tool in offered:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace":
+            names += [f"{tool.get('name')}{NAMESPACE_SEP}{t.get('name')}"
+                      for t in tool.get("tools") or [] if isinstance(t, dict)]
+            continue
+        names.append(tool.get("name") or (tool.get("function") or {}).get("name")
+                     or tool.get("type", ""))
     return names
 
 
@@ -98,6 +121,8 @@ def anthropic_events(step: Step, model: str, names: list[str]) -> list[bytes]:
     out = [_sse("message_start", {"type": "message_start", "message": {
         "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": usage}})]
+    if isinstance(step, ToolSearch):
+        raise AssertionError("tool search is a Codex step")
     if isinstance(step, Text):
         out += [
             _sse("content_block_start", {"type": "content_block_start", "index": 0,
@@ -148,11 +173,23 @@ def openai_events(step: Step, names: list[str]) -> list[bytes]:
             _sse("response.output_item.done", {"type": "response.output_item.done",
                                                "output_index": 0, "item": item}),
         ]
+    elif isinstance(step, ToolSearch):
+        item = {"type": "tool_search_call", "id": "tsc_" + uuid.uuid4().hex[:20],
+                "call_id": "ts_" + uuid.uuid4().hex[:20], "status": "completed",
+                "execution": "client", "arguments": {"query": step.query, "limit": 8}}
+        out += [
+            _sse("response.output_item.added", {"type": "response.output_item.added",
+                                                "output_index": 0, "item": item}),
+            _sse("response.output_item.done", {"type": "response.output_item.done",
+                                               "output_index": 0, "item": item}),
+        ]
     else:
         name, args = _resolve(step, names)
         item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:24],
                 "call_id": "call_" + uuid.uuid4().hex[:24], "name": name,
                 "arguments": json.dumps(args), "status": "completed"}
+        if NAMESPACE_SEP in name:
+            item["namespace"], item["name"] = name.split(NAMESPACE_SEP, 1)
         out += [
             _sse("response.output_item.added", {"type": "response.output_item.added",
                                                 "output_index": 0, "item": item}),
@@ -229,7 +266,12 @@ class _Handler(BaseHTTPRequestHandler):
             scripted = bool(names)
             model.requests.append(Recorded(path, body, scripted))
             step = model.next_step() if scripted else Text("ok")
-            events = anthropic_events(step, str(body.get("model", "claude")), names)
+            try:
+                events = anthropic_events(step, str(body.get("model", "claude")), names)
+            except AssertionError as exc:  # say so to the test, and end the session cleanly
+                model.errors.append(str(exc))
+                step = Text(f"scripted model error: {exc}")
+                events = anthropic_events(step, str(body.get("model", "claude")), names)
             if body.get("stream"):
                 self._send_stream(events)
             else:
@@ -240,13 +282,20 @@ class _Handler(BaseHTTPRequestHandler):
             scripted = bool(names)
             model.requests.append(Recorded(path, body, scripted))
             step = model.next_step() if scripted else Text("ok")
-            self._send_stream(openai_events(step, names))
+            try:
+                events = openai_events(step, names)
+            except AssertionError as exc:
+                model.errors.append(str(exc))
+                events = openai_events(Text(f"scripted model error: {exc}"), names)
+            self._send_stream(events)
             return
         model.requests.append(Recorded(path, body, False))
         self._send_json(404, {"error": {"type": "not_found", "message": path}})
 
 
 def _anthropic_message(step: Step, model: str, names: list[str]) -> dict[str, Any]:
+    if isinstance(step, ToolSearch):
+        raise AssertionError("tool search is a Codex step")
     if isinstance(step, Text):
         content: list[dict[str, Any]] = [{"type": "text", "text": step.text}]
         stop = "end_turn"
@@ -283,6 +332,7 @@ class ModelServer:
         with self.model.lock:
             self.model.steps = list(steps)
             self.model.requests.clear()
+            self.model.errors.clear()
 
     def __enter__(self) -> ModelServer:
         self._thread.start()

@@ -9,13 +9,19 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import AGENTSTATE, SESSION_TIMEOUT_S, VENV_BIN, Project, quiet_env
 from tests.e2e.model_server import ModelServer, ToolCall
 
-FAILING_TEST = "python -m pytest -q -p no:cacheprovider test_parse.py"
+# The failing "test": a traceback ending in the telling line, quick to run (a pytest run
+# takes seconds on a loaded machine, and Codex hands a command still running after its yield
+# time back to the model unfinished, with no PostToolUse). By its absolute path: Codex runs
+# commands in a login shell (`bash -lc`), whose PATH is the system's, not this one.
+FAILING_TEST = (f"{shlex.quote(sys.executable)} -c "
+                "\"import test_parse; test_parse.test_parse()\"")
 PASSING = "git status --short"
 TELLING = "expected 3 got 4"  # the failing test's telling line
 SHELLS = ("Bash", "exec_command", "shell_command", "shell", "local_shell")
@@ -34,7 +40,7 @@ def shell_call(command: str) -> ToolCall:
         if name == "Bash":
             return {"command": command, "description": "run it"}
         if name == "exec_command":
-            return {"cmd": command}
+            return {"cmd": command, "yield_time_ms": 60000}
         if name == "shell_command":
             return {"command": command}
         return {"command": ["bash", "-lc", command]}
@@ -95,7 +101,7 @@ def run_claude(binary: Path, project: Project, model: ModelServer, prompt: str,
         config.write_text(json.dumps({"mcpServers": {"agentstate": {
             "command": str(AGENTSTATE), "args": ["mcp"]}}}))
         args += ["--mcp-config", str(config), "--strict-mcp-config"]
-    return _run(args, project, env)
+    return _run(args, project, env, model)
 
 
 def codex_home(project: Project) -> Path:
@@ -128,12 +134,16 @@ def run_codex(binary: Path, project: Project, model: ModelServer, prompt: str
         "CODEX_HOME": str(codex_home(project)), "SCRIPTED_API_KEY": "e2e-dummy"}
     # No sandbox: Landlock may be unavailable in CI containers; approvals: never.
     args = [str(binary), "exec", "--dangerously-bypass-approvals-and-sandbox", prompt]
-    return _run(args, project, env)
+    return _run(args, project, env, model)
 
 
-def _run(args: list[str], project: Project, env: dict[str, str]) -> subprocess.CompletedProcess:
+def _run(args: list[str], project: Project, env: dict[str, str], model: ModelServer
+         ) -> subprocess.CompletedProcess:
     done = subprocess.run(args, cwd=project.root, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=SESSION_TIMEOUT_S)
+    if model.model.errors:
+        raise AssertionError(f"the scripted model could not play its script: "
+                             f"{model.model.errors}")
     if done.returncode != 0:
         raise AssertionError(f"{Path(args[0]).name} exited {done.returncode}:\n"
                              f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")

@@ -11,7 +11,6 @@ from agentstate.tokens import raw_counts
 from tests.e2e.clients import CLAUDE_CODE
 from tests.e2e.model_server import Text
 from tests.e2e.sessions import (
-    EVT,
     FAILING_TEST,
     PASSING,
     TELLING,
