@@ -192,7 +192,9 @@ def save_captures(project: Project, client: str, version: str) -> Path:
     def clean(text: str) -> str:
         text = text.replace(str(project.root), "/home/dev/shop")
         text = text.replace(str(project.home), "/home/dev")
-        return text.replace(str(project.root).replace("/", "-"), "-home-dev-shop")
+        text = text.replace(str(project.root).replace("/", "-"), "-home-dev-shop")
+        text = text.replace(str(project.root.parent), "/home/dev/work")
+        return text.replace(sys.executable, "/home/dev/.venv/bin/python")
 
     transcripts: list[str] = []
     for index, payload in enumerate(captured(project)):

@@ -46,6 +46,7 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(claude_bin, projec
     model.script(shell_call(FAILING_TEST), shell_call(PASSING),
                  Text("The parser test fails: expected 3 got 4."))
     run_claude(claude_bin, project, model, "Fix the date parser; run its test first")
+    save_captures(project, "claude-code", CLAUDE_CODE.version)
     first = model.model.main_requests()
     assert len(first) == 3
     # The failing output reached the model in session 1 (the tool really ran).
@@ -59,6 +60,7 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(claude_bin, projec
     # SessionStart hook); its resume tool call returns the pack text, not an envelope.
     model.script(mcp_call("resume", {"budget": 700}), Text("Resuming the parser fix."))
     run_claude(claude_bin, project, model, "continue", mcp=True)
+    save_captures(project, "claude-code", CLAUDE_CODE.version)
     second = model.model.main_requests()
     opening = request_text(second[0].body)
     assert "agentstate resume pack" in opening
@@ -76,7 +78,6 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(claude_bin, projec
 
     fired = {p.get("hook_event_name") for p in captured(project)}
     assert FIRED <= fired, fired
-    save_captures(project, "claude-code", CLAUDE_CODE.version)
 
 
 def test_importing_the_transcript_adds_no_duplicates(claude_bin, project, model):

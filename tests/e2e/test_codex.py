@@ -67,6 +67,7 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(codex_bin, project
 
     model.script(shell_call(FAILING_TEST), Text("The parser test fails: expected 3 got 4."))
     session1 = run_codex(codex_bin, project, model, "Fix the date parser; run its test first")
+    save_captures(project, "codex", CODEX.version)
     first = model.model.main_requests()
     assert any(TELLING in r for r in tool_results(first[1].body)), tool_results(first[1].body)
     events = project.events()
@@ -82,6 +83,7 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(codex_bin, project
     # covered with Claude Code, see docs/integrations.md.)
     model.script(Text("Resuming the parser fix."))
     run_codex(codex_bin, project, model, "continue")
+    save_captures(project, "codex", CODEX.version)
     second = model.model.main_requests()
     opening = request_text(second[0].body)
     assert "agentstate resume pack" in opening
@@ -91,7 +93,6 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(codex_bin, project
 
     fired = {p.get("hook_event_name") for p in captured(project)}
     assert FIRED <= fired, (fired, session1.stdout, session1.stderr)
-    save_captures(project, "codex", CODEX.version)
 
 
 def test_importing_the_rollout_adds_no_duplicates(codex_bin, project, model):
