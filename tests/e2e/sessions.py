@@ -89,8 +89,8 @@ def captured(project: Project) -> list[dict[str, Any]]:
 
 
 def run_claude(binary: Path, project: Project, model: ModelServer, prompt: str,
-               *, mcp: bool = False) -> subprocess.CompletedProcess:
-    env = quiet_env(str(project.home), ENV_PATH) | {
+               *, mcp: bool = False, path: str = ENV_PATH) -> subprocess.CompletedProcess:
+    env = quiet_env(str(project.home), path) | {
         "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-e2e-dummy",
         # MCP tools offered directly, not behind the tool-search indirection.
         "ENABLE_TOOL_SEARCH": "false", "MCP_TIMEOUT": "30000"}

@@ -101,3 +101,24 @@ def test_importing_the_transcript_adds_no_duplicates(claude_bin, project, model)
     tools_before = [e for e in before if e["kind"] == "tool"]
     tools_after = [e for e in after if e["kind"] == "tool"]
     assert len(tools_after) == len(tools_before)
+
+
+def test_hooks_run_when_agentstate_is_off_the_agents_path(claude_bin, project, model):
+    """Installed from a venv the agent's shell never activated: the hook commands name
+    agentstate by its absolute path, so they run anyway (a bare `agentstate` would fail on
+    every event, recording nothing)."""
+    bare = "/usr/bin:/bin"
+    out = project.agentstate("hooks", "install", "claude-code", path=bare)
+    assert "not on this PATH" in out.stdout
+    status = json.loads(project.agentstate("hooks", "status", "--json", path=bare).stdout)
+    entry = next(a for a in status["data"]["agents"]
+                 if a["agent"] == "claude-code" and a["scope"] == "project")
+    assert entry["will_run"] is True, entry
+    model.script(Text("Noted."))
+    run_claude(claude_bin, project, model, "Remember: the parser must accept ISO weeks",
+               path=bare)
+    prompts = [e for e in project.events()
+               if e["kind"] == "observation" and e["meta"].get("hook") == "UserPromptSubmit"]
+    assert [e["text"] for e in prompts] == ["Remember: the parser must accept ISO weeks"]
+    assert "agentstate resume pack" in request_text(model.model.main_requests()[0].body) or \
+        "no active run" in request_text(model.model.main_requests()[0].body)

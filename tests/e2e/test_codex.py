@@ -26,8 +26,8 @@ from tests.e2e.sessions import (
 )
 
 # The hook events Codex 0.171.0 fired in these sessions (docs/integrations.md lists them
-# per version). PreCompact needs a compaction; SessionEnd is not fired by `codex exec`.
-FIRED = {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"}
+# per version). PreCompact needs a compaction, which a short session never reaches.
+FIRED = {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"}
 
 
 def _install(project, model, *, trust: bool = True) -> dict:
@@ -56,6 +56,20 @@ def test_untrusted_hooks_do_not_run_and_status_says_so(codex_bin, project, model
     run_codex(codex_bin, project, model, "Run the parser test")
     assert captured(project) == []  # Codex skipped every hook, as status said it would
     assert [e for e in project.events() if e["kind"] == "tool"] == []
+
+
+def test_trust_lets_every_installed_hook_run(codex_bin, project, model):
+    """`--trust` records what Codex's review would: the real binary then runs every hook
+    (a wrong trust key or hash and Codex skips them, silently)."""
+    installed = _install(project, model)
+    assert installed["status"]["will_run"] is True, installed["status"]
+    model.script(shell_call(FAILING_TEST), Text("It fails."))
+    session = run_codex(codex_bin, project, model, "Run the parser test")
+    save_captures(project, "codex", CODEX.version)
+    fired = {p.get("hook_event_name") for p in captured(project)}
+    assert fired == FIRED, (fired, session.stderr[-2000:])
+    hooked = [e for e in project.events() if e["kind"] == "tool" and e["meta"].get("hook")]
+    assert [e["meta"]["hook"] for e in hooked] == ["PostToolUse"]
 
 
 def test_a_failing_test_reaches_the_next_session_with_its_ref(codex_bin, project, model):
