@@ -56,8 +56,10 @@ def install_client(client: Client) -> Path:
         if not _works(binary, client):
             try:
                 done = subprocess.run(
+                    # Few, short retries: without a registry this skips within minutes.
                     [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund",
-                     "--no-save", client.spec], capture_output=True, text=True,
+                     "--no-save", "--fetch-retries=1", "--fetch-timeout=60000", client.spec],
+                    capture_output=True, text=True,
                     timeout=INSTALL_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 pytest.skip(f"e2e: npm install {client.spec} took over {INSTALL_TIMEOUT_S} s")
