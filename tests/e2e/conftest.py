@@ -64,9 +64,11 @@ def install_client(client: Client) -> Path:
             except subprocess.TimeoutExpired:
                 pytest.skip(f"e2e: npm install {client.spec} took over {INSTALL_TIMEOUT_S} s")
             if done.returncode != 0 or not _works(binary, client):
-                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                lines = [line for line in done.stderr.splitlines()
+                         if line.startswith("npm error") and "complete log" not in line]
+                why = (lines or done.stderr.strip().splitlines() or ["no output"])[0]
                 pytest.skip(f"e2e: npm install {client.spec} failed (registry unreachable?): "
-                            f"{last}")
+                            f"{why}")
     return binary
 
 
