@@ -24,7 +24,8 @@ def doctor(
 ) -> None:
     """Check the store: config parses, schema version and pending migrations, PRAGMA
     integrity_check, WAL mode, the tokenizer loads offline (hash-checked), the skills
-    repository, interrupted publishes and git locks, and the database mirror of the releases.
+    repository, interrupted publishes and git locks, the database mirror of the releases,
+    and the installed agent hooks (does each command resolve; will Codex run them).
 
     Without --repair nothing is changed. Exits 1 when any check fails (warnings do not fail).
     """
@@ -39,6 +40,11 @@ def doctor(
 
         repaired = repair_store(root)
     report = diagnose(root)
+    # The agents' hook settings live beside the store, in the repository and the user's
+    # home: checked here, where the CLI may call both maintenance/ and integrations/.
+    from agentstate.integrations.agent_config import agent_hook_checks
+
+    report.checks += agent_hook_checks(root.parent)
     failed = report.failed
     if as_json and failed:
         # The error envelope, plus the full report so a script can see every check.

@@ -23,6 +23,10 @@ UserOption = Annotated[bool, typer.Option(
                    "instead of the project's (claude-code and codex only).")]
 ProjectOption = Annotated[bool, typer.Option(
     "--project", help="The project's settings at the repository root (the default).")]
+TrustOption = Annotated[bool, typer.Option(
+    "--trust", help="codex only: also record in your Codex config.toml that you trust this "
+                    "project and reviewed our hooks, as Codex's own review does (owner only; "
+                    "refused under a coding agent).")]
 
 
 def _root() -> Path:
@@ -48,10 +52,12 @@ def _scope(target: str, user: bool, project: bool) -> str:
     return "user" if user else "project"
 
 
-def _change(target: str, scope: str, install: bool) -> dict[str, Any]:
+def _change(target: str, scope: str, install: bool, trust: bool = False) -> dict[str, Any]:
     from agentstate.integrations import agent_config, git_hooks
 
     root = _root()
+    if trust:
+        _check_owner(root)
     if target == "git":
         changes = (git_hooks.install_git_hooks(root) if install
                    else git_hooks.uninstall_git_hooks(root))
@@ -64,8 +70,59 @@ def _change(target: str, scope: str, install: bool) -> dict[str, Any]:
         path = agent_config.settings_path(target, scope, root)
         result = (agent_config.install_agent_hooks(target, path) if install
                   else agent_config.uninstall_agent_hooks(target, path))
-    return {"target": target, "scope": scope, "path": result.path, "changed": result.changed,
-            "events": result.events}
+    data: dict[str, Any] = {"target": target, "scope": scope, "path": result.path,
+                            "changed": result.changed, "events": result.events}
+    if install and target in ("claude-code", "codex"):
+        data |= _after_install(target, scope, root, Path(result.path), trust)
+    return data
+
+
+def _after_install(agent: str, scope: str, root: Path, path: Path, trust: bool) -> dict:
+    """What the client needs before the hooks run, and whether the command resolves."""
+    import shutil
+
+    from agentstate.integrations import agent_config
+
+    program = agent_config.agentstate_program()
+    extra: dict[str, Any] = {"command": agent_config.hook_command(agent, program)}
+    notes = []
+    if agent_config.resolve_program(program) is None:
+        notes.append(f"warning: {program!r} is not an executable this shell finds; the hooks "
+                     "would fail. Install agentstate where your agent's shell finds it "
+                     "(e.g. `pipx install agentstate`), then install the hooks again")
+    elif shutil.which(agent_config.PROGRAM) is None:
+        notes.append(f"agentstate is not on this PATH; the hooks call it by its absolute path "
+                     f"({program})")
+    if agent == "codex":
+        from agentstate.integrations.codex_trust import codex_trust_status, trust_codex_hooks
+
+        if trust:
+            extra["trust"] = trust_codex_hooks(root, path, project_scope=scope == "project")
+        status = codex_trust_status(root, path, project_scope=scope == "project")
+        extra["codex"] = status
+        if not status["will_run"] and not trust:
+            notes.append("Codex runs these hooks only once you trust the project and review "
+                         "each new or changed hook: start `codex` here, accept the trust "
+                         "prompt, then type /hooks and approve them; or run `agentstate hooks "
+                         "install codex --trust` (records both in " + status["config"] + ")")
+    extra["notes"] = notes
+    return extra
+
+
+def _check_owner(root: Path) -> None:
+    """--trust speaks for the person: refused (exit 3) unless the environment's principal
+    is one that may approve (the owner), and always under a coding agent."""
+    from agentstate.config import PrincipalsSettings, load_settings
+    from agentstate.errors import Refused
+    from agentstate.store.principals import principal_from_environment
+
+    config = root / ".agentstate" / "config.toml"
+    section = load_settings(config).principals if config.is_file() else PrincipalsSettings()
+    env = principal_from_environment(section)
+    if env.agent is not None or not env.principal.may("approve"):
+        raise Refused(f"--trust records that you trust this project and its hooks; principal "
+                      f"{env.principal.name!r} ({env.decided_by}) may not: run it from your "
+                      "own shell as the owner")
 
 
 def _show_change(console, data: dict) -> None:
@@ -79,22 +136,51 @@ def _show_change(console, data: dict) -> None:
     console.print(f"{data['target']}: {verb} in {data['path']}", markup=False)
     for line in detail:
         console.print(f"  {line}", markup=False)
+    if data.get("command"):
+        console.print(f"  command: {data['command']}", markup=False)
+
+
+def _show_install(console, data: dict) -> None:
+    _show_change(console, data)
+    trust = data.get("trust")
+    if trust is not None:
+        if trust["written"]:
+            console.print(f"recorded in {trust['config']}:", markup=False)
+            for line in trust["written"]:
+                console.print(f"  {line}", markup=False)
+        else:
+            console.print(f"{trust['config']}: trust already recorded; nothing changed",
+                          markup=False)
+    codex = data.get("codex")
+    if codex is not None:
+        state = "will run" if codex["will_run"] else "will not run yet: " + "; ".join(
+            codex["reasons"])
+        console.print(f"codex: the hooks {state}", markup=False)
+    for note in data.get("notes") or []:
+        console.print(note, markup=False)
 
 
 @hooks_app.command("install")
 def hooks_install(target: TargetArg, user: UserOption = False, project: ProjectOption = False,
-                  as_json: JsonOption = False) -> None:
+                  trust: TrustOption = False, as_json: JsonOption = False) -> None:
     """Install agentstate's hooks for TARGET, next to any hooks already there.
 
     claude-code: entries in .claude/settings.json (SessionStart → resume pack; prompts, tool
-    calls, compaction and session end → the run log). codex: the same in .codex/hooks.json.
+    calls, compaction and session end → the run log). codex: the same in .codex/hooks.json;
+    Codex runs them once the project is trusted and each hook reviewed (`--trust` records
+    both in your Codex config.toml). The commands name this agentstate by its absolute path.
     agents-md: a marked block in AGENTS.md telling any agent to run `agentstate resume` first
     and log through agentstate. git: post-commit and post-checkout hooks (core.hooksPath is
     honoured; an existing hook is kept and still runs). Installing twice changes nothing.
     A settings file that is not valid JSON is reported (exit 1) and left untouched.
     """
-    data = _change(target, _scope(target, user, project), install=True) | {"install": True}
-    emit(data, as_json=as_json, human=_show_change)
+    from agentstate.errors import UsageError
+
+    if trust and target != "codex":
+        raise UsageError(f"--trust applies to codex only, not {target}")
+    data = _change(target, _scope(target, user, project), install=True, trust=trust) | {
+        "install": True}
+    emit(data, as_json=as_json, human=_show_install)
 
 
 @hooks_app.command("uninstall")
@@ -120,8 +206,9 @@ def hooks_status(as_json: JsonOption = False) -> None:
     for agent in ("claude-code", "codex"):
         for scope in ("project", "user"):
             path = agent_config.settings_path(agent, scope, root)
-            agents.append({"agent": agent, "scope": scope,
-                           **agent_config.agent_hooks_status(agent, path)})
+            entry = {"agent": agent, "scope": scope,
+                     **agent_config.agent_hooks_status(agent, path)}
+            agents.append(entry | _will_run(agent, scope, root, path, entry))
     try:
         git: Any = [vars(s) for s in git_hooks.git_hooks_status(root)]
     except AgentStateError as exc:
@@ -141,6 +228,9 @@ def hooks_status(as_json: JsonOption = False) -> None:
                 state = f"partly installed (missing {', '.join(entry['missing'])})"
             else:
                 state = "installed"
+            if entry["events"]:
+                state += ("; will run" if entry["will_run"] else
+                          "; will NOT run: " + "; ".join(entry["reasons"]))
             console.print(f"{entry['agent']:12} {entry['scope']:8} {state}  {entry['path']}",
                           markup=False)
         md = d["agents_md"]
@@ -159,8 +249,31 @@ def hooks_status(as_json: JsonOption = False) -> None:
         for error in d["errors"]:
             console.print(f"hook error {error.get('ts')} {error.get('agent')} "
                           f"{error.get('event')}: {error.get('error')}", markup=False)
+        if d["errors"]:
+            console.print("fix the cause, then check with `agentstate hooks status`; the log "
+                          f"is {d['errors'][-1].get('log')}", markup=False)
 
     emit(data, as_json=as_json, human=human)
+
+
+def _will_run(agent: str, scope: str, root: Path, path: Path, entry: dict) -> dict:
+    """Whether the client will actually run our installed hooks, and if not why."""
+    if not entry.get("events"):
+        return {"will_run": False, "reasons": ["not installed"]}
+    reasons = [f"{program!r} is not found (fix: `agentstate hooks install {agent}` from an "
+               "environment where agentstate runs, so the command names it by its full path)"
+               for program in entry.get("unresolved", [])]
+    extra: dict[str, Any] = {}
+    if agent == "codex":
+        from agentstate.integrations.codex_trust import codex_trust_status
+
+        codex = codex_trust_status(root, path, project_scope=scope == "project")
+        extra["codex"] = codex
+        reasons += codex["reasons"]
+        if codex["reasons"] and not codex.get("error"):
+            reasons.append("fix: `agentstate hooks install codex --trust`, or trust the "
+                           "project and approve the hooks in codex's /hooks")
+    return {"will_run": not reasons, "reasons": reasons} | extra
 
 
 @app.command("hook", context_settings={"allow_extra_args": True,

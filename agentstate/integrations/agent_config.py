@@ -4,9 +4,13 @@ Claude Code (`.claude/settings.json`) and Codex CLI (`.codex/hooks.json`) share 
 
     {"hooks": {"EVENT": [{"matcher": "...", "hooks": [{"type": "command", "command": "..."}]}]}}
 
-Our entries are recognised by their exact command string. Installing merges them in next to
-whatever is there (never replacing a foreign hook), installing twice adds nothing, and
-uninstalling removes only ours. A file that is not valid JSON is reported and never written.
+Our entries are recognised by their command: `agentstate hook AGENT`, the program named by
+any path whose file name is `agentstate`. Installing writes the absolute path of the
+agentstate that runs the install (an agent's shell often lacks the venv it was installed
+in: a bare `agentstate` then fails on every event, out of our sight), merges it in next to
+whatever is there (never replacing a foreign hook) and moves an entry of ours that names
+another program to this one; installing twice adds nothing, and uninstalling removes only
+ours. A file that is not valid JSON is reported and never written.
 Writes go to a temp file in the same folder and are renamed into place.
 """
 
@@ -14,19 +18,23 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentstate.errors import InvalidInput
 
-CLAUDE_COMMAND = "agentstate hook claude-code"
-CODEX_COMMAND = "agentstate hook codex"
+PROGRAM = "agentstate"
 # Tools whose calls become `tool` events; reads and searches would only add noise (and the
 # transcript catch-up brings in whatever matters from them).
 CLAUDE_TOOLS = "Bash|Edit|MultiEdit|Write|NotebookEdit"
 CODEX_TOOLS = "Bash|apply_patch"
 HOOK_TIMEOUT_S = 30
+# Codex clamps a SessionEnd hook's timeout to 3 s (and warns at every start if asked for more).
+CODEX_SESSION_END_TIMEOUT_S = 3
 
 # event → matcher (None: the event takes no matcher)
 CLAUDE_EVENTS: dict[str, str | None] = {
@@ -44,9 +52,62 @@ CODEX_EVENTS: dict[str, str | None] = {
     "PostToolUse": CODEX_TOOLS,
     "PreCompact": None,
     "Stop": None,
+    "SessionEnd": None,
 }
-AGENT_HOOKS = {"claude-code": (CLAUDE_COMMAND, CLAUDE_EVENTS),
-               "codex": (CODEX_COMMAND, CODEX_EVENTS)}
+AGENT_EVENTS = {"claude-code": CLAUDE_EVENTS, "codex": CODEX_EVENTS}
+
+
+def agentstate_program() -> str:
+    """The absolute path of the agentstate running now, for a hook command the client finds
+    whatever PATH its shell has: the console script beside this interpreter (a venv's or
+    pipx's bin), else the `agentstate` this PATH finds, else the bare name."""
+    here = Path(sys.executable).parent / PROGRAM
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here.absolute())
+    found = shutil.which(PROGRAM)
+    return str(Path(found).absolute()) if found else PROGRAM
+
+
+def hook_command(agent: str, program: str | None = None) -> str:
+    """The command line our hook entry runs (the program quoted for a POSIX shell)."""
+    return f"{shlex.quote(program or agentstate_program())} hook {agent}"
+
+
+def is_our_command(agent: str, command: Any) -> bool:
+    """`agentstate hook AGENT`, with agentstate bare or at any path."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return (len(words) == 3 and Path(words[0]).name == PROGRAM
+            and words[1:] == ["hook", agent])
+
+
+def command_program(command: str) -> str:
+    """The program a hook command line runs (its first word)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    return words[0] if words else command
+
+
+def resolve_program(program: str, path: str | None = None) -> str | None:
+    """Where a shell would find `program`: itself when it is a path to an executable file,
+    else the PATH lookup (`path`: the PATH to search, default this process's); None if not
+    found."""
+    if os.sep in program:
+        candidate = Path(program).expanduser()
+        return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
+    return shutil.which(program, path=path)
+
+
+def hook_timeout(agent: str, event: str) -> int:
+    if agent == "codex" and event == "SessionEnd":
+        return CODEX_SESSION_END_TIMEOUT_S
+    return HOOK_TIMEOUT_S
 
 
 @dataclass
@@ -95,10 +156,9 @@ def read_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def _has_command(groups: list, command: str) -> bool:
-    return any(isinstance(g, dict) and isinstance(g.get("hooks"), list)
-               and any(isinstance(h, dict) and h.get("command") == command for h in g["hooks"])
-               for g in groups)
+def _our_handlers(groups: list, agent: str) -> list[dict[str, Any]]:
+    return [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"] if isinstance(h, dict) and is_our_command(agent, h.get("command"))]
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -119,26 +179,34 @@ def _dump(data: dict) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def install_agent_hooks(agent: str, path: Path) -> SettingsChange:
-    command, events = AGENT_HOOKS[agent]
+def install_agent_hooks(agent: str, path: Path, program: str | None = None) -> SettingsChange:
+    """Add our entry to each event (`program`: the agentstate to run, default this one's
+    absolute path); an entry of ours naming another program is moved to this one."""
+    events = AGENT_EVENTS[agent]
+    command = hook_command(agent, program)
     data = read_settings(path)
     hooks = data.setdefault("hooks", {})
     added = []
     for event, matcher in events.items():
         groups = hooks.setdefault(event, [])
-        if _has_command(groups, command):
+        ours = _our_handlers(groups, agent)
+        if ours:
+            for handler in ours:
+                if handler.get("command") != command:
+                    handler["command"] = command
+                    added.append(event)
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-        group["hooks"] = [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]
+        group["hooks"] = [{"type": "command", "command": command,
+                           "timeout": hook_timeout(agent, event)}]
         groups.append(group)
         added.append(event)
     if added:
         write_atomic(path, _dump(data))
-    return SettingsChange(str(path), bool(added), added)
+    return SettingsChange(str(path), bool(added), sorted(set(added), key=added.index))
 
 
 def uninstall_agent_hooks(agent: str, path: Path) -> SettingsChange:
-    command, _ = AGENT_HOOKS[agent]
     if not path.exists():
         return SettingsChange(str(path), False, [])
     data = read_settings(path)
@@ -146,13 +214,13 @@ def uninstall_agent_hooks(agent: str, path: Path) -> SettingsChange:
     removed = []
     for event in list(hooks):
         groups = hooks[event]
-        if not _has_command(groups, command):
+        if not _our_handlers(groups, agent):
             continue
         kept_groups = []
         for group in groups:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
                 kept = [h for h in group["hooks"]
-                        if not (isinstance(h, dict) and h.get("command") == command)]
+                        if not (isinstance(h, dict) and is_our_command(agent, h.get("command")))]
                 if not kept and group["hooks"]:
                     continue  # the group held only ours
                 group = {**group, "hooks": kept}
@@ -170,16 +238,23 @@ def uninstall_agent_hooks(agent: str, path: Path) -> SettingsChange:
 
 
 def agent_hooks_status(agent: str, path: Path) -> dict[str, Any]:
-    command, events = AGENT_HOOKS[agent]
+    """Which of our events are installed, and whether each command's program resolves here
+    (`unresolved`: the programs a shell with this PATH would not find)."""
+    events = AGENT_EVENTS[agent]
     try:
         data = read_settings(path)
     except InvalidInput as exc:
         return {"path": str(path), "exists": path.exists(), "error": exc.message,
-                "events": [], "missing": list(events)}
+                "events": [], "missing": list(events), "commands": [], "unresolved": []}
     hooks = data.get("hooks", {})
-    present = [e for e in events if _has_command(hooks.get(e, []), command)]
+    present = [e for e in events if _our_handlers(hooks.get(e, []), agent)]
+    commands = sorted({str(h["command"]) for e in events
+                       for h in _our_handlers(hooks.get(e, []), agent)})
+    unresolved = sorted({command_program(c) for c in commands
+                         if resolve_program(command_program(c)) is None})
     return {"path": str(path), "exists": path.exists(), "events": present,
-            "missing": [e for e in events if e not in present]}
+            "missing": [e for e in events if e not in present], "commands": commands,
+            "unresolved": unresolved}
 
 
 # ---------------------------------------------------------------- AGENTS.md
@@ -270,3 +345,45 @@ def agents_md_status(root: Path) -> dict[str, Any]:
     current = span is not None and text[span[0]:span[1]] == agents_block()
     return {"path": str(path), "exists": path.exists(), "installed": span is not None,
             "current": current}
+
+
+# ---------------------------------------------------------------- doctor
+
+
+def agent_hook_checks(root: Path) -> list[Any]:
+    """`doctor`'s checks of the installed Claude Code and Codex hooks (project and user
+    settings): a command whose program this shell would not find fails (the client's every
+    hook call would fail, out of sight, recording nothing); Codex hooks it will skip (an
+    untrusted project, unreviewed hooks) warn."""
+    from agentstate.store.doctor import FAIL, OK, WARN, Check
+
+    checks = []
+    for agent in ("claude-code", "codex"):
+        for scope in ("project", "user"):
+            path = settings_path(agent, scope, root)
+            status = agent_hooks_status(agent, path)
+            if not status["events"]:
+                continue
+            name = f"hooks:{agent}:{scope}"
+            if status["unresolved"]:
+                programs = ", ".join(status["unresolved"])
+                checks.append(Check(name, FAIL, f"{path}: the hook command's program "
+                                    f"{programs} is not found, so every hook call fails and "
+                                    f"nothing is recorded; fix: `agentstate hooks install "
+                                    f"{agent}{' --user' if scope == 'user' else ''}` from a "
+                                    "shell where agentstate runs (it writes the absolute path)",
+                                    {"unresolved": status["unresolved"]}))
+                continue
+            if agent == "codex":
+                from agentstate.integrations.codex_trust import codex_trust_status
+
+                trust = codex_trust_status(root, path, project_scope=scope == "project")
+                if not trust["will_run"]:
+                    checks.append(Check(name, WARN, f"{path}: Codex will skip these hooks: "
+                                        + "; ".join(trust["reasons"]) + "; fix: `agentstate "
+                                        "hooks install codex --trust` or codex's /hooks",
+                                        {"reasons": trust["reasons"]}))
+                    continue
+            checks.append(Check(name, OK, f"{path}: {len(status['events'])} event(s), the "
+                                "command resolves"))
+    return checks

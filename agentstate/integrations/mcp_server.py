@@ -18,7 +18,8 @@ How it behaves, and why:
 - Results are the CLI's `--json` envelope, as structured content; failures (refused, not
   found, budget too small, invalid input) come back as `isError` results carrying
   `{"ok": false, "error": {"code", "message"}}`, never as an empty success. `context` and
-  `resume` put the pack text itself in the text block (that is what the budget measures).
+  `resume` return the pack text itself and nothing else the model would pay for (no
+  structured content: clients show the model that instead of the text when present).
 
 The SDK (~400 ms to import) is imported by this module only, and this module only by the
 `mcp` command, so no other command pays for it.
@@ -145,11 +146,14 @@ class StoreService:
         if done is not None and done.text is not None:
             # The pack text alone in its block, byte for byte (its budget measures exactly
             # that); its ref and any note follow in a block of their own, as the CLI prints
-            # them on stderr.
+            # them on stderr. No structured content: clients hand the model that instead of
+            # the text when it is present (Claude Code, Codex), and the envelope repeats the
+            # pack inside a manifest several times its size.
             texts = [done.text] + ([done.trailer] if done.trailer else [])
-        else:
-            texts = [json.dumps(envelope, ensure_ascii=False, indent=1)]
-        return CallToolResult(content=[TextContent(type="text", text=t) for t in texts],
+            return CallToolResult(content=[TextContent(type="text", text=t) for t in texts])
+        # Compact JSON: the model reads every indent it is sent.
+        text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+        return CallToolResult(content=[TextContent(type="text", text=text)],
                               structured_content=envelope, is_error=not envelope["ok"])
 
     def run_sync(self, fn: Callable[[], Any]) -> Any:

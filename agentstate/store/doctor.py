@@ -189,7 +189,8 @@ def check_hook_errors(root: Path) -> Check:
     last = errors[-1]
     return Check("hooks", WARN, f"{len(errors)} recent hook error(s); last at {last.get('ts')}: "
                                 f"{last.get('agent')} {last.get('event')}: {last.get('error')} "
-                                f"(log: {last.get('log')})", {"errors": errors})
+                                f"(log: {last.get('log')}); fix its cause, then check with "
+                                "`agentstate hooks status`", {"errors": errors})
 
 
 def storage_checks(root: Path) -> tuple[list[Check], Settings]:

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from agentstate.integrations.agent_config import CLAUDE_COMMAND, CLAUDE_EVENTS, CODEX_EVENTS
+from agentstate.integrations.agent_config import CLAUDE_EVENTS, CODEX_EVENTS, hook_command
 from tests.conftest import git
+
+# What install writes: this interpreter's agentstate by its absolute path.
+CLAUDE_COMMAND = hook_command("claude-code")
 
 FOREIGN = {
     "permissions": {"allow": ["Bash(make test)"]},
@@ -57,7 +60,8 @@ def test_ours_shares_a_group_with_a_foreign_hook(initialised, cli):
     path = initialised / ".claude" / "settings.json"
     path.parent.mkdir()
     shared = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"},
-                                            {"type": "command", "command": CLAUDE_COMMAND}]}]}}
+                                            {"type": "command",
+                                             "command": "agentstate hook claude-code"}]}]}}
     path.write_text(json.dumps(shared))
     cli.json("hooks", "uninstall", "claude-code")
     assert commands(json.loads(path.read_text()), "Stop") == ["notify-send done"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
+from agentstate.tokens import raw_counts  # noqa: E402
 from tests.conftest import git, run_agentstate  # noqa: E402
 
 TOOLS = {"resume", "context", "recall", "remember", "log_event", "checkpoint", "skill_list",
@@ -128,9 +130,11 @@ def test_lists_every_tool_with_a_description_and_the_resume_resource(client):
 
 def test_resume_tool_and_resource_give_the_current_runs_pack(client, server_repo):
     _, _, run_ref = server_repo
-    envelope = client.ok("resume")
-    assert envelope["data"]["run"]["ref"] == run_ref
-    text = client.call("resume").content[0].text
+    result = client.call("resume")
+    # The pack text is the whole result: nothing else for the model to pay for.
+    assert not result.is_error and result.structured_content is None
+    assert len(result.content) == 1
+    text = result.content[0].text
     assert text.startswith(f"# Resume {run_ref}") and "keep the public API unchanged" in text
     read = client.portal.call(lambda: client.session.read_resource("agentstate://resume"))
     assert read.contents[0].text.startswith(f"# Resume {run_ref}")
@@ -198,11 +202,15 @@ def test_context_keeps_its_budget_and_refuses_one_below_the_pinned_minimum(clien
     assert error["code"] == "budget_too_small" and error["details"]["minimum"] > 5
     result = client.call("context", budget=400, query="parser tabs")
     assert not result.is_error
-    pack = result.structured_content["data"]
-    assert result.content[0].text == pack["text"] and pack["tokens"] <= 400
-    assert pack["principal"] == "agent" and pack["ref"] in result.content[1].text
-    traced = client.ok("trace", ref=pack["ref"])["data"]
-    assert traced["ref"] == pack["ref"] and traced["children"]
+    # What the model pays for is the pack alone: no structured content (clients show the
+    # model that instead of the text), the text within the budget, its ref in a trailer.
+    assert result.structured_content is None
+    text, trailer = result.content[0].text, result.content[1].text
+    assert raw_counts("cl100k_base", [text])[0] <= 400
+    found = re.search(r"pack:[a-z0-9]+", trailer)
+    assert found and "/400 tokens" in trailer
+    traced = client.ok("trace", ref=found.group(0))["data"]
+    assert traced["ref"] == found.group(0) and traced["children"]
 
 
 def test_checkpoint_then_resume_shows_it(client):
