@@ -24,11 +24,12 @@ def init_store(
 
 def _extra(root: Path, result: InitResult) -> None:
     _skills(root, result)
-    from agentstate.sync.gitsetup import ATTRIBUTES, ensure_gitattributes
+    from agentstate.sync.gitsetup import INFO_ATTRIBUTES, ensure_gitattributes
 
-    # The shared folder (agentstate sync) merges by union: the line travels with the store.
+    # The shared folder (agentstate sync) merges by union. The rule goes to this clone's own
+    # .git/info/attributes, never to a tracked file a teammate's init would also create.
     if ensure_gitattributes(root):
-        result.created.append(f"{ATTRIBUTES} (shared/*.jsonl merge=union)")
+        result.created.append(f"{INFO_ATTRIBUTES} (shared/*.jsonl merge=union)")
 
 
 def _skills(root: Path, result: InitResult) -> None:

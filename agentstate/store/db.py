@@ -32,7 +32,19 @@ STORE_DIR = ".agentstate"
 DB_NAME = "state.db"
 SKILLS_DIR = "skills"
 BUSY_TIMEOUT_MS = 10_000
+# An allow-list: only shared/ (written by the first `agentstate sync`) is for git. Everything
+# else here, this file and config.toml included, is the clone's own, so `git add .agentstate`
+# never commits a file that a teammate's `init` also creates (their pull would abort on it,
+# "untracked working tree files would be overwritten"); git replaces an ignored file freely.
+# The named lines keep the private files ignored even if someone drops the first rule.
 GITIGNORE = (
+    "# agentstate: only shared/ (written by `agentstate sync`) is meant for git; the rest is\n"
+    "# this clone's own. To share the policy too: git add -f .agentstate/config.toml\n"
+    "/*\n!/shared/\n"
+    "state.db\nstate.db-*\nskills/\n*.lock\nhook-errors.log\nhistory.key\n"
+)
+# What earlier versions wrote: a store that still has it (untracked) is brought forward.
+OLD_GITIGNORE = (
     "# agentstate: the database and the skills repository are local state.\n"
     "state.db\nstate.db-*\nskills/\n*.lock\nhook-errors.log\nhistory.key\n"
 )
