@@ -51,6 +51,11 @@ def cli_store(migrate: bool = True) -> Iterator[Any]:
     store, joined = open_or_join(store_override(), migrate=migrate)
     if joined is not None:
         info(joined.summary())
+    elif store.backup is not None:
+        count = len(store.upgraded)
+        info(f"upgraded this store's database ({count} migration{'' if count == 1 else 's'}: "
+             f"{', '.join(store.upgraded)}); the database from before is kept at "
+             f"{store.backup}")
     try:
         before = _current_run(store)
         yield store

@@ -59,6 +59,10 @@ class Store:
     settings: Settings  # config.toml, validated when the store was opened
     clock: Clock = field(default_factory=Clock)
     ids: IdSource = field(default_factory=IdSource)
+    # Set by open_store when it upgraded a store made by an older version: the migrations
+    # applied and the copy of the database taken before them (the CLI says so on stderr).
+    upgraded: list[str] = field(default_factory=list)
+    backup: Path | None = None
 
     @property
     def work_tree(self) -> Path:
@@ -292,11 +296,15 @@ def open_store(
         ids=ids or ids_from_env(),
     )
     if migrate:
+        prefix = f"{root / DB_NAME}-before-"
         try:
-            apply_migrations(db)
+            store.upgraded = apply_migrations(db, backup_prefix=prefix)
         except sqlite3.OperationalError as exc:
             store.close()
             raise translate_sqlite_error(exc, root) from exc
+        if store.upgraded:
+            copy = Path(f"{prefix}{store.upgraded[0]}")
+            store.backup = copy if copy.exists() else None  # None: it was a blank database
     return store
 
 

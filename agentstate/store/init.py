@@ -98,7 +98,8 @@ def _complete(root: Path, result: InitResult, extra: Extra | None) -> InitResult
     try:
         if fresh_db:
             db.conn.execute("PRAGMA journal_mode = WAL")
-        applied = apply_migrations(db)
+        # An older store upgraded by `init` keeps a copy from before, as on any first use.
+        applied = apply_migrations(db, backup_prefix=None if fresh_db else f"{db_path}-before-")
     finally:
         db.conn.close()
     if fresh_db:
