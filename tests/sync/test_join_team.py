@@ -129,6 +129,8 @@ def test_readme_sequence_teammate_who_never_ran_init(team):
     team.ok(a, "hooks", "install", "git")
     _remember(team, a, FACT)
     team.share(a, "share facts")
+    _publish(team, a, "check-format")
+    assert team.json(a, "skill", "push")["pushed"] == ["skill:check-format@v1"]
     b = team.clone("b")
     assert not (b / ".agentstate" / "state.db").exists()
     first = team.run(b, "recall", "docker daemon", "--json")
@@ -136,13 +138,52 @@ def test_readme_sequence_teammate_who_never_ran_init(team):
     assert "set up this clone's store" in first.stderr and "1 shared fact imported" in first.stderr
     assert [h["text"] for h in json.loads(first.stdout)["data"]["hits"]] == [FACT]
     assert (b / ".agentstate" / "skills" / ".git").is_dir()  # as init makes it
-    assert team.run(b, "skill", "pull").exit_code == 0  # the README's next step works
+    assert team.json(b, "skill", "pull")["pulled"] == ["skill:check-format@v1"]
+    assert "skill:check-format@v1" in {s["ref"] for s in team.json(b, "skill", "list")}
     # B's clone is now a normal store: its own facts go back the same way
     _remember(team, b, OTHER)
     team.share(b, "b shares")
     team.pull(a)  # A installed the git hooks: post-merge imports, nothing typed
     assert team.facts(a)[OTHER] == "active"
     assert "set up" not in team.ok(b, "recall", "docker").stderr  # once only
+
+
+def _publish(team: Team, clone: Path, name: str) -> None:
+    from agentstate.skills.authoring import new_skill
+    from agentstate.skills.publishing import publish_skill
+    from agentstate.store.db import open_store
+    from tests.conftest import author_scaffold
+
+    store = open_store(clone / ".agentstate")
+    try:
+        new_skill(store, name, description="Check the formatting before a commit.")
+        author_scaffold(store.skills_path / name)
+        publish_skill(store, name)
+    finally:
+        store.close()
+
+
+def test_a_claude_code_session_in_a_fresh_clone_sets_the_store_up(team):
+    """The hook settings may be committed with the repository: the first hook of a session
+    in a fresh clone sets the store up (and imports) instead of failing every hook."""
+    from tests.conftest import run_agentstate
+    from tests.integrations.test_hooks_handler import context_of, payload
+
+    a = team.clone("a")
+    team.ok(a, "init")
+    team.ok(a, "hooks", "install", "claude-code")
+    _remember(team, a, FACT)
+    team.ok(a, "sync")
+    git(a, "add", ".agentstate", ".claude")
+    git(a, "commit", "-q", "-m", "share facts and the agent's hooks")
+    git(a, "push", "-q", "origin", "main")
+    b = team.clone("b")
+    started = run_agentstate("hook", "claude-code", cwd=b, input=json.dumps(
+        payload("claude-code", "session_start_startup", b)))
+    assert started.returncode == 0, started.stderr
+    assert (b / ".agentstate" / "state.db").exists()
+    assert "agentstate" in context_of(started) and "no .agentstate store" not in started.stderr
+    assert team.facts(b)[FACT] == "active"
 
 
 def test_pull_first_then_init_and_init_first_then_pull(team):
