@@ -37,14 +37,16 @@ class Joined:
     tombstoned: int = 0
     skipped: int = 0
 
-    def summary(self) -> str:
+    def facts(self) -> str:
         facts = f"{self.imported} shared fact{'' if self.imported == 1 else 's'} imported"
         extra = [f"{n} {what}" for n, what in ((self.contested, "contested"),
                                                 (self.tombstoned, "forgotten"),
                                                 (self.skipped, "skipped")) if n]
-        more = f" ({', '.join(extra)})" if extra else ""
+        return facts + (f" ({', '.join(extra)})" if extra else "")
+
+    def summary(self) -> str:
         return (f"set up this clone's store in {self.root} from what came with the "
-                f"repository (as `agentstate init` would): {facts}{more}")
+                f"repository (as `agentstate init` would): {self.facts()}")
 
 
 def joinable(override: str | Path | None = None, start: Path | None = None) -> Path | None:

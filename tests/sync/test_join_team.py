@@ -194,8 +194,10 @@ def test_pull_first_then_init_and_init_first_then_pull(team):
     team.share(a, "one")
     b = team.clone("b")
     team.pull(b)
-    team.ok(b, "init")  # init after the pull: the shared files are adopted, not replaced
-    assert team.json(b, "sync")["imported"] == 1
+    # init after the pull: the shared files are adopted (imported), not replaced
+    assert "1 shared fact imported" in team.json(b, "init")["created"]
+    assert team.facts(b)[FACT] == "active"
+    assert team.json(b, "sync")["imported"] == 0
     assert git(b, "status", "--porcelain") == ""  # nothing of B's own became a change
     c = team.clone("c")
     team.ok(c, "init")
