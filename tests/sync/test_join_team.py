@@ -200,11 +200,11 @@ def test_pull_first_then_init_and_init_first_then_pull(team):
     assert team.json(b, "sync")["imported"] == 0
     assert git(b, "status", "--porcelain") == ""  # nothing of B's own became a change
     c = team.clone("c")
-    team.ok(c, "init")
+    team.ok(c, "init")  # imports FACT, which came with the clone
     _remember(team, a, OTHER)
     team.share(a, "two")
     team.pull(c)
-    assert set(team.facts(c)) == set()  # not imported until asked (no hooks in C) ...
+    assert set(team.facts(c)) == {FACT}  # not imported until asked (no hooks in C) ...
     team.ok(c, "sync")
     assert set(team.facts(c)) == {FACT, OTHER}  # ... then both
 
