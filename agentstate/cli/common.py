@@ -44,9 +44,18 @@ RunOption = Annotated[
 @contextmanager
 def cli_store(migrate: bool = True) -> Iterator[Any]:
     """Open the store named by --dir / AGENTSTATE_DIR / the working directory."""
-    from agentstate.store.db import open_store
+    from agentstate.maintenance.join import open_or_join
+    from agentstate.output import info
 
-    store = open_store(store_override(), migrate=migrate)
+    # A fresh clone of a repository that shares .agentstate/ gets its store on first use.
+    store, joined = open_or_join(store_override(), migrate=migrate)
+    if joined is not None:
+        info(joined.summary())
+    elif store.backup is not None:
+        count = len(store.upgraded)
+        info(f"upgraded this store's database ({count} migration{'' if count == 1 else 's'}: "
+             f"{', '.join(store.upgraded)}); the database from before is kept at "
+             f"{store.backup}")
     try:
         before = _current_run(store)
         yield store
@@ -68,9 +77,9 @@ def _current_run(store: Store) -> Any:
 
 
 def _say_if_current_run_changed(before: Any, after: Any) -> None:
-    """Whichever command moved the current run (an import creating a run, `run end` handing
-    over to another active run) says so on stderr: the next `log` goes there. `run start`
-    prints the new run's ref itself."""
+    """Whichever command moved the current run (an import creating a run, a hook starting
+    one) says so on stderr: the next `log` goes there. `run start` prints the new run's ref
+    itself; after `run end` there is no current run (another active run never takes over)."""
     from agentstate.output import info
 
     if (before and before.ref) == (after and after.ref) or command_name() == "run start" \

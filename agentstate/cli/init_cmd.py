@@ -29,8 +29,15 @@ def init(
     changes nothing and says so.
     """
     from agentstate.maintenance.init import init_store
+    from agentstate.maintenance.join import join, joinable
 
+    # A clone whose .agentstate/ came with the repository: init is the same first use as
+    # any other command's, shared facts imported (and checked before anything is made).
+    committed = joinable(path if path is not None else store_override())
+    joined = join(committed) if committed is not None else None
     result = init_store(target=path, override=store_override())
+    if joined is not None:
+        result.created = joined.created + [joined.facts()]
     from agentstate.tokens import warm_count_cache
 
     # The machine's token caches, built once (~0.5 s) here rather than by the first

@@ -6,10 +6,11 @@ from typing import Annotated
 
 import typer
 
+from agentstate import install_hint
 from agentstate.cli import app
 from agentstate.cli.common import cli_store, store_override
 
-INSTALL_HINT = "pip install 'agentstate[mcp]'"
+INSTALL_HINT = install_hint("mcp", "mcp>=2.3,<3")
 # Who the server acts as without --as: a model's principal, which cannot claim the user's
 # authority. AGENTSTATE_PRINCIPAL is not read (see agentstate.integrations.mcp_server).
 DEFAULT_PRINCIPAL = "agent"
@@ -30,7 +31,7 @@ def mcp_cmd(
     trace; resource: agentstate://resume. Each call opens the store afresh, so writes by
     other processes are seen. Writes go through the same gates as the CLI, as the `agent`
     principal by default: a model's claim without evidence becomes a candidate.
-    Needs the MCP SDK: pip install 'agentstate[mcp]'.
+    Needs the MCP SDK: the mcp extra (pip install -e '.[mcp]' from a clone).
     """
     from agentstate.store.principals import resolve_principal
 

@@ -43,10 +43,13 @@ ParamOption = Annotated[
 def _optional_store():
     """The store when there is one; None otherwise (validate works without one)."""
     from agentstate.errors import StoreMissing
-    from agentstate.store.db import open_store
+    from agentstate.maintenance.join import open_or_join
+    from agentstate.output import info
 
     try:
-        store = open_store(store_override())
+        store, joined = open_or_join(store_override())
+        if joined is not None:
+            info(joined.summary())
     except StoreMissing:
         store = None
     try:

@@ -38,10 +38,10 @@ def sync_command(
     committed: by content-derived ids, idempotent, tombstones win, a rival value for the
     same fact is contested, never an overwrite; one transaction.
 
-    Commit .agentstate/shared/ and .agentstate/.gitattributes (shared/*.jsonl
-    merge=union). A shared file that is not valid JSON, a record of an unknown format
-    version or an id used for two contents stops the sync naming the file and line
-    (exit 1), with nothing applied. See docs/team.md.
+    Commit .agentstate/shared/ (git add .agentstate). The union merge rule for it goes to
+    this clone's .git/info/attributes, nothing to commit. A shared file that is not valid
+    JSON, a record of an unknown format version or an id used for two contents stops the
+    sync naming the file and line (exit 1), with nothing applied. See docs/team.md.
     """
     from agentstate.errors import UsageError
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentstate import install_hint
 from agentstate.errors import InvalidInput
 
 FORMATS = (".png", ".svg", ".pdf")
-INSTALL_HINT = "pip install 'agentstate[plot]'"
+INSTALL_HINT = install_hint("plot", "matplotlib>=3.7")
 
 
 def check_plot_target(path: Path) -> Path:

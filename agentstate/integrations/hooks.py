@@ -90,9 +90,11 @@ def parse_payload(agent: str, raw: str | bytes) -> HookPayload:
 
 def open_hook_store(payload_cwd: Path | None, override: str | None) -> Store:
     """The store of the session's working directory (--dir / AGENTSTATE_DIR win)."""
-    from agentstate.store.db import open_store
+    from agentstate.maintenance.join import open_or_join
 
-    store = open_store(override, start=payload_cwd)
+    # A session in a fresh clone of a repository that shares .agentstate/ (the hook settings
+    # may be committed too) sets the clone's store up rather than failing every hook.
+    store, _ = open_or_join(override, start=payload_cwd)
     store.set_busy_timeout(HOOK_BUSY_TIMEOUT_MS)
     return store
 

@@ -133,12 +133,22 @@ def get_run(store: Store, ref: str) -> Run:
 
 
 def current_run(store: Store) -> Run | None:
-    """The run commands use without --run: the one marked current, else the newest active."""
+    """The run commands use without --run: the run last made current, while it is active.
+
+    One rule for every command (CLI, hooks, imports, MCP, git hooks): `run start` (and an
+    import or a session hook that starts a run) makes a run current; it stays current until
+    it ends, and then there is no current run until the next start. Another active run never
+    takes over by itself: a second `run end` (or a `log`) must not land on a run the user did
+    not name. Only a store where no run was ever made current falls back to the newest active
+    run (a store whose runs all came from before the marker existed).
+    """
     row = store.row("SELECT value FROM kv WHERE key = 'current_run'")
-    if row and row["value"]:
+    if row is not None:
+        # NULL: older versions cleared the marker when its run ended; that is "ended" too.
+        if not row["value"]:
+            return None
         run = store.row("SELECT * FROM runs WHERE id = ? AND status = 'active'", (row["value"],))
-        if run:
-            return row_to_run(run)
+        return row_to_run(run) if run else None
     run = store.row(
         "SELECT * FROM runs WHERE status = 'active' ORDER BY updated DESC, rowid DESC LIMIT 1")
     return row_to_run(run) if run else None
@@ -154,8 +164,15 @@ def resolve_run(store: Store, ref: str | None) -> Run:
                            "LIMIT 1")
         ended = f" (the most recent, {make_ref('run', last['id'])}, is {last['status']})" \
             if last else ""
-        raise NotFound(f"no active run{ended}; start one with `agentstate run start GOAL` "
-                       f"or pass --run")
+        active = [make_ref("run", r["id"]) for r in store.rows(
+            "SELECT id FROM runs WHERE status = 'active' ORDER BY updated DESC, rowid DESC "
+            "LIMIT 4")]
+        others = ""
+        if active:
+            shown = ", ".join(active[:3]) + (", …" if len(active) > 3 else "")
+            others = f"; still active, not current: {shown}"
+        raise NotFound(f"no active run{ended}{others}; start one with `agentstate run start "
+                       f"GOAL` or pass the run's ref")
     return run
 
 
@@ -245,12 +262,11 @@ def end_run(store: Store, ref: str, status: str) -> Run:
         raise InvalidInput(f"{run.ref} already ended ({run.status} at {run.ended})")
     now = store.now()
     with store.transaction() as conn:
+        # The current-run marker keeps naming the ended run: "there is no current run" until
+        # the next start (see current_run), rather than another active run taking over.
         conn.execute(
             "UPDATE runs SET status = ?, ended = ?, updated = ? WHERE id = ?",
             (status, now, now, run.id),
-        )
-        conn.execute(
-            "UPDATE kv SET value = NULL WHERE key = 'current_run' AND value = ?", (run.id,)
         )
     return get_run(store, run.ref)
 
@@ -473,6 +489,6 @@ def event_counts_by_kind(store: Store, run: Run) -> dict[str, int]:
 
 
 def marked_current_run_id(store: Store) -> str | None:
-    """The id of the run last marked current (whatever its status now)."""
-    row = store.row("SELECT value FROM kv WHERE key = 'current_run'")
-    return row["value"] if row and row["value"] else None
+    """The id of the current run (see current_run), or None: what `run list` stars."""
+    run = current_run(store)
+    return run.id if run else None

@@ -103,9 +103,15 @@ class ResumePack:
 def pick_run(store: Store, ref: str | None) -> Run:
     if ref:
         return get_run(store, ref)
-    run = current_run(store)
+    run = current_run(store)  # the one rule (runs/log.py): never another active run
     if run is None:
-        raise NotFound("no unfinished run to resume; name one: `agentstate resume run:…`")
+        active = [r["id"] for r in store.rows(
+            "SELECT id FROM runs WHERE status = 'active' ORDER BY updated DESC, rowid DESC "
+            "LIMIT 3")]
+        others = (f" (still active, not current: {', '.join('run:' + a for a in active)})"
+                  if active else "")
+        raise NotFound(f"no unfinished run to resume{others}; name one: "
+                       "`agentstate resume run:…`")
     return run
 
 

@@ -32,7 +32,19 @@ STORE_DIR = ".agentstate"
 DB_NAME = "state.db"
 SKILLS_DIR = "skills"
 BUSY_TIMEOUT_MS = 10_000
+# An allow-list: only shared/ (written by the first `agentstate sync`) is for git. Everything
+# else here, this file and config.toml included, is the clone's own, so `git add .agentstate`
+# never commits a file that a teammate's `init` also creates (their pull would abort on it,
+# "untracked working tree files would be overwritten"); git replaces an ignored file freely.
+# The named lines keep the private files ignored even if someone drops the first rule.
 GITIGNORE = (
+    "# agentstate: only shared/ (written by `agentstate sync`) is meant for git; the rest is\n"
+    "# this clone's own. To share the policy too: git add -f .agentstate/config.toml\n"
+    "/*\n!/shared/\n"
+    "state.db\nstate.db-*\nskills/\n*.lock\nhook-errors.log\nhistory.key\n"
+)
+# What earlier versions wrote: a store that still has it (untracked) is brought forward.
+OLD_GITIGNORE = (
     "# agentstate: the database and the skills repository are local state.\n"
     "state.db\nstate.db-*\nskills/\n*.lock\nhook-errors.log\nhistory.key\n"
 )
@@ -47,6 +59,10 @@ class Store:
     settings: Settings  # config.toml, validated when the store was opened
     clock: Clock = field(default_factory=Clock)
     ids: IdSource = field(default_factory=IdSource)
+    # Set by open_store when it upgraded a store made by an older version: the migrations
+    # applied and the copy of the database taken before them (the CLI says so on stderr).
+    upgraded: list[str] = field(default_factory=list)
+    backup: Path | None = None
 
     @property
     def work_tree(self) -> Path:
@@ -280,11 +296,15 @@ def open_store(
         ids=ids or ids_from_env(),
     )
     if migrate:
+        prefix = f"{root / DB_NAME}-before-"
         try:
-            apply_migrations(db)
+            store.upgraded = apply_migrations(db, backup_prefix=prefix)
         except sqlite3.OperationalError as exc:
             store.close()
             raise translate_sqlite_error(exc, root) from exc
+        if store.upgraded:
+            copy = Path(f"{prefix}{store.upgraded[0]}")
+            store.backup = copy if copy.exists() else None  # None: it was a blank database
     return store
 
 

@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentstate.config import CONFIG_NAME, load_settings, write_default_config
 from agentstate.errors import AgentStateError
-from agentstate.store.db import DB_NAME, GITIGNORE, STORE_DIR, connect, init_location
+from agentstate.store.db import (
+    DB_NAME,
+    GITIGNORE,
+    OLD_GITIGNORE,
+    STORE_DIR,
+    connect,
+    init_location,
+)
 from agentstate.store.migrations import apply_migrations
 
 
@@ -79,13 +87,19 @@ def _complete(root: Path, result: InitResult, extra: Extra | None) -> InitResult
     if not ignore.exists():
         ignore.write_text(GITIGNORE, encoding="utf-8")
         result.created.append(".gitignore")
+    elif _read(ignore) == OLD_GITIGNORE and _untracked(ignore):
+        # An earlier version's rules let `git add .agentstate` commit config.toml and this
+        # file, which then collided with a teammate's own copies on pull.
+        ignore.write_text(GITIGNORE, encoding="utf-8")
+        result.created.append(".gitignore (only shared/ is for git now)")
     db_path = root / DB_NAME
     fresh_db = not db_path.exists()
     db = connect(db_path)
     try:
         if fresh_db:
             db.conn.execute("PRAGMA journal_mode = WAL")
-        applied = apply_migrations(db)
+        # An older store upgraded by `init` keeps a copy from before, as on any first use.
+        applied = apply_migrations(db, backup_prefix=None if fresh_db else f"{db_path}-before-")
     finally:
         db.conn.close()
     if fresh_db:
@@ -100,3 +114,20 @@ def _complete(root: Path, result: InitResult, extra: Extra | None) -> InitResult
     if extra is not None:
         extra(root, result)
     return result
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _untracked(path: Path) -> bool:
+    """True when git does not track `path` (or there is no git): ours to rewrite."""
+    try:
+        out = subprocess.run(["git", "ls-files", "--error-unmatch", "--", path.name],
+                             cwd=path.parent, capture_output=True, check=False, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return True
+    return out.returncode != 0

@@ -9,8 +9,10 @@ at the end, whichever domain defines it. The functions live in each domain's `sc
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # sqlite_utils is slow to import; only the migrations themselves need it
@@ -63,6 +65,20 @@ def all_migrations() -> list[Migration]:
     ]
 
 
+def backup_database(conn: sqlite3.Connection, target: Path) -> None:
+    """A consistent copy of the open database (SQLite's backup API) at `target`, written
+    beside it and renamed into place; a copy already there is kept (it is the older one)."""
+    if target.exists():
+        return
+    partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    copy = sqlite3.connect(str(partial))
+    try:
+        conn.backup(copy)
+    finally:
+        copy.close()
+    os.replace(partial, target)
+
+
 def applied_migrations(db: sqlite_utils.Database) -> list[str]:
     conn = db.conn
     if not conn.execute(
@@ -77,15 +93,21 @@ def pending_migrations(db: sqlite_utils.Database) -> list[Migration]:
     return [m for m in all_migrations() if m[0] not in done]
 
 
-def apply_migrations(db: sqlite_utils.Database, upto: str | None = None) -> list[str]:
+def apply_migrations(db: sqlite_utils.Database, upto: str | None = None,
+                     backup_prefix: str | None = None) -> list[str]:
     """Apply pending migrations (each in its own transaction); return the names applied.
 
     `upto` stops after the named migration (tests use it to build older schemas).
+    `backup_prefix`: a database that already has migrations (a store made by an older
+    version) is first copied to `{backup_prefix}{first pending migration}`, so an upgrade
+    that goes wrong, or a downgrade of agentstate, can go back to it.
     """
     conn = db.conn
     pending = pending_migrations(db)
     if not pending:
         return []
+    if backup_prefix is not None and applied_migrations(db):
+        backup_database(conn, Path(f"{backup_prefix}{pending[0][0]}"))
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )

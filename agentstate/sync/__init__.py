@@ -66,9 +66,9 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
         if not dry_run:
             result.files_written = write_export(store, folder, plan)
             if result.files_written or path.is_dir():
-                if ensure_gitattributes(store.root):
-                    result.warnings.append("wrote .agentstate/.gitattributes (shared/*.jsonl "
-                                           "merge=union): commit it with the shared folder")
+                # Per clone (.git/info/attributes), nothing to commit: a store made before
+                # the rule moved there, or joined from a clone, gets it here.
+                ensure_gitattributes(store.root)
             folder = updated(folder, plan)
     if do_import:
         merged = import_folder(store, folder, principal=principal, dry_run=dry_run)

@@ -70,8 +70,12 @@ def _home() -> str:
 
 
 def search_path(tools: ToolSettings, base: Path) -> list[str]:
-    """`[tools] path` as existing directories: `~` is the user's home, relative entries are
-    relative to `base` (the repository)."""
+    """`[tools] path` as existing directories (`~` is the user's home, relative entries are
+    relative to `base`, the repository), then the project's own virtualenv: the activated
+    one (VIRTUAL_ENV) and `.venv/` at the repository root, where the project's pytest, ruff
+    or mypy live. They come after the configured directories, so a virtualenv adds the
+    project's tools but never replaces a system `git`; the allow and deny rules apply to
+    what is found there as to anything else."""
     out: list[str] = []
     for entry in tools.path:
         if entry == "~" or entry.startswith("~/"):
@@ -79,7 +83,24 @@ def search_path(tools: ToolSettings, base: Path) -> list[str]:
         where = Path(entry) if os.path.isabs(entry) else base / entry
         if where.is_dir() and str(where) not in out:
             out.append(str(where))
+    for venv in _project_venvs(base):
+        if str(venv) not in out:
+            out.append(str(venv))
     return out
+
+
+def _project_venvs(base: Path) -> list[Path]:
+    """The bin directories of the project's virtualenvs: only real ones (pyvenv.cfg), so an
+    arbitrary directory named in VIRTUAL_ENV is not taken for one."""
+    found = []
+    for root in (os.environ.get("VIRTUAL_ENV"), base / ".venv"):
+        if not root:
+            continue
+        venv = Path(root)
+        bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+        if (venv / "pyvenv.cfg").is_file() and bin_dir.is_dir():
+            found.append(bin_dir)
+    return found
 
 
 def resolve_program(argv0: str, dirs: list[str], cwd: Path | str) -> str | None:

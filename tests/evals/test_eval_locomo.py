@@ -361,7 +361,7 @@ def test_plot_needs_matplotlib_and_says_so(cli, tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     result = cli("eval", "locomo", str(TINY), "--plot", str(tmp_path / "r.png"))
     assert result.exit_code == 1
-    assert "agentstate[plot]" in result.stderr
+    assert "pip install 'matplotlib>=3.7'" in result.stderr and "agentstate-cli" in result.stderr
     assert not (tmp_path / "r.png").exists()
 
 

@@ -278,7 +278,8 @@ def test_without_the_sdk_the_command_names_the_extra(initialised):
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 1 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "pip install 'agentstate[mcp]'" in lines[0]
+    assert len(lines) == 1 and "-m pip install 'mcp>=2.3,<3'" in lines[0]
+    assert "agentstate-cli" in lines[0] and "'agentstate[" not in lines[0]
 
 
 def test_other_commands_never_import_the_sdk(initialised):

@@ -122,12 +122,15 @@ def test_drift_without_checkpoint_is_since_run_start(cli, initialised):
     assert drift["uncommitted"] == "appeared" and drift["changed_files"] == ["new.txt"]
 
 
-def test_resume_picks_most_recent_unfinished_run_or_the_named_one(cli, initialised):
+def test_resume_picks_the_current_run_or_the_named_one(cli, initialised):
     old = cli.json("run", "start", "old goal")["run"]["ref"]
     new = cli.json("run", "start", "new goal")["run"]["ref"]
     assert cli.json("resume")["run"]["ref"] == new
     cli.ok("run", "end", new)
-    assert cli.json("resume")["run"]["ref"] == old
+    # the current run ended: no other run takes over, but resume names the active one
+    after = cli("resume")
+    assert after.exit_code == 1 and f"still active, not current: {old}" in after.stderr
+    assert cli.json("resume", old)["run"]["ref"] == old
     pack = cli.json("resume", new)
     assert pack["run"]["ref"] == new and pack["run"]["status"] == "done"
     cli.ok("run", "end", old)

@@ -114,6 +114,33 @@ def test_run_end_twice_fails_and_changes_nothing(cli, initialised):
     assert db.execute("SELECT status, ended, updated FROM runs").fetchall() == before
 
 
+def test_run_end_without_a_ref_twice_ends_nothing_else(cli, initialised):
+    """Two active runs; `run end` twice: the second exits 1 and the other run stays active.
+    The current run is one rule for every command: after it ends there is none, and `log`,
+    `checkpoint`, `exec` and the git hooks' events do not move to another active run."""
+    other = cli.json("run", "start", "an older task")["run"]["ref"]
+    current = cli.json("run", "start", "this task")["run"]["ref"]
+    assert cli.json("run", "end")["ref"] == current
+    db = sqlite3.connect(initialised / ".agentstate" / "state.db")
+    before = db.execute("SELECT id, status, ended, updated FROM runs ORDER BY id").fetchall()
+    again = cli("run", "end", "--json")
+    assert again.exit_code == 1, again.stdout
+    message = again.json()["error"]["message"]
+    assert f"the most recent, {current}, is done" in message and other in message
+    assert db.execute("SELECT id, status, ended, updated FROM runs ORDER BY id").fetchall() \
+        == before
+    assert cli.json("run", "show", other)["run"]["status"] == "active"
+    # the same rule for writes and for what `run list` stars
+    assert cli("log", "note", "where does this go?").exit_code == 1
+    assert cli("checkpoint", "--note", "x").exit_code == 1
+    assert not any(r["current"] for r in cli.json("run", "list"))
+    assert cli.json("events", "--run", other) == []  # nothing landed on the other run
+    # naming the other run still works, and a new start makes a current run again
+    assert cli.json("run", "end", other)["status"] == "done"
+    fresh = cli.json("run", "start", "next")["run"]["ref"]
+    assert cli.json("log", "note", "here")["run"] == fresh
+
+
 def test_run_end_rejects_unknown_status(cli, initialised):
     run = cli.json("run", "start", "goal")["run"]["ref"]
     result = cli("run", "end", run, "--status", "finished", "--json")

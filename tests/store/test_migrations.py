@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 
 import pytest
 import sqlite_utils
@@ -167,3 +168,31 @@ def test_opening_a_store_does_not_import_sqlite_utils(initialised):
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_an_older_store_is_backed_up_before_its_first_use_migrates_it(cli, initialised):
+    """A store made by an earlier version: the first command copies the database, then
+    migrates; the copy is the old schema with the old data, and it is said on stderr."""
+    db_path = initialised / ".agentstate" / "state.db"
+    older = _fresh(initialised / "older.db")
+    apply_migrations(older, upto="m001_runs_events")
+    older.conn.execute("INSERT INTO runs (id, goal, status, created, updated) VALUES "
+                       "('oldrun1', 'from the old version', 'active', '2025-01-01T00:00:00Z', "
+                       "'2025-01-01T00:00:00Z')")
+    older.conn.close()
+    db_path.unlink()
+    for extra in db_path.parent.glob("state.db-*"):
+        extra.unlink()
+    (initialised / "older.db").rename(db_path)
+    result = cli.ok("run", "list")
+    copy = db_path.parent / f"state.db-before-{NAMES[1]}"
+    assert f"the database from before is kept at {copy}" in result.stderr
+    assert "run:oldrun1" in result.stdout
+    kept = sqlite3.connect(copy)
+    assert [r[0] for r in kept.execute("SELECT name FROM _migrations")] == [NAMES[0]]
+    assert kept.execute("SELECT goal FROM runs").fetchall() == [("from the old version",)]
+    assert applied_migrations(_fresh(db_path)) == NAMES
+    again = cli.ok("run", "list")
+    assert "upgraded" not in again.stderr  # once
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(copy)], cwd=initialised)
+    assert ignored.returncode == 0  # a local copy, never committed
