@@ -34,7 +34,6 @@ from agentstate.safety import redact_secrets
 from agentstate.skills import journal, registry
 from agentstate.skills import manifest as mf
 from agentstate.skills import remote_git as rg
-from agentstate.skills.revocation import revocation_refused
 from agentstate.skills.records import (
     candidate_version,
     current_release,
@@ -42,6 +41,7 @@ from agentstate.skills.records import (
     principal_name,
     registry_lock,
 )
+from agentstate.skills.revocation import revocation_refused
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
