@@ -108,7 +108,7 @@ CHAPTERS: list[Chapter] = [
         Cmd(["run", "start", "Fix the flaky test_parse_date test",
              "--constraint", "Do not change the public signature of parse_date",
              "--constraint", "Stay compatible with Python 3.11"], save="run"),
-        Cmd(["log", "observation", "test_parse_date fails about 1 run in 5 under LANG=en_US.UTF-8",
+        Cmd(["log", "observation", "test_parse_date fails about 1 run in 5 when CI runs the tests (LANG?)",
              "--source", "tool:pytest", "--meta", "exit_code=1"], save="obs_flaky"),
         Cmd(["log", "hypothesis", "A race between threads filling the parser cache"],
             save="hyp_race"),
