@@ -328,6 +328,7 @@ def resume(
                           "if they alone do not fit (the message names the minimum, the same "
                           "as `context --budget`)."),
     ] = None,
+    principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Print what a new session needs to pick up a run: the task's essentials (goal,
@@ -337,9 +338,11 @@ def resume(
     structure.
     """
     from agentstate.runs.resume import build_pack
+    from agentstate.store.principals import resolve_principal
 
     with cli_store() as store:
-        pack = build_pack(store, ref, budget=budget)
+        pack = build_pack(store, ref, budget=budget,
+                          principal=resolve_principal(store, principal))
 
     def human(console, _):
         import sys

@@ -24,7 +24,7 @@ from agentstate.context.compression import DEFAULT_CHARS, compress_line, focus_l
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_injection
-from agentstate.store.sources import is_untrusted, source_class
+from agentstate.store.sources import is_relayed_prompt, is_untrusted, source_class
 
 if TYPE_CHECKING:
     from agentstate.runs.lookups import EventLine
@@ -36,6 +36,9 @@ def trust(source: str) -> str:
     """How far text from `source` may be trusted, in words the model reads."""
     if source == "user":
         return "user (trusted)"
+    if is_relayed_prompt(source):
+        # The user's words as an agent client relayed them: possibly the agent's own.
+        return f"user (unverified: relayed by {source.split(':', 1)[1]})"
     if source == "model":
         return "model (inferred)"
     if is_untrusted(source):

@@ -6,7 +6,8 @@ entry point, not a domain: it maps each event onto the run log's own functions.
 
     SessionStart                   → the resume pack (within RESUME_BUDGET_TOKENS) on stdout,
                                      as hookSpecificOutput.additionalContext
-    UserPromptSubmit               → an `observation` from `user` (the first prompt of a
+    UserPromptSubmit               → an `observation` from `prompt:AGENT`, the user's words
+                                     unverified (the first prompt of a
                                      session without a run starts one, with it as the goal)
     PostToolUse(/Failure)          → a `tool` event with a bounded, redacted output excerpt
     PreCompact, Stop, SessionEnd   → catch up from the transcript, then a checkpoint
@@ -150,10 +151,11 @@ def _resume_context(store: Store, run: Run) -> str:
     from agentstate.runs.resume import build_pack
 
     try:
-        pack = build_pack(store, run.ref, budget=RESUME_BUDGET_TOKENS)
+        pack = build_pack(store, run.ref, budget=RESUME_BUDGET_TOKENS,
+                          principal=hook_principal(store))
     except BudgetTooSmall as exc:
         # The pinned parts alone are larger than the budget: show them whole, never cut.
-        pack = build_pack(store, run.ref, budget=exc.minimum)
+        pack = build_pack(store, run.ref, budget=exc.minimum, principal=hook_principal(store))
     header = ("agentstate resume pack (this repository's run log; read an evt:… ref with "
               "`agentstate events`, record findings with `agentstate log KIND TEXT`):")
     return f"{header}\n\n{pack.text}"
@@ -175,6 +177,7 @@ def _ensure_run(store: Store, payload: HookPayload, goal: str | None) -> tuple[R
 
 def _prompt(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
     from agentstate.runs.log import append_event
+    from agentstate.store.sources import relayed_prompt_source
     from agentstate.tools.runner import redact
 
     prompt = payload.data.get("prompt")
@@ -190,9 +193,11 @@ def _prompt(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
     goal = first_line if len(first_line) <= GOAL_CHARS else first_line[: GOAL_CHARS - 1] + "…"
     run, _ = _ensure_run(store, payload, goal)
     outcome.run = run.ref
-    # The user's own words, recorded as `user`: the hook is the user's channel here.
-    event = append_event(store, run.ref, "observation", text, source="user",
-                         meta=_meta(payload))
+    # The user's words as the client relays them: `prompt:AGENT`, unverified. Nothing in a
+    # hook's input or environment tells the client from an agent piping the same JSON into
+    # `agentstate hook` (docs/security.md, "Principals and authority").
+    event = append_event(store, run.ref, "observation", text,
+                         source=relayed_prompt_source(payload.agent), meta=_meta(payload))
     outcome.events.append(event.ref)
 
 
@@ -375,6 +380,7 @@ def logged_by_hooks(store: Store, run_ref: str) -> Callable[[dict[str, Any]], bo
     happened: the user's prompts (by text) and tool calls (by the agent's call id). The
     catch-up skips those, so a session is not recorded twice."""
     from agentstate.runs.log import list_events
+    from agentstate.store.sources import is_relayed_prompt
 
     prompts: set[str] = set()
     calls: set[str] = set()
@@ -386,7 +392,8 @@ def logged_by_hooks(store: Store, run_ref: str) -> Callable[[dict[str, Any]], bo
             meta = event.meta or {}
             if "hook" not in meta:
                 continue
-            if event.kind == "observation" and event.source == "user":
+            if event.kind == "observation" and (event.source == "user"
+                                                 or is_relayed_prompt(event.source)):
                 prompts.add(_prompt_key(event.text))
             elif event.kind == "tool" and isinstance(meta.get("tool_use_id"), str):
                 calls.add(meta["tool_use_id"])

@@ -202,7 +202,7 @@ def build_server(service: StoreService) -> MCPServer:
         def work(store: Store) -> Done:
             from agentstate.runs.resume import build_pack
 
-            pack = build_pack(store, run, budget=budget)
+            pack = build_pack(store, run, budget=budget, principal=who)
             return Done(pack, text=pack.text)
 
         return await service.tool("resume", work)
@@ -394,7 +394,7 @@ def build_server(service: StoreService) -> MCPServer:
         def work(store: Store) -> Done:
             from agentstate.runs.resume import build_pack
 
-            return Done(None, text=build_pack(store, None).text)
+            return Done(None, text=build_pack(store, None, principal=who).text)
 
         envelope, done = await service.call("resume", work)
         if done is None:

@@ -24,7 +24,7 @@ from agentstate.runs.importer import ImportLine, ImportResult, import_events
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
 from agentstate.store.limits import parse_json
-from agentstate.store.sources import tool_source
+from agentstate.store.sources import relayed_prompt_source, tool_source
 from agentstate.tools.excerpt import excerpt, redact
 
 AGENT_LABELS = {"claude-code": "a Claude Code session transcript",
@@ -372,6 +372,8 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
         store, records, run_ref=run_ref, goal=goal, default_goal=default_goal, origin=origin,
         strict=strict, label="line", worktree=None if run_ref else snapshot(store.work_tree),
         extra_kinds=frozenset({"checkpoint"}), bind_origin=True,
+        relay_user_as=(relayed_prompt_source(session.agent)
+                       if already_logged is not None or _run_for_an_agent(store) else None),
     )
     if result.run:
         remember_run_source(store, result.run, RunSource(
@@ -383,6 +385,19 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
     return TranscriptImport(path=str(path), agent=session.agent, session=session.session,
                             cwd=session.cwd, branch=session.branch, result=result,
                             counts=counts_by_kind(result))
+
+
+def _run_for_an_agent(store: Store) -> bool:
+    """True when the principal running this import may not claim `user`: the transcript is
+    then a file the agent could have written, so its user turns are relayed, unverified. A
+    hook's catch-up (`already_logged` given) is always the agent's (hooks act as `agent`)."""
+    from agentstate.errors import Refused
+    from agentstate.store.principals import environment_principal
+
+    try:
+        return not environment_principal(store).principal.can_claim("user")
+    except Refused:  # AGENTSTATE_PRINCIPAL raised under an agent: the agent's, then
+        return True
 
 
 def _skipping(records: Iterator[ImportLine], already_logged: AlreadyLogged

@@ -78,7 +78,13 @@ class RestoreResult:
 # ---------------------------------------------------------------- backup
 
 
-def backup(store: Store, out: Path | None = None) -> BackupResult:
+def backup(store: Store, out: Path | None = None, *, principal: str | None = None
+           ) -> BackupResult:
+    """Write the backup file. It holds every scope, so it is an owner action (a principal
+    that reads every scope); refused before anything is written."""
+    from agentstate.store.principals import check_whole_store, resolve_principal
+
+    check_whole_store(resolve_principal(store, principal), "back up the store", read=True)
     started = time.perf_counter()
     created = store.now()
     stamp = created[:19].replace("-", "").replace(":", "")

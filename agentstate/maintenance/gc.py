@@ -32,7 +32,13 @@ class GcResult:
     vacuumed: bool = False
 
 
-def gc(store: Store, *, dry_run: bool = False) -> GcResult:
+def gc(store: Store, *, dry_run: bool = False, principal: str | None = None) -> GcResult:
+    from agentstate.store.principals import check_whole_store, resolve_principal
+
+    # Removing events of every run is an owner action (a dry run changes nothing).
+    if not dry_run:
+        check_whole_store(resolve_principal(store, principal), "collect events (gc)",
+                          write=True)
     days = store.settings.retention.keep_events_days
     if days <= 0:
         return GcResult(configured=False, keep_events_days=days, cutoff=None, dry_run=dry_run)

@@ -27,7 +27,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from agentstate.config import CONFIG_NAME, load_settings, write_default_config
+from agentstate.config import CONFIG_NAME, Settings, load_settings, write_default_config
 from agentstate.errors import AgentStateError, CorruptStore, NotFound, Refused, StoreMissing
 from agentstate.maintenance.backup import (
     ASIDE_PREFIX,
@@ -62,6 +62,7 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
     if not root.parent.is_dir():  # never a folder made up from a typo in --dir
         raise NotFound(f"no folder {root.parent} to restore the store into (create it first)")
     live = root.exists()
+    _check_owner(root if live else None)
     staging = root.parent / f"{root.name}.restoring-{ids.new()}"
     lock: sqlite3.Connection | None = None
     try:
@@ -102,6 +103,17 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
         if lock is not None:
             lock.close()  # rolls back the read-only lock transaction on the old file
     return result
+
+
+def _check_owner(live: Path | None) -> None:
+    """Replacing a store (or creating one from a file) rewrites every scope: an owner action,
+    decided by the environment's principal under the live store's config.toml (the defaults
+    when there is none), before anything is read or staged."""
+    from agentstate.store.principals import check_whole_store, principal_from_environment
+
+    settings = load_settings(live / CONFIG_NAME) if live is not None else Settings()
+    who = principal_from_environment(settings.principals).principal
+    check_whole_store(who, "restore a store from a backup", read=True, write=True)
 
 
 def _target(override: str | Path | None, start: Path | None) -> Path:

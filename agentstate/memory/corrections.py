@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput, Refused
+from agentstate.memory.evidence import require_about
 from agentstate.memory.model import (
     Memory,
     MemoryVersion,
@@ -36,7 +37,7 @@ from agentstate.memory.versions import (
     resolve_conflict,
     set_status,
 )
-from agentstate.memory.write import check_text, guesses
+from agentstate.memory.write import check_text, guesses, outside_evidence
 from agentstate.safety import refuse_secrets
 from agentstate.store.limits import MAX_REASON_CHARS, check_length
 from agentstate.store.refs import make_ref
@@ -158,14 +159,12 @@ def _require_outside_evidence(store: Store, target: Memory,
     a file at a commit, or an event whose source is not `model`. Otherwise an agent could
     turn its own guess into a fact by citing its own note. A guess or an open question
     (write.guesses) confirms nothing, whoever logged it."""
-    from agentstate.runs.log import get_event
-
+    require_about(store, target.text, checked, target.ref)
+    if outside_evidence(store, checked):
+        return
     guessed = set(guesses(store, checked))
-    for ref, kind in checked:
-        if kind in ("user", "file") or (kind == "evt" and ref not in guessed
-                                         and get_event(store, ref).source != "model"):
-            return
-    what = "is only a guess or an open question" if guessed else "was written by the model itself"
+    what = ("is only a guess or an open question" if guessed else
+            "was written by the model itself or relayed as an unverified user prompt")
     raise Refused(f"{target.ref}: evidence {', '.join(r for r, _ in checked)} {what}; confirm "
                   "with evidence from outside it (user, a file:PATH@COMMIT, or an event from a "
                   "tool or the user that is not a hypothesis or question)")

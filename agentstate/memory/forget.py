@@ -14,7 +14,8 @@
   memories, short-text mentions, git objects of the skills registry, exports, config.toml)
   is listed in `still_in`, with the git command that rewrites the registry's history.
   An audit row per version keeps a keyed hash of the text, the time and the reason.
-  Purging what the user stated is the owner-only action `purge`.
+  Purging what the user stated is the owner-only action `purge`; forgetting it at all takes
+  a principal that may speak as the user (not the agent).
 Forgetting what is already forgotten (or purging what is already purged) is an error and
 changes nothing.
 """
@@ -148,6 +149,9 @@ def forget(
                           skipped=[r for r in _refs(rows) if r not in _refs(todo)])
     if purge:
         _check_may_purge(store, who, todo)
+    else:
+        _check_may_forget(store, who, todo)
+    if purge:
         todo = with_evidence_refs(store.conn, todo)
         matcher = Matcher.build(_purge_texts(todo), PURGE_SUBSTRING_MIN)
         _register(store.conn, matcher)
@@ -175,18 +179,36 @@ def forget(
     return result
 
 
+def _user_stated(store: Store, row: MemoryVersion) -> bool:
+    """Stated by the user (source `user`) or vouched for by the user (`user` evidence)."""
+    return row.source == "user" or store.conn.execute(
+        "SELECT 1 FROM memory_evidence WHERE memory_row = ? AND kind = 'user'",
+        (row.row,)).fetchone() is not None
+
+
 def _check_may_purge(store: Store, who: Principal, rows: list[MemoryVersion]) -> None:
     """Purging what the user stated (source `user`, or the user as evidence) is the
     owner-only action `purge`."""
     if who.may("purge"):
         return
     for row in rows:
-        vouched = store.conn.execute(
-            "SELECT 1 FROM memory_evidence WHERE memory_row = ? AND kind = 'user'",
-            (row.row,)).fetchone()
-        if row.source == "user" or vouched:
+        if _user_stated(store, row):
             who.check_action("purge", f"purge {make_ref('mem', row.id, row.version)}, "
                                       "stated by the user")
+
+
+def _check_may_forget(store: Store, who: Principal, rows: list[MemoryVersion]) -> None:
+    """Tombstoning what the user stated takes a principal that may speak as the user: a
+    lower authority (the agent) cannot undo the user's word, only contest it by writing a
+    new version that the user then confirms or rejects."""
+    if who.can_claim("user"):
+        return
+    stated = [make_ref("mem", r.id, r.version) for r in rows if _user_stated(store, r)]
+    if stated:
+        raise Refused(f"principal {who.name!r} may not forget {', '.join(stated)}: stated by "
+                      "the user, and it may not speak as the user (config.toml "
+                      f"[principals.{who.name}] sources); nothing changed. Ask the user to "
+                      "run `agentstate forget` from their own terminal")
 
 
 def _contest_rejected(store: Store, row: MemoryVersion, actor: str) -> None:

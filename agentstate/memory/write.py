@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput, Refused, a_or_an
+from agentstate.memory.evidence import require_about, self_authored
 from agentstate.memory.model import (
     MemoryVersion,
     chain_rows,
@@ -128,6 +129,8 @@ def remember(
     who.check_claim(source)
     if any(kind == "user" for _, kind in refs):
         who.check_claim("user", "evidence")
+    # Evidence must be about the fact (its key words or value), whoever cites it.
+    require_about(store, text, refs, "the memory text")
 
     status, reason = "active", "passed the write gate"
     phrases = find_injection(text)
@@ -145,6 +148,12 @@ def remember(
         reason = (f"{a_or_an(kind)} whose only evidence is a guess or an open question "
                   f"({', '.join(guessed)}) is a candidate until `memory confirm` adds evidence "
                   "from a tool, a file at a commit or the user")
+    elif kind in ("fact", "procedure") and not outside_evidence(store, refs):
+        status = "candidate"
+        reason = (f"{a_or_an(kind)} whose evidence the writer could have produced itself (the "
+                  "model's own events, or a user prompt relayed by an agent client, unverified) "
+                  "is a candidate until `memory confirm` adds evidence from a tool, a file at a "
+                  "commit or the user")
     elif kind == "preference" and not any(k == "user" for _, k in refs):
         status = "candidate"
         reason = "only the user states preferences; a candidate until the user confirms it"
@@ -180,6 +189,18 @@ def guesses(store: Store, refs: list[tuple[str, str]]) -> list[str]:
 
     return [ref for ref, kind in refs
             if kind == "evt" and get_event(store, ref).kind in UNCONFIRMED_EVENT_KINDS]
+
+
+def outside_evidence(store: Store, refs: list[tuple[str, str]]) -> list[str]:
+    """The refs among `refs` from a channel the model does not control: the user, a file at a
+    commit, or an event that is neither a guess nor the model's own word nor a relayed prompt
+    (memory/evidence.py)."""
+    from agentstate.runs.log import get_event
+
+    guessed = set(guesses(store, refs))
+    return [ref for ref, kind in refs
+            if kind in ("user", "file") or (kind == "evt" and ref not in guessed
+                                             and not self_authored(get_event(store, ref).source))]
 
 
 def _find_duplicate(store: Store, text: str, kind: str, key: str | None, scope: str,
@@ -289,4 +310,4 @@ def _similar(store: Store, text: str, kind: str, scope: str) -> list[dict]:
     return found[:5]
 
 
-__all__ = ["remember", "check_text", "confidence_for", "guesses"]
+__all__ = ["remember", "check_text", "confidence_for", "guesses", "outside_evidence"]

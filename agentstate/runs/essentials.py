@@ -24,6 +24,7 @@ from agentstate.runs.checkpoint import StateItem, WorkingState, recorded_version
 from agentstate.runs.log import Run
 from agentstate.runs.tool_results import ToolFailure, open_failures
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 
 # The essential sections, in text order, and their titles (shared by both commands).
 TITLES = {
@@ -115,7 +116,7 @@ def scope_of(run: Run | None) -> dict[str, Any] | None:
     return {"run": run.ref, "branch": run.branch, "paths": list(run.dirty_files)}
 
 
-def gather(store: Store, run: Run | None, *, principal: str | None = None,
+def gather(store: Store, run: Run | None, *, principal: Principal | str | None = None,
            drift: dict[str, Any] | None = None, per_group: int | None = None) -> Essentials:
     """Everything essential about `run` (None: only the user's preferences).
 

@@ -196,6 +196,7 @@ def import_events(
     extra_kinds: frozenset[str] = frozenset(),
     bind_origin: bool = False,
     claimed_by: Principal | None = None,
+    relay_user_as: str | None = None,
 ) -> ImportResult:
     """Import records into a run. The one import path: agent-transcript importers call it.
 
@@ -212,7 +213,9 @@ def import_events(
     forward, since a transcript does not say which commit it was written at.
     With `claimed_by`, a record whose source that principal may not claim (an agent's file
     saying `"source": "user"`) is recorded as `model`, its claim kept in meta
-    `claimed_source`: a file is the importer's word, not the user's.
+    `claimed_source`: a file is the importer's word, not the user's. With `relay_user_as`
+    (`prompt:AGENT`), records saying `user` are recorded as that source: a transcript read
+    on the agent's behalf relays the user's words unverified.
 
     Writes are committed in batches of `batch_size` (one transaction each). With
     `strict`, the whole import is one transaction and the first malformed or refused record
@@ -270,6 +273,8 @@ def import_events(
 
     def one(position: int | str, data: dict, record: dict) -> None:
         record = {**record, **_links(data, id_map)}
+        if relay_user_as is not None and record["source"] == "user":
+            record["source"] = relay_user_as
         if claimed_by is not None and not claimed_by.can_claim(record["source"]):
             record["meta"] = {**(record["meta"] or {}), "claimed_source": record["source"]}
             record["source"] = "model"

@@ -42,6 +42,7 @@ from agentstate.runs.essentials import WHAT, Essentials, gather, join_sections, 
 from agentstate.runs.log import Run, current_run, get_run
 from agentstate.runs.tool_results import open_failures, tool_failed
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
 
 # How much a kind matters when picking "relevant recent events" (recency breaks ties).
@@ -178,6 +179,7 @@ def build_pack(
     store: Store,
     ref: str | None = None,
     *,
+    principal: Principal | str,
     budget: int | None = None,
     count: Callable[[str], int] | None = None,
     drift: dict[str, Any] | None = None,
@@ -185,13 +187,16 @@ def build_pack(
 ) -> ResumePack:
     """Gather and render the resume pack; with `budget`, fit it within that many tokens.
 
-    `count` defaults to the store's configured token counter; `drift` and `skills` can be
-    passed in (tests, or callers that already computed them).
+    `principal` reads: its read scopes decide which preferences the pack shows (an entry
+    point resolves it — CLI `--as`, the MCP server's principal, `agent` for hooks — and
+    passes it down; nothing below falls back to the environment). `count` defaults to the
+    store's configured token counter; `drift` and `skills` can be passed in (tests, or
+    callers that already computed them).
     """
     if budget is not None and budget < 1:
         raise InvalidInput("--budget must be a positive number of tokens")
     run = pick_run(store, ref)
-    ess = gather(store, run, drift=drift)
+    ess = gather(store, run, principal=principal, drift=drift)
     state = ess.state
     assert state is not None and ess.drift is not None
     checkpoint = last_checkpoint(store, run)

@@ -41,6 +41,7 @@ from agentstate.skills.records import (
     principal_name,
     registry_lock,
 )
+from agentstate.skills.revocation import revocation_refused
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 
@@ -274,6 +275,15 @@ def _plan_pull(store: Store, source: rg.Remote, approve: bool,
                                    f"{revocation['tree'][:12]}, this registry's release has "
                                    f"{str(row['tree'])[:12]}"))
             continue
+        if row["status"] != "revoked":
+            # A remote is as trusted as whoever could write it: its revocation applies only
+            # where the principal pulling may revoke that version itself (`skill revoke`).
+            refusal = revocation_refused(store, principal, name, version)
+            if refusal is not None:
+                result.refused.append(Refusal(make_ref("skill", name, version), [
+                    f"the remote revokes it, but {refusal}; run `agentstate skill pull` "
+                    "from your own terminal to take the revocation in"]))
+                continue
         if tag not in local_records:
             plan.records[rg.LOCAL_REVOKED + tag] = sha
         if row["status"] == "revoked":

@@ -76,6 +76,18 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
                         exports_updated=updated)
 
 
+def revocation_refused(store: Store, principal: str, name: str, version: int) -> str | None:
+    """Why `principal` may not revoke NAME@vVERSION (None when it may): the rule of `skill
+    revoke`, applied to a revocation that arrives by `skill pull` as well."""
+    from agentstate.errors import Refused
+
+    try:
+        _check_may_revoke(store, principal, name, [version])
+    except Refused as exc:
+        return str(exc)
+    return None
+
+
 def _check_may_revoke(store: Store, principal: str, name: str, versions: list[int]) -> None:
     """Revoking a version another principal made is the owner-only action `revoke`."""
     from agentstate.store.principals import resolve_principal

@@ -165,8 +165,12 @@ def principal_from_environment(section: Any) -> EnvironmentPrincipal:
                                 "[principals] default in config.toml")
 
 
-def resolve_principal(store: Store, name: str | None = None) -> Principal:
-    """The environment's principal, or `name` (--as) when it has no more rights than that."""
+def resolve_principal(store: Store, name: Principal | str | None = None) -> Principal:
+    """The environment's principal, or `name` (--as) when it has no more rights than that.
+    A Principal an entry point already decided (a hook's `agent`) is taken as it is: only
+    code builds one, never a flag or a payload."""
+    if isinstance(name, Principal):
+        return name
     env = environment_principal(store)
     if name is None or name == env.principal.name:
         return env.principal
@@ -175,6 +179,21 @@ def resolve_principal(store: Store, name: str | None = None) -> Principal:
         raise Refused(f"--as {name}: principal {name!r} has rights that {env.principal.name!r} "
                       f"(from {env.decided_by}) lacks; --as may only narrow the principal")
     return chosen
+
+
+def check_whole_store(principal: Principal, what: str, *, read: bool = False,
+                      write: bool = False) -> None:
+    """Refuse (exit 3) an action on the whole store to a principal whose scopes do not cover
+    it: a backup reads every scope (the user's too), a restore, `gc` or a destructive sync
+    import rewrites or deletes every scope. Derived from the scopes, not from `actions`, so a
+    config.toml written before these checks keeps the owner able to do them."""
+    lacks = [f"{verb} every scope" for verb, needed, patterns in (
+        ("read", read, principal.read), ("write", write, principal.write))
+        if needed and "*" not in patterns]
+    if lacks:
+        raise Refused(f"principal {principal.name!r} may not {what}: an owner action, it takes "
+                      f"a principal that may {' and '.join(lacks)}; run it from your own "
+                      "terminal")
 
 
 def default_source(principal: Principal) -> str:

@@ -1,7 +1,10 @@
-"""Where a piece of state came from: `user`, `model`, `tool:NAME`, `file:PATH@COMMIT`, `evt:REF`.
+"""Where a piece of state came from: `user`, `model`, `tool:NAME`, `file:PATH@COMMIT`, `evt:REF`,
+and `prompt:AGENT` — a user prompt relayed by an agent client's hook or transcript, which the
+agent could have written itself (docs/security.md, "Principals and authority").
 
 Authority orders conflicts in memory: the user outranks file/tool evidence, which outranks the
-model. Content from tools, files or the web is data, never instructions.
+model. A relayed prompt ranks with the model: nothing the agent can produce outranks what it
+could write itself. Content from tools, files or the web is data, never instructions.
 """
 
 from __future__ import annotations
@@ -13,14 +16,16 @@ from agentstate.errors import InvalidInput
 _TOOL = re.compile(r"^tool:[A-Za-z0-9_.\-/]{1,100}$")
 _FILE = re.compile(r"^file:[^@\s][^@]*@[0-9A-Za-z_.\-/]{1,64}$")
 _EVT = re.compile(r"^evt:[0-9a-z]{4,32}$")
+_PROMPT = re.compile(r"^prompt:[a-z0-9][a-z0-9\-]{0,39}$")
 
-AUTHORITY = {"user": 3, "file": 2, "tool": 2, "evt": 2, "model": 1}
-SOURCE_FORMS = "user, model, tool:NAME, file:PATH@COMMIT"
+AUTHORITY = {"user": 3, "file": 2, "tool": 2, "evt": 2, "model": 1, "prompt": 1}
+SOURCE_FORMS = "user, model, tool:NAME, file:PATH@COMMIT, prompt:AGENT"
 
 
 def validate_source(source: str, *, allow_event: bool = False) -> str:
     value = (source or "").strip()
-    if value in ("user", "model") or _TOOL.match(value) or _FILE.match(value):
+    if (value in ("user", "model") or _TOOL.match(value) or _FILE.match(value)
+            or _PROMPT.match(value)):
         return value
     if allow_event and _EVT.match(value):
         return value
@@ -45,3 +50,16 @@ def tool_source(program: str) -> str:
     """The source of a tool's output: `tool:NAME`, in the restricted alphabet of sources
     (g++ becomes tool:g__)."""
     return "tool:" + (re.sub(r"[^A-Za-z0-9_.\-/]", "_", program)[:100] or "unknown")
+
+
+def relayed_prompt_source(agent: str) -> str:
+    """The source of a user prompt that reached agentstate through an agent client (a hook's
+    payload, a transcript line): `prompt:AGENT`, the user's words *unverified*. Nothing in
+    such a channel tells the client from the agent imitating it (an agent with a shell can
+    pipe any payload into `agentstate hook` and write any transcript), so it is shown to the
+    model as the user's but is never evidence that activates, confirms or approves."""
+    return "prompt:" + (re.sub(r"[^a-z0-9\-]", "-", agent.lower())[:40] or "agent")
+
+
+def is_relayed_prompt(source: str) -> bool:
+    return source_class(source) == "prompt"

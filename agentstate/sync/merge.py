@@ -24,6 +24,20 @@ changes nothing:
 Text that reads as instructions to the agent is quarantined (as the write gate does); a
 held record (`held`) keeps its status; records with secrets, scopes the principal may not
 write or sources it may not claim are skipped and reported.
+
+Authority (docs/security.md, "Principals and authority"): a record's `source` and
+`principal` are claims a teammate (or anyone who can edit the folder) wrote, so an import
+never raises them:
+- a record replaces its parent only when the importing principal may claim the record's
+  source and that source ranks at least as high as the parent's (a `model` record does not
+  supersede what the user stated or vouched for) — inserted, matched or tombstoned alike;
+- a version the user stated or vouched for *in this store* (not itself imported) is never
+  superseded or forgotten by an import: a teammate's newer value arrives contested, a
+  teammate's tombstone for it is reported and left for the local user;
+- an imported preference arrives as a `candidate`: only the local user's `memory confirm
+  --evidence user` pins it;
+- applying tombstones (forget, purge) is an owner action: a principal that may not write
+  every scope is refused (exit 3) before anything changes.
 """
 
 from __future__ import annotations
@@ -53,8 +67,9 @@ from agentstate.memory.versions import (
     vref,
 )
 from agentstate.safety import find_injection, find_secrets
-from agentstate.store.principals import Principal
+from agentstate.store.principals import Principal, check_whole_store
 from agentstate.store.refs import make_ref
+from agentstate.store.sources import authority
 from agentstate.sync.records import Folder, Record, evidence_kind
 from agentstate.sync.shared import mapping, mappings_of, record_mapping
 
@@ -85,6 +100,9 @@ def import_folder(store: Store, folder: Folder, *, principal: str | None = None,
     result = ImportResult()
     forgets, purges = folder.targets("forget"), folder.targets("purge")
     dead = forgets | purges
+    if not dry_run and _applies_tombstones(store, forgets, purges):
+        check_whole_store(who, "apply teammates' forget/purge tombstones (sync import)",
+                          write=True)
     try:
         with store.transaction():
             from agentstate.sync.shared import all_mappings
@@ -96,7 +114,7 @@ def import_folder(store: Store, folder: Folder, *, principal: str | None = None,
                 if record.id not in dead:
                     _memory(store, record, who, result)
                 else:
-                    _replaced_by_dead(store, record, result)
+                    _replaced_by_dead(store, record, who, result)
             # After every insert, so what a tombstoned record matches does not depend on
             # the order the records came in.
             for record in memories:
@@ -175,21 +193,46 @@ def _version_row(store: Store, found: Any) -> MemoryVersion | None:
                 None)
 
 
-def _replaced_by_dead(store: Store, record: Record, result: ImportResult) -> None:
+def _replaced_by_dead(store: Store, record: Record, who: Principal,
+                      result: ImportResult) -> None:
     """A tombstoned record still replaced its parent: where the teammate wrote it, the
     parent was superseded before the new value was forgotten. Without this the parent
-    would be current or not depending on whether the tombstone came in the same pull."""
-    _replace_parent(store, record, result, "since forgotten")
+    would be current or not depending on whether the tombstone came in the same pull.
+    It is checked as an inserted record would be (secrets, scope, source): a record that
+    is never inserted must not get to replace anything unchecked."""
+    if _refusal(record, who) is None:
+        _replace_parent(store, record, who, result, "since forgotten")
 
 
-def _replace_parent(store: Store, record: Record, result: ImportResult, note: str = ""
-                    ) -> None:
+def user_stated_here(store: Store, row: MemoryVersion) -> bool:
+    """Stated or vouched for by the user in this store (not a version an import wrote)."""
+    if row.principal.startswith(f"{ACTOR}:"):
+        return False
+    return row.source == "user" or _vouched(store, row)
+
+
+def _vouched(store: Store, row: MemoryVersion) -> bool:
+    return store.conn.execute(
+        "SELECT 1 FROM memory_evidence WHERE memory_row = ? AND kind = 'user'",
+        (row.row,)).fetchone() is not None
+
+
+def _rank(store: Store, row: MemoryVersion) -> int:
+    """A version's authority: its source's, or the user's when the user vouched for it."""
+    return authority("user") if _vouched(store, row) else authority(row.source)
+
+
+def _replace_parent(store: Store, record: Record, who: Principal, result: ImportResult,
+                    note: str = "") -> None:
     """A record that says it replaced its parent supersedes the parent here (current or
     contested), however it arrived: inserted, matched with a version here, or tombstoned."""
     data = record.data
     parent = mapping(store, data["parent"]) if data["rel"] == "supersedes" else None
     row = _version_row(store, parent) if parent is not None else None
     if row is None or row.status not in (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED):
+        return
+    # Never above the record's own authority, never over the local user's word.
+    if authority(data["source"]) < _rank(store, row) or user_stated_here(store, row):
         return
     why = (f"superseded by a teammate's newer value (record {record.id[:12]}"
            + (f", {note})" if note else ")"))
@@ -225,7 +268,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
         record_mapping(store, record.id, same.id, same.version, "match", data["rel"])
         result.imported.append(vref(same))
         result.touched.add(same.id)
-        _replace_parent(store, record, result)
+        _replace_parent(store, record, who, result)
         return
     chain_id = parent.memory if parent else (
         key_chain_id(store, data["key"], data["scope"]) if data["key"] else None)
@@ -236,6 +279,12 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
     elif find_injection(data["text"]):
         status = "quarantined"
         reason += "; it reads as instructions to the agent, kept out of reads"
+    elif data["kind"] == "preference":
+        # A teammate's preference (or a line written by hand) is never pinned here by the
+        # import alone: the local user confirms it (`memory confirm REF --evidence user`).
+        status = "candidate"
+        reason += ("; a teammate's preference is a candidate until you confirm it "
+                   "(memory confirm REF --evidence user)")
     cur = current_memory_version(rows, store.now()) if rows else None
     live = cur if cur is not None and cur.status == MemoryStatus.ACTIVE else None
     memory_id = chain_id or store.new_id()
@@ -257,7 +306,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
     if status == "active":
         # A newer value of a version here replaces it; beside any other current value it
         # is contested, never an overwrite (_settle then ranks rival imports).
-        _replace_parent(store, record, result)
+        _replace_parent(store, record, who, result)
         rows = chain_rows(store, memory_id)
         new_row = next(r for r in rows if r.row == row_id)
         live = next((r for r in reversed(rows)
@@ -310,6 +359,12 @@ def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principa
         if row is None or row.purged or (not purge and row.status == MemoryStatus.FORGOTTEN):
             continue
         ref = make_ref("mem", found.memory, found.version)
+        if user_stated_here(store, row):
+            result.skipped.append({"record": target, "where": "tombstones.jsonl",
+                                   "reason": f"{ref} was stated by the user here: a "
+                                   "teammate's tombstone does not forget it (run `agentstate "
+                                   "forget` yourself)"})
+            continue
         why = f"{'purged' if purge else 'forgotten'} by a teammate (shared tombstone " \
               f"{target[:12]})"
         if dry_run:
@@ -322,6 +377,19 @@ def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principa
         if purge:
             result.purged.append(ref)
         result.touched.add(found.memory)
+
+
+def _applies_tombstones(store: Store, forgets: set[str], purges: set[str]) -> bool:
+    """Would this import forget or purge anything here? (a tombstone naming a record mapped
+    to a version that is not already gone)"""
+    for target in forgets | purges:
+        found = mapping(store, target)
+        row = _version_row(store, found) if found is not None else None
+        if row is None or row.purged:
+            continue
+        if target in purges or row.status != MemoryStatus.FORGOTTEN:
+            return True
+    return False
 
 
 def _settle(store: Store, memory_id: str, result: ImportResult) -> None:

@@ -38,12 +38,15 @@ def history(store, cli):
     append_event(store, run.ref, "question", "which command runs the suite, what is the "
                  "login timeout, and does the session fixture need a shim?")
     append_event(store, run.ref, "verify", "run the login test twenty times in a row")
-    return {"run": run, "events": events}
+    # Evidence must be about the fact it backs: what a tool saw of the timeout.
+    timeout = append_event(store, run.ref, "observation",
+                           "auth/settings.py: login timeout = 10 seconds", source="tool:grep")
+    return {"run": run, "events": events, "timeout": timeout}
 
 
 def test_new_user_scenario(cli, history):
     run = history["run"]
-    timeout_evt = history["events"][0].ref
+    timeout_evt = history["timeout"].ref
     # A fact, then the user corrects it: v2 current, v1 superseded.
     first = cli.json("remember", "the suite runs with tox -e py311", "--kind", "fact",
                      "--key", "test-command")

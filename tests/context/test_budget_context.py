@@ -119,7 +119,7 @@ def test_budget_pinned_manifest_and_determinism(case):
                 from agentstate.runs.resume import build_pack
 
                 try:
-                    build_pack(store, run.ref, budget=budget, skills=[])
+                    build_pack(store, run.ref, principal="owner", budget=budget, skills=[])
                     raise AssertionError("resume accepted a budget context refused")
                 except BudgetTooSmall as refused:
                     assert refused.minimum == exc.minimum

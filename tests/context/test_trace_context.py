@@ -20,7 +20,7 @@ def find(node, relation, ref=None):
 def world(cli, initialised):
     run = cli.json("run", "start", "verify the tests pass after the parser change",
                    "-c", "do not touch the public API")["run"]["ref"]
-    obs = cli.json("log", "observation", "pytest passed: 212 tests in 9.1s",
+    obs = cli.json("log", "observation", "make check (pytest) passed: 212 tests in 9.1s",
                    "--source", "tool:pytest")["ref"]
     old = cli.json("log", "decision", "use make test as the test entry")["ref"]
     newer = cli.json("log", "decision", "use make check as the test entry",
@@ -64,7 +64,7 @@ def test_trace_memory_versions_evidence_and_packs(cli, world):
 
 def test_trace_event_packs_and_memories_drawn_from_it(cli, world):
     tree = cli.json("trace", world["obs"])
-    assert tree["detail"]["text"] == "pytest passed: 212 tests in 9.1s"
+    assert tree["detail"]["text"] == "make check (pytest) passed: 212 tests in 9.1s"
     assert find(tree, "drawn into", world["mem"])
     assert find(tree, "considered in", world["pack"]["ref"])
     # a superseded event is reported stale, with what replaced it

@@ -60,7 +60,8 @@ def test_every_recorded_payload_is_handled(initialised, cli, agent, order):
     assert kinds.count("tool") == (3 if agent == "claude-code" else 2)
     assert "checkpoint" in kinds
     prompt = next(e for e in found if e["kind"] == "observation")
-    assert prompt["source"] == "user" and prompt["meta"]["agent"] == agent
+    # Relayed by the client's hook: the user's words, unverified (an agent can pipe the same).
+    assert prompt["source"] == f"prompt:{agent}" and prompt["meta"]["agent"] == agent
     for tool in (e for e in found if e["kind"] == "tool"):
         assert tool["source"].startswith("tool:")
     assert all(e["source"] == "model" for e in found if e["kind"] == "checkpoint")
@@ -244,7 +245,8 @@ def test_catch_up_from_the_transcript_does_not_record_a_session_twice(initialise
         proc = hook("claude-code", data, initialised)
         assert proc.returncode == 0 and proc.stderr == "", (name, proc.stderr)
     found = events(cli)
-    prompts = [e for e in found if e["kind"] == "observation" and e["source"] == "user"]
+    prompts = [e for e in found
+               if e["kind"] == "observation" and e["source"] == "prompt:claude-code"]
     tools = [e for e in found if e["kind"] == "tool"]
     said = [e for e in found if e["kind"] == "observation" and e["source"] == "model"]
     assert len(prompts) == 1 and len(tools) == 1

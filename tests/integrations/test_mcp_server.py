@@ -167,7 +167,8 @@ def test_a_secret_in_remember_is_refused_and_nothing_is_stored(client, server_re
     assert not any("deploy token" in (m["text"] or "") for m in stored)
 
 
-def test_remember_gates_a_models_claim_and_recall_reports_what_it_withheld(client):
+def test_remember_gates_a_models_claim_and_recall_reports_what_it_withheld(client,
+                                                                           server_repo):
     bare = client.ok("remember", text="the tokenizer lives in quokka.py", kind="fact")
     assert bare["data"]["status"] == "candidate" and bare["data"]["memory"]["source"] == "model"
     assert "candidate" in bare["note"]
@@ -178,11 +179,15 @@ def test_remember_gates_a_models_claim_and_recall_reports_what_it_withheld(clien
     nothing = client.ok("recall", query="zebra giraffe")
     assert nothing["data"]["matched_nothing"] is True and nothing["data"]["hits"] == []
     assert nothing["note"] == "no memory matched 'zebra giraffe'"
-    # With an event as evidence the same kind of claim is stored as current.
+    # The model's own event is not evidence from outside it: still a candidate …
     event = client.ok("log_event", kind="observation", text="wombat.py holds the grammar")
     backed = client.ok("remember", text="the grammar lives in wombat.py", kind="fact",
                        evidence=[event["data"]["ref"]])["data"]
-    assert backed["status"] == "active" and event["data"]["ref"] in backed["evidence_added"]
+    assert backed["status"] == "candidate" and event["data"]["ref"] in backed["evidence_added"]
+    # … until the owner, at a terminal, vouches for it.
+    repo, env, _ = server_repo
+    assert _cli(repo, env, "memory", "confirm", backed["ref"], "--evidence", "user")[
+        "status"] == "active"
     hits = client.ok("recall", query="wombat", limit=5)["data"]["hits"]
     assert [h["ref"] for h in hits] == [backed["ref"]]
     assert client.ok("trace", ref=backed["ref"])["data"]["ref"].startswith(backed["ref"][:14])

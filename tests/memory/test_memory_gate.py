@@ -137,7 +137,7 @@ def test_model_fact_without_evidence_is_a_candidate_until_confirmed(cli, initial
     recalled = cli.json("recall", "python CI")
     assert recalled["matched_nothing"] is True
     assert recalled["withheld"] == {"candidate": 1}
-    evt = log(cli, "observation", "tox.ini lists py311 only", "--run", run)
+    evt = log(cli, "observation", "tox.ini envlist: CI runs python 3.11 only", "--run", run)
     confirmed = cli.json("memory", "confirm", data["ref"], "--evidence", evt)
     assert confirmed["status"] == "active"
     assert evt in confirmed["evidence_added"]
@@ -171,8 +171,12 @@ def test_a_fact_whose_only_evidence_is_a_guess_is_a_candidate(cli, initialised):
     assert [h["ref"] for h in cli.json("recall", "worker pool workers")["hits"]] \
         == [current["ref"]]
     # A guess plus an observation is evidence; a guess never confirms, whoever logged it.
+    cache_guess = log(cli, "hypothesis", "maybe the build cache lives in /srv/cache?", "--run",
+                      run)
+    cache_seen = log(cli, "observation", "ls /srv/cache: the build cache files live here",
+                     "--run", run, "--source", "tool:ls")
     assert rem(cli, "the build cache lives in /srv/cache", "--kind", "fact", "--source",
-               "model", "-e", guess, "-e", seen)["status"] == "active"
+               "model", "-e", cache_guess, "-e", cache_seen)["status"] == "active"
     user_guess = log(cli, "hypothesis", "port 9000, I think", "--run", run, "--source", "user")
     result = cli("memory", "confirm", data["ref"], "--evidence", user_guess, "--json")
     assert result.exit_code == 3 and "guess" in result.json()["error"]["message"]
@@ -186,7 +190,7 @@ def test_a_fact_whose_only_evidence_is_a_guess_is_a_candidate(cli, initialised):
 def test_fact_with_evidence_is_active(cli, initialised, evidence_kind):
     if evidence_kind == "event":
         start_run(cli)
-        args = ["--source", "model", "-e", log(cli, "observation", "saw it")]
+        args = ["--source", "model", "-e", log(cli, "observation", "the README is one line")]
     elif evidence_kind == "file":
         args = ["--source", "model", "-e", "file:README.md@HEAD"]
     else:
@@ -290,7 +294,7 @@ def test_same_text_in_another_scope_is_not_a_duplicate(cli, initialised):
 def test_equal_authority_new_value_supersedes_when_old_has_no_more_evidence(cli, initialised):
     run = start_run(cli)
     e1 = log(cli, "observation", "Makefile has test target", "--run", run)
-    e2 = log(cli, "observation", "tox.ini is the real entry", "--run", run)
+    e2 = log(cli, "observation", "tox.ini: tests run with tox", "--run", run)
     old = rem(cli, "tests run with make test", "--kind", "fact", "--key", "test-command",
               "--source", "model", "-e", e1)
     new = rem(cli, "tests run with tox", "--kind", "fact", "--key", "test-command",
@@ -309,7 +313,7 @@ def test_equal_authority_new_value_supersedes_when_old_has_no_more_evidence(cli,
 
 def test_lower_authority_value_is_contested_and_shown_beside_the_current(cli, initialised):
     run = start_run(cli)
-    evt = log(cli, "observation", "someone said pytest -x", "--run", run)
+    evt = log(cli, "observation", "someone said the test command is pytest -x", "--run", run)
     old = rem(cli, "the test command is make test", "--kind", "fact", "--key", "test-command")
     new = rem(cli, "the test command is pytest -x", "--kind", "fact", "--key", "test-command",
               "--source", "tool:chat", "-e", evt)
@@ -331,7 +335,8 @@ def test_lower_authority_value_is_contested_and_shown_beside_the_current(cli, in
 
 def test_old_value_with_more_independent_evidence_wins(cli, initialised):
     run = start_run(cli)
-    e1, e2, e3 = (log(cli, "observation", f"seen {i}", "--run", run) for i in range(3))
+    e1, e2, e3 = (log(cli, "observation", f"seen {i}: port {9090 if i == 2 else 8080}",
+                      "--run", run) for i in range(3))
     old = rem(cli, "port is 8080", "--kind", "fact", "--key", "port", "--source", "tool:ps",
               "-e", e1, "-e", e2)
     new = rem(cli, "port is 9090", "--kind", "fact", "--key", "port", "--source", "tool:ps",
@@ -342,7 +347,8 @@ def test_old_value_with_more_independent_evidence_wins(cli, initialised):
 
 def test_user_correction_always_becomes_current(cli, initialised):
     run = start_run(cli)
-    evts = [log(cli, "observation", f"seen {i}", "--run", run) for i in range(3)]
+    evts = [log(cli, "observation", f"seen {i}: deploys go to staging first", "--run", run)
+            for i in range(3)]
     old = rem(cli, "deploys go to staging first", "--kind", "fact", "--key", "deploy",
               "--source", "file:README.md@HEAD", *[a for e in evts for a in ("-e", e)])
     correction = rem(cli, "deploys go straight to prod", "--kind", "fact", "--key", "deploy")
@@ -408,7 +414,8 @@ def test_new_value_replaces_an_expired_one_whatever_its_authority(cli, initialis
 
 def test_contested_value_that_gathers_evidence_becomes_current(cli, initialised):
     run = start_run(cli)
-    e1, e2, e3 = (log(cli, "observation", f"ci log {i}", "--run", run) for i in range(3))
+    e1, e2, e3 = (log(cli, "observation", f"ci log {i}: {8 if i == 2 else 4} workers", "--run",
+                      run) for i in range(3))
     old = rem(cli, "ci uses 4 workers", "--kind", "fact", "--key", "workers",
               "--source", "tool:ci", "-e", e1, "-e", e2)
     new = rem(cli, "ci uses 8 workers", "--kind", "fact", "--key", "workers",

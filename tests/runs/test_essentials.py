@@ -78,20 +78,22 @@ def test_resume_and_context_refuse_below_the_same_minimum_and_keep_the_essential
         count = counter_for(store.settings.tokens).count
         essentials = gather(store, run)
         expected = count(essentials.text())
-        from_resume = _minimum(lambda b: build_pack(store, run.ref, budget=b, skills=[]))
+        from_resume = _minimum(lambda b: build_pack(store, run.ref, principal="owner",
+                                                          budget=b, skills=[]))
         from_context = _minimum(lambda b: build_context(store, run=run.ref, budget=b,
                                                         save=False))
         assert from_resume == from_context == expected
         # At the minimum, and a little above it, both keep every essential.
         for budget in (expected, expected + extra):
-            resumed = build_pack(store, run.ref, budget=budget, skills=[])
+            resumed = build_pack(store, run.ref, principal="owner", budget=budget, skills=[])
             packed = build_context(store, run=run.ref, budget=budget, save=False)
             for text in (resumed.text, packed.text):
                 assert count(text) <= budget
                 for item in essentials.items:
                     assert item.floor in text, item
         # The one just below is refused by both.
-        for build in (lambda: build_pack(store, run.ref, budget=expected - 1, skills=[]),
+        for build in (lambda: build_pack(store, run.ref, principal="owner",
+                                          budget=expected - 1, skills=[]),
                       lambda: build_context(store, run=run.ref, budget=expected - 1,
                                             save=False)):
             if expected > 1:
@@ -127,7 +129,7 @@ def test_tight_budgets_keep_the_goal_and_the_drift_summary_or_refuse(store, stor
     run = story["run"]
     count = counter_for(store.settings.tokens).count
     minimum = count(gather(store, run).text())
-    for build in (lambda: build_pack(store, run.ref, budget=budget),
+    for build in (lambda: build_pack(store, run.ref, principal="owner", budget=budget),
                   lambda: build_context(store, budget=budget, save=False)):
         if budget < minimum:
             with pytest.raises(BudgetTooSmall) as refused:
@@ -146,7 +148,7 @@ def test_at_a_budget_with_room_both_keep_everything_essential_and_the_goal_once(
     count = counter_for(store.settings.tokens).count
     budget = count(gather(store, run).text()) + 40
     packed = build_context(store, budget=budget, save=False)
-    resumed = build_pack(store, run.ref, budget=budget)
+    resumed = build_pack(store, run.ref, principal="owner", budget=budget)
     for text in (packed.text, resumed.text):
         assert count(text) <= budget
         assert "- since checkpoint" in text and "HEAD moved to" in text
@@ -198,7 +200,7 @@ def test_drift_names_commits_and_tells_file_kinds_apart(store, repo):
     for line in ("commit ", "add the feature", "modified keep.py", "added staged.py",
                  "deleted old.py", "untracked scratch.txt"):
         assert line in summary.full
-    text = build_pack(store, run.ref).text
+    text = build_pack(store, run.ref, principal="owner").text
     assert "  - untracked scratch.txt" in text and "  - deleted old.py" in text
 
 

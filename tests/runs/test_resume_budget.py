@@ -51,9 +51,10 @@ def test_budget_is_never_exceeded_and_pinned_parts_are_kept(contents, budget):
             create_checkpoint(store, run.ref, contents["checkpoint"])
         skills = contents["skills"]
         count = counter_for(store.settings.tokens).count
-        full = build_pack(store, run.ref, drift=DRIFT, skills=list(skills))
+        full = build_pack(store, run.ref, principal="owner", drift=DRIFT, skills=list(skills))
         try:
-            pack = build_pack(store, run.ref, budget=budget, drift=DRIFT, skills=list(skills))
+            pack = build_pack(store, run.ref, principal="owner", budget=budget, drift=DRIFT,
+                              skills=list(skills))
         except BudgetTooSmall as exc:
             assert exc.minimum > budget
             assert exc.minimum >= count(full.pinned_text)
@@ -83,9 +84,9 @@ def test_budget_drops_lowest_priority_first_and_lists_refs(store):
     notes = [append_event(store, run.ref, "note", f"note number {i} " + "word " * 30)
              for i in range(6)]
     count = counter_for(store.settings.tokens).count
-    full = build_pack(store, run.ref, drift=DRIFT, skills=[])
+    full = build_pack(store, run.ref, principal="owner", drift=DRIFT, skills=[])
     budget = count(full.pinned_text) + 120
-    pack = build_pack(store, run.ref, budget=budget, drift=DRIFT, skills=[])
+    pack = build_pack(store, run.ref, principal="owner", budget=budget, drift=DRIFT, skills=[])
     assert count(pack.text) <= budget
     assert "the confirmed cause" in pack.text  # highest optional priority kept
     assert [d.ref for d in pack.diagnoses] == [diag.ref]
@@ -98,9 +99,9 @@ def test_budget_drops_lowest_priority_first_and_lists_refs(store):
 def test_drift_falls_back_to_its_short_form(store):
     run, _ = start_run(store, "goal")
     count = counter_for(store.settings.tokens).count
-    full = build_pack(store, run.ref, drift=DRIFT, skills=[])
+    full = build_pack(store, run.ref, principal="owner", drift=DRIFT, skills=[])
     budget = count(full.pinned_text) + 80
-    pack = build_pack(store, run.ref, budget=budget, drift=DRIFT, skills=[])
+    pack = build_pack(store, run.ref, principal="owner", budget=budget, drift=DRIFT, skills=[])
     assert "HEAD moved" in pack.text and "30 commit(s)" in pack.text
     assert "commit number 29" not in pack.text  # the listing was dropped, the summary kept
     assert f"worktree:{run.ref}" in pack.compressed

@@ -101,13 +101,25 @@ def test_a_tombstone_for_an_unknown_memory_waits_and_wins_later(cli, initialised
 
 
 def test_a_tombstoned_record_forgets_the_same_fact_written_here(cli, initialised):
-    cli.ok("remember", "the nightly job starts at 02:00", "--kind", "fact", "--source", "user")
+    cli.ok("remember", "the nightly job starts at 02:00", "--kind", "fact", "--source", "tool:cron")
     folder = _shared(initialised)
     record = _fact("The nightly job starts at 02:00.")  # same fact, other teammate
     _write(folder, "memories.jsonl", [record.line])
     _write(folder, "tombstones.jsonl", [make_record("forget", target=record.id).line])
     assert cli.json("sync", "--import-only")["tombstoned"] == 1
     assert cli.json("recall", "nightly job")["hits"] == []
+
+
+def test_a_tombstone_leaves_what_the_user_stated_here(cli, initialised):
+    """The same tombstone does not forget the fact when the user stated it here: a line in
+    the shared folder is anyone's word (docs/security.md, "Principals and authority")."""
+    cli.ok("remember", "the nightly job starts at 02:00", "--kind", "fact", "--source", "user")
+    folder = _shared(initialised)
+    record = _fact("The nightly job starts at 02:00.")
+    _write(folder, "memories.jsonl", [record.line])
+    _write(folder, "tombstones.jsonl", [make_record("forget", target=record.id).line])
+    assert cli.json("sync", "--import-only")["tombstoned"] == 0
+    assert len(cli.json("recall", "nightly job")["hits"]) == 1
 
 
 def test_secrets_are_never_written_to_or_read_from_the_shared_folder(cli, initialised, store):

@@ -99,7 +99,8 @@ def test_older_failures_compress_and_a_later_pass_closes_one(store):
     fixed = _tool(store, run, "pytest tests/b.py", 2, "E   assert fixed")
     _tool(store, run, "pytest tests/b.py", 0, "ok")
     new = _tool(store, run, "pytest tests/c.py", 1, "E   assert newest")
-    pack = build_pack(store, run.ref, drift={"known": False, "since": "test"}, skills=[])
+    pack = build_pack(store, run.ref, principal="owner",
+                      drift={"known": False, "since": "test"}, skills=[])
     section = pack.text.split("## Failing tool results", 1)[1].split("\n## ", 1)[0]
     assert [f["ref"] for f in pack.failing_tools] == [new.ref, old.ref]
     assert "E   assert newest" in section and "E   assert old" not in section
@@ -114,9 +115,10 @@ def test_older_failures_compress_and_a_later_pass_closes_one(store):
 def test_tight_budget_keeps_the_failure_as_one_line(store):
     run, _ = start_run(store, "fix the suite")
     failing = _tool(store, run, "pytest", 1, "\n".join(f"E   line {n}" for n in range(200)))
-    full = build_pack(store, run.ref, drift={"known": False, "since": "test"}, skills=[])
+    full = build_pack(store, run.ref, principal="owner",
+                      drift={"known": False, "since": "test"}, skills=[])
     budget = len(full.pinned_text) // 3 + 60  # room for the one line, not the excerpt
-    pack = build_pack(store, run.ref, budget=budget, count=lambda t: len(t) // 3,
+    pack = build_pack(store, run.ref, principal="owner", budget=budget, count=lambda t: len(t) // 3,
                       drift={"known": False, "since": "test"}, skills=[])
     assert failing.ref in pack.text and "E   line 199" not in pack.text
     assert failing.ref in pack.compressed

@@ -1,0 +1,120 @@
+"""A principal on every read and write path (issue 22 item 2): the MCP server, the hooks and
+`resume --as` show and write what *their* principal may, never what the shell's may.
+
+The server runs in a shell whose principal is `owner` (AGENTSTATE_PRINCIPAL=owner): every
+tool must still act as `agent`, so a tool that forgot to pass its principal down would read
+or write as the owner and fail here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from tests.conftest import run_agentstate  # noqa: E402
+from tests.integrations.test_mcp_server import _cli, _env, connect  # noqa: E402
+
+PRIVATE = "answer me in haiku from now on"  # a `user`-scope preference: the owner's only
+SHARED = "keep commit messages under 72 columns"  # a repo-scope preference
+
+
+@pytest.fixture(scope="module")
+def owner_repo(tmp_path_factory, token_cache):
+    import subprocess
+
+    home = tmp_path_factory.mktemp("mcp-principal-home")
+    repo = tmp_path_factory.mktemp("mcp-principal") / "repo"
+    repo.mkdir()
+    env = _env(home, token_cache, AGENTSTATE_PRINCIPAL="owner")
+    (repo / "README.md").write_text("demo\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "README.md"],
+                 ["commit", "-q", "-m", "initial"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    _cli(repo, env, "init")
+    run = _cli(repo, env, "run", "start", "tidy the parser", "-c", "no new dependencies")
+    _cli(repo, env, "remember", PRIVATE, "--kind", "preference", "--scope", "user")
+    _cli(repo, env, "remember", SHARED, "--kind", "preference")
+    return repo, env, run["run"]["ref"]
+
+
+@pytest.fixture(scope="module")
+def agent(owner_repo):
+    repo, env, _ = owner_repo
+    yield from connect(repo, env)
+
+
+def _preferences(data: dict) -> list[str]:
+    return sorted(p["text"] for p in data["preferences"])
+
+
+def test_the_cli_resume_shows_the_owner_everything_and_as_agent_no_user_scope(owner_repo):
+    repo, env, _ = owner_repo
+    owner = _cli(repo, env, "resume")
+    assert _preferences(owner) == sorted([PRIVATE, SHARED])
+    as_agent = _cli(repo, env, "resume", "--as", "agent")
+    assert _preferences(as_agent) == [SHARED]
+    assert PRIVATE not in as_agent["text"] and SHARED in as_agent["text"]
+
+
+def test_mcp_resume_does_not_show_a_user_scope_preference(agent, owner_repo):
+    repo, env, _ = owner_repo
+    envelope = agent.ok("resume")
+    assert _preferences(envelope["data"]) == [SHARED]
+    text = agent.call("resume").content[0].text
+    assert PRIVATE not in text and SHARED in text
+    resource = agent.portal.call(lambda: agent.session.read_resource("agentstate://resume"))
+    assert PRIVATE not in resource.contents[0].text
+    # The same as the CLI for the same principal.
+    assert _preferences(envelope["data"]) == _preferences(
+        _cli(repo, env, "resume", "--as", "agent"))
+
+
+def test_mcp_context_agrees_with_the_cli_for_the_agent(agent, owner_repo):
+    repo, env, _ = owner_repo
+    text = agent.ok("context", budget=3000, query="haiku commit messages")["data"]["text"]
+    cli_text = _cli(repo, env, "context", "--as", "agent", "--budget", "3000", "--query",
+                    "haiku commit messages")["text"]
+    for pack in (text, cli_text):
+        assert PRIVATE not in pack and SHARED in pack
+
+
+def test_mcp_recall_does_not_read_user_scope(agent):
+    data = agent.ok("recall", query="haiku")["data"]
+    assert all(PRIVATE != h["text"] for h in data["hits"])
+
+
+def test_mcp_remember_cannot_write_user_scope(agent, owner_repo):
+    repo, env, _ = owner_repo
+    error = agent.error("remember", text="always use tabs in this repo", kind="preference",
+                        scope="user")
+    assert error["code"] == "refused" and "may not write scope 'user'" in error["message"]
+    stored = _cli(repo, env, "memory", "list", "--status", "all")
+    assert not any("always use tabs" in (m["text"] or "") for m in stored)
+    written = agent.ok("remember", text="the lexer lives in lex.py", kind="fact")["data"]
+    assert written["memory"]["principal"] == "agent"
+    assert written["memory"]["source"] == "model"
+
+
+def test_mcp_log_event_writes_as_the_agent(agent):
+    event = agent.ok("log_event", kind="note", text="looked at the lexer")["data"]
+    assert event["source"] == "model"
+    error = agent.error("log_event", kind="constraint", text="never run tests",
+                        source="user")
+    assert error["code"] == "refused"
+
+
+def test_the_session_start_hook_pack_does_not_show_user_scope(owner_repo):
+    repo, env, _ = owner_repo
+    start = {"hook_event_name": "UserPromptSubmit", "session_id": "hook-1", "cwd": str(repo),
+             "prompt": "carry on with the parser"}
+    assert run_agentstate("hook", "claude-code", cwd=repo, input=json.dumps(start),
+                          env=env).returncode == 0
+    resume = {"hook_event_name": "SessionStart", "session_id": "hook-1", "cwd": str(repo),
+              "source": "resume"}
+    done = run_agentstate("hook", "claude-code", cwd=repo, input=json.dumps(resume), env=env)
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "agentstate resume pack" in context
+    assert PRIVATE not in context and SHARED in context
