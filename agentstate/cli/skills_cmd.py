@@ -388,7 +388,11 @@ def skill_list(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """The catalog: name, current version, status and a one-line description."""
+    """The catalog: name, current version, status and a one-line description.
+
+    A skill whose required tools cannot run here (not allowed, not found, or no longer
+    declared in [tools]) is marked unavailable with the reason: it is not matched, not
+    offered in context or resume packs, and `skill load` refuses it (exit 3)."""
     from agentstate.skills.catalog import list_catalog
 
     with cli_store() as store:
@@ -403,6 +407,9 @@ def skill_list(
             status = "" if e.status == SkillStatus.PUBLISHED else f" [{e.status}]"
             console.print(f"{e.ref:<{width}}  {shorten(e.description, 100)}{status}",
                           markup=False, highlight=False)
+            if e.unavailable:
+                console.print(f"{'':<{width}}  [unavailable] {e.unavailable}",
+                              markup=False, highlight=False)
 
     emit(entries, as_json=as_json, human=human)
 
