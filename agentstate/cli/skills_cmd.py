@@ -232,9 +232,13 @@ def skill_propose(
     """Distil a candidate skill from a finished run's successful tool calls.
 
     goal → description; successful calls in order → steps; verification-like calls →
-    acceptance. Absolute paths, temp dirs, timestamps and ids become parameters. Provenance
-    points at the run and its events; untrusted or injected content means the candidate can
-    only be published with a human --approve.
+    acceptance. Absolute paths, temp dirs, timestamps and ids become parameters; a temp file
+    or folder the run used becomes {tmp_dir}/scratchN, made by a step before its first use.
+    Before the candidate is written, its steps are tried in order through the tool layer in
+    a scratch copy of the work tree: a failing step refuses the proposal (exit 3, naming the
+    step); steps that need a value only a person can give are not tried. Provenance points
+    at the run and its events; untrusted or injected content means the candidate can only
+    be published with a human --approve.
     """
     from agentstate.skills.propose import propose_from_run
 
@@ -250,6 +254,10 @@ def skill_propose(
         console.print("acceptance:")
         for cmd in p.acceptance:
             console.print(f"  $ {cmd}", markup=False)
+        if p.trial:
+            console.print("tried in a scratch copy of the work tree:")
+            for t in p.trial:
+                console.print(f"  step {t['step']}: {t['status']}", markup=False)
         if p.parameters:
             console.print("parameters (accidental state stripped): "
                           + ", ".join("{" + k + "}" for k in p.parameters), markup=False)
