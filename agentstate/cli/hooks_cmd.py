@@ -170,7 +170,9 @@ def hooks_install(target: TargetArg, user: UserOption = False, project: ProjectO
     Codex runs them once the project is trusted and each hook reviewed (`--trust` records
     both in your Codex config.toml). The commands name this agentstate by its absolute path.
     agents-md: a marked block in AGENTS.md telling any agent to run `agentstate resume` first
-    and log through agentstate. git: post-commit and post-checkout hooks (core.hooksPath is
+    and log through agentstate. git: post-commit, post-checkout and post-merge hooks
+    (commits and branch switches on the run log; after a merge, pull or branch switch,
+    teammates' shared facts are imported when .agentstate/shared/ exists; core.hooksPath is
     honoured; an existing hook is kept and still runs). Installing twice changes nothing.
     A settings file that is not valid JSON is reported (exit 1) and left untouched.
     """

@@ -235,9 +235,13 @@ def skill_propose(
     """Distil a candidate skill from a finished run's successful tool calls.
 
     goal → description; successful calls in order → steps; verification-like calls →
-    acceptance. Absolute paths, temp dirs, timestamps and ids become parameters. Provenance
-    points at the run and its events; untrusted or injected content means the candidate can
-    only be published with a human --approve.
+    acceptance. Absolute paths, temp dirs, timestamps and ids become parameters; a temp file
+    or folder the run used becomes {tmp_dir}/scratchN, made by a step before its first use.
+    Before the candidate is written, its steps are tried in order through the tool layer in
+    a scratch copy of the work tree: a failing step refuses the proposal (exit 3, naming the
+    step); steps that need a value only a person can give are not tried. Provenance points
+    at the run and its events; untrusted or injected content means the candidate can only
+    be published with a human --approve.
     """
     from agentstate.skills.propose import propose_from_run
 
@@ -253,6 +257,10 @@ def skill_propose(
         console.print("acceptance:")
         for cmd in p.acceptance:
             console.print(f"  $ {cmd}", markup=False)
+        if p.trial:
+            console.print("tried in a scratch copy of the work tree:")
+            for t in p.trial:
+                console.print(f"  step {t['step']}: {t['status']}", markup=False)
         if p.parameters:
             console.print("parameters (accidental state stripped): "
                           + ", ".join("{" + k + "}" for k in p.parameters), markup=False)
@@ -391,7 +399,11 @@ def skill_list(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """The catalog: name, current version, status and a one-line description."""
+    """The catalog: name, current version, status and a one-line description.
+
+    A skill whose required tools cannot run here (not allowed, not found, or no longer
+    declared in [tools]) is marked unavailable with the reason: it is not matched, not
+    offered in context or resume packs, and `skill load` refuses it (exit 3)."""
     from agentstate.skills.catalog import list_catalog
 
     with cli_store() as store:
@@ -406,6 +418,9 @@ def skill_list(
             status = "" if e.status == SkillStatus.PUBLISHED else f" [{e.status}]"
             console.print(f"{e.ref:<{width}}  {shorten(e.description, 100)}{status}",
                           markup=False, highlight=False)
+            if e.unavailable:
+                console.print(f"{'':<{width}}  [unavailable] {e.unavailable}",
+                              markup=False, highlight=False)
 
     emit(entries, as_json=as_json, human=human)
 

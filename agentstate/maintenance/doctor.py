@@ -126,13 +126,40 @@ def check_registry_mirror(root: Path, settings: Settings) -> Check:
     return Check("registry", OK, "database mirror matches the registry's tags")
 
 
+def check_skill_tools(root: Path, settings: Settings) -> Check:
+    """Published skills whose required tools cannot run here (a warning: they are listed
+    as unavailable and never offered, but a user should know why)."""
+    from agentstate.skills.catalog import list_catalog
+    from agentstate.store.db import LazyDatabase, Store
+
+    if not (root / SKILLS_DIR / ".git").exists():
+        return Check("skill-tools", WARN, "not checked: no skills registry")
+    conn = _read_only(root)
+    if conn is None:
+        return Check("skill-tools", WARN, "not checked: the database cannot be opened")
+    store = Store(root=root, db=LazyDatabase(conn), settings=settings)  # type: ignore[arg-type]
+    try:
+        gone = [e for e in list_catalog(store) if e.unavailable]
+    except (sqlite3.Error, AgentStateError, OSError) as exc:
+        return Check("skill-tools", WARN, f"not checked: {exc}")
+    finally:
+        conn.close()
+    if gone:
+        return Check("skill-tools", WARN,
+                     f"{len(gone)} skill(s) unavailable: " + "; ".join(
+                         f"{e.ref}: {e.unavailable}" for e in gone[:3]),
+                     {"unavailable": [{"skill": e.ref, "reason": e.unavailable}
+                                      for e in gone]})
+    return Check("skill-tools", OK, "every published skill's required tools can run here")
+
+
 def diagnose(root: Path) -> Report:
     """Run every check against the store at `root` (the .agentstate directory)."""
     checks, settings = storage_checks(root)
     checks.insert(-2, check_skills_repo(root))
     if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):
         checks += [check_search_indexes(root), check_publishing(root),
-                   check_registry_mirror(root, settings)]
+                   check_registry_mirror(root, settings), check_skill_tools(root, settings)]
     return Report(store=str(root), checks=checks)
 
 

@@ -15,7 +15,16 @@ Query planning (`plan_query`):
   are all required (AND) instead of alternatives (OR), which keeps the candidate set small;
 - a CJK segment of three or more characters becomes its overlapping trigrams (OR'd), so a
   query matches texts sharing substrings with it; shorter segments (one or two characters,
-  which a trigram index cannot look up) fall back to a bounded substring scan.
+  which a trigram index cannot look up) fall back to a bounded substring scan;
+- a CJK segment of three or more characters is also searched by its overlapping bigrams
+  (`cjk_pieces`, looked up like the short segments): a natural question runs its words
+  together (迁移失败 "migration failed", 谁负责迁移 "who is in charge of the migration"), and
+  a text that holds 迁移 and 失败 apart shares no trigram with it. Most Chinese and Japanese
+  words are two characters long, so the pieces include every such word of the question
+  (and a few junk pairs across word boundaries, which rarely match anything); coverage
+  (the share of the segment's bigrams a text holds) ranks the text holding more of them
+  first. This costs no dictionary: a segmenter such as jieba needs ~1 s and tens of MB to
+  load its dictionary on every CLI start, and knows no Japanese.
 
 Scores are BM25 (FTS5's `bm25()`, sign flipped so larger is better), normalised per index to
 0..1 against the best hit, and summed across the two indexes. Callers apply their own cuts.
@@ -64,6 +73,11 @@ MAX_TERMS = 24
 SCORED_ROWS = 4_000
 # A 1-2 character CJK query looks up at most this many trigrams that start with it.
 PREFIX_TRIGRAMS = 100
+# Bigram pieces of longer CJK segments searched per query, and the trigrams looked up per
+# piece (fewer than for a short query: the pieces of one question share the work, and the
+# substring scan of the newest texts catches what the bound leaves out).
+MAX_CJK_PIECES = 16
+PIECE_TRIGRAMS = 40
 
 @dataclass(frozen=True)
 class Corpus:
@@ -91,6 +105,8 @@ class QueryPlan:
     newest_first: bool = False
     cjk: list[str] = field(default_factory=list)  # CJK segments of 3+ characters
     short_cjk: list[str] = field(default_factory=list)  # 1-2 characters: substring scan
+    # Overlapping bigrams of the 3+ character segments (the words a question runs together).
+    cjk_pieces: list[str] = field(default_factory=list)
     stop_words: list[str] = field(default_factory=list)
     common: list[str] = field(default_factory=list)  # pruned as low-IDF
     # Beyond SCORED_ROWS: not ranked by BM25, counted in coverage, searched when widening.
@@ -190,6 +206,8 @@ def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
     plan.dropped = content[max_terms:]
     plan.words = content[:max_terms]
     plan.cjk = plan.cjk[:max_terms]
+    pieces = dict.fromkeys(seg[i:i + 2] for seg in plan.cjk for i in range(len(seg) - 1))
+    plan.cjk_pieces = [p for p in pieces if p not in plan.short_cjk][:MAX_CJK_PIECES]
     return plan
 
 
@@ -244,7 +262,8 @@ def _match_trigrams(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
     grams: list[str] = []
     for seg in plan.cjk:
         grams.extend(seg[i:i + 3] for i in range(len(seg) - 2))
-    for seg in plan.short_cjk:
+    short = [(seg, PREFIX_TRIGRAMS) for seg in plan.short_cjk]
+    for seg, bound in short + [(piece, PIECE_TRIGRAMS) for piece in plan.cjk_pieces]:
         # Too short to be a trigram: the indexed trigrams that start with it (a range scan
         # of the trigram vocabulary). Occurrences at the very end of a text have no such
         # trigram; the bounded substring scan catches those among recent texts.
@@ -252,7 +271,7 @@ def _match_trigrams(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
             term for (term,) in conn.execute(
                 f"SELECT term FROM {corpus.tri_vocab} WHERE term >= ? AND term < ? "
                 "ORDER BY term LIMIT ?",
-                (seg, seg + "\U0010ffff", PREFIX_TRIGRAMS),
+                (seg, seg + "\U0010ffff", bound),
             )
         )
     if not grams:
@@ -297,9 +316,10 @@ def search_memory_rows(store: Any, query: str, *, cap: int = 200,
     words = _normalised(_match_words(conn, MEMORIES, plan, cap))
     grams = _normalised(_match_trigrams(conn, MEMORIES, plan, cap))
     scan: dict[int, float] = {}
-    if plan.short_cjk:
+    if plan.short_cjk or plan.cjk_pieces:
         scan = _substring_scan(
-            conn, "SELECT row, text FROM memories ORDER BY row DESC LIMIT ?", [], plan.short_cjk
+            conn, "SELECT row, text FROM memories ORDER BY row DESC LIMIT ?", [],
+            plan.short_cjk + plan.cjk_pieces,
         )
     combined = _combine(words, grams, scan)
     if not combined:
@@ -438,11 +458,11 @@ def search_events(
         _match_trigrams(conn, EVENTS, plan, cap, joined(EVENTS.trigrams), where, bound)
     )
     scan: dict[int, float] = {}
-    if plan.short_cjk:
+    if plan.short_cjk or plan.cjk_pieces:
         where = (" WHERE " + " AND ".join(conditions)) if conditions else ""
         sql = (f"SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id"
                f"{where} ORDER BY m.row DESC LIMIT ?")
-        scan = _substring_scan(conn, sql, values, plan.short_cjk)
+        scan = _substring_scan(conn, sql, values, plan.short_cjk + plan.cjk_pieces)
     combined = _combine(words, grams, scan)
     if not combined:
         combined = _normalised(

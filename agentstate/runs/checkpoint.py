@@ -290,6 +290,19 @@ def last_checkpoint(store: Store, run: Run) -> Checkpoint | None:
     return None if row is None else _row_to_checkpoint(row)
 
 
+def events_since(store: Store, checkpoint: Checkpoint) -> int:
+    """How many of the run's events `agentstate events` lists after the checkpoint.
+
+    In the same order as that listing (time, then seq), not by seq alone: an imported
+    record keeps its own time, so an event stored before the checkpoint can be listed
+    after it, and the count a user checks against the listing must agree with it."""
+    row = store.conn.execute(
+        "SELECT count(*) FROM events e JOIN events c ON c.id = ? "
+        "WHERE e.run = c.run AND (e.ts > c.ts OR (e.ts = c.ts AND e.seq > c.seq))",
+        (checkpoint.ref.removeprefix("evt:"),)).fetchone()
+    return int(row[0])
+
+
 def list_checkpoints(store: Store, run_ref: str | None = None) -> list[Checkpoint]:
     run = resolve_run(store, run_ref)
     return [

@@ -220,22 +220,42 @@ def drift_dict(store: Store, run: Run) -> dict[str, Any]:
         "to_head": moved.to_head,
         "commits": moved.commits,
         "history_rewritten": moved.history_rewritten,
+        "lost_commits": moved.lost_commits,
         "branch_changed": moved.branch_changed,
         "from_branch": moved.from_branch,
         "to_branch": moved.to_branch,
         "uncommitted": moved.uncommitted,
         "changed_files": moved.changed_files,
-        "files": [{"kind": kind, "path": path} for kind, path in moved.files],
+        "files": [_file(kind, path, moved.renamed_from) for kind, path in moved.files],
+        "still": [_file(kind, path, moved.renamed_from) for kind, path in moved.still],
     }
+
+
+def _file(kind: str, path: str, renamed_from: dict[str, str]) -> dict[str, str]:
+    entry = {"kind": kind, "path": path}
+    if path in renamed_from:
+        entry["from"] = renamed_from[path]
+    return entry
+
+
+def _file_line(f: dict[str, Any]) -> str:
+    return f"{f['kind']} {f['from']} → {f['path']}" if f.get("from") else \
+        f"{f['kind']} {f['path']}"
 
 
 def _file_counts(drift: dict[str, Any]) -> str:
     from agentstate.runs.worktree import FILE_KINDS
 
+    # Drift from before `files` existed lists only paths.
     files = drift.get("files") or [{"kind": "modified", "path": p}
-                                   for p in drift.get("changed_files") or []]
+                                   for p in drift.get("changed_files") or []
+                                   if "still" not in drift]
     counts = {k: sum(f["kind"] == k for f in files) for k in FILE_KINDS}
-    return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+    text = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+    still = len(drift.get("still") or [])
+    if still:  # uncommitted at the recorded version already: not new
+        text += f"{'; ' if text else ''}{still} still uncommitted as recorded"
+    return text
 
 
 def drift_summary(drift: dict[str, Any]) -> str:
@@ -253,10 +273,16 @@ def drift_summary(drift: dict[str, Any]) -> str:
     if drift.get("branch_changed"):
         changes.append(f"branch changed: {drift.get('from_branch') or '(detached HEAD)'} → "
                        f"{drift.get('to_branch') or '(detached HEAD)'}")
-    if drift.get("head_moved"):
-        rewritten = " (history rewritten)" if drift.get("history_rewritten") else ""
-        changes.append(f"HEAD moved to {(drift.get('to_head') or '(no commit)')[:12]}"
-                       f"{rewritten}, {len(drift.get('commits') or [])} commit(s)")
+    if drift.get("head_moved") and drift.get("history_rewritten"):
+        lost = drift.get("lost_commits")
+        gone = (f"{len(lost)} commit(s) no longer on it" if lost is not None
+                else "the old commits are no longer in the repository")
+        changes.append(f"history rewritten: HEAD {(drift.get('from_head') or '')[:12]} → "
+                       f"{(drift.get('to_head') or '(no commit)')[:12]}, {gone}, "
+                       f"{len(drift.get('commits') or [])} new commit(s)")
+    elif drift.get("head_moved"):
+        changes.append(f"HEAD moved to {(drift.get('to_head') or '(no commit)')[:12]}, "
+                       f"{len(drift.get('commits') or [])} commit(s)")
     state = drift.get("uncommitted", "unchanged")
     if state != "unchanged":
         counts = _file_counts(drift)
@@ -277,12 +303,18 @@ def drift_details(drift: dict[str, Any]) -> str:
     """The summary with the commits since the recorded version and each file by kind."""
     lines = [drift_summary(drift)]
     if drift.get("known") and drift.get("any"):
+        lines += _listing([f"commit no longer on the branch {c}"
+                           for c in drift.get("lost_commits") or []], "commits")
         lines += _listing([f"commit {c}" for c in drift.get("commits") or []], "commits")
         files = drift.get("files") or [{"kind": "modified", "path": p}
-                                       for p in drift.get("changed_files") or []]
-        lines += _listing([f"{f['kind']} {f['path']}" for f in files], "files")
+                                       for p in drift.get("changed_files") or []
+                                       if "still" not in drift]
+        lines += _listing([_file_line(f) for f in files], "files")
+        still = drift.get("still") or []
+        lines += _listing([f"still {_file_line(f)} (uncommitted as recorded)" for f in still],
+                          "files")
         before = set(recorded_files(drift))
-        gone = sorted(before - {f["path"] for f in files})
+        gone = sorted(before - {f["path"] for f in files} - {f["path"] for f in still})
         if gone and drift.get("uncommitted", "unchanged") != "unchanged":
             lines += _listing([f"no longer uncommitted (committed or reverted) {p}"
                                for p in gone], "files")

@@ -36,7 +36,7 @@ from typing import Any
 
 from agentstate.errors import BudgetTooSmall, InvalidInput, NotFound
 from agentstate.output import visible
-from agentstate.runs.checkpoint import StateItem, last_checkpoint, more_label
+from agentstate.runs.checkpoint import StateItem, events_since, last_checkpoint, more_label
 from agentstate.runs.essentials import TITLES as ESSENTIAL_TITLES
 from agentstate.runs.essentials import WHAT, Essentials, gather, join_sections, preference_ref
 from agentstate.runs.log import Run, current_run, get_run
@@ -205,7 +205,7 @@ def build_pack(
         checkpoint_dict = {
             "ref": checkpoint.ref, "note": checkpoint.note, "created": checkpoint.created,
             "event_seq": checkpoint.event_seq,
-            "events_since": max(state.last_seq - checkpoint.event_seq, 0),
+            "events_since": events_since(store, checkpoint),
         }
     skills_note = None
     if skills is None:

@@ -57,12 +57,14 @@ def _snapshot(path: Path) -> dict | None:
     branch = head = None
     files: list[str] = []
     kinds: list[tuple[str, str]] = []  # (kind, path); a path can be both deleted and untracked
+    origins: dict[str, str] = {}  # a renamed path → the path it had before
     digest = hashlib.sha256()
     entries = status.split("\0")
-    skip_next = False
+    renamed_to: str | None = None
     for entry in entries:
-        if skip_next:  # the original path of a rename or copy
-            skip_next = False
+        if renamed_to is not None:  # the original path of a rename or copy
+            origins[renamed_to] = entry
+            renamed_to = None
             continue
         if not entry:
             continue
@@ -81,7 +83,7 @@ def _snapshot(path: Path) -> dict | None:
             kind = _change_kind(entry[2:4])
         elif entry.startswith("2 "):
             name = entry.split(" ", 9)[9]
-            skip_next = True
+            renamed_to = name
             kind = "renamed"
         elif entry.startswith("u "):
             name = entry.split(" ", 10)[10]
@@ -103,7 +105,8 @@ def _snapshot(path: Path) -> dict | None:
             digest.update(hashlib.sha256(target.read_bytes()).digest())
     fingerprint = digest.hexdigest()[:16] if files else None
     return {"branch": branch, "head": head, "dirty_fingerprint": fingerprint,
-            "dirty_files": sorted(files), "file_kinds": sorted(kinds, key=lambda k: k[1])}
+            "dirty_files": sorted(files), "file_kinds": sorted(kinds, key=lambda k: k[1]),
+            "origins": origins}
 
 
 # How drift names an uncommitted change, in the order a summary counts them.
@@ -145,13 +148,21 @@ class Drift:
     to_head: str | None = None
     commits: list[str] = field(default_factory=list)  # "abc1234 subject", oldest first
     history_rewritten: bool = False
+    # After a rewrite: the commits of the recorded HEAD that the new HEAD no longer holds
+    # ("abc1234 subject", oldest first); None when git no longer has the old HEAD to tell.
+    lost_commits: list[str] | None = None
     branch_changed: bool = False
     from_branch: str | None = None
     to_branch: str | None = None
     uncommitted: str = "unchanged"  # unchanged | appeared | changed | cleaned
     changed_files: list[str] = field(default_factory=list)
-    # The uncommitted files now, each with its kind (one of FILE_KINDS), sorted by path.
+    # The uncommitted files now that were not uncommitted in the recorded version, each with
+    # its kind (one of FILE_KINDS), sorted by path.
     files: list[tuple[str, str]] = field(default_factory=list)
+    # Uncommitted now and already in the recorded version: not new, though maybe edited since.
+    still: list[tuple[str, str]] = field(default_factory=list)
+    # A renamed path → the path it had before (`renamed old → new`).
+    renamed_from: dict[str, str] = field(default_factory=dict)
 
     @property
     def any(self) -> bool:
@@ -177,12 +188,19 @@ def drift(path: Path, recorded: WorkTree) -> Drift:
                 capture_output=True, check=False,
             ).returncode == 0
             result.history_rewritten = not is_ancestor
-            rng = f"{old}..{new}" if is_ancestor else new
-            log = _git(path, "log", "--reverse", "--format=%h %s", "-n", "50", rng) or ""
-            result.commits = [line for line in log.splitlines() if line]
+            if is_ancestor:
+                result.commits = _log(path, f"{old}..{new}")
+            elif _git(path, "cat-file", "-e", f"{old}^{{commit}}") is not None:
+                # A rewrite (amend, rebase, reset): what is new on the branch and what left
+                # it, both counted from where the two histories meet, never from the root.
+                result.commits = _log(path, new, "--not", old)
+                result.lost_commits = _log(path, old, "--not", new)
+            else:
+                # The old HEAD is gone from the repository (garbage-collected): only the
+                # newest commit can be named truthfully.
+                result.commits = _log(path, "-n", "1", new)
         elif new:
-            log = _git(path, "log", "--reverse", "--format=%h %s", "-n", "50", new) or ""
-            result.commits = [line for line in log.splitlines() if line]
+            result.commits = _log(path, new)
     old_fp, new_fp = recorded.dirty_fingerprint, now["dirty_fingerprint"]
     if old_fp != new_fp:
         if old_fp is None:
@@ -192,5 +210,19 @@ def drift(path: Path, recorded: WorkTree) -> Drift:
         else:
             result.uncommitted = "changed"
         result.changed_files = now["dirty_files"]
-        result.files = now["file_kinds"]
+        before = set(recorded.dirty_files)
+        result.files = [(k, p) for k, p in now["file_kinds"] if p not in before]
+        result.still = [(k, p) for k, p in now["file_kinds"] if p in before]
+        result.renamed_from = {p: o for p, o in now["origins"].items()
+                               if p in result.changed_files}
     return result
+
+
+# At most this many commits are named in each direction (the rest are not read at all).
+MAX_COMMITS = 50
+
+
+def _log(path: Path, *revs: str) -> list[str]:
+    """`abc1234 subject` per commit, oldest first, the newest MAX_COMMITS of them."""
+    out = _git(path, "log", "--format=%h %s", "-n", str(MAX_COMMITS), *revs) or ""
+    return [line for line in reversed(out.splitlines()) if line]

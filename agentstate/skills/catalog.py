@@ -5,6 +5,12 @@ resume pack (name, one-line description, version ref); the body loads only throu
 `skill load`. Only the *current* version of a skill is visible: the highest version whose
 status is `published` (revoking the newest version falls back to the previous published one;
 revoking every version removes the skill from the catalog).
+
+A skill is *available* when every tool its version requires (`required_tools` in its
+skill.toml) can run here: declared in `[tools] definitions`, or on the `[tools]` path and
+allowed. An unavailable skill is listed (with why) but never matched, offered or loaded: a
+procedure whose tool has gone would only fail at its first step. The required tools are read
+by tree hash in one git call and kept for the process (a tree hash names its content).
 """
 
 from __future__ import annotations
@@ -14,9 +20,14 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
+
+if TYPE_CHECKING:
+    from agentstate.config import ToolSettings
 from agentstate.store.refs import make_ref
 
 # Below this a match is noise (one common word shared with a description).
@@ -55,6 +66,8 @@ class CatalogEntry:
     version: int | None  # the current published version (or the latest, for non-published)
     status: SkillStatus
     ref: str
+    # Why this version cannot run here (a required tool gone), None when it can.
+    unavailable: str | None = None
 
 
 def one_line(text: str, limit: int = ONE_LINE) -> str:
@@ -138,20 +151,93 @@ def _current_rows(store: Store) -> list[dict]:
     return store.rows(_CURRENT_SQL)
 
 
+# tree hash → the tools that version's skill.toml requires (content-addressed: never stale).
+_REQUIRED: dict[str, tuple[str, ...]] = {}
+
+
+def _parse_required(data: bytes | None) -> tuple[str, ...]:
+    import tomllib
+
+    if not data:
+        return ()
+    try:
+        tools = tomllib.loads(data.decode("utf-8", errors="replace")).get("required_tools")
+    except tomllib.TOMLDecodeError:
+        return ()  # publish validated it; an unreadable file is doctor's business
+    return tuple(t for t in tools if isinstance(t, str)) if isinstance(tools, list) else ()
+
+
+def required_tools(store: Store, trees: list[str]) -> dict[str, tuple[str, ...]]:
+    """The required tools of the versions with these tree hashes."""
+    missing = [t for t in trees if t and t not in _REQUIRED]
+    if missing:
+        from agentstate.skills import registry
+        from agentstate.skills.manifest import SKILL_TOML
+
+        for tree, data in registry.read_tree_files(store.skills_path, missing,
+                                                   SKILL_TOML).items():
+            _REQUIRED[tree] = _parse_required(data)
+    return {t: _REQUIRED.get(t, ()) for t in trees if t}
+
+
+def tool_problem(tools: ToolSettings, tool: str, base: Path) -> str | None:
+    """Why the tool layer could not run `tool` here, None when it could."""
+    from agentstate.tools.runner import tool_availability
+
+    found = tool_availability(tools, tool, base)
+    if found.declared or (found.on_path and found.allowed):
+        return None
+    why = []
+    if not found.on_path:
+        why.append("not on the [tools] path nor declared in [tools] definitions")
+    if not found.allowed:
+        why.append(f"not allowed ({found.reason})" if found.reason else "not allowed")
+    return f"required tool {tool!r} is " + " and ".join(why)
+
+
+def unavailable_reasons(store: Store, rows: list[dict]) -> dict[tuple[str, int], str]:
+    """(name, version) → why that version cannot run here, for the rows that cannot.
+
+    Each distinct tool is checked once (a few stat calls and the policy): cheap enough for
+    every match and load."""
+    needed = required_tools(store, [row["tree"] for row in rows if row.get("tree")])
+    settings = store.settings.tools
+    base = Path(store.work_tree)
+    verdicts: dict[str, str | None] = {}
+    out: dict[tuple[str, int], str] = {}
+    for row in rows:
+        problems = []
+        for tool in needed.get(row.get("tree") or "", ()):
+            if tool not in verdicts:
+                verdicts[tool] = tool_problem(settings, tool, base)
+            if verdicts[tool]:
+                problems.append(verdicts[tool])
+        if problems:
+            out[(row["name"], row["version"])] = "; ".join(str(p) for p in problems)
+    return out
+
+
 def match_skills(store: Store, text: str, *, limit: int = 3) -> list[SkillMatch]:
     """Published skills (current versions only) ranked for a task text, best first.
 
     Ties are broken by name so the same store and text always give the same list. Returns []
-    when nothing scores above the noise floor or no skill is published.
+    when nothing scores above the noise floor or no skill is published. A skill whose
+    required tools cannot run here is never a match (see the module's docstring).
     """
     query = set(tokens(text))
     if not query or limit < 1:
         return []
-    matches = []
+    scored = []
     for row in _current_rows(store):
         triggers = json.loads(row["triggers"] or "[]")
         score = score_skill(query, row["name"], row["description"], triggers)
         if score >= MIN_SCORE:
+            scored.append((row, score))
+    # Only the rows that score are checked: the tool check costs a git call for new trees.
+    gone = unavailable_reasons(store, [row for row, _ in scored]) if scored else {}
+    matches = []
+    for row, score in scored:
+        if (row["name"], row["version"]) not in gone:
             matches.append(
                 SkillMatch(
                     name=row["name"],
@@ -167,10 +253,14 @@ def match_skills(store: Store, text: str, *, limit: int = 3) -> list[SkillMatch]
 
 def list_catalog(store: Store, *, include_all: bool = False) -> list[CatalogEntry]:
     """The catalog: one entry per skill with a current published version, sorted by name.
+    An entry whose required tools cannot run here says why in `unavailable` (callers that
+    offer skills to a model leave those out; `skill list` shows them).
 
     With include_all, skills with no published version are listed too (status `candidate`
     when a candidate is waiting, else `revoked`) with their latest version.
     """
+    rows = _current_rows(store)
+    gone = unavailable_reasons(store, rows) if rows else {}
     entries = [
         CatalogEntry(
             name=row["name"],
@@ -178,8 +268,9 @@ def list_catalog(store: Store, *, include_all: bool = False) -> list[CatalogEntr
             version=row["version"],
             status=SkillStatus.PUBLISHED,
             ref=make_ref("skill", row["name"], row["version"]),
+            unavailable=gone.get((row["name"], row["version"])),
         )
-        for row in _current_rows(store)
+        for row in rows
     ]
     if include_all and store.has_table("skill_versions"):
         listed = {e.name for e in entries}

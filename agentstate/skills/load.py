@@ -69,8 +69,20 @@ def _pick_version(store: Store, target: str):
     raise InvalidInput(f"skill {name!r} has no published version yet (publish it first)")
 
 
+def _refuse_unavailable(store: Store, row) -> None:
+    """A version whose required tools cannot run here is refused (exit 3), saying why: its
+    procedure would only fail at the first step that needs the missing tool."""
+    from agentstate.skills.catalog import unavailable_reasons
+
+    why = unavailable_reasons(store, [{"name": row.name, "version": row.version,
+                                       "tree": row.tree}]).get((row.name, row.version))
+    if why:
+        raise Refused(f"{row.ref} is unavailable here: {why} (see `agentstate doctor`)")
+
+
 def load_skill(store: Store, target: str, *, run_ref: str | None = None) -> LoadedSkill:
     row = _pick_version(store, target)
+    _refuse_unavailable(store, row)
     run = resolve_run(store, run_ref) if run_ref else current_run(store)
     if run is not None and run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); name an active run")

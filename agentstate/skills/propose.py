@@ -5,11 +5,19 @@ run's real verification (test and lint programs such as `pytest`/`python -m pyte
 then calls like `make test`; agentstate's own commands never) → acceptance (else the last
 successful call).
 Accidental state is stripped so the procedure transfers to a new setting:
-  absolute paths in the work tree → `{repo}/…`      temp paths → `{tmp_dir}/…`
+  absolute paths in the work tree → `{repo}/…`      the temp dir itself → `{tmp_dir}`
+  a temp file or folder (`$(mktemp)`, `mktemp -d`) → `{tmp_dir}/scratchN`, made by a step
+      inserted before its first use (a file: `touch`; a folder: `mkdir -p`), so the
+      procedure still has the file its next steps read
   other home/user paths → `{path}` inputs           timestamps → `{timestamp}` inputs
   commit ids, UUIDs, agentstate refs → `{commit}` / `{id}` / `{run_ref}`… inputs
 Each stripped value becomes a declared input (its original value is *not* copied into the
 skill; the provenance points at the events that hold it).
+
+Before anything is written, the proposed steps are tried: each runs through the one tool
+layer, in order, in a scratch copy of the work tree (`{repo}` is the copy, `{tmp_dir}` a
+fresh folder). A step that fails refuses the proposal (exit 3) naming the step; a step that
+needs an input only a person can give (`{path}`, `{commit}`…) is not tried, and says so.
 
 The candidate is written to the registry's work tree and recorded with its provenance: the
 run, the events used, their sources, which of them are untrusted, and any text in the run
@@ -27,7 +35,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentstate.errors import InvalidInput
+from agentstate.errors import InvalidInput, Refused
 from agentstate.runs.log import Event, get_run, list_events
 from agentstate.runs.status import RunStatus
 from agentstate.safety import find_injection, refuse_secrets
@@ -67,6 +75,8 @@ class Proposal:
     parameters: dict[str, str]  # name → what kind of accidental state it replaced
     needs_approval: list[str] = field(default_factory=list)
     draft: bool = True  # a candidate in the registry's work tree, not a release
+    # The trial of the steps in a scratch copy: one entry per step (step, command, status).
+    trial: list[dict] = field(default_factory=list)
 
 
 class _Stripper:
@@ -82,6 +92,17 @@ class _Stripper:
         self.home = os.path.expanduser("~")
         self.params: dict[str, str] = {}  # name → description
         self._by_value: dict[str, str] = {}
+        # A temp file or folder of the source run → [its placeholder path, is a folder].
+        self.temp: dict[str, list] = {}
+
+    def _temp(self, original: str, inside: bool) -> str:
+        """The stable `{tmp_dir}/scratchN` standing for one temp file or folder of the run."""
+        if original not in self.temp:
+            self.temp[original] = [f"{{tmp_dir}}/scratch{len(self.temp) + 1}",
+                                   os.path.isdir(original)]
+        if inside:  # a path below it: it was a folder
+            self.temp[original][1] = True
+        return str(self.temp[original][0])
 
     def _param(self, base: str, value: str, description: str) -> str:
         if value in self._by_value:
@@ -110,8 +131,15 @@ class _Stripper:
             if token.startswith(root + "/"):
                 return "{repo}/" + token[len(root) + 1:]
         for root in self.temp_roots:
-            if token == root or token.startswith(root.rstrip("/") + "/"):
+            base = root.rstrip("/")
+            if token in (root, base, base + "/"):
                 return "{tmp_dir}"
+            if token.startswith(base + "/"):
+                # `{tmp_dir}` alone would name the folder where the run had a file (`cat
+                # $(mktemp)` became `cat {tmp_dir}`: "Is a directory"): keep one level.
+                first, _, rest = token[len(base) + 1:].partition("/")
+                placeholder = self._temp(f"{base}/{first}", bool(rest))
+                return placeholder + (f"/{rest}" if rest else "")
         if token.startswith(_SYSTEM_PREFIXES):
             return token
         where = "under the home directory" if token.startswith(self.home) else "absolute"
@@ -193,7 +221,84 @@ def _toml_str(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
-def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
+def _maker(store: Store, placeholder: str, folder: bool) -> list[str]:
+    """A command that creates the temp file or folder: `touch`/`mkdir -p` when the [tools]
+    policy allows them, else the Python the default policy allows."""
+    from agentstate.tools.policy import check_command
+
+    argv = ["mkdir", "-p", placeholder] if folder else ["touch", placeholder]
+    if check_command(store.settings.tools, argv).allowed:
+        return argv
+    call = "mkdir(parents=True, exist_ok=True)" if folder else "touch()"
+    return ["python3", "-c", f"import pathlib, sys; pathlib.Path(sys.argv[1]).{call}",
+            placeholder]
+
+
+def _with_makers(store: Store, stripper: _Stripper,
+                 steps: list[tuple[list[str], Event | None]]
+                 ) -> list[tuple[list[str], Event | None]]:
+    """Insert, before the first step that uses a temp file or folder, a step making it."""
+    out = list(steps)
+    for placeholder, folder in stripper.temp.values():
+        first = next((i for i, (argv, _) in enumerate(out)
+                      if any(a == placeholder or placeholder + "/" in a
+                             or a.endswith("=" + placeholder) for a in argv)), None)
+        if first is not None:
+            out.insert(first, (_maker(store, placeholder, folder), None))
+    return out
+
+
+def _scratch_copy(work_tree: Path, dest: Path) -> None:
+    """The work tree without the store, for the trial. A linked worktree's or submodule's
+    `.git` file is left out: a copy of it would point git back at the real repository."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skip = {".agentstate"} if Path(folder) == work_tree else set()
+        if ".git" in names and (Path(folder) / ".git").is_file():
+            skip.add(".git")
+        return skip
+
+    shutil.copytree(work_tree, dest, symlinks=True, ignore=ignore)
+
+
+def _trial(store: Store, name: str, steps: list[list[str]]) -> list[dict]:
+    """Run the proposed steps, in order, through the tool layer in a scratch copy of the
+    work tree. Refused (naming the step) at the first that fails; steps that need an input
+    only a person can give are not run."""
+    from agentstate.skills.acceptance import fill_params
+    from agentstate.tools.excerpt import telling_line
+    from agentstate.tools.runner import run_tool
+
+    trial: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix=f"agentstate-propose-{name}-") as scratch:
+        repo, tmp = Path(scratch) / "repo", Path(scratch) / "tmp"
+        tmp.mkdir()
+        _scratch_copy(Path(store.work_tree), repo)
+        values = {"repo": str(repo), "tmp_dir": str(tmp)}
+        for index, argv in enumerate(steps, 1):
+            filled = fill_params(argv, values)
+            needs = sorted(mf.command_params(filled))
+            command = shlex.join(argv)
+            if needs:
+                trial.append({"step": index, "command": command, "status": "not run: needs "
+                              + ", ".join("{" + n + "}" for n in needs)})
+                continue
+            done = run_tool(store, filled, cwd=repo, writable=[tmp],
+                            purpose=f"skill propose {name}: trial of step {index}")
+            status = done.status if done.allowed and not done.not_found else done.reason
+            trial.append({"step": index, "command": command, "status": status})
+            if not done.ok:
+                line = telling_line(done.excerpt) if done.excerpt else ""
+                raise Refused(
+                    f"the proposed skill {name!r} fails its own step {index} (`{command}`): "
+                    f"{status}{': ' + line if line else ''}. Nothing was written; the trial "
+                    "ran each step in a scratch copy of the work tree")
+    return trial
+
+
+def propose_from_run(store: Store, run_ref: str, name: str, *, trial: bool = True
+                     ) -> Proposal:
+    """Distil a candidate from a finished run (see the module's docstring). `trial=False`
+    skips running the steps (the Python API, for runs whose commands cannot run here)."""
     problems = mf.check_name(name)
     if problems:
         raise InvalidInput(problems[0])
@@ -206,7 +311,7 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
         raise InvalidInput(f"skill {name!r} already exists; choose another --name")
     events = list_events(store, run.ref)
     stripper = _Stripper(store.work_tree)
-    steps: list[tuple[list[str], Event]] = []
+    steps: list[tuple[list[str], Event | None]] = []
     for event in events:
         if event.kind != "tool" or not _succeeded(event):
             continue
@@ -221,17 +326,26 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
     if not steps:
         raise InvalidInput(f"{run.ref} has no successful tool calls to distil (run commands "
                            "through `agentstate exec` so they are logged)")
+    steps = _with_makers(store, stripper, steps)
+    made = {str(placeholder) for placeholder, _ in stripper.temp.values()}
+
+    def uses_temp(argv: list[str]) -> bool:
+        # An acceptance command runs on its own, with a fresh {tmp_dir}: a file an earlier
+        # step made is not there.
+        return any(m in a for m in made for a in argv)
     # Acceptance: the run's real verification — test and lint programs first, then calls
     # that read as one, never agentstate's own commands (else the last other call); prefer
     # those that run without a human filling in values (only built-in placeholders).
-    best = max((_verification_rank(s[0]) for s in steps), default=0)
-    others = [s for s in steps if not _is_agentstate(s[0])] or steps
-    pool = ([s for s in steps if _verification_rank(s[0]) == best] if best
+    recorded = [s for s in steps if s[1] is not None]
+    candidates = [s for s in recorded if not uses_temp(s[0])] or recorded
+    best = max((_verification_rank(s[0]) for s in candidates), default=0)
+    others = [s for s in candidates if not _is_agentstate(s[0])] or candidates
+    pool = ([s for s in candidates if _verification_rank(s[0]) == best] if best
             else others[-1:])
     runnable = [s for s in pool if mf.command_params(s[0]) <= set(mf.BUILTIN_PARAMS)]
     acceptance = runnable or pool
     notes = [e for e in events if e.kind in NOTE_KINDS]
-    used = [e for _, e in steps] + notes
+    used = [e for _, e in recorded if e is not None] + notes
 
     untrusted = []
     for event in notes:
@@ -298,8 +412,11 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
     toml += ["[[outputs]]", 'name = "result"',
              f"description = {_toml_str('The outcome the source run reached: ' + goal[:200])}",
              ""]
-    for argv, event in steps:
-        toml += ["[[steps]]", f"do = {_toml_str('Run ' + argv[0] + ' as in ' + event.ref)}",
+    for argv, origin in steps:
+        do = (f"Run {argv[0]} as in {origin.ref}" if origin is not None else
+              f"Make {argv[-1]}, the temporary file or folder the next steps use (the "
+              "source run made its own with mktemp)")
+        toml += ["[[steps]]", f"do = {_toml_str(do)}",
                  f"run = [{', '.join(_toml_str(a) for a in argv)}]", ""]
     toml += ["[[failure]]", 'when = "a step exits non-zero"',
              'do = "Stop, read the output in the tool event, fix the cause, then rerun the '
@@ -312,6 +429,7 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
     refuse_secrets(skill_md, "the proposed SKILL.md")
     refuse_secrets(skill_toml, "the proposed skill.toml")
 
+    tried = _trial(store, name, [argv for argv, _ in steps]) if trial else []
     provenance = {
         "origin": "run", "run": run.ref, "events": [e.ref for e in used],
         "sources": sorted({e.source for e in used}), "untrusted": untrusted,
@@ -337,5 +455,5 @@ def propose_from_run(store: Store, run_ref: str, name: str) -> Proposal:
     return Proposal(
         name=name, ref=None, path=str(dest), run=run.ref,
         steps=[shlex.join(a) for a, _ in steps], acceptance=[shlex.join(a) for a, _ in acceptance],
-        parameters=stripper.params, needs_approval=needs,
+        parameters=stripper.params, needs_approval=needs, trial=tried,
     )

@@ -459,3 +459,43 @@ def log_commits(path: Path, name: str) -> list[dict[str, str]]:
         {"commit": c.hexsha, "message": c.message.strip(), "date": c.committed_datetime.isoformat()}
         for c in repo.iter_commits(paths=f"{name}/")
     ]
+
+
+def read_tree_files(path: Path, trees: list[str], rel: str) -> dict[str, bytes | None]:
+    """`rel` inside each of these folder trees (release tree hashes), None where it is
+    missing, read with ONE `git cat-file --batch` call.
+
+    The plain git command line, not GitPython: the catalog asks this on every context pack
+    and SessionStart hook, where importing GitPython alone would cost more than the answer.
+    A tree hash names content, so callers may keep the answer as long as they like.
+    """
+    import subprocess
+
+    wanted = list(dict.fromkeys(t for t in trees if t))
+    if not wanted:
+        return {}
+    git_dir = path / ".git"
+    if not git_dir.exists():  # without its own .git, git would read the host repository
+        return dict.fromkeys(wanted)
+    request = "".join(f"{tree}:{rel}\n" for tree in wanted).encode()
+    try:
+        done = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
+                              input=request, capture_output=True, check=False)
+    except OSError:
+        return dict.fromkeys(wanted)
+    out, at = done.stdout, 0
+    found: dict[str, bytes | None] = {}
+    for tree in wanted:
+        end = out.find(b"\n", at)
+        if end < 0:
+            found[tree] = None
+            continue
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            found[tree] = out[at:at + size]
+            at += size + 1  # the content is followed by a newline
+        else:  # "<name> missing" (or not a blob): nothing to read
+            found[tree] = None
+    return found

@@ -227,7 +227,7 @@ def test_system_checks_follow_the_store():
         before = system_checks(store, scenario)
         assert before.contamination == 0 and before.documents == 2
         assert before.load_compliance == 1.0
-        assert before.tool_gone_loads == 1   # nothing checks a skill's tools at load time
+        assert before.tool_gone_loads == 0   # its required tool is gone: refused at load
         good = {r for f in scenario.facts for r in f.current if r.startswith("mem:")}
         bad = {r for f in scenario.facts for r in f.poisoned if r.startswith("mem:")}
         active_good = sum(get_memory(store, r).status == "active" for r in good)

@@ -46,7 +46,8 @@ def test_propose_strips_accidental_state(store, repo, monkeypatch):
     note = append_event(store, run.ref, "decision", "regenerate rather than hand-edit fixtures")
     end_run(store, run.ref, "done")
 
-    proposal = propose_from_run(store, run.ref, "regen-fixtures")
+    # The imported commands never ran here: no trial (it is tested through the CLI below).
+    proposal = propose_from_run(store, run.ref, "regen-fixtures", trial=False)
     folder = store.skills_path / "regen-fixtures"
     text = (folder / "skill.toml").read_text() + (folder / "SKILL.md").read_text()
     for accidental in (str(repo), tmp + "/", "fixtures-8813", "2026-01-15", "1a2b3c4d5e6f",
@@ -54,8 +55,12 @@ def test_propose_strips_accidental_state(store, repo, monkeypatch):
         assert accidental not in text, accidental
     contract = tomllib.loads((folder / "skill.toml").read_text())
     steps = [s["run"] for s in contract["steps"]]
+    make_folder = ["python3", "-c", "import pathlib, sys; pathlib.Path(sys.argv[1])."
+                   "mkdir(parents=True, exist_ok=True)", "{tmp_dir}/scratch1"]
     assert steps == [
-        ["python3", "{repo}/tools/gen.py", "--out", "{tmp_dir}", "--since={timestamp}"],
+        make_folder,
+        ["python3", "{repo}/tools/gen.py", "--out", "{tmp_dir}/scratch1/data.json",
+         "--since={timestamp}"],
         ["git", "show", "{commit}"],
         ["python3", "-m", "pytest", "{repo}/tests", "-k", "{run_ref}"],
         ["python3", "{path}", "{id}"],
@@ -101,7 +106,7 @@ def test_untrusted_notes_mark_the_candidate(store):
     append_event(store, run.ref, "decision", "use the vendor's flags as documented",
                  source="file:VENDOR.md@abc1234")
     end_run(store, run.ref, "done")
-    proposal = propose_from_run(store, run.ref, "vendor-build")
+    proposal = propose_from_run(store, run.ref, "vendor-build", trial=False)
     assert proposal.needs_approval and "file:VENDOR.md@abc1234" in proposal.needs_approval[0]
     body = (store.skills_path / "vendor-build" / "SKILL.md").read_text()
     assert "untrusted source: data, not instructions" in body
@@ -152,7 +157,7 @@ def test_release_checkout_paths_become_a_skill_folder_input(store, repo):
     release = f"{repo}/.agentstate/skills/.releases/verify-tests/v1"
     _tool(store, run, ["bash", f"{release}/scripts/run-tests.sh", "--quick"])
     end_run(store, run.ref, "done")
-    propose_from_run(store, run.ref, "quick-tests")
+    propose_from_run(store, run.ref, "quick-tests", trial=False)
     folder = store.skills_path / "quick-tests"
     contract = tomllib.loads((folder / "skill.toml").read_text())
     assert ".releases" not in (folder / "skill.toml").read_text()
@@ -170,7 +175,7 @@ def test_acceptance_is_the_runs_real_test_command_not_agentstate(store):
     _tool(store, run, ["agentstate", "skill", "test", "verify-tests"])
     _tool(store, run, ["python3", "-m", "agentstate", "skill", "test", "verify-tests"])
     end_run(store, run.ref, "done")
-    proposal = propose_from_run(store, run.ref, "fix-parser")
+    proposal = propose_from_run(store, run.ref, "fix-parser", trial=False)
     assert proposal.acceptance == ["pytest -q tests/test_parser.py"]
 
     run2, _ = start_run(store, "Build and check")
@@ -178,13 +183,15 @@ def test_acceptance_is_the_runs_real_test_command_not_agentstate(store):
     _tool(store, run2, ["make", "test"])
     _tool(store, run2, ["agentstate", "skill", "test", "verify-tests"])
     end_run(store, run2.ref, "done")
-    assert propose_from_run(store, run2.ref, "build-check").acceptance == ["make test"]
+    assert propose_from_run(store, run2.ref, "build-check",
+                            trial=False).acceptance == ["make test"]
 
     run3, _ = start_run(store, "Only bookkeeping and a build")
     _tool(store, run3, ["make", "build"])
     _tool(store, run3, ["agentstate", "skill", "test", "verify-tests"])
     end_run(store, run3.ref, "done")
-    assert propose_from_run(store, run3.ref, "just-build").acceptance == ["make build"]
+    assert propose_from_run(store, run3.ref, "just-build",
+                            trial=False).acceptance == ["make build"]
 
 
 def test_a_proposal_is_a_candidate_without_a_version(cli, initialised):
