@@ -34,9 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.data import Texts, cached, scaled
+from bench.data import SMOKE, Texts, cached, scaled
 
-SIZES = (scaled(1_000, 100), scaled(100_000, 1_000))
+SIZES = (scaled(1_000, 50), scaled(100_000, 200))
 MEMORIES = scaled(10_000, 300)
 PREFERENCE_EVERY = 10  # a tenth of the memories are user preferences (the issue's 983 of 10k)
 SKILLS = scaled(200, 10)
@@ -204,12 +204,12 @@ COMMANDS = {
 def _commands(paths: dict[int, Path]) -> None:
     """The three commands, warm (token caches filled), p50 whole process, alternating
     between the stores, with the interpreter's own start-up measured alongside."""
-    for size in SIZES:  # warm the caches
+    for size in SIZES if not SMOKE else ():  # warm the caches
         for args in COMMANDS.values():
             _cli(paths[size], args)
     samples: dict[str, dict[int, list[float]]] = {n: {s: [] for s in SIZES} for n in COMMANDS}
     base: dict[str, list[float]] = {"python -c pass": [], "python -c 'import typer'": []}
-    for _ in range(REPEATS + 2):
+    for _ in range(scaled(REPEATS + 2, 1)):
         for size in SIZES:
             for name, args in COMMANDS.items():
                 samples[name][size].append(_cli(paths[size], args))

@@ -23,7 +23,7 @@ STOP_TARGET_S = 0.5  # no hook holds the agent's turn longer (issue 24, item 2)
 GROWTH_TARGET = 1.05  # a turn's Stop at 20 MB within 1.05x of one at 2 MB
 BIG_OUTPUT_TARGET = 1.2  # PostToolUse with a 200 KB output within 1.2x of a small one
 PREFERENCES = scaled(500, 40)
-TRANSCRIPTS_MB = (0.05, 0.2) if SMOKE else (2, 20)
+TRANSCRIPTS_MB = (0.02, 0.05) if SMOKE else (2, 20)
 AGENTSTATE = str(Path(sys.executable).with_name("agentstate"))
 
 

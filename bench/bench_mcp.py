@@ -20,7 +20,7 @@ from pathlib import Path
 from bench.bench_context import SIZES, build_store
 from bench.data import python_floor, scaled, verdict, wall
 
-CALLS = scaled(15, 2)
+CALLS = scaled(15, 1)
 STARTS = scaled(5, 1)
 CALL_TARGET_S = 0.040
 START_TARGET_S = 0.4

@@ -124,7 +124,7 @@ def main() -> None:
 
         seconds = _median(publish_one, scaled(5, 1))
         print(f"publish of a scaffold (validate, acceptance via the tool layer, commit+tag+row)"
-              f": {seconds * 1000:.0f} ms median of 5")
+              f": {seconds * 1000:.0f} ms median of {scaled(5, 1)}")
         store.close()
 
         agentstate = Path(sys.executable).parent / "agentstate"
