@@ -167,8 +167,8 @@ def main() -> None:
     big = results["PostToolUse (Bash, 200 KB)"] / results["PostToolUse (Bash)"]
     print(f"PostToolUse 200 KB output / small output: {big:.2f}x (target ≤ "
           f"{BIG_OUTPUT_TARGET}x: {verdict(big <= BIG_OUTPUT_TARGET)})")
-    print(f"SessionStart with {PREFERENCES} pinned preferences: {tokens:,} tokens injected for "
-          f"a {budget:,}-token budget ({verdict(tokens <= budget)})")
+    print(f"SessionStart with {PREFERENCES} pinned preferences: {tokens:,} tokens injected "
+          f"(target ≤ its {budget:,}-token budget: {verdict(tokens <= budget)})")
     for first_stop, turn, size in stops.values():
         print(f"Stop reading a real {size:.1f} MB transcript: first {first_stop:.2f} s "
               f"(target ≤ {STOP_TARGET_S} s: {verdict(first_stop <= STOP_TARGET_S)}), a later "
