@@ -259,8 +259,8 @@ SECTION_TITLES = {
 SECTION_ORDER = list(SECTION_TITLES)
 # Who gets the room left after the essentials, highest first: the header, then the optional
 # sections, with the essentials' fuller forms slotted in where they matter.
-PRIORITY = ["header", "questions", "verifications", "diagnoses", "failed", "failing", "drift", "checkpoint", "hypotheses",
-            "skills", "recent", "more"]
+PRIORITY = ["header", "questions", "verifications", "diagnoses", "failed", "failing", "drift",
+            "checkpoint", "hypotheses", "skills", "recent", "more"]
 _GROUP_LABELS = {"diagnoses": "confirmed diagnosis(es)", "hypotheses": "hypothesis(es)",
                  "open_questions": "open question(s)",
                  "pending_verifications": "pending verification(s)",
