@@ -158,6 +158,12 @@ def main() -> None:
         print(f"  shared folder: {total / 1e6:.2f} MB "
               + ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in after.items())
               + f" ({total / versions:.0f} bytes a version)")
+        # The same with the digest: one full sync that finds nothing to do keeps it, the
+        # next one compares it and stops (in process, the domain work alone).
+        sync(a)
+        _, idle, _ = _timed("sync", lambda: sync(a))
+        print(f"  sync, nothing new, after the digest is kept (in process): {idle:.3f} s "
+              f"(export + import with nothing new above: {rows[1][1] + rows[-1][1]:.2f} s)")
         for what, ratio in ratios.items():
             print(f"  {what} / its floor ({floors[what]:.2f} s, same run): {ratio:.1f}x "
                   f"(target ≤ {RATIO_TARGET}x: {verdict(ratio <= RATIO_TARGET)})")
