@@ -34,24 +34,21 @@ import tempfile
 import time
 from pathlib import Path
 
-SIZES = (1_000, 100_000)
-MEMORIES = 10_000
-SKILLS = 200
+from bench.data import SMOKE, Texts, cached, scaled
+
+SIZES = (scaled(1_000, 50), scaled(100_000, 200))
+MEMORIES = scaled(10_000, 300)
+PREFERENCE_EVERY = 10  # a tenth of the memories are user preferences (the issue's 983 of 10k)
+SKILLS = scaled(200, 10)
 RUNS = 20
 ACTIVE_SHARE = 10  # the active run holds 1/ACTIVE_SHARE of the store's events
-REPEATS = 5
-COLD_SAMPLES = 3  # first commands with an empty token cache, each its own cache directory
+REPEATS = scaled(5, 1)
+COLD_SAMPLES = scaled(3, 1)  # first commands with an empty token cache, each its own cache dir
 NEW_EVENTS = 10
 BUDGET = 8000
 KINDS = ["observation", "note", "decision", "observation", "tool", "hypothesis", "question",
          "verify", "diagnosis", "note"]
 COMMON = ["test", "run", "file", "build", "the", "module", "error"]
-
-
-def _vocabulary(rng: random.Random, n: int = 4000) -> list[str]:
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    words = {"".join(rng.choice(letters) for _ in range(rng.randint(4, 9))) for _ in range(n)}
-    return sorted(words) + ["flaky", "login", "timeout", "fixture", "parser", "cache"]
 
 
 def _text(rng: random.Random, vocab: list[str], weights: list[float], lo: int, hi: int) -> str:
@@ -61,6 +58,12 @@ def _text(rng: random.Random, vocab: list[str], weights: list[float], lo: int, h
 
 
 def build_store(path: Path, events: int, seed: int = 7) -> Path:
+    """The store of `events` realistic events, built once per bench run and shared (a
+    benchmark that changes it works on a `bench.data.clone`)."""
+    return cached(("context", events, seed), lambda p: _build_store(p, events, seed))
+
+
+def _build_store(path: Path, events: int, seed: int = 7) -> Path:
     from agentstate.maintenance.init import init_store
     from agentstate.store.db import open_store
 
@@ -69,8 +72,9 @@ def build_store(path: Path, events: int, seed: int = 7) -> Path:
     init_store(target=path)
     store = open_store(start=path)
     rng = random.Random(seed)
-    vocab = _vocabulary(rng)
-    weights = [1 / (i + 1) for i in range(len(vocab))]
+    texts = Texts(seed)
+    vocab = texts.vocab
+    weights = texts.weights
     with store.transaction() as conn:
         for r in range(RUNS):
             active = events // ACTIVE_SHARE
@@ -90,8 +94,8 @@ def build_store(path: Path, events: int, seed: int = 7) -> Path:
                 source = "tool:pytest" if kind in ("observation", "tool") else "user"
                 ts = f"2026-01-{1 + r:02d}T{seq // 3600 % 24:02d}:{seq // 60 % 60:02d}:" \
                      f"{seq % 60:02d}.000000Z"
-                rows.append((f"e{r:02d}{seq:07d}", run_id, seq, kind,
-                             _text(rng, vocab, weights, 8, 40), source, ts))
+                rows.append((f"e{r:02d}{seq:07d}", run_id, seq, kind, texts.event(), source,
+                             ts))
             conn.executemany(
                 "INSERT INTO events (id, run, seq, kind, text, source, ts) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)", rows,
@@ -103,8 +107,10 @@ def build_store(path: Path, events: int, seed: int = 7) -> Path:
         mems = []
         for i in range(MEMORIES):
             ts = f"2026-01-{1 + i % 28:02d}T00:00:00.000000Z"
-            kind = "preference" if i % 500 == 0 else "fact"
-            mems.append((f"m{i:09d}", 1, kind, None, "repo", _text(rng, vocab, weights, 6, 16),
+            kind = "preference" if i % PREFERENCE_EVERY == 0 else "fact"
+            text = texts.preference(i) if kind == "preference" else \
+                _text(rng, vocab, weights, 6, 16)
+            mems.append((f"m{i:09d}", 1, kind, None, "repo", text,
                          f"h{i}", "user", rng.choice(statuses), 0.8, None, ts, ts, 1, None,
                          "owner", "bench"))
         conn.executemany(
@@ -198,12 +204,12 @@ COMMANDS = {
 def _commands(paths: dict[int, Path]) -> None:
     """The three commands, warm (token caches filled), p50 whole process, alternating
     between the stores, with the interpreter's own start-up measured alongside."""
-    for size in SIZES:  # warm the caches
+    for size in SIZES if not SMOKE else ():  # warm the caches
         for args in COMMANDS.values():
             _cli(paths[size], args)
     samples: dict[str, dict[int, list[float]]] = {n: {s: [] for s in SIZES} for n in COMMANDS}
     base: dict[str, list[float]] = {"python -c pass": [], "python -c 'import typer'": []}
-    for _ in range(REPEATS + 2):
+    for _ in range(scaled(REPEATS + 2, 1)):
         for size in SIZES:
             for name, args in COMMANDS.items():
                 samples[name][size].append(_cli(paths[size], args))

@@ -17,11 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_context import build_store
+from bench.bench_context import SIZES, build_store
+from bench.data import clone, copy_floor, scaled, verdict
 
-EVENTS = 100_000
-CITED_BY_MEMORIES = 2_000
-CITED_BY_PACK = 500
+EVENTS = SIZES[-1]
+CITED_BY_MEMORIES = scaled(2_000, 20)
+CITED_BY_PACK = scaled(500, 5)
+GC_TARGET = 2.0  # gc within 2x of copying the database (issue 24)
 LATER = "2026-06-01T00:00:00Z"  # every finished run of the store is older than 30 days
 
 
@@ -64,7 +66,7 @@ def _cite(path: Path) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="agentstate-bench-maint-") as tmp:
         start = time.perf_counter()
-        path = build_store(Path(tmp) / "s", EVENTS)
+        path = clone(build_store(Path(tmp) / "unused", EVENTS), Path(tmp) / "s")
         _cite(path)
         print(f"  built {EVENTS:,} events in {time.perf_counter() - start:.1f} s")
         db = path / ".agentstate" / "state.db"
@@ -82,10 +84,13 @@ def main() -> None:
         print(f"  gc --dry-run: {wall:.2f} s wall; would remove {dry['removed']:,}, collect "
               f"{dry['collected']:,} of {dry['candidates']:,} candidates "
               f"({dry['body_bytes'] / 1e6:.1f} MB of event text and meta)")
+        floor = copy_floor(db, Path(tmp) / "copy.db", repeats=1)
         wall, done = _timed(path, "gc", env=later)
         print(f"  gc: {wall:.2f} s wall; removed {done['removed']:,}, collected "
               f"{done['collected']:,}; database {done['bytes_before'] / 1e6:.1f} MB → "
               f"{done['bytes_after'] / 1e6:.1f} MB ({done['reclaimed'] / 1e6:.1f} MB back)")
+        print(f"  gc / copy of the database ({floor:.2f} s, same run): {wall / floor:.1f}x "
+              f"(target ≤ {GC_TARGET:.0f}x: {verdict(wall <= GC_TARGET * floor)})")
         wall, again = _timed(path, "gc", env=later)
         print(f"  gc again (nothing left to remove): {wall:.2f} s wall")
 

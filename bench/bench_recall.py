@@ -20,14 +20,18 @@ import tempfile
 import time
 from pathlib import Path
 
-SIZES = (1_000, 100_000)
-REPEATS = 7
+from bench.data import SMOKE, scaled
+
+SIZES = (scaled(1_000, 50), scaled(100_000, 200))
+REPEATS = scaled(7, 1)
 QUERIES = {
     "rare words": "flaky migration timeout",
     "common words": "the project uses the test command for the build",
     "chinese": "数据库迁移",
     "no match": "zzzqqq",
 }
+if SMOKE:
+    QUERIES = {"rare words": QUERIES["rare words"]}
 COMMON = ["project", "uses", "test", "command", "build", "code", "file", "run"]
 CJK = ["数据库迁移必须向后兼容", "测试命令是 make test", "部署前运行集成测试", "配置文件在根目录"]
 

@@ -20,8 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-EVENTS = 10_000
-REPEATS = 7
+from bench.data import Texts, scaled
+
+EVENTS = scaled(10_000, 200)
+PREFERENCES = scaled(500, 40)  # pinned user preferences: hundreds, as real stores hold
+REPEATS = scaled(7, 1)
 TARGET_S = 0.3
 AGENTSTATE = str(Path(sys.executable).with_name("agentstate"))
 
@@ -47,7 +50,7 @@ def build_store(root: Path, events: int = EVENTS) -> str:
                        [f"constraint number {i}: keep the public API stable" for i in range(5)],
                        worktree=snapshot(root))
     rows, open_targets = [], {"question": [], "verify": [], "hypothesis": []}
-    words = "cache parser import budget token event run drift commit locale test".split()
+    texts = Texts(1)
     for seq in range(6, events + 1):  # constraints took seqs 1-5
         eid = store.new_id()
         roll = rng.random()
@@ -67,7 +70,7 @@ def build_store(root: Path, events: int = EVENTS) -> str:
             kind = "tool"
         elif roll < 0.55:
             kind = "decision"
-        text = " ".join(rng.choice(words) for _ in range(rng.randint(5, 40)))
+        text = texts.event()
         meta = json.dumps({"exit_code": rng.choice([0, 0, 1])}) if kind == "tool" else "{}"
         rows.append((eid, run.id, seq, kind, f"{kind} {seq}: {text}", "model",
                      store.now(), meta, resolves, supersedes))
@@ -75,6 +78,13 @@ def build_store(root: Path, events: int = EVENTS) -> str:
         conn.executemany(
             "INSERT INTO events (id, run, seq, kind, text, source, ts, meta, resolves, "
             "supersedes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany(
+            "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, "
+            "status, confidence, valid_until, created, last_confirmed, evidence_count, "
+            "supersedes, principal, status_reason) VALUES (?, 1, 'preference', NULL, 'repo', "
+            "?, ?, 'user', 'active', 0.9, NULL, ?, ?, 1, NULL, 'owner', 'bench')",
+            [(f"pref{n:06d}", texts.preference(n), f"p{n}", store.now(), store.now())
+             for n in range(PREFERENCES)])
     create_checkpoint(store, run.ref, "halfway through", worktree=snapshot(root))
     store.close()
     (root / "app.py").write_text("print('changed')\n")  # some drift to report
@@ -115,7 +125,8 @@ def main() -> None:
         root = Path(tmp)
         started = time.perf_counter()
         run_ref = build_store(root)
-        print(f"built a run of {EVENTS:,} events in {time.perf_counter() - started:.1f} s")
+        print(f"built a run of {EVENTS:,} events and {PREFERENCES} pinned preferences in "
+              f"{time.perf_counter() - started:.1f} s")
         cases = [
             ("python -c pass", [sys.executable, "-c", "pass"]),
             ("agentstate --help", [AGENTSTATE, "--help"]),

@@ -17,7 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-SIZE = 1 << 20
+from bench.data import scaled
+
+SIZE = scaled(1 << 20, 1 << 12)
 SEEDS = [
     "a", "A1", "aB3/", "0f", "ghp_", "github_pat_", "glpat-", "sk-", "xoxb-", "eyJ", "eyJa.",
     "AKIA", "AIza", "hf_", "npm_", "SG.", "://", "a://", "a:b", "a:b@", "x=", "x: ", '"a": "',
@@ -70,7 +72,7 @@ def linear_time() -> None:
 
 def _import_ms(statement: str) -> float:
     times = []
-    for _ in range(5):
+    for _ in range(scaled(5, 1)):
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", statement], check=True)
         times.append(time.perf_counter() - start)
@@ -78,10 +80,9 @@ def _import_ms(statement: str) -> float:
 
 
 def compare_detect_secrets() -> None:
-    sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-    from secrets_corpus import NEGATIVES, POSITIVES
-
+    sys.path.insert(0, str(Path(__file__).parent.parent))
     from agentstate.safety import find_secrets
+    from tests.security.secrets_corpus import NEGATIVES, POSITIVES
 
     ours_tp = sum(bool(find_secrets(text)) for _, text, _ in POSITIVES)
     ours_fp = sum(bool(find_secrets(text)) for _, text in NEGATIVES)

@@ -20,7 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPEATS = 7
+from bench.data import scaled
+
+REPEATS = scaled(7, 1)
 GOAL = "resume the interrupted refactor of the date parser and run the tests"
 
 
@@ -78,11 +80,12 @@ def main() -> None:
         init_store(target=repo)
         store = open_store(start=repo)
         sizes, cold = {}, {}
-        for n, add in ((3, None), (200, (197, 3, "skill")), (2000, (1800, 4, "more"))):
+        more = scaled(1800, 10)
+        for n, add in ((3, None), (200, (197, 3, "skill")), (2000, (more, 4, "more"))):
             if add:
                 _add_catalog(store, add[0], seed=add[1], prefix=add[2])
             cold[n] = _median(lambda: match_skills(store, GOAL), 1)  # first call: no cache
-            sizes[n] = _median(lambda: match_skills(store, GOAL), 21)
+            sizes[n] = _median(lambda: match_skills(store, GOAL), scaled(21, 1))
         print("match_skills (in-process; first call, then median of 21 warm calls)")
         for n, seconds in sizes.items():
             print(f"  {n:>5} published skills  first {cold[n] * 1000:7.2f} ms   "
@@ -98,7 +101,7 @@ def main() -> None:
         original = shipped.install_into
 
         def init_without() -> None:
-            shipped.install_into = lambda root: []
+            shipped.install_into = lambda root: shipped.InstallResult()
             try:
                 init_store(target=_fresh_repo(base, f"n{next(counter)}"))
             finally:
@@ -119,9 +122,9 @@ def main() -> None:
             _author(store.skills_path / name)
             publish_skill(store, name)
 
-        seconds = _median(publish_one, 5)
+        seconds = _median(publish_one, scaled(5, 1))
         print(f"publish of a scaffold (validate, acceptance via the tool layer, commit+tag+row)"
-              f": {seconds * 1000:.0f} ms median of 5")
+              f": {seconds * 1000:.0f} ms median of {scaled(5, 1)}")
         store.close()
 
         agentstate = Path(sys.executable).parent / "agentstate"

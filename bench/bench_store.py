@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 from bench.bench_context import SIZES, _cli, _python, build_store
+from bench.data import scaled
 
-REPEATS = 7
+REPEATS = scaled(7, 1)
 
 
 def folder_size(path: Path) -> int:

@@ -7,6 +7,12 @@ the first export (11,000 memory records), an export with nothing new (what every
 pays), the export of 1,000 tombstones after A forgets 1,000 facts; then store B's import of
 A's first folder (11,000 new versions), of the tombstones (1,000 forgets applied) and a
 repeated import with nothing new (what the post-merge hook pays on each pull).
+
+Floors from the same run (issue 24: export and import within 1.5x of a copy of the same
+data): for the export, a plain script that selects the same versions and writes them as JSON
+lines; for the import, inserting the same rows into a fresh store's memories table (its
+triggers and indexes on). Last, `agentstate sync` with nothing new as a whole process
+(target ≤ 0.2 s: a stored digest says nothing changed), next to `python -c pass`.
 """
 
 from __future__ import annotations
@@ -16,8 +22,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-MEMORIES = 10_000
-TOMBSTONES = 1_000
+from bench.data import REPEATS, python_floor, scaled, verdict, wall
+
+MEMORIES = scaled(10_000, 200)
+TOMBSTONES = scaled(1_000, 20)
+RATIO_TARGET = 1.5
+NOOP_TARGET_S = 0.2
 
 
 def _store(path: Path):
@@ -59,7 +69,39 @@ def _timed(label: str, action):
     return result, took, label
 
 
+def export_floor(store, out: Path) -> float:
+    """Select the versions and their evidence and write each as one JSON line: what any
+    export must do at least."""
+    import json
+
+    start = time.perf_counter()
+    rows = store.conn.execute(
+        "SELECT m.id, m.version, m.kind, m.key, m.scope, m.text, m.source, m.principal, "
+        "m.created, m.valid_until, m.supersedes, group_concat(e.ref) FROM memories m "
+        "LEFT JOIN memory_evidence e ON e.memory_row = m.row GROUP BY m.row").fetchall()
+    with out.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+    return time.perf_counter() - start
+
+
+def import_floor(source, target) -> float:
+    """Insert the same version rows into a fresh store (triggers and indexes on): what any
+    import must do at least."""
+    columns = ("id, version, kind, key, scope, text, norm_hash, source, status, confidence, "
+               "valid_until, created, last_confirmed, evidence_count, supersedes, principal, "
+               "status_reason")
+    rows = source.conn.execute(f"SELECT {columns} FROM memories").fetchall()
+    start = time.perf_counter()
+    with target.transaction() as conn:
+        conn.executemany(f"INSERT INTO memories ({columns}) VALUES "
+                         f"({', '.join('?' * len(columns.split(',')))})", rows)
+    return time.perf_counter() - start
+
+
 def main() -> None:
+    import sys
+
     from agentstate.sync import shared_path, sync
 
     with tempfile.TemporaryDirectory(prefix="agentstate-bench-sync-") as tmp:
@@ -69,10 +111,12 @@ def main() -> None:
         versions = a.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
         print(f"  store A: {count:,} facts, {versions:,} versions (keyed chains of two)")
         rows = []
+        floors = {"export": export_floor(a, Path(tmp) / "floor.jsonl")}
         first, took, label = _timed("export, first (all records)",
                                     lambda: sync(a, do_import=False))
         rows.append((label, took, f"{first.exported:,} memory + "
                                   f"{first.exported_evidence:,} evidence records"))
+        ratios = {"export": took / floors["export"]}
         folder = shared_path(a)
         sizes = {p.name: p.stat().st_size for p in sorted(folder.glob("*.jsonl"))}
         snapshot = {name: (folder / name).read_bytes() for name in sizes}
@@ -93,9 +137,13 @@ def main() -> None:
         b_folder.mkdir(parents=True)
         for name, data in snapshot.items():
             (b_folder / name).write_bytes(data)
+        floor_store = _store(Path(tmp) / "floor")
+        floors["import"] = import_floor(a, floor_store)
+        floor_store.close()
         got, took, label = _timed("import, first (new versions)",
                                   lambda: sync(b, do_export=False))
         rows.append((label, took, f"{got.imported:,} versions imported"))
+        ratios["import"] = took / floors["import"]
         for name in after:
             (b_folder / name).write_bytes((folder / name).read_bytes())
         got, took, label = _timed(f"import, {TOMBSTONES:,} tombstones",
@@ -110,8 +158,27 @@ def main() -> None:
         print(f"  shared folder: {total / 1e6:.2f} MB "
               + ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in after.items())
               + f" ({total / versions:.0f} bytes a version)")
+        # The same with the digest: one full sync that finds nothing to do keeps it, the
+        # next one compares it and stops (in process, the domain work alone).
+        sync(a)
+        _, idle, _ = _timed("sync", lambda: sync(a))
+        print(f"  sync, nothing new, after the digest is kept (in process): {idle:.3f} s "
+              f"(export + import with nothing new above: {rows[1][1] + rows[-1][1]:.2f} s)")
+        for what, ratio in ratios.items():
+            print(f"  {what} / its floor ({floors[what]:.2f} s, same run): {ratio:.1f}x "
+                  f"(target ≤ {RATIO_TARGET}x: {verdict(ratio <= RATIO_TARGET)})")
         a.close()
         b.close()
+        # The whole command with nothing new: the first run finds nothing to do and keeps
+        # the digest; the next ones only compare it.
+        cli = [sys.executable, "-m", "agentstate", "sync", "--json"]
+        wall(cli, cwd=Path(tmp) / "a")
+        noop = sorted(wall(cli, cwd=Path(tmp) / "a") for _ in range(REPEATS))[len(
+            range(REPEATS)) // 2]
+        base = python_floor()
+        print(f"  `agentstate sync` with nothing new: {noop * 1000:.0f} ms = {noop / base:.1f}x "
+              f"python -c pass ({base * 1000:.0f} ms) (target ≤ {NOOP_TARGET_S * 1000:.0f} ms: "
+              f"{verdict(noop <= NOOP_TARGET_S)})")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,15 @@ at 1k and 2k. Benchmarks measure; tests assert behaviour. Ratios are taken withi
 
     python bench/run.py                 # everything
     python bench/run.py context eval    # only bench_context and the evals
+    python bench/run.py --smoke         # every benchmark at tiny sizes (a test runs this)
+    python bench/run.py --out PATH      # write the report elsewhere
+
+Every benchmark prints its figures as ratios against floors measured in the same run
+(`python -c pass`, a plain FTS5 script, a file copy, parsing the file alone) and a verdict
+against its target from issue 24 (`target …: ok` or `MISSED`); the report gathers those
+verdicts in one table at the top. Smoke mode (AGENTSTATE_BENCH_SMOKE=1) shrinks every size to
+a few hundred items and one repeat and skips the evals: it proves the bench runs, its
+figures mean nothing.
 """
 
 from __future__ import annotations
@@ -89,9 +98,20 @@ def evals() -> list[tuple[str, str]]:
 
 
 def main() -> int:
+    args = sys.argv[1:]
+    out = REPORT
+    if "--out" in args:
+        at = args.index("--out")
+        out = Path(args[at + 1])
+        del args[at:at + 2]
+    smoke = "--smoke" in args
+    if smoke:
+        args.remove("--smoke")
+        os.environ["AGENTSTATE_BENCH_SMOKE"] = "1"  # read by bench.data at import
     sys.path.insert(0, str(HERE.parent))
-    precompile()
-    selected = set(sys.argv[1:])
+    if not smoke:
+        precompile()
+    selected = set(args)
     started = time.perf_counter()
     sections: list[tuple[str, str, float]] = []
     for path in sorted(HERE.glob("bench_*.py")):
@@ -106,19 +126,39 @@ def main() -> int:
             module.main()
         sections.append((name, tee.copy.getvalue(), time.perf_counter() - t0))
         print()
-    if not selected or "eval" in selected:
+    from bench.data import cleanup
+
+    cleanup()
+    if not smoke and (not selected or "eval" in selected):
         print("== eval", flush=True)
         t0 = time.perf_counter()
         for title, text in evals():
             print(f"-- {title}\n{text}")
             sections.append((title, text, time.perf_counter() - t0))
             t0 = time.perf_counter()
-    write_report(sections, time.perf_counter() - started)
-    print(f"report written to {REPORT}")
+    write_report(sections, time.perf_counter() - started, out, smoke)
+    print(f"report written to {out}")
     return 0
 
 
-def write_report(sections: list[tuple[str, str, float]], seconds: float) -> None:
+def verdicts(sections: list[tuple[str, str, float]]) -> list[str]:
+    """Every line a benchmark printed with a verdict against a target, in one table."""
+    rows = []
+    for title, text, _ in sections:
+        for line in text.splitlines():
+            if "target" in line and ("ok" in line or "MISSED" in line):
+                status = "MISSED" if "MISSED" in line else "ok"
+                rows.append(f"| {status} | {title.removeprefix('bench_')} | "
+                            f"{line.strip().replace('|', '/')} |")
+    if not rows:
+        return []
+    return ["## Against the targets", "",
+            "Each line as its benchmark printed it below (ratios within this run).", "",
+            "| verdict | bench | figure |", "|---|---|---|", *rows, ""]
+
+
+def write_report(sections: list[tuple[str, str, float]], seconds: float,
+                 out: Path = REPORT, smoke: bool = False) -> None:
     import agentstate
 
     head = [
@@ -128,13 +168,15 @@ def write_report(sections: list[tuple[str, str, float]], seconds: float) -> None
         f"agentstate {getattr(agentstate, '__version__', '?')}, Python "
         f"{platform.python_version()}, {platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPU(s). Every figure below comes from this one run; compare "
-        "ratios, not absolute times, across machines.",
+        "ratios, not absolute times, across machines."
+        + (" SMOKE MODE: tiny sizes, one repeat; the figures mean nothing." if smoke else ""),
         "",
+        *verdicts(sections),
     ]
     body = []
     for title, text, took in sections:
         body += [f"## {title}", "", f"({took:.0f} s)", "", "```", text.rstrip(), "```", ""]
-    REPORT.write_text("\n".join(head + body), encoding="utf-8")
+    out.write_text("\n".join(head + body), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -152,10 +152,14 @@ def essential_candidates(items: list[Any]) -> list[Candidate]:
     out = []
     for n, item in enumerate(items):
         cls = ESSENTIAL_CLASS.get(item.section, "task")
+        # Past the essentials' ceiling (runs/essentials.cap): an ordinary task fragment,
+        # first in its class, shown whole when there is room, else left out.
+        optional = getattr(item, "optional", False)
         out.append(Candidate(
             ref=item.ref, cls=cls, section=item.section,
             score=ESSENTIAL_UPGRADE_SCORE.get(item.section, 1.0), full=item.full,
-            floor=None if cls == "pinned" else item.floor, order=(0, n), kind=item.kind,
+            floor=None if cls == "pinned" or optional else item.floor, order=(0, n),
+            kind=item.kind,
             flags=["untrusted"] if item.section == "failing" else [],
             norm=normalise(_text_of(item.floor)) if item.section != "drift" else "",
         ))

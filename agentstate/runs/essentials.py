@@ -9,8 +9,18 @@ Both commands render these with `sections()` and `join_sections()` — the same 
 same titles, in the same order — so the smallest pack either accepts is the same text, and
 `minimum()` is the same number for both: below it both refuse (BudgetTooSmall names it),
 at or above it both keep every essential. Pinned text (constraints, preferences) is never
-altered; the goal, questions and verifications are never shortened; only the failing result
-and the drift have a short form (`floor`) beside the full one.
+altered; the goal, questions, verifications, failing result and drift have a short form
+(`floor`, cut to LINE_CAP tokens when longer, the drift to DRIFT_CAP) beside the full one.
+
+The essentials have a ceiling (`cap`): however much is pinned, their short form never needs
+more than BOUND tokens. Pinned items are ranked (the run's constraints in their order, then
+preferences: the most specific scope first, then the newest) and taken while they fit in
+PINNED_ROOM; the open questions and pending verifications likewise in QUEUE_ROOM; what does
+not fit is one pointer line per section with a count and the command that lists it all
+(`+ 963 more preferences: agentstate memory list --kind preference`). Questions and
+verifications past the room stay `optional` items: a pack with room still shows them, first
+among what is not essential. So `context --budget 8000` and SessionStart's 2,000 tokens
+always hold the essentials.
 """
 
 from __future__ import annotations
@@ -41,6 +51,21 @@ WHAT = ("the task's essentials (goal, constraints, user preferences, open questi
         "verifications, the latest failing tool result, the drift summary)")
 MAX_LISTED = 15  # commits or files listed in the drift details; the rest are counted
 
+# The ceiling (issue 24). BOUND is documented in docs/context.md and docs/runs.md: the
+# most tokens the essentials' short form — the smallest pack `resume` and `context` accept —
+# ever needs. The rooms below leave space under it for the titles and the pointer lines.
+BOUND = 700
+LINE_CAP = 50  # tokens: a goal, question, verification or failing line's short form
+DRIFT_CAP = 120  # tokens: the drift summary (counts and short hashes; long branch names)
+PINNED_ROOM = 300  # tokens for constraints and preferences together (whole items only)
+QUEUE_ROOM = 120  # tokens for the open questions and pending verifications
+POINTERS = {  # section → (what, where the rest is listed; {run} is the run's ref)
+    "constraints": ("constraints", "agentstate events --run {run} --kind constraint"),
+    "preferences": ("preferences", "agentstate memory list --kind preference"),
+    "questions": ("open questions", "agentstate events --run {run} --kind question"),
+    "verifications": ("pending verifications", "agentstate events --run {run} --kind verify"),
+}
+
 
 @dataclass
 class Item:
@@ -52,6 +77,8 @@ class Item:
     floor: str
     full: str
     pinned: bool = False  # instruction text shown byte for byte (constraints, preferences)
+    pointer: bool = False  # a `+ N more …` line standing for items past the ceiling
+    optional: bool = False  # past the ceiling: offered when a budget has room, not kept
 
     def __post_init__(self) -> None:
         # Stored control characters and escape sequences are written out visibly
@@ -66,14 +93,16 @@ class Essentials:
     state: WorkingState | None = None
     failures: list[ToolFailure] = field(default_factory=list)
     drift: dict[str, Any] | None = None
-    preferences: list[Any] = field(default_factory=list)
+    preferences: list[Any] = field(default_factory=list)  # those shown (within the ceiling)
     scope: dict[str, Any] | None = None  # run, branch, paths: what preferences apply to
+    left_out: dict[str, int] = field(default_factory=dict)  # section → items past the ceiling
 
     def text(self, full: Iterable[str] = ()) -> str:
         """The essentials alone; `full` names the items shown in their full form."""
         wide = set(full)
         return join_sections(sections(
-            (i.section, i.full if i.ref in wide else i.floor) for i in self.items))
+            (i.section, i.full if i.ref in wide else i.floor) for i in self.items
+            if not i.optional))
 
 
 def join_sections(blocks: Iterable[tuple[str, list[str]]]) -> str:
@@ -117,18 +146,25 @@ def scope_of(run: Run | None) -> dict[str, Any] | None:
 
 
 def gather(store: Store, run: Run | None, *, principal: Principal | str | None = None,
-           drift: dict[str, Any] | None = None, per_group: int | None = None) -> Essentials:
-    """Everything essential about `run` (None: only the user's preferences).
+           drift: dict[str, Any] | None = None, per_group: int | None = None,
+           count: Callable[[str], int] | None = None) -> Essentials:
+    """Everything essential about `run` (None: only the user's preferences), capped to the
+    ceiling (`cap`).
 
     `drift` may be passed in (tests, callers that computed it); `per_group` defaults to
-    `[context] task_items`, the newest items a pack shows per task-state group.
+    `[context] task_items`, the newest items a pack shows per task-state group; `count`
+    defaults to the store's token counter.
     """
     from agentstate.memory.model import list_user_preferences
 
+    if count is None:
+        from agentstate.tokens import counter_for
+
+        count = counter_for(store.settings.tokens).count
     scope = scope_of(run)
-    prefs = list_user_preferences(store, principal, scope)
+    prefs = rank_preferences(list_user_preferences(store, principal, scope), scope)
     if run is None:
-        return Essentials(None, [_preference(p) for p in prefs], preferences=prefs)
+        return cap(Essentials(None, [_preference(p) for p in prefs], preferences=prefs), count)
     if per_group is None:
         per_group = store.settings.context.task_items
     state = working_state(store, run, per_group=per_group)
@@ -145,7 +181,103 @@ def gather(store: Store, run: Run | None, *, principal: Principal | str | None =
         items.append(_failure(failures[0]))
     items.append(Item(f"worktree:{run.ref}", "drift", "worktree", drift_summary(drift),
                       drift_details(drift)))
-    return Essentials(run, items, state, failures, drift, prefs, scope)
+    return cap(Essentials(run, items, state, failures, drift, prefs, scope), count)
+
+
+# ---------------------------------------------------------------- the ceiling
+
+
+def rank_preferences(prefs: list[Any], scope: dict[str, Any] | None) -> list[Any]:
+    """Most specific scope first (a path or branch rule beats a repo-wide one), then the
+    newest (a later statement is the user's current wish). `prefs` come oldest first
+    (created, then row), so the reversed list, sorted stably by specificity, is that."""
+    from agentstate.memory.scopes import scope_applies
+
+    return sorted(reversed(prefs), key=lambda p: -(scope_applies(str(p.scope), scope) or 0.0))
+
+
+def shorten(line: str, limit: int, count: Callable[[str], int], note: str) -> str:
+    """`line` if it counts at most `limit` tokens, else its head cut to fit with `note`."""
+    if count(line) <= limit:
+        return line
+    tail = f"… ({note})"
+    room = max(limit - count(tail), 1)
+    keep = min(len(line), room * 4)
+    while keep > 0 and count(line[:keep]) > room:
+        keep = keep * room // max(count(line[:keep]), room + 1)
+    return line[:keep].rstrip() + tail
+
+
+def cap(ess: Essentials, count: Callable[[str], int]) -> Essentials:
+    """Fit the essentials' short form under BOUND tokens, whatever is stored.
+
+    Short forms of one-line items are cut to LINE_CAP (their full form stays whole, shown
+    when a budget has room); pinned items are kept whole or not at all, in rank order while
+    they fit in PINNED_ROOM (a long one is passed over, later shorter ones still get in);
+    questions and verifications likewise in QUEUE_ROOM (the rest stay as optional items);
+    what is left out becomes pointer lines.
+    """
+    run_ref = ess.run.ref if ess.run is not None else ""
+    kept: list[Item] = []
+    used = {"pinned": 0, "queue": 0}
+    left: dict[str, list[Item]] = {}
+    for item in ess.items:
+        if item.section in ("constraints", "preferences"):
+            room, cost = "pinned", count(item.floor) + 1
+        elif item.section in ("questions", "verifications"):
+            room, cost = "queue", 0
+            item.floor = shorten(item.floor, LINE_CAP, count, f"cut; full text: {item.ref}")
+            cost = count(item.floor) + 1
+        else:
+            if item.section == "drift":
+                item.floor = shorten(item.floor, DRIFT_CAP, count,
+                                     "cut; `agentstate resume` shows it all")
+            else:
+                item.floor = shorten(item.floor, LINE_CAP, count, f"cut; full text: {item.ref}")
+            kept.append(item)
+            continue
+        limit = PINNED_ROOM if room == "pinned" else QUEUE_ROOM
+        if used[room] + cost <= limit:
+            used[room] += cost
+            kept.append(item)
+        else:
+            left.setdefault(item.section, []).append(item)
+    optional = [i for section in ("questions", "verifications") for i in left.get(section, [])]
+    for item in optional:
+        item.optional = True
+    ess.items = kept + [_pointer(section, len(items), run_ref)
+                        for section, items in left.items()]
+    # The rooms leave space for titles and pointers; this makes the bound exact whatever
+    # the tokenizer does at the joins: drop the lowest-ranked queue, then pinned, items.
+    while count(ess.text()) > BOUND:
+        droppable = [i for i in ess.items if not i.pointer
+                     and i.section in ("verifications", "questions", "preferences",
+                                       "constraints")]
+        if not droppable:
+            break
+        worst = max(droppable, key=lambda i: (("constraints", "preferences", "questions",
+                                               "verifications").index(i.section),
+                                              ess.items.index(i)))
+        left.setdefault(worst.section, []).append(worst)
+        if worst.section in ("questions", "verifications"):
+            worst.optional = True
+            optional.append(worst)
+        ess.items = [i for i in ess.items if i is not worst and not i.pointer]
+        ess.items += [_pointer(section, len(items), run_ref)
+                      for section, items in left.items()]
+    ess.items += optional
+    shown = {i.ref for i in ess.items}
+    ess.preferences = [p for p in ess.preferences if preference_ref(p) in shown]
+    ess.left_out = {section: len(items) for section, items in left.items()}
+    return ess
+
+
+def _pointer(section: str, n: int, run_ref: str) -> Item:
+    what, where = POINTERS[section]
+    shown = " (shown below when the pack has room)" if section in ("questions",
+                                                                  "verifications") else ""
+    line = f"- + {n} more {what}{shown}: `{where.format(run=run_ref)}`"
+    return Item(f"more:{section}", section, "pointer", line, line, pointer=True)
 
 
 def _label(ref: str, *extra: str) -> str:

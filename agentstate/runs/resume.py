@@ -270,8 +270,8 @@ SECTION_TITLES = {
 SECTION_ORDER = list(SECTION_TITLES)
 # Who gets the room left after the essentials, highest first: the header, then the optional
 # sections, with the essentials' fuller forms slotted in where they matter.
-PRIORITY = ["header", "diagnoses", "failed", "failing", "drift", "checkpoint", "hypotheses",
-            "skills", "recent", "more"]
+PRIORITY = ["header", "questions", "verifications", "diagnoses", "failed", "failing", "drift",
+            "checkpoint", "hypotheses", "skills", "recent", "more"]
 _GROUP_LABELS = {"diagnoses": "confirmed diagnosis(es)", "hypotheses": "hypothesis(es)",
                  "open_questions": "open question(s)",
                  "pending_verifications": "pending verification(s)",
@@ -312,7 +312,9 @@ def _when(ts: str) -> str:
 def all_parts(pack: ResumePack, ess: Essentials) -> list[_Part]:
     """Every part: the essentials first (in text order), then the optional ones by
     priority (highest first)."""
-    parts = [_Part(i.section, i.ref, [i.full], floor=[i.floor]) for i in ess.items]
+    # Optional items are questions and verifications past the essentials' ceiling.
+    parts = [_Part(i.section, i.ref, [i.full], floor=None if i.optional else [i.floor])
+             for i in ess.items]
     optional: list[_Part] = [_Part("header", "header", [_header(pack)])]
     optional += [_Part("diagnoses", i.ref, _item_lines(i)) for i in pack.diagnoses]
     optional += [_Part("failed", i.ref, _item_lines(i)) for i in pack.failed_verifications]

@@ -50,10 +50,24 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
     from agentstate.sync.gitsetup import ensure_gitattributes, ignore_warning
     from agentstate.sync.merge import import_folder
     from agentstate.sync.records import read_folder
-    from agentstate.sync.shared import purged_record_ids
+    from agentstate.sync.shared import (
+        keep_digest,
+        nothing_new_digest,
+        purged_record_ids,
+        stored_digest,
+    )
 
     path = shared_path(store)
     result = SyncResult(folder=str(path), dry_run=dry_run)
+    # Nothing new since the last full sync (same memories, mappings, shared files, config
+    # and options): skip reading the folder and planning every version (issue 24).
+    full = do_export and do_import and not dry_run
+    flags = f"{include_candidates}|{include_quarantined}|{principal}"
+    if full and stored_digest(store) == nothing_new_digest(store, path, flags):
+        warning = ignore_warning(store.work_tree, path)
+        if warning:
+            result.warnings.append(warning)
+        return result
     folder = read_folder(path, skip=purged_record_ids(store))
     if do_export:
         plan = plan_export(store, folder, include_candidates=include_candidates,
@@ -80,6 +94,15 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
         result.refs = {"imported": merged.imported, "contested": merged.contested,
                        "tombstoned": merged.tombstoned, "purged": merged.purged}
     result.skipped = len(result.skipped_items)
+    # Kept only after a sync that found nothing to do: its inputs are then a fixed point, so
+    # the same inputs next time need no work either. (One that skipped records or holds
+    # tombstones for unknown records says so on every run, so it is never skipped.)
+    idle = not (result.exported or result.exported_evidence or result.exported_tombstones
+                or result.removed_lines or result.files_written or result.imported
+                or result.contested or result.tombstoned or result.skipped
+                or result.pending_tombstones)
+    if full and idle:
+        keep_digest(store, nothing_new_digest(store, path, flags))
     warning = ignore_warning(store.work_tree, path)
     if warning:
         result.warnings.append(warning)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
+
+DIGEST_KEY = "sync_nothing_new"  # kv: the digest left by the last full sync
 
 
 @dataclass
@@ -67,3 +70,36 @@ def purged_record_ids(store: Store) -> set[str]:
 
     purged = {(r.id, r.version) for r in all_version_rows(store) if r.purged}
     return {rid for key, ids in mapped_ids(store).items() if key in purged for rid in ids}
+
+
+def nothing_new_digest(store: Store, folder: Path, flags: str) -> str:
+    """What a sync depends on, in one hash: the memories and their evidence (memory's
+    digest), this table, the shared files' names, sizes and modification times, the
+    config file's (principals and scopes live there) and the options of the call. Equal
+    digests before and after: the sync would change nothing."""
+    import hashlib
+
+    from agentstate.memory.digest import memory_digest
+
+    digest = hashlib.sha256(flags.encode())
+    for row in store.conn.execute("SELECT record_id, memory, version, origin, rel FROM "
+                                  "shared_records ORDER BY record_id"):
+        digest.update(repr(row).encode())
+    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    for file in [*files, Path(store.root) / "config.toml"]:
+        try:
+            stat = file.stat()
+        except FileNotFoundError:
+            continue
+        digest.update(f"{file.name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return memory_digest(store, digest)
+
+
+def stored_digest(store: Store) -> str | None:
+    return store.value("SELECT value FROM kv WHERE key = ?", (DIGEST_KEY,))
+
+
+def keep_digest(store: Store, digest: str) -> None:
+    with store.transaction():
+        store.conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                           "UPDATE SET value = excluded.value", (DIGEST_KEY, digest))
