@@ -63,6 +63,10 @@ class HookOutcome:
     stdout: str | None = None
     skipped: str | None = None
     caught_up: int | None = None
+    # What the payload did not say the way it should (a missing field, a string where an
+    # object was, a transcript path refused): recorded as far as understood, and the CLI
+    # writes one line to the hook-error log.
+    problems: list[str] = field(default_factory=list)
 
 
 def parse_payload(agent: str, raw: str | bytes) -> HookPayload:
@@ -202,17 +206,35 @@ def _meta(payload: HookPayload, **extra: Any) -> dict[str, Any]:
 
 
 
-def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
-    """(text, source, meta) of a `tool` event for a PostToolUse(/Failure) payload."""
-    from agentstate.store.sources import tool_source
-    from agentstate.tools.excerpt import EXIT_IN_TEXT, output_excerpt, redact, telling_line
+def tool_record(payload: HookPayload, problems: list[str] | None = None
+                ) -> tuple[str, str, dict[str, Any]]:
+    """(text, source, meta) of a `tool` event for a PostToolUse(/Failure) payload.
 
+    Recorded as far as the payload is understood: a missing or oddly typed field is noted in
+    `problems` (the caller logs it) and never turns the call into an `ok`. How it ended comes
+    from tool_outcome: an exit code field, the client's own text, the client's failure
+    event, a runner's summary — else `outcome unknown`."""
+    from agentstate.integrations import tool_outcome as oc
+    from agentstate.store.sources import tool_source
+    from agentstate.tools.excerpt import excerpt, output_excerpt, redact, telling_line
+
+    noted = problems if problems is not None else []
     data = payload.data
-    name = data.get("tool_name") if isinstance(data.get("tool_name"), str) else "tool"
+    name = data.get("tool_name")
+    if not isinstance(name, str) or not name:
+        noted.append("no tool_name")
+        name = "tool"
     tool_input = data.get("tool_input")
     response = data.get("tool_response")
     error = data.get("error") if isinstance(data.get("error"), str) else None
-    failed = payload.event == "PostToolUseFailure" or error is not None
+    # The client's own word: a failure event or an error; Claude Code sends every failed
+    # call as PostToolUseFailure, so its PostToolUse is a success report. Codex has no
+    # failure event: its PostToolUse says nothing either way.
+    client_failed: bool | None = None
+    if payload.event == "PostToolUseFailure" or error is not None:
+        client_failed = True
+    elif payload.agent == "claude-code":
+        client_failed = False
     stdout = stderr = ""
     exit_code: int | None = None
     if isinstance(response, dict):
@@ -223,19 +245,48 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
             if isinstance(response.get(key), int) and not isinstance(response.get(key), bool):
                 exit_code = response[key]
         if response.get("interrupted") is True or response.get("is_error") is True:
-            failed = True
-        if not (stdout or stderr) and response:
+            client_failed = True
+        if not (stdout or stderr) and response and not {
+                "stdout", "stderr", "output", "aggregated_output"} & set(response):
             stdout = json.dumps(response, ensure_ascii=False)[:4000]
     elif response is not None:
+        if not isinstance(response, str | list):
+            noted.append(f"tool_response is a {type(response).__name__}")
         stdout = _text(response)
+    elif payload.event == "PostToolUse":
+        noted.append("no tool_response")
+    if tool_input is not None and not isinstance(tool_input, dict):
+        noted.append(f"tool_input is a {type(tool_input).__name__}, not an object")
+    # Codex's text starts with its header ("… Process exited with code 1 … Output:"),
+    # Claude Code's error with "Exit code 1": the code is taken, the wrapper dropped.
+    stdout, text_code = oc.strip_client_wrapper(stdout)
+    error_text = ""
     if error:
-        stderr = (stderr + "\n" if stderr else "") + error
-        found = EXIT_IN_TEXT.search(error)
-        if found and exit_code is None:
-            exit_code = int(found.group(1))
-    if exit_code is not None and exit_code != 0:
-        failed = True
-    excerpt = output_excerpt(stdout, stderr)
+        error_text, error_code = oc.strip_claude_exit(error)
+        text_code = text_code if text_code is not None else error_code
+    how = oc.EXIT_CODE
+    if exit_code is None and text_code is not None:
+        exit_code, how = text_code, oc.CLIENT_TEXT
+    if exit_code is not None:
+        failed: bool | None = exit_code != 0 or bool(client_failed)
+    else:
+        # Only the kept, bounded output is examined (signature_verdict reads the tail).
+        verdict = oc.signature_verdict("\n".join((stdout, stderr, error_text)),
+                                       strong_only=client_failed is False)
+        if client_failed:
+            failed, how = True, oc.CLIENT_EVENT
+        elif verdict is not None:
+            failed, how = verdict, oc.SIGNATURE
+        elif client_failed is False:
+            failed, how = False, oc.CLIENT_EVENT
+        else:
+            failed, how = None, oc.UNKNOWN
+    if error_text.strip() and not (stdout.strip() or stderr.strip()):
+        # Claude Code's `error` is the command's whole output, not its stderr.
+        excerpt_text = excerpt(error_text)
+    else:
+        excerpt_text = output_excerpt(stdout, "\n".join(x for x in (stderr, error_text)
+                                                        if x.strip()))
     command = file_path = None
     if isinstance(tool_input, dict):
         raw_command = tool_input.get("command") or tool_input.get("cmd")
@@ -244,19 +295,16 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
         command = raw_command if isinstance(raw_command, str) else None
         raw_path = tool_input.get("file_path") or tool_input.get("path")
         file_path = raw_path if isinstance(raw_path, str) else None
-    if failed:
-        status = f"exit {exit_code}" if exit_code is not None else "failed"
-    else:
-        status = f"exit {exit_code}" if exit_code is not None else "ok"
+    status = oc.Outcome(exit_code, failed, how, "").status
     shown = None
     if command:
-        shown = " ".join(redact(command).split())
+        shown = " ".join(redact(command[:4 * HEADLINE_COMMAND_CHARS]).split())
         if len(shown) > HEADLINE_COMMAND_CHARS:
             shown = shown[: HEADLINE_COMMAND_CHARS - 1] + "…"
-    what = f"$ {shown}" if shown else redact(file_path) if file_path else None
+    what = f"$ {shown}" if shown else redact(file_path[:1000]) if file_path else None
     if failed:
         # The failure first: resume shows the first ~100 characters of a line.
-        reason = telling_line(excerpt) if excerpt else ""
+        reason = telling_line(excerpt_text) if excerpt_text else ""
         headline = f"{name} {status}" + (f": {reason}" if reason else "") + (
             f" ({what})" if what else "")
     else:
@@ -264,17 +312,18 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
     # The excerpt lives in the meta, as for `exec` and the importers: resume and context show
     # it under the headline (in the text too, it was shown twice).
     text = headline
-    # A command's exit code is kept (0 when the agent reported success without one; None
-    # when it failed without one): resume ranks calls with a non-zero code higher.
-    if exit_code is None and command and not failed:
-        exit_code = 0
-    meta = _meta(payload, tool=name, command=redact(command) if command else None,
-                 path=redact(file_path) if file_path else None, excerpt=excerpt or None,
-                 tool_use_id=data.get("tool_use_id") if isinstance(
-                     data.get("tool_use_id"), str) else None)
-    if failed or command:
+    call_id = data.get("tool_use_id") or data.get("call_id")
+    meta = _meta(payload, tool=name,
+                 command=redact(command[:4000]) if command else None,
+                 path=redact(file_path[:1000]) if file_path else None,
+                 excerpt=excerpt_text or None,
+                 tool_use_id=call_id if isinstance(call_id, str) and call_id else None)
+    # A command's exit code is kept (None when nothing stated one): resume ranks calls with
+    # a non-zero code higher. `failed` is None when the outcome is unknown.
+    if failed or command or exit_code is not None:
         meta["exit_code"] = exit_code
     meta["failed"] = failed
+    meta["outcome"] = how
     return text, tool_source(str(name)), meta
 
 
@@ -292,7 +341,7 @@ def _text(value: Any) -> str:
 def _tool(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
     from agentstate.runs.log import append_event
 
-    text, source, meta = tool_record(payload)
+    text, source, meta = tool_record(payload, outcome.problems)
     run, _ = _ensure_run(store, payload, None)
     outcome.run = run.ref
     event = append_event(store, run.ref, "tool", text, source=source, meta=meta,

@@ -328,16 +328,25 @@ def _shell_words(argv: list[str]) -> str:
     return shlex.join(argv)
 
 
-def tool_record(agent: str, name: str, tool_input: Any, output: str, *, error: bool,
+def tool_record(agent: str, name: str, tool_input: Any, output: str, *, error: bool | None,
                 exit_code: int | None, ts: str | None, identity: str,
                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """ONE tool event for a call and its result: what ran, whether it failed, an excerpt."""
+    """ONE tool event for a call and its result: what ran, how it ended, an excerpt.
+
+    `error` is the transcript's own word (True: the client marked the result an error;
+    False: the client marks every failure and did not; None: the client never says), and
+    `exit_code` a code from a metadata field. Without a code, tool_outcome looks for one in
+    the client's text, then for a runner's summary; otherwise the outcome is unknown."""
+    from agentstate.integrations.tool_outcome import judge
+
+    outcome = judge(output, exit_code=exit_code, client_failed=error)
     summary = input_summary(name, tool_input)
-    status = f"exit {exit_code}" if exit_code is not None else ("error" if error else "ok")
+    status = outcome.status if outcome.exit_code is not None or not outcome.failed else "error"
     text = f"{name}: {summary} → {status}" if summary else f"{name} → {status}"
     meta: dict[str, Any] = {
-        "agent": agent, "tool": name, "exit_code": exit_code, "error": error,
-        "excerpt": excerpt(output), "output_chars": len(output), **(extra or {}),
+        "agent": agent, "tool": name, "exit_code": outcome.exit_code,
+        "error": outcome.failed is True, "failed": outcome.failed, "outcome": outcome.how,
+        "excerpt": excerpt(outcome.output), "output_chars": len(output), **(extra or {}),
     }
     return record("tool", text, tool_source(name), ts, identity, meta)
 
