@@ -55,6 +55,7 @@ def import_claude_code(
     include_thinking: bool = False,
     already_logged: AlreadyLogged | None = None,
     cursor: ReadCursor | None = None,
+    make_current: bool = False,
 ) -> TranscriptImport:
     """Import ONE Claude Code transcript file into `run_ref`, or the run of its session.
 
@@ -70,7 +71,7 @@ def import_claude_code(
     records = _records(path, include_thinking, session.first_ts, cursor or ReadCursor())
     return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,
-                      already_logged=already_logged)
+                      already_logged=already_logged, make_current=make_current)
 
 
 def _text_of(content: Any) -> str:

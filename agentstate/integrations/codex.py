@@ -58,6 +58,7 @@ def import_codex(
     include_reasoning: bool = False,
     already_logged: AlreadyLogged | None = None,
     cursor: ReadCursor | None = None,
+    make_current: bool = False,
 ) -> TranscriptImport:
     """Import ONE Codex rollout file into `run_ref`, or the run of its session.
 
@@ -71,7 +72,7 @@ def import_codex(
     records = _records(path, include_reasoning, has_items, cursor or ReadCursor())
     return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,
-                      already_logged=already_logged)
+                      already_logged=already_logged, make_current=make_current)
 
 
 def _message_text(payload: dict) -> str:

@@ -182,19 +182,23 @@ def _prompt(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
     prompt = payload.data.get("prompt")
     if not isinstance(prompt, str):
         raise InvalidInput("UserPromptSubmit input has no prompt")
-    text = redact(prompt.strip())
+    prompt = prompt.strip()
+    key = prompt_key(prompt)
+    # Cut before the secret scan: a 60 MB paste costs what PROMPT_CHARS do.
+    cut = len(prompt) > PROMPT_CHARS
+    text = redact(prompt[:PROMPT_CHARS] if cut else prompt)
     if not text:
         outcome.skipped = "empty prompt"
         return
-    if len(text) > PROMPT_CHARS:
-        text = text[:PROMPT_CHARS] + "\n[... prompt cut ...]"
+    if cut:
+        text += "\n[... prompt cut ...]"
     first_line = text.splitlines()[0].strip()
     goal = first_line if len(first_line) <= GOAL_CHARS else first_line[: GOAL_CHARS - 1] + "…"
     run, _ = _ensure_run(store, payload, goal)
     outcome.run = run.ref
     # The user's own words, recorded as `user`: the hook is the user's channel here.
     event = append_event(store, run.ref, "observation", text, source="user",
-                         meta=_meta(payload))
+                         meta=_meta(payload, prompt_key=key))
     outcome.events.append(event.ref)
 
 
@@ -394,7 +398,7 @@ def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
     cursor = ReadCursor.from_dict(transcript_cursor(store, run, where))
     if not cursor.fits(path):
         cursor = ReadCursor()
-    already = logged_by_hooks(store, run_ref)
+    already = logged_by_hooks(store, payload.session_id)
     if payload.agent == "claude-code":
         from agentstate.integrations.claude_code import import_claude_code
 
@@ -409,44 +413,36 @@ def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
     return result.result.imported
 
 
-def _prompt_key(text: str) -> str:
-    # Hooks cut long prompts and both sides redact: compare the folded start of the text.
-    return " ".join(text.split())[:PROMPT_KEY_CHARS]
+def prompt_key(text: str) -> str:
+    """A prompt's key for "did a hook record it": a digest of its folded start. Hooks cut
+    long prompts and imports bound them, so only the start is compared; a digest, so the
+    key holds no text (the prompt itself may have held a secret that was redacted)."""
+    import hashlib
+
+    folded = " ".join(text[: 4 * PROMPT_KEY_CHARS].split())[:PROMPT_KEY_CHARS]
+    return hashlib.sha256(folded.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 PROMPT_KEY_CHARS = 500
 
 
-def logged_by_hooks(store: Store, run_ref: str) -> Callable[[dict[str, Any]], bool]:
-    """Which transcript records this run already holds because a hook logged them as they
-    happened: the user's prompts (by text) and tool calls (by the agent's call id). The
-    catch-up skips those, so a session is not recorded twice."""
-    from agentstate.runs.log import list_events
-
-    prompts: set[str] = set()
-    calls: set[str] = set()
-    loaded = False
-
-    def load() -> None:
-        # Only when a record needs checking: a catch-up with nothing new reads no events.
-        for event in list_events(store, run_ref):
-            meta = event.meta or {}
-            if "hook" not in meta:
-                continue
-            if event.kind == "observation" and event.source == "user":
-                prompts.add(_prompt_key(event.text))
-            elif event.kind == "tool" and isinstance(meta.get("tool_use_id"), str):
-                calls.add(meta["tool_use_id"])
+def logged_by_hooks(store: Store, session_id: str | None) -> Callable[[dict[str, Any]], bool]:
+    """Which transcript records of this session a hook already logged as they happened:
+    the user's prompts (by prompt key) and tool calls (by the agent's call id). Imports and
+    the hooks' catch-up skip those, so a session is not recorded twice. Each check is one
+    indexed look-up (runs/lookups.py), never a read of the run."""
+    from agentstate.runs.lookups import hook_logged_call, hook_logged_prompt
 
     def already(record: dict[str, Any]) -> bool:
-        nonlocal loaded
-        if not loaded:
-            load()
-            loaded = True
+        if not session_id:
+            return False
         identity = str(record.get("id", ""))
         if record.get("kind") == "tool":
-            return identity.split(":", 1)[-1] in calls
-        return (record.get("kind") == "observation" and record.get("source") == "user"
-                and _prompt_key(str(record.get("text", ""))) in prompts)
+            call = identity.split(":", 1)[-1]
+            return bool(call) and hook_logged_call(store, session_id, call) is not None
+        if record.get("kind") == "observation" and record.get("source") == "user":
+            text = str(record.get("text", ""))
+            return hook_logged_prompt(store, session_id, prompt_key(text)) is not None
+        return False
 
     return already

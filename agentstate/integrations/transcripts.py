@@ -234,6 +234,35 @@ def check_format(path: Path, expected: str) -> None:
             f"import it with `agentstate import {found} {path}`")
 
 
+CWD_LINES = 50  # the session's cwd is in its first records (Claude Code: every record)
+
+
+def session_cwd(path: Path) -> str | None:
+    """The working directory a transcript's session ran in, from its first lines only (a
+    folder of thousands of other projects' sessions is sorted quickly)."""
+    for _, obj, _error in _first(read_lines(path), CWD_LINES):
+        if not isinstance(obj, dict):
+            continue
+        if isinstance(obj.get("cwd"), str) and obj["cwd"]:
+            return obj["cwd"]
+        payload = obj.get("payload")
+        if obj.get("type") in ("session_meta", "turn_context") and isinstance(payload, dict) \
+                and isinstance(payload.get("cwd"), str) and payload["cwd"]:
+            return payload["cwd"]
+    return None
+
+
+def inside(cwd: str | None, root: Path) -> bool:
+    """Is this session's cwd the repository at `root` or a folder inside it?"""
+    if not cwd:
+        return False
+    try:
+        Path(cwd).expanduser().resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
+
+
 def transcript_files(path: Path) -> list[Path]:
     """The file itself, or every *.jsonl under a folder (sorted by path)."""
     if path.is_dir():
@@ -360,17 +389,28 @@ LOGGED_BY_HOOK = "already logged by a hook"
 
 def run_import(store: Store, path: Path, session: Session, records: Iterator[ImportLine], *,
                run_ref: str | None, goal: str | None, strict: bool,
-               already_logged: AlreadyLogged | None = None) -> TranscriptImport:
+               already_logged: AlreadyLogged | None = None,
+               make_current: bool = False) -> TranscriptImport:
     """Import one transcript's records through the generic path and remember its session.
 
-    `already_logged` (a hook's catch-up) names records the run already holds in another
-    form — a prompt or a tool call the hooks recorded as it happened — so they are counted
-    as skipped rather than stored twice."""
+    What the hooks recorded of this session as it happened — a prompt, a tool call — is
+    counted as skipped rather than stored twice (`already_logged`, by default the indexed
+    look-up of hooks.logged_by_hooks). Without `run_ref` or `goal`, a session the hooks
+    bound to an active run goes on in that run. A new run becomes the current run only with
+    `make_current`."""
+    from agentstate.integrations.hooks import logged_by_hooks
     from agentstate.runs.importer import RunSource, remember_run_source
     from agentstate.runs.worktree import snapshot
 
-    if already_logged is not None:
-        records = _skipping(records, already_logged)
+    if already_logged is None:
+        already_logged = logged_by_hooks(store, session.session)
+    records = _skipping(records, already_logged)
+    if run_ref is None and goal is None and session.session:
+        from agentstate.runs.sessions import session_run
+
+        hooked = session_run(store, session.agent, session.session)
+        if hooked is not None:
+            run_ref = hooked.ref
 
     origin = (f"{session.agent}:{session.session}" if session.session
               else f"{session.agent}:{path.resolve()}")
@@ -380,7 +420,7 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
     result = import_events(
         store, records, run_ref=run_ref, goal=goal, default_goal=default_goal, origin=origin,
         strict=strict, label="line", worktree=None if run_ref else snapshot(store.work_tree),
-        extra_kinds=frozenset({"checkpoint"}), bind_origin=True,
+        extra_kinds=frozenset({"checkpoint"}), bind_origin=True, make_current=make_current,
     )
     if result.run:
         remember_run_source(store, result.run, RunSource(
