@@ -93,12 +93,84 @@ def parse_payload(agent: str, raw: str | bytes) -> HookPayload:
 
 
 def open_hook_store(payload_cwd: Path | None, override: str | None) -> Store:
-    """The store of the session's working directory (--dir / AGENTSTATE_DIR win)."""
+    """The store found from the hook process's own working directory — where the client
+    runs the hook it installed, i.e. this repository — (--dir / AGENTSTATE_DIR win). The
+    payload's `cwd` is the agent's word and never chooses the store: one naming another
+    repository must not write into that repository's store (`check_cwd` notes it)."""
     from agentstate.store.db import open_store
 
-    store = open_store(override, start=payload_cwd)
+    del payload_cwd  # kept in the signature for callers; see the docstring
+    store = open_store(override)
     store.set_busy_timeout(HOOK_BUSY_TIMEOUT_MS)
     return store
+
+
+def check_cwd(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
+    """Note a payload whose `cwd` is outside the repository of the store it is written to."""
+    from agentstate.integrations.transcripts import inside
+
+    if payload.cwd is not None and not inside(str(payload.cwd), store.work_tree):
+        outcome.problems.append(
+            f"cwd {_shown(str(payload.cwd))} is outside this repository; recorded in "
+            f"{store.work_tree}'s store only")
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    """A path from a payload, safe for a log line: printable and bounded."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in text[:limit])
+    return repr(text)
+
+
+def _mangled(path: Path) -> str:
+    # Claude Code names a project's transcript folder after its directory, every character
+    # that is not a letter or a digit replaced by "-": /home/dev/shop → -home-dev-shop.
+    import re
+
+    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
+
+
+def transcript_roots(agent: str, store: Store) -> list[Path]:
+    """The folders a hook may read this project's transcripts from."""
+    import os
+
+    if agent == "claude-code":
+        base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude") / "projects"
+        names = {_mangled(store.work_tree)}
+        try:
+            names.add(_mangled(Path.cwd()))
+        except OSError:
+            pass
+        return [base / name for name in sorted(names)]
+    return [Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"]
+
+
+def confined_transcript(store: Store, payload: HookPayload) -> Path | None:
+    """The payload's transcript_path when it is a regular file under this project's
+    transcript folder (symlinks resolved first); None — noted in the outcome's problems when
+    something is there — otherwise. The agent controls the payload: any other file would be
+    read as the user's own turns."""
+    if not payload.transcript_path:
+        return None
+    given = Path(payload.transcript_path).expanduser()
+    try:
+        real = given.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None  # nothing there (yet): nothing to read, nothing to report
+    for root in transcript_roots(payload.agent, store):
+        try:
+            real.relative_to(root.resolve())
+        except (ValueError, OSError, RuntimeError):
+            continue
+        if real.is_file():
+            return real
+        break
+    raise TranscriptRefused(
+        f"transcript_path {_shown(payload.transcript_path)} is not a regular file under "
+        f"{' or '.join(str(r) for r in transcript_roots(payload.agent, store))}: not read")
+
+
+class TranscriptRefused(Exception):
+    """A transcript_path outside this project's transcripts (noted, never read)."""
 
 
 def hook_principal(store: Store) -> Principal:
@@ -117,6 +189,7 @@ def hook_principal(store: Store) -> Principal:
 def handle(store: Store, payload: HookPayload) -> HookOutcome:
     """Act on one hook call. Unknown events are accepted and ignored."""
     outcome = HookOutcome(payload.event)
+    check_cwd(store, payload, outcome)
     if payload.event == "SessionStart":
         _session_start(store, payload, outcome)
     elif payload.event == "UserPromptSubmit":
@@ -364,7 +437,7 @@ def _checkpoint(store: Store, payload: HookPayload, outcome: HookOutcome) -> Non
         outcome.skipped = "no active run"
         return
     outcome.run = run.ref
-    outcome.caught_up = _catch_up(store, payload, run.ref)
+    outcome.caught_up = _catch_up(store, payload, run.ref, outcome)
     last = last_checkpoint(store, run)
     if last is not None and last.event_seq >= run_event_count(store, run):
         outcome.skipped = f"nothing new since {last.ref}"
@@ -378,7 +451,8 @@ def _checkpoint(store: Store, payload: HookPayload, outcome: HookOutcome) -> Non
     outcome.events.append(checkpoint.ref)
 
 
-def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
+def _catch_up(store: Store, payload: HookPayload, run_ref: str,
+              outcome: HookOutcome) -> int | None:
     """Import from the agent's transcript what the hooks missed: idempotent (the importers
     key every record by its transcript identity), and what a hook already recorded in its
     own form is skipped (`logged_by_hooks`). Reading starts where the previous catch-up of
@@ -388,11 +462,14 @@ def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
     from agentstate.runs.log import get_run
     from agentstate.runs.sessions import save_transcript_cursor, transcript_cursor
 
-    if not payload.transcript_path:
+    try:
+        found = confined_transcript(store, payload)
+    except TranscriptRefused as exc:
+        outcome.problems.append(str(exc))
         return None
-    path = Path(payload.transcript_path).expanduser()
-    if not path.is_file():
+    if found is None:
         return None
+    path = found
     run = get_run(store, run_ref)
     where = str(path.resolve())
     cursor = ReadCursor.from_dict(transcript_cursor(store, run, where))

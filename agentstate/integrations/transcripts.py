@@ -158,11 +158,16 @@ def read_lines(path: Path, cursor: ReadCursor | None = None
         number = cursor.line if cursor else 0
         if cursor and cursor.offset:
             handle.seek(cursor.offset)
-        for raw in handle:
+        for raw, size in _bounded_lines(handle):
             number += 1
-            if cursor is not None and raw.endswith(b"\n"):
-                cursor.offset += len(raw)
+            complete = raw.endswith(b"\n") or size > len(raw)
+            if cursor is not None and complete:
+                cursor.offset += size
                 cursor.line = number
+            if size > len(raw):
+                # Longer than any record we keep: skipped unread, memory stays bounded.
+                yield number, None, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MB (skipped)"
+                continue
             if not raw.strip():
                 continue
             try:
@@ -174,6 +179,31 @@ def read_lines(path: Path, cursor: ReadCursor | None = None
                     yield number, None, exc.message.removeprefix("the line is ")
         if cursor is not None:
             cursor.tail = _tail_digest(handle, cursor.offset)
+
+
+# A transcript line is one record; one past this is not read into memory at all (a 200 MB
+# one-line file costs a pass over its bytes in 1 MB reads, never 200 MB of memory).
+MAX_LINE_BYTES = 8 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
+
+
+def _bounded_lines(handle: Any) -> Iterator[tuple[bytes, int]]:
+    """(line, its size in the file) for each line; a line longer than MAX_LINE_BYTES comes
+    back as its first bytes with its full size (the rest is skipped unread into memory)."""
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw, len(raw)
+            continue
+        size = len(raw)
+        while True:
+            chunk = handle.readline(_SKIP_CHUNK)
+            size += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                break
+        yield raw[:64], size
 
 
 def parsed_lines(path: Path, cursor: ReadCursor | None = None

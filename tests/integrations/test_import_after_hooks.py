@@ -5,6 +5,7 @@ takes only this repository's sessions; an import never moves the current run unl
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,9 @@ def test_the_catch_up_does_not_read_the_run(initialised, cli, tmp_path, monkeypa
 
     session = "s-stop"
     hooked_session(cli, "claude-code", initialised, session)
-    path = claude_transcript(tmp_path / "t", session, initialised)
+    folder = Path.home() / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-",
+                                                             str(initialised.resolve()))
+    path = claude_transcript(folder, session, initialised)
 
     def no_scan(*args, **kwargs):
         raise AssertionError("list_events called by a hook")
