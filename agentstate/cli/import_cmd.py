@@ -144,6 +144,12 @@ TranscriptGoal = Annotated[str | None, typer.Option(
     help="Goal of a new run for this file (default: the session's first real user request).")]
 StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Any malformed or refused line is an error and nothing is imported.")]
+AllProjectsOption = Annotated[bool, typer.Option(
+    "--all-projects", help="With a folder: also import sessions whose cwd is outside this "
+                           "repository (each into its own run).")]
+MakeCurrentOption = Annotated[bool, typer.Option(
+    "--make-current", help="Make the imported session's run the current run (an import "
+                           "never changes it otherwise).")]
 
 
 @import_app.command("claude-code")
@@ -154,18 +160,24 @@ def import_claude_code_cmd(
     strict: StrictOption = False,
     include_thinking: Annotated[bool, typer.Option(
         "--include-thinking", help="Also store thinking blocks (as `note` events).")] = False,
+    all_projects: AllProjectsOption = False,
+    make_current: MakeCurrentOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Import Claude Code session transcripts (~/.claude/projects/PROJECT/*.jsonl).
 
     One run per session (found again by session id, so importing again, or after the
-    session grew, adds only what is new). User and assistant text become observations; each
-    tool call with its result one `tool` event with an excerpt of the output; compaction
-    summaries checkpoints. Exit 1 when nothing could be imported from a non-empty file.
+    session grew, adds only what is new; a session the hooks recorded goes on in the hooks'
+    run, and what they recorded is not stored twice). User and assistant text become
+    observations; each tool call with its result one `tool` event with an excerpt of the
+    output; compaction summaries checkpoints. A folder takes only sessions whose cwd is
+    inside this repository (others are counted and named; --all-projects takes them). The
+    current run is not changed unless --make-current. Exit 1 when nothing could be imported
+    from a non-empty file.
     """
     from agentstate.integrations.claude_code import import_claude_code
 
-    _transcripts("claude-code", path, run, goal, strict, as_json,
+    _transcripts("claude-code", path, run, goal, strict, as_json, all_projects, make_current,
                  lambda store, f: import_claude_code(store, f, run_ref=run, goal=goal,
                                                      strict=strict,
                                                      include_thinking=include_thinking))
@@ -180,17 +192,21 @@ def import_codex_cmd(
     include_reasoning: Annotated[bool, typer.Option(
         "--include-reasoning", help="Also store reasoning summaries (as `note` events).")
     ] = False,
+    all_projects: AllProjectsOption = False,
+    make_current: MakeCurrentOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Import Codex CLI rollout files (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl).
 
     Same mapping as `import claude-code`: one run per session (from session_meta), messages
     as observations, each call with its output one `tool` event with an excerpt, `compacted`
-    records as checkpoints. Exit 1 when nothing could be imported from a non-empty file.
+    records as checkpoints; what the hooks recorded is skipped, a folder takes only this
+    repository's sessions unless --all-projects, the current run moves only with
+    --make-current. Exit 1 when nothing could be imported from a non-empty file.
     """
     from agentstate.integrations.codex import import_codex
 
-    _transcripts("codex", path, run, goal, strict, as_json,
+    _transcripts("codex", path, run, goal, strict, as_json, all_projects, make_current,
                  lambda store, f: import_codex(store, f, run_ref=run, goal=goal, strict=strict,
                                                include_reasoning=include_reasoning))
 
@@ -200,10 +216,15 @@ COUNTS = ("observations", "tool_events", "checkpoints", "notes", "skipped", "dup
 
 
 def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, strict: bool,
-                 as_json: bool, one) -> None:
+                 as_json: bool, all_projects: bool, make_current: bool, one) -> None:
     """Import one transcript or a folder of them; report per file and in total."""
     from agentstate.errors import InvalidInput, UsageError
-    from agentstate.integrations.transcripts import transcript_files
+    from agentstate.integrations.transcripts import (
+        LOGGED_BY_HOOK,
+        inside,
+        session_cwd,
+        transcript_files,
+    )
     from agentstate.output import warn
 
     if run and goal:
@@ -221,9 +242,26 @@ def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, stri
         # Subagent transcripts last, so a session's run is named after its main transcript.
         files.sort(key=lambda f: (f.name.startswith("agent-") or "subagents" in f.parts, f))
     reports = []
+    foreign: list[dict[str, str | None]] = []
     with cli_store() as store:
+        if path.is_dir() and not all_projects:
+            # Other projects' sessions stay out of this repository's store: counted, named.
+            mine = []
+            for file in files:
+                cwd = session_cwd(file)
+                if inside(cwd, store.work_tree):
+                    mine.append(file)
+                else:
+                    foreign.append({"file": str(file), "cwd": cwd})
+            files = mine
         for file in files:
             reports.append(one(store, file))
+        if make_current:
+            from agentstate.runs.log import set_current_run
+
+            last = next((r.result.run for r in reversed(reports) if r.result.run), None)
+            if last:
+                set_current_run(store, last)
     total = {key: sum(r.as_dict()[key] for r in reports) for key in ("imported", *COUNTS)}
     for report in reports:
         result = report.result
@@ -233,14 +271,17 @@ def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, stri
             warn(f"{report.path}: skipped {result.malformed} malformed and {result.refused} "
                  f"refused line(s): {shown}")
     non_empty = [r for r in reports if Path(r.path).stat().st_size > 0]
-    if non_empty and not (total["imported"] or total["duplicates"]):
+    hooked = sum(r.result.skipped_reasons.get(LOGGED_BY_HOOK, 0) for r in reports)
+    if non_empty and not (total["imported"] or total["duplicates"] or hooked):
         first = next((r for r in non_empty if r.result.rejected), None)
         reason = (f"line {first.result.rejected[0].position}: {first.result.rejected[0].reason}"
                   if first else "no messages, tool calls or summaries in it")
         where = path if len(reports) == 1 else f"{len(non_empty)} file(s) under {path}"
         raise InvalidInput(f"nothing imported from {where} ({reason})",
                            details={"files": [r.as_dict() for r in reports], "total": total})
-    data = {"files": [r.as_dict() for r in reports], "total": total}
+    total["other_projects"] = len(foreign)
+    data = {"files": [r.as_dict() for r in reports], "total": total,
+            "other_projects": foreign}
 
     def human(console, d):
         for f in d["files"]:
@@ -248,5 +289,12 @@ def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, stri
             console.print(f"{f['run'] or '(no run: nothing to import)'}{session} ← {f['file']}"
                           + (" (new run)" if f["created_run"] else ""), markup=False)
             console.print("  " + ", ".join(f"{key.replace('_', ' ')} {f[key]}" for key in COUNTS))
+        if d["other_projects"]:
+            shown = d["other_projects"][:WARN_LINES]
+            names = ", ".join(f"{Path(o['file']).name} ({o['cwd'] or 'no cwd'})" for o in shown)
+            more = (f" and {len(d['other_projects']) - WARN_LINES} more"
+                    if len(d["other_projects"]) > WARN_LINES else "")
+            console.print(f"skipped {len(d['other_projects'])} session(s) of other projects: "
+                          f"{names}{more} (--all-projects imports them)", markup=False)
 
     emit(data, as_json=as_json, human=human)

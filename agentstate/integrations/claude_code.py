@@ -19,7 +19,6 @@ Mapping (see docs/integrations.md, "import claude-code"):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,6 @@ from agentstate.runs.importer import ImportLine
 from agentstate.store.db import Store
 
 AGENT = "claude-code"
-_EXIT_CODE = re.compile(r"\AExit code (\d+)")
 
 
 def import_claude_code(
@@ -57,6 +55,7 @@ def import_claude_code(
     include_thinking: bool = False,
     already_logged: AlreadyLogged | None = None,
     cursor: ReadCursor | None = None,
+    make_current: bool = False,
 ) -> TranscriptImport:
     """Import ONE Claude Code transcript file into `run_ref`, or the run of its session.
 
@@ -72,7 +71,7 @@ def import_claude_code(
     records = _records(path, include_thinking, session.first_ts, cursor or ReadCursor())
     return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,
-                      already_logged=already_logged)
+                      already_logged=already_logged, make_current=make_current)
 
 
 def _text_of(content: Any) -> str:
@@ -227,10 +226,10 @@ def _tool(block: dict, pending: dict[str, Any], ts: str | None,
     # a tool event, of an unnamed tool.
     _, name, tool_input = pending.pop(call, [0, "tool", None])
     output = _result_text(block.get("content"))
+    # Claude Code marks every failed result `is_error` (its text starts "Exit code N", which
+    # tool_record takes as the code): a result without the mark is the client's success.
     error = bool(block.get("is_error"))
-    found = _EXIT_CODE.match(output)
-    exit_code = int(found.group(1)) if found else None
     extra = {k: v for k, v in meta.items() if k != "agent"}
-    return tool_record(AGENT, name, tool_input, output, error=error, exit_code=exit_code,
+    return tool_record(AGENT, name, tool_input, output, error=error, exit_code=None,
                        ts=ts, identity=f"tool:{call}", extra=extra)
 

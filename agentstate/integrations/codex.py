@@ -20,7 +20,6 @@ Mapping (see docs/integrations.md, "import codex"):
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,6 @@ from agentstate.runs.importer import ImportLine
 from agentstate.store.db import Store
 
 AGENT = "codex"
-_EXIT_LINE = re.compile(r"^(?:Exit code:?|Process exited with code) (-?\d+)", re.MULTILINE)
 _CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
 _OUTPUTS = {"function_call_output", "custom_tool_call_output"}
 
@@ -60,6 +58,7 @@ def import_codex(
     include_reasoning: bool = False,
     already_logged: AlreadyLogged | None = None,
     cursor: ReadCursor | None = None,
+    make_current: bool = False,
 ) -> TranscriptImport:
     """Import ONE Codex rollout file into `run_ref`, or the run of its session.
 
@@ -73,7 +72,7 @@ def import_codex(
     records = _records(path, include_reasoning, has_items, cursor or ReadCursor())
     return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,
-                      already_logged=already_logged)
+                      already_logged=already_logged, make_current=make_current)
 
 
 def _message_text(payload: dict) -> str:
@@ -163,9 +162,12 @@ def parse_output(value: Any) -> tuple[str, int | None, bool]:
         text = "\n".join(b.get("text", "") for b in blocks if isinstance(b, dict))
     if not isinstance(text, str):
         text = json.dumps(text, ensure_ascii=False)
-    if exit_code is None:
-        found = _EXIT_LINE.search(text[:500])
-        exit_code = int(found.group(1)) if found else None
+    # Codex's header ("Exit code: 1" / "Chunk ID … Process exited with code 1 … Output:"):
+    # the code is taken and the header dropped, so the excerpt starts with the output.
+    from agentstate.integrations.tool_outcome import strip_client_wrapper
+
+    text, text_code = strip_client_wrapper(text)
+    exit_code = exit_code if exit_code is not None else text_code
     failed = (exit_code is not None and exit_code != 0) or success is False
     return text, exit_code, failed
 
@@ -234,7 +236,9 @@ def _records(path: Path, include_reasoning: bool, has_items: bool, cursor: ReadC
             call = payload["call_id"]
             _, name, arguments = pending.pop(call, [0, "tool", None])
             output, exit_code, failed = parse_output(payload.get("output"))
-            yield ImportLine(number, tool_record(AGENT, name, arguments, output, error=failed,
+            # Codex never marks a failure by itself (True only for `success: false`).
+            yield ImportLine(number, tool_record(AGENT, name, arguments, output,
+                                                 error=True if failed else None,
                                                  exit_code=exit_code, ts=ts,
                                                  identity=f"call:{call}"))
         elif ptype in _CALLS | _OUTPUTS:

@@ -35,6 +35,12 @@ def run_hook(agent: str, args: list[str], stdin: IO[str] | IO[bytes], *,
         event = payload.event
         store = open_hook_store(payload.cwd, directory)
         outcome = handle(store, payload)
+        if outcome.problems:
+            from agentstate.store.hooklog import record_hook_error
+
+            # Recorded as far as understood; the log says what was not (doctor shows it).
+            record_hook_error(store.root, agent, event,
+                              "payload not as expected: " + "; ".join(outcome.problems))
         if outcome.stdout:
             sys.stdout.write(outcome.stdout + "\n")
             sys.stdout.flush()

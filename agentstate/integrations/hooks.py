@@ -64,6 +64,10 @@ class HookOutcome:
     stdout: str | None = None
     skipped: str | None = None
     caught_up: int | None = None
+    # What the payload did not say the way it should (a missing field, a string where an
+    # object was, a transcript path refused): recorded as far as understood, and the CLI
+    # writes one line to the hook-error log.
+    problems: list[str] = field(default_factory=list)
 
 
 def parse_payload(agent: str, raw: str | bytes) -> HookPayload:
@@ -90,14 +94,86 @@ def parse_payload(agent: str, raw: str | bytes) -> HookPayload:
 
 
 def open_hook_store(payload_cwd: Path | None, override: str | None) -> Store:
-    """The store of the session's working directory (--dir / AGENTSTATE_DIR win)."""
+    """The store found from the hook process's own working directory — where the client
+    runs the hook it installed, i.e. this repository — (--dir / AGENTSTATE_DIR win). The
+    payload's `cwd` is the agent's word and never chooses the store: one naming another
+    repository must not write into that repository's store (`check_cwd` notes it)."""
     from agentstate.maintenance.join import open_or_join
 
+    del payload_cwd  # kept in the signature for callers; see the docstring
     # A session in a fresh clone of a repository that shares .agentstate/ (the hook settings
     # may be committed too) sets the clone's store up rather than failing every hook.
-    store, _ = open_or_join(override, start=payload_cwd)
+    store, _ = open_or_join(override)
     store.set_busy_timeout(HOOK_BUSY_TIMEOUT_MS)
     return store
+
+
+def check_cwd(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
+    """Note a payload whose `cwd` is outside the repository of the store it is written to."""
+    from agentstate.integrations.transcripts import inside
+
+    if payload.cwd is not None and not inside(str(payload.cwd), store.work_tree):
+        outcome.problems.append(
+            f"cwd {_shown(str(payload.cwd))} is outside this repository; recorded in "
+            f"{store.work_tree}'s store only")
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    """A path from a payload, safe for a log line: printable and bounded."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in text[:limit])
+    return repr(text)
+
+
+def _mangled(path: Path) -> str:
+    # Claude Code names a project's transcript folder after its directory, every character
+    # that is not a letter or a digit replaced by "-": /home/dev/shop → -home-dev-shop.
+    import re
+
+    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
+
+
+def transcript_roots(agent: str, store: Store) -> list[Path]:
+    """The folders a hook may read this project's transcripts from."""
+    import os
+
+    if agent == "claude-code":
+        base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude") / "projects"
+        names = {_mangled(store.work_tree)}
+        try:
+            names.add(_mangled(Path.cwd()))
+        except OSError:
+            pass
+        return [base / name for name in sorted(names)]
+    return [Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"]
+
+
+def confined_transcript(store: Store, payload: HookPayload) -> Path | None:
+    """The payload's transcript_path when it is a regular file under this project's
+    transcript folder (symlinks resolved first); None — noted in the outcome's problems when
+    something is there — otherwise. The agent controls the payload: any other file would be
+    read as the user's own turns."""
+    if not payload.transcript_path:
+        return None
+    given = Path(payload.transcript_path).expanduser()
+    try:
+        real = given.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None  # nothing there (yet): nothing to read, nothing to report
+    for root in transcript_roots(payload.agent, store):
+        try:
+            real.relative_to(root.resolve())
+        except (ValueError, OSError, RuntimeError):
+            continue
+        if real.is_file():
+            return real
+        break
+    raise TranscriptRefused(
+        f"transcript_path {_shown(payload.transcript_path)} is not a regular file under "
+        f"{' or '.join(str(r) for r in transcript_roots(payload.agent, store))}: not read")
+
+
+class TranscriptRefused(Exception):
+    """A transcript_path outside this project's transcripts (noted, never read)."""
 
 
 def hook_principal(store: Store) -> Principal:
@@ -116,6 +192,7 @@ def hook_principal(store: Store) -> Principal:
 def handle(store: Store, payload: HookPayload) -> HookOutcome:
     """Act on one hook call. Unknown events are accepted and ignored."""
     outcome = HookOutcome(payload.event)
+    check_cwd(store, payload, outcome)
     if payload.event == "SessionStart":
         _session_start(store, payload, outcome)
     elif payload.event == "UserPromptSubmit":
@@ -183,12 +260,16 @@ def _prompt(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
     prompt = payload.data.get("prompt")
     if not isinstance(prompt, str):
         raise InvalidInput("UserPromptSubmit input has no prompt")
-    text = redact(prompt.strip())
+    prompt = prompt.strip()
+    key = prompt_key(prompt)
+    # Cut before the secret scan: a 60 MB paste costs what PROMPT_CHARS do.
+    cut = len(prompt) > PROMPT_CHARS
+    text = redact(prompt[:PROMPT_CHARS] if cut else prompt)
     if not text:
         outcome.skipped = "empty prompt"
         return
-    if len(text) > PROMPT_CHARS:
-        text = text[:PROMPT_CHARS] + "\n[... prompt cut ...]"
+    if cut:
+        text += "\n[... prompt cut ...]"
     first_line = text.splitlines()[0].strip()
     goal = first_line if len(first_line) <= GOAL_CHARS else first_line[: GOAL_CHARS - 1] + "…"
     run, _ = _ensure_run(store, payload, goal)
@@ -197,7 +278,8 @@ def _prompt(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
     # hook's input or environment tells the client from an agent piping the same JSON into
     # `agentstate hook` (docs/security.md, "Principals and authority").
     event = append_event(store, run.ref, "observation", text,
-                         source=relayed_prompt_source(payload.agent), meta=_meta(payload))
+                         source=relayed_prompt_source(payload.agent),
+                         meta=_meta(payload, prompt_key=key))
     outcome.events.append(event.ref)
 
 
@@ -209,17 +291,35 @@ def _meta(payload: HookPayload, **extra: Any) -> dict[str, Any]:
 
 
 
-def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
-    """(text, source, meta) of a `tool` event for a PostToolUse(/Failure) payload."""
-    from agentstate.store.sources import tool_source
-    from agentstate.tools.excerpt import EXIT_IN_TEXT, output_excerpt, redact, telling_line
+def tool_record(payload: HookPayload, problems: list[str] | None = None
+                ) -> tuple[str, str, dict[str, Any]]:
+    """(text, source, meta) of a `tool` event for a PostToolUse(/Failure) payload.
 
+    Recorded as far as the payload is understood: a missing or oddly typed field is noted in
+    `problems` (the caller logs it) and never turns the call into an `ok`. How it ended comes
+    from tool_outcome: an exit code field, the client's own text, the client's failure
+    event, a runner's summary — else `outcome unknown`."""
+    from agentstate.integrations import tool_outcome as oc
+    from agentstate.store.sources import tool_source
+    from agentstate.tools.excerpt import excerpt, output_excerpt, redact, telling_line
+
+    noted = problems if problems is not None else []
     data = payload.data
-    name = data.get("tool_name") if isinstance(data.get("tool_name"), str) else "tool"
+    name = data.get("tool_name")
+    if not isinstance(name, str) or not name:
+        noted.append("no tool_name")
+        name = "tool"
     tool_input = data.get("tool_input")
     response = data.get("tool_response")
     error = data.get("error") if isinstance(data.get("error"), str) else None
-    failed = payload.event == "PostToolUseFailure" or error is not None
+    # The client's own word: a failure event or an error; Claude Code sends every failed
+    # call as PostToolUseFailure, so its PostToolUse is a success report. Codex has no
+    # failure event: its PostToolUse says nothing either way.
+    client_failed: bool | None = None
+    if payload.event == "PostToolUseFailure" or error is not None:
+        client_failed = True
+    elif payload.agent == "claude-code":
+        client_failed = False
     stdout = stderr = ""
     exit_code: int | None = None
     if isinstance(response, dict):
@@ -230,19 +330,48 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
             if isinstance(response.get(key), int) and not isinstance(response.get(key), bool):
                 exit_code = response[key]
         if response.get("interrupted") is True or response.get("is_error") is True:
-            failed = True
-        if not (stdout or stderr) and response:
+            client_failed = True
+        if not (stdout or stderr) and response and not {
+                "stdout", "stderr", "output", "aggregated_output"} & set(response):
             stdout = json.dumps(response, ensure_ascii=False)[:4000]
     elif response is not None:
+        if not isinstance(response, str | list):
+            noted.append(f"tool_response is a {type(response).__name__}")
         stdout = _text(response)
+    elif payload.event == "PostToolUse":
+        noted.append("no tool_response")
+    if tool_input is not None and not isinstance(tool_input, dict):
+        noted.append(f"tool_input is a {type(tool_input).__name__}, not an object")
+    # Codex's text starts with its header ("… Process exited with code 1 … Output:"),
+    # Claude Code's error with "Exit code 1": the code is taken, the wrapper dropped.
+    stdout, text_code = oc.strip_client_wrapper(stdout)
+    error_text = ""
     if error:
-        stderr = (stderr + "\n" if stderr else "") + error
-        found = EXIT_IN_TEXT.search(error)
-        if found and exit_code is None:
-            exit_code = int(found.group(1))
-    if exit_code is not None and exit_code != 0:
-        failed = True
-    excerpt = output_excerpt(stdout, stderr)
+        error_text, error_code = oc.strip_claude_exit(error)
+        text_code = text_code if text_code is not None else error_code
+    how = oc.EXIT_CODE
+    if exit_code is None and text_code is not None:
+        exit_code, how = text_code, oc.CLIENT_TEXT
+    if exit_code is not None:
+        failed: bool | None = exit_code != 0 or bool(client_failed)
+    else:
+        # Only the kept, bounded output is examined (signature_verdict reads the tail).
+        verdict = oc.signature_verdict("\n".join((stdout, stderr, error_text)),
+                                       strong_only=client_failed is False)
+        if client_failed:
+            failed, how = True, oc.CLIENT_EVENT
+        elif verdict is not None:
+            failed, how = verdict, oc.SIGNATURE
+        elif client_failed is False:
+            failed, how = False, oc.CLIENT_EVENT
+        else:
+            failed, how = None, oc.UNKNOWN
+    if error_text.strip() and not (stdout.strip() or stderr.strip()):
+        # Claude Code's `error` is the command's whole output, not its stderr.
+        excerpt_text = excerpt(error_text)
+    else:
+        excerpt_text = output_excerpt(stdout, "\n".join(x for x in (stderr, error_text)
+                                                        if x.strip()))
     command = file_path = None
     if isinstance(tool_input, dict):
         raw_command = tool_input.get("command") or tool_input.get("cmd")
@@ -251,19 +380,16 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
         command = raw_command if isinstance(raw_command, str) else None
         raw_path = tool_input.get("file_path") or tool_input.get("path")
         file_path = raw_path if isinstance(raw_path, str) else None
-    if failed:
-        status = f"exit {exit_code}" if exit_code is not None else "failed"
-    else:
-        status = f"exit {exit_code}" if exit_code is not None else "ok"
+    status = oc.Outcome(exit_code, failed, how, "").status
     shown = None
     if command:
-        shown = " ".join(redact(command).split())
+        shown = " ".join(redact(command[:4 * HEADLINE_COMMAND_CHARS]).split())
         if len(shown) > HEADLINE_COMMAND_CHARS:
             shown = shown[: HEADLINE_COMMAND_CHARS - 1] + "…"
-    what = f"$ {shown}" if shown else redact(file_path) if file_path else None
+    what = f"$ {shown}" if shown else redact(file_path[:1000]) if file_path else None
     if failed:
         # The failure first: resume shows the first ~100 characters of a line.
-        reason = telling_line(excerpt) if excerpt else ""
+        reason = telling_line(excerpt_text) if excerpt_text else ""
         headline = f"{name} {status}" + (f": {reason}" if reason else "") + (
             f" ({what})" if what else "")
     else:
@@ -271,17 +397,18 @@ def tool_record(payload: HookPayload) -> tuple[str, str, dict[str, Any]]:
     # The excerpt lives in the meta, as for `exec` and the importers: resume and context show
     # it under the headline (in the text too, it was shown twice).
     text = headline
-    # A command's exit code is kept (0 when the agent reported success without one; None
-    # when it failed without one): resume ranks calls with a non-zero code higher.
-    if exit_code is None and command and not failed:
-        exit_code = 0
-    meta = _meta(payload, tool=name, command=redact(command) if command else None,
-                 path=redact(file_path) if file_path else None, excerpt=excerpt or None,
-                 tool_use_id=data.get("tool_use_id") if isinstance(
-                     data.get("tool_use_id"), str) else None)
-    if failed or command:
+    call_id = data.get("tool_use_id") or data.get("call_id")
+    meta = _meta(payload, tool=name,
+                 command=redact(command[:4000]) if command else None,
+                 path=redact(file_path[:1000]) if file_path else None,
+                 excerpt=excerpt_text or None,
+                 tool_use_id=call_id if isinstance(call_id, str) and call_id else None)
+    # A command's exit code is kept (None when nothing stated one): resume ranks calls with
+    # a non-zero code higher. `failed` is None when the outcome is unknown.
+    if failed or command or exit_code is not None:
         meta["exit_code"] = exit_code
     meta["failed"] = failed
+    meta["outcome"] = how
     return text, tool_source(str(name)), meta
 
 
@@ -299,7 +426,7 @@ def _text(value: Any) -> str:
 def _tool(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
     from agentstate.runs.log import append_event
 
-    text, source, meta = tool_record(payload)
+    text, source, meta = tool_record(payload, outcome.problems)
     run, _ = _ensure_run(store, payload, None)
     outcome.run = run.ref
     event = append_event(store, run.ref, "tool", text, source=source, meta=meta,
@@ -318,7 +445,7 @@ def _checkpoint(store: Store, payload: HookPayload, outcome: HookOutcome) -> Non
         outcome.skipped = "no active run"
         return
     outcome.run = run.ref
-    outcome.caught_up = _catch_up(store, payload, run.ref)
+    outcome.caught_up = _catch_up(store, payload, run.ref, outcome)
     last = last_checkpoint(store, run)
     if last is not None and last.event_seq >= run_event_count(store, run):
         outcome.skipped = f"nothing new since {last.ref}"
@@ -332,7 +459,8 @@ def _checkpoint(store: Store, payload: HookPayload, outcome: HookOutcome) -> Non
     outcome.events.append(checkpoint.ref)
 
 
-def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
+def _catch_up(store: Store, payload: HookPayload, run_ref: str,
+              outcome: HookOutcome) -> int | None:
     """Import from the agent's transcript what the hooks missed: idempotent (the importers
     key every record by its transcript identity), and what a hook already recorded in its
     own form is skipped (`logged_by_hooks`). Reading starts where the previous catch-up of
@@ -342,17 +470,20 @@ def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
     from agentstate.runs.log import get_run
     from agentstate.runs.sessions import save_transcript_cursor, transcript_cursor
 
-    if not payload.transcript_path:
+    try:
+        found = confined_transcript(store, payload)
+    except TranscriptRefused as exc:
+        outcome.problems.append(str(exc))
         return None
-    path = Path(payload.transcript_path).expanduser()
-    if not path.is_file():
+    if found is None:
         return None
+    path = found
     run = get_run(store, run_ref)
     where = str(path.resolve())
     cursor = ReadCursor.from_dict(transcript_cursor(store, run, where))
     if not cursor.fits(path):
         cursor = ReadCursor()
-    already = logged_by_hooks(store, run_ref)
+    already = logged_by_hooks(store, payload.session_id)
     if payload.agent == "claude-code":
         from agentstate.integrations.claude_code import import_claude_code
 
@@ -367,46 +498,36 @@ def _catch_up(store: Store, payload: HookPayload, run_ref: str) -> int | None:
     return result.result.imported
 
 
-def _prompt_key(text: str) -> str:
-    # Hooks cut long prompts and both sides redact: compare the folded start of the text.
-    return " ".join(text.split())[:PROMPT_KEY_CHARS]
+def prompt_key(text: str) -> str:
+    """A prompt's key for "did a hook record it": a digest of its folded start. Hooks cut
+    long prompts and imports bound them, so only the start is compared; a digest, so the
+    key holds no text (the prompt itself may have held a secret that was redacted)."""
+    import hashlib
+
+    folded = " ".join(text[: 4 * PROMPT_KEY_CHARS].split())[:PROMPT_KEY_CHARS]
+    return hashlib.sha256(folded.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 PROMPT_KEY_CHARS = 500
 
 
-def logged_by_hooks(store: Store, run_ref: str) -> Callable[[dict[str, Any]], bool]:
-    """Which transcript records this run already holds because a hook logged them as they
-    happened: the user's prompts (by text) and tool calls (by the agent's call id). The
-    catch-up skips those, so a session is not recorded twice."""
-    from agentstate.runs.log import list_events
-    from agentstate.store.sources import is_relayed_prompt
-
-    prompts: set[str] = set()
-    calls: set[str] = set()
-    loaded = False
-
-    def load() -> None:
-        # Only when a record needs checking: a catch-up with nothing new reads no events.
-        for event in list_events(store, run_ref):
-            meta = event.meta or {}
-            if "hook" not in meta:
-                continue
-            if event.kind == "observation" and (event.source == "user"
-                                                 or is_relayed_prompt(event.source)):
-                prompts.add(_prompt_key(event.text))
-            elif event.kind == "tool" and isinstance(meta.get("tool_use_id"), str):
-                calls.add(meta["tool_use_id"])
+def logged_by_hooks(store: Store, session_id: str | None) -> Callable[[dict[str, Any]], bool]:
+    """Which transcript records of this session a hook already logged as they happened:
+    the user's prompts (by prompt key) and tool calls (by the agent's call id). Imports and
+    the hooks' catch-up skip those, so a session is not recorded twice. Each check is one
+    indexed look-up (runs/lookups.py), never a read of the run."""
+    from agentstate.runs.lookups import hook_logged_call, hook_logged_prompt
 
     def already(record: dict[str, Any]) -> bool:
-        nonlocal loaded
-        if not loaded:
-            load()
-            loaded = True
+        if not session_id:
+            return False
         identity = str(record.get("id", ""))
         if record.get("kind") == "tool":
-            return identity.split(":", 1)[-1] in calls
-        return (record.get("kind") == "observation" and record.get("source") == "user"
-                and _prompt_key(str(record.get("text", ""))) in prompts)
+            call = identity.split(":", 1)[-1]
+            return bool(call) and hook_logged_call(store, session_id, call) is not None
+        if record.get("kind") == "observation" and record.get("source") == "user":
+            text = str(record.get("text", ""))
+            return hook_logged_prompt(store, session_id, prompt_key(text)) is not None
+        return False
 
     return already

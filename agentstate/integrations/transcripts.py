@@ -158,11 +158,16 @@ def read_lines(path: Path, cursor: ReadCursor | None = None
         number = cursor.line if cursor else 0
         if cursor and cursor.offset:
             handle.seek(cursor.offset)
-        for raw in handle:
+        for raw, size in _bounded_lines(handle):
             number += 1
-            if cursor is not None and raw.endswith(b"\n"):
-                cursor.offset += len(raw)
+            complete = raw.endswith(b"\n") or size > len(raw)
+            if cursor is not None and complete:
+                cursor.offset += size
                 cursor.line = number
+            if size > len(raw):
+                # Longer than any record we keep: skipped unread, memory stays bounded.
+                yield number, None, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MB (skipped)"
+                continue
             if not raw.strip():
                 continue
             try:
@@ -174,6 +179,31 @@ def read_lines(path: Path, cursor: ReadCursor | None = None
                     yield number, None, exc.message.removeprefix("the line is ")
         if cursor is not None:
             cursor.tail = _tail_digest(handle, cursor.offset)
+
+
+# A transcript line is one record; one past this is not read into memory at all (a 200 MB
+# one-line file costs a pass over its bytes in 1 MB reads, never 200 MB of memory).
+MAX_LINE_BYTES = 8 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
+
+
+def _bounded_lines(handle: Any) -> Iterator[tuple[bytes, int]]:
+    """(line, its size in the file) for each line; a line longer than MAX_LINE_BYTES comes
+    back as its first bytes with its full size (the rest is skipped unread into memory)."""
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw, len(raw)
+            continue
+        size = len(raw)
+        while True:
+            chunk = handle.readline(_SKIP_CHUNK)
+            size += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                break
+        yield raw[:64], size
 
 
 def parsed_lines(path: Path, cursor: ReadCursor | None = None
@@ -232,6 +262,35 @@ def check_format(path: Path, expected: str) -> None:
         raise InvalidInput(
             f"{path} looks like {AGENT_LABELS[found]}, not {AGENT_LABELS[expected]}; "
             f"import it with `agentstate import {found} {path}`")
+
+
+CWD_LINES = 50  # the session's cwd is in its first records (Claude Code: every record)
+
+
+def session_cwd(path: Path) -> str | None:
+    """The working directory a transcript's session ran in, from its first lines only (a
+    folder of thousands of other projects' sessions is sorted quickly)."""
+    for _, obj, _error in _first(read_lines(path), CWD_LINES):
+        if not isinstance(obj, dict):
+            continue
+        if isinstance(obj.get("cwd"), str) and obj["cwd"]:
+            return obj["cwd"]
+        payload = obj.get("payload")
+        if obj.get("type") in ("session_meta", "turn_context") and isinstance(payload, dict) \
+                and isinstance(payload.get("cwd"), str) and payload["cwd"]:
+            return payload["cwd"]
+    return None
+
+
+def inside(cwd: str | None, root: Path) -> bool:
+    """Is this session's cwd the repository at `root` or a folder inside it?"""
+    if not cwd:
+        return False
+    try:
+        Path(cwd).expanduser().resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
 
 
 def transcript_files(path: Path) -> list[Path]:
@@ -328,16 +387,25 @@ def _shell_words(argv: list[str]) -> str:
     return shlex.join(argv)
 
 
-def tool_record(agent: str, name: str, tool_input: Any, output: str, *, error: bool,
+def tool_record(agent: str, name: str, tool_input: Any, output: str, *, error: bool | None,
                 exit_code: int | None, ts: str | None, identity: str,
                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """ONE tool event for a call and its result: what ran, whether it failed, an excerpt."""
+    """ONE tool event for a call and its result: what ran, how it ended, an excerpt.
+
+    `error` is the transcript's own word (True: the client marked the result an error;
+    False: the client marks every failure and did not; None: the client never says), and
+    `exit_code` a code from a metadata field. Without a code, tool_outcome looks for one in
+    the client's text, then for a runner's summary; otherwise the outcome is unknown."""
+    from agentstate.integrations.tool_outcome import judge
+
+    outcome = judge(output, exit_code=exit_code, client_failed=error)
     summary = input_summary(name, tool_input)
-    status = f"exit {exit_code}" if exit_code is not None else ("error" if error else "ok")
+    status = outcome.status if outcome.exit_code is not None or not outcome.failed else "error"
     text = f"{name}: {summary} → {status}" if summary else f"{name} → {status}"
     meta: dict[str, Any] = {
-        "agent": agent, "tool": name, "exit_code": exit_code, "error": error,
-        "excerpt": excerpt(output), "output_chars": len(output), **(extra or {}),
+        "agent": agent, "tool": name, "exit_code": outcome.exit_code,
+        "error": outcome.failed is True, "failed": outcome.failed, "outcome": outcome.how,
+        "excerpt": excerpt(outcome.output), "output_chars": len(output), **(extra or {}),
     }
     return record("tool", text, tool_source(name), ts, identity, meta)
 
@@ -351,17 +419,30 @@ LOGGED_BY_HOOK = "already logged by a hook"
 
 def run_import(store: Store, path: Path, session: Session, records: Iterator[ImportLine], *,
                run_ref: str | None, goal: str | None, strict: bool,
-               already_logged: AlreadyLogged | None = None) -> TranscriptImport:
+               already_logged: AlreadyLogged | None = None,
+               make_current: bool = False) -> TranscriptImport:
     """Import one transcript's records through the generic path and remember its session.
 
-    `already_logged` (a hook's catch-up) names records the run already holds in another
-    form — a prompt or a tool call the hooks recorded as it happened — so they are counted
-    as skipped rather than stored twice."""
+    What the hooks recorded of this session as it happened — a prompt, a tool call — is
+    counted as skipped rather than stored twice (`already_logged`, by default the indexed
+    look-up of hooks.logged_by_hooks). Without `run_ref` or `goal`, a session the hooks
+    bound to an active run goes on in that run. A new run becomes the current run only with
+    `make_current`."""
+    from agentstate.integrations.hooks import logged_by_hooks
     from agentstate.runs.importer import RunSource, remember_run_source
     from agentstate.runs.worktree import snapshot
 
-    if already_logged is not None:
-        records = _skipping(records, already_logged)
+    # A hook's catch-up passes its own check; it always acts for the agent (see below).
+    hook_catch_up = already_logged is not None
+    if already_logged is None:
+        already_logged = logged_by_hooks(store, session.session)
+    records = _skipping(records, already_logged)
+    if run_ref is None and goal is None and session.session:
+        from agentstate.runs.sessions import session_run
+
+        hooked = session_run(store, session.agent, session.session)
+        if hooked is not None:
+            run_ref = hooked.ref
 
     origin = (f"{session.agent}:{session.session}" if session.session
               else f"{session.agent}:{path.resolve()}")
@@ -371,9 +452,9 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
     result = import_events(
         store, records, run_ref=run_ref, goal=goal, default_goal=default_goal, origin=origin,
         strict=strict, label="line", worktree=None if run_ref else snapshot(store.work_tree),
-        extra_kinds=frozenset({"checkpoint"}), bind_origin=True,
+        extra_kinds=frozenset({"checkpoint"}), bind_origin=True, make_current=make_current,
         relay_user_as=(relayed_prompt_source(session.agent)
-                       if already_logged is not None or _run_for_an_agent(store) else None),
+                       if hook_catch_up or _run_for_an_agent(store) else None),
     )
     if result.run:
         remember_run_source(store, result.run, RunSource(

@@ -197,6 +197,7 @@ def import_events(
     bind_origin: bool = False,
     claimed_by: Principal | None = None,
     relay_user_as: str | None = None,
+    make_current: bool = True,
 ) -> ImportResult:
     """Import records into a run. The one import path: agent-transcript importers call it.
 
@@ -215,7 +216,11 @@ def import_events(
     saying `"source": "user"`) is recorded as `model`, its claim kept in meta
     `claimed_source`: a file is the importer's word, not the user's. With `relay_user_as`
     (`prompt:AGENT`), records saying `user` are recorded as that source: a transcript read
-    on the agent's behalf relays the user's words unverified.
+    on the agent's behalf relays the user's words unverified. A new run becomes the
+    current run unless `make_current` is False.
+
+    A record's import key is looked up before the record is checked: a record the run
+    already holds costs one indexed look-up, never a secret scan.
 
     Writes are committed in batches of `batch_size` (one transaction each). With
     `strict`, the whole import is one transaction and the first malformed or refused record
@@ -242,7 +247,7 @@ def import_events(
             run = _earlier_run(store, origin_key, goal)
         if run is None:
             title = goal or default_goal or f"imported from {origin or 'records'}"
-            run, _ = start_run(store, title, worktree=worktree)
+            run, _ = start_run(store, title, worktree=worktree, make_current=make_current)
             result.created_run = True
             if origin_key:
                 store.conn.execute(
@@ -257,19 +262,31 @@ def import_events(
 
     def prepare(item: Any, ordinal: int) -> tuple[Any, ...]:
         """Parse and check one record outside the write transaction: (position, data,
-        checked record or None, the error it raised or None, why it was skipped or None)."""
+        checked record or None, the error it raised or None, why it was skipped or None,
+        the id of the event it duplicates or None)."""
         if isinstance(item, ImportLine):
             if item.skip is not None:
-                return item.position, None, None, None, item.skip
+                return item.position, None, None, None, item.skip, None
             position, data, error = item.position, item.data, item.error
         else:
             position, data, error = ordinal, item, None
+        if error is None and run is not None and isinstance(data, dict):
+            # The key first: what the run already holds is not scanned again.
+            try:
+                key = import_key(data.get("id", position), data)
+            except (TypeError, ValueError):
+                key = None  # not canonical JSON: _check_record names the problem
+            if key is not None:
+                found = store.value("SELECT id FROM events WHERE run = ? AND import_key = ?",
+                                    (run.id, key))
+                if found:
+                    return position, data, None, None, None, found
         try:
             if error is not None:
                 raise InvalidInput(error)
-            return position, data, _check_record(data, kinds=extra_kinds), None, None
+            return position, data, _check_record(data, kinds=extra_kinds), None, None, None
         except AgentStateError as exc:
-            return position, data, None, exc, None
+            return position, data, None, exc, None, None
 
     def one(position: int | str, data: dict, record: dict) -> None:
         record = {**record, **_links(data, id_map)}
@@ -343,8 +360,12 @@ def import_events(
             if not batch:
                 return
             with store.transaction():  # one transaction per batch
-                for position, data, record, error, skip in batch:
-                    if skip is not None:
+                for position, data, record, error, skip, duplicate in batch:
+                    if duplicate is not None:
+                        result.duplicates += 1
+                        if "id" in data:
+                            id_map[str(data["id"])] = make_ref("evt", duplicate)
+                    elif skip is not None:
                         result.skipped += 1
                         result.skipped_reasons[skip] = result.skipped_reasons.get(skip, 0) + 1
                     elif error is not None:

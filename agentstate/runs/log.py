@@ -196,8 +196,10 @@ def start_run(
     worktree: WorkTree | None = None,
     source: str = "user",
     claimed_by: Principal | None = None,
+    make_current: bool = True,
 ) -> tuple[Run, list[Event]]:
-    """Create a run (and its constraint events) in one transaction; make it current.
+    """Create a run (and its constraint events) in one transaction; make it current (unless
+    `make_current` is False: a transcript import must not move the run the user works in).
 
     With `claimed_by`, the principal must be allowed to claim `source` (an agent's principal
     cannot record constraints with the user's authority).
@@ -238,12 +240,23 @@ def start_run(
                 "dirty_files": json.dumps(list(tree.dirty_files)),
             }
         )
-        _set_current(store, run_id)
+        if make_current:
+            _set_current(store, run_id)
         events = [
             append_event(store, make_ref("run", run_id), "constraint", text, source=source)
             for text in constraint_texts
         ]
     return get_run(store, make_ref("run", run_id)), events
+
+
+def set_current_run(store: Store, ref: str) -> Run:
+    """Make an active run the current one (what commands use without --run)."""
+    run = get_run(store, ref)
+    if run.status != RunStatus.ACTIVE:
+        raise InvalidInput(f"{run.ref} has ended ({run.status}); only an active run can be current")
+    with store.transaction():
+        _set_current(store, run.id)
+    return run
 
 
 def _set_current(store: Store, run_id: str | None) -> None:

@@ -138,3 +138,21 @@ def resolving_events(store: Store, event_id: str, *, limit: int) -> list[str]:
     """Ids of the events that resolve this one, oldest first, at most `limit`."""
     return [r[0] for r in store.conn.execute(
         "SELECT id FROM events WHERE resolves = ? ORDER BY ts, seq LIMIT ?", (event_id, limit))]
+
+
+def hook_logged_call(store: Store, session: str, call_id: str) -> str | None:
+    """The id of the event a hook recorded for this session's tool call, if any (an indexed
+    look-up: m004's events_hook_call)."""
+    return store.value(
+        "SELECT id FROM events WHERE json_extract(meta, '$.session') = ? "
+        "AND json_extract(meta, '$.tool_use_id') = ? "
+        "AND json_extract(meta, '$.hook') IS NOT NULL LIMIT 1", (session, call_id))
+
+
+def hook_logged_prompt(store: Store, session: str, prompt_key: str) -> str | None:
+    """The id of the event a hook recorded for this session's prompt (by its prompt key),
+    if any (an indexed look-up: m004's events_hook_prompt)."""
+    return store.value(
+        "SELECT id FROM events WHERE json_extract(meta, '$.session') = ? "
+        "AND json_extract(meta, '$.prompt_key') = ? "
+        "AND json_extract(meta, '$.hook') IS NOT NULL LIMIT 1", (session, prompt_key))

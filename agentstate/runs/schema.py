@@ -82,3 +82,21 @@ def m003_events_collected(db: sqlite_utils.Database) -> None:
         ALTER TABLE events ADD COLUMN body_hash TEXT;
         """,
     )
+
+
+def m004_events_hook_keys(db: sqlite_utils.Database) -> None:
+    """What a hook recorded, found by the agent's own keys: a tool call by (session, call id)
+    and a prompt by (session, prompt key). An import of the session's transcript, and the
+    hooks' own catch-up, ask these for each record instead of reading the whole run.
+    Partial indexes: only the events that carry the key are in them."""
+    run_script(
+        db,
+        """
+        CREATE INDEX events_hook_call
+            ON events(json_extract(meta, '$.session'), json_extract(meta, '$.tool_use_id'))
+            WHERE json_extract(meta, '$.tool_use_id') IS NOT NULL;
+        CREATE INDEX events_hook_prompt
+            ON events(json_extract(meta, '$.session'), json_extract(meta, '$.prompt_key'))
+            WHERE json_extract(meta, '$.prompt_key') IS NOT NULL;
+        """,
+    )

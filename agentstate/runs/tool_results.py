@@ -28,11 +28,19 @@ class ToolFailure:
 
 
 def tool_failed(meta: dict[str, Any]) -> bool:
-    """Did this tool call fail: a non-zero exit, an error flag, a timeout or an interrupt."""
-    if meta.get("error") is True or meta.get("timed_out") or meta.get("interrupted"):
+    """Did this tool call fail: a non-zero exit, an error or failure flag, a timeout or an
+    interrupt."""
+    if (meta.get("error") is True or meta.get("failed") is True or meta.get("timed_out")
+            or meta.get("interrupted")):
         return True
     code = meta.get("exit_code")
     return isinstance(code, int) and not isinstance(code, bool) and code != 0
+
+
+def outcome_unknown(meta: dict[str, Any]) -> bool:
+    """Nothing said how this call ended (a client that sends no exit code, an output with
+    no runner's summary): neither a failure nor a pass."""
+    return meta.get("outcome") == "unknown" and not tool_failed(meta)
 
 
 def _command(text: str) -> str:
@@ -51,7 +59,13 @@ def open_failures(store: Store, run: Run, limit: int = 4) -> list[ToolFailure]:
     out: list[ToolFailure] = []
     for eid, ts, text, source, raw in rows:
         meta = json.loads(raw or "{}")
-        command = _command(text)
+        # The command itself where the event kept it: a failure's headline ("Bash exit 1:
+        # reason ($ cmd)") and a later pass ("Bash: $ cmd → ok") do not share a prefix.
+        command = meta.get("command") if isinstance(meta.get("command"), str) \
+            else _command(text)
+        if outcome_unknown(meta):
+            # Not a pass: an earlier failure of the same command stays open.
+            continue
         if tool_failed(meta) and command not in seen and len(out) < limit:
             out.append(ToolFailure(make_ref("evt", eid), ts, text, source,
                                    str(meta.get("excerpt") or "")))

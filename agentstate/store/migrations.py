@@ -52,6 +52,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m003_events_collected", "runs"),
     ("m401_shared_records", "sync"),
     ("m302_pack_item_notes", "context"),
+    ("m004_events_hook_keys", "runs"),
 )
 
 

@@ -10,8 +10,12 @@ the summary), so the excerpt is chosen line by line, within EXCERPT_CHARS:
 3. the first lines (what was run), while room is left.
 
 Lines are kept in their original order; each gap is marked with how many lines it hides.
-Secrets are redacted in the whole text before lines are chosen; if something secret-shaped
-survives, the excerpt is withheld entirely.
+Only what is kept is scanned for secrets: lines are chosen first (from a bounded head and
+tail of a huge output), then the chosen text is redacted, so the scanner's cost follows the
+excerpt, not the output. Private key blocks are the exception: their body lines do not look
+secret without their BEGIN line, so key blocks are masked before lines are chosen (a plain
+substring test decides whether there is one). If something secret-shaped survives
+redaction, the excerpt is withheld entirely.
 """
 
 from __future__ import annotations
@@ -21,6 +25,11 @@ import re
 from agentstate.safety import find_secrets, redact_secrets
 
 EXCERPT_CHARS = 3000
+# A huge output is read from its head and its tail only: the command line and the summary
+# are there, and a 1 GB output costs what a 4 MB one does (line choice only: the secret
+# scan runs on the chosen ~3 KB).
+BOUND_HEAD_CHARS = 1024 * 1024
+BOUND_TAIL_CHARS = 3 * 1024 * 1024
 MAX_LINE_CHARS = 300  # one minified or base64 line must not eat the whole excerpt
 TAIL_LINES = 12
 HEAD_LINES = 3
@@ -62,10 +71,17 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
         return ""
     if len(text) <= limit:
         return redact(text)
-    # Redact the whole output before choosing lines: a private key's body lines, chosen
-    # without their BEGIN line, would no longer be recognisable as part of a key.
-    text = redact_secrets(text, mask=MASK)
-    lines = [_clip(line.rstrip()) for line in text.split("\n")]
+    cut_note = None
+    if len(text) > BOUND_HEAD_CHARS + BOUND_TAIL_CHARS:
+        # Cut before anything is scanned; the cut is said where it happened.
+        hidden = len(text) - BOUND_HEAD_CHARS - BOUND_TAIL_CHARS
+        head, tail = text[:BOUND_HEAD_CHARS], text[-BOUND_TAIL_CHARS:]
+        cut_note = f"[… {hidden} characters omitted …]"
+        text = head.rsplit("\n", 1)[0] + "\n" + cut_note + "\n" + tail.split("\n", 1)[-1]
+    text = _mask_key_blocks(text)
+    # Each line is redacted as it is chosen (below), before it is clipped: a token cut
+    # in half by the clip would no longer be recognised.
+    lines = [line.rstrip() for line in text.split("\n")]
     total = len(lines)
     chosen: set[int] = set()
     used = 0
@@ -74,6 +90,7 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
         nonlocal used
         if index in chosen or not 0 <= index < total:
             return True
+        lines[index] = _clip(redact_secrets(lines[index][: 4 * MAX_LINE_CHARS], mask=MASK))
         cost = len(lines[index]) + 1
         if used + cost > limit - 200:  # room for the gap markers
             return False
@@ -87,7 +104,7 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
             break
     # 2. Error lines, the latest first (the last failure is the one still open).
     for index in range(total - 1, -1, -1):
-        line = lines[index]
+        line = lines[index][: 4 * MAX_LINE_CHARS]
         if _EXCEPTION_LINE.match(line.strip()) and line[:1] not in (" ", "\t"):
             for context in (index - 2, index - 1, index):
                 take(context)
@@ -99,6 +116,8 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
             break
     out: list[str] = []
     previous = -1
+    if cut_note is not None and cut_note in lines:
+        take(lines.index(cut_note))  # the reader must know a part was never looked at
     for index in sorted(chosen):
         if index > previous + 1:
             out.append(f"[… {index - previous - 1} line(s) omitted …]")
@@ -107,6 +126,26 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     if previous < total - 1:
         out.append(f"[… {total - 1 - previous} line(s) omitted …]")
     return redact("\n".join(out))
+
+
+def _mask_key_blocks(text: str) -> str:
+    """Mask private key blocks whole (their body lines alone do not look secret)."""
+    if "PRIVATE KEY" not in text and "PuTTY-User-Key-File" not in text:
+        return text
+    from agentstate.secret_scan import _private_keys  # the scanner's own key-block finder
+
+    spans = _private_keys(text)
+    if not spans:
+        return text
+    out, last = [], 0
+    for found in sorted(spans, key=lambda f: f.start):
+        if found.start < last:
+            continue
+        out.append(text[last:found.start])
+        out.append(MASK)
+        last = found.end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def output_excerpt(stdout: str, stderr: str = "", limit: int = EXCERPT_CHARS) -> str:

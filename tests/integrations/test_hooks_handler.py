@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from pathlib import Path
 
@@ -225,11 +226,19 @@ def _line(kind: str, uuid: str, content, ts: str, parent: str | None = None) -> 
                        "message": {"role": role, "content": content}})
 
 
+def claude_transcript_path(repo: Path, name: str = "session.jsonl") -> Path:
+    """Where Claude Code keeps this project's transcripts (the only place a hook reads)."""
+    folder = Path.home() / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-",
+                                                             str(repo.resolve()))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
 def test_catch_up_from_the_transcript_does_not_record_a_session_twice(initialised, cli):
     """Stop imports what the hooks missed from transcript_path — here the assistant's words
     — but not the prompt and the tool call the hooks already recorded."""
     prompt = payload("claude-code", "user_prompt_submit", initialised)["prompt"]
-    transcript = initialised / "session.jsonl"
+    transcript = claude_transcript_path(initialised)
     transcript.write_text("\n".join([
         _line("user", "u1", prompt, "2026-01-15T09:00:00Z"),
         _line("assistant", "a1", [
@@ -256,7 +265,7 @@ def test_catch_up_from_the_transcript_does_not_record_a_session_twice(initialise
 def test_a_later_catch_up_continues_where_the_last_one_stopped(initialised, cli):
     """Each Stop reads only what the transcript gained (the cursor is kept in the store), and
     a call read by one Stop whose result arrives before the next becomes one whole event."""
-    transcript = initialised / "session.jsonl"
+    transcript = claude_transcript_path(initialised)
     transcript.write_text("\n".join([
         _line("user", "u1", "Make the retry test pass.", "2026-01-15T09:00:00Z"),
         _line("assistant", "a1", [

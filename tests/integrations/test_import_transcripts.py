@@ -238,7 +238,8 @@ def test_folder_import_one_run_per_session(cli, initialised, tmp_path):
         "sessionId": "5b1f4e2a-7c3d-4e8f-9a10-2b3c4d5e6f70", "timestamp": "2026-01-14T10:00:30Z",
         "message": {"role": "assistant", "content": [{"type": "text", "text": "subagent"}]},
     }) + "\n")
-    data = cli.json("import", "claude-code", str(folder))
+    # The fixtures were recorded in another repository: --all-projects takes them.
+    data = cli.json("import", "claude-code", str(folder), "--all-projects")
     runs = {f["file"].rsplit("/", 1)[1]: f["run"] for f in data["files"]}
     assert len(set(runs.values())) == 2
     assert runs["agent-0a1b.jsonl"] == runs["5b1f4e2a-7c3d-4e8f-9a10-2b3c4d5e6f70.jsonl"]

@@ -34,6 +34,7 @@ SHIPPED = [
     "m003_events_collected",
     "m401_shared_records",
     "m302_pack_item_notes",
+    "m004_events_hook_keys",
 ]
 
 
