@@ -96,7 +96,8 @@ def test_importing_the_transcript_adds_no_duplicates(claude_bin, project, model)
              if e["kind"] == "tool"]
     calls = [c for c in calls if c]
     assert len(calls) == len(set(calls)), json.dumps(after, indent=1)[:4000]
-    prompts = [e["text"] for e in after if e["kind"] == "observation" and e["source"] == "user"]
+    prompts = [e["text"] for e in after if e["kind"] == "observation"
+               and (e["source"] == "user" or e["source"].startswith("prompt:"))]
     assert prompts.count("Run the parser test") == 1, prompts
     tools_before = [e for e in before if e["kind"] == "tool"]
     tools_after = [e for e in after if e["kind"] == "tool"]

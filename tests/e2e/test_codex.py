@@ -121,5 +121,6 @@ def test_importing_the_rollout_adds_no_duplicates(codex_bin, project, model):
     tools_before = [e for e in before if e["kind"] == "tool"]
     tools_after = [e for e in after if e["kind"] == "tool"]
     assert len(tools_after) == len(tools_before), json.dumps(after, indent=1)[:4000]
-    prompts = [e["text"] for e in after if e["kind"] == "observation" and e["source"] == "user"]
+    prompts = [e["text"] for e in after if e["kind"] == "observation"
+               and (e["source"] == "user" or e["source"].startswith("prompt:"))]
     assert prompts.count("Run the parser test") == 1, prompts

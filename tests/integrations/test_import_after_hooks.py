@@ -106,7 +106,8 @@ def test_import_after_a_hooked_session_adds_nothing_twice(initialised, cli, tmp_
         assert again["total"]["imported"] == 0
     found = all_events(cli)
     assert len(found) == len(before) + added
-    prompts = [e for e in found if e["kind"] == "observation" and e["source"] == "user"]
+    prompts = [e for e in found if e["kind"] == "observation"
+               and (e["source"] == "user" or e["source"].startswith("prompt:"))]
     tools = [e for e in found if e["kind"] == "tool"]
     assert len(prompts) == 1 and len(tools) == 1
     assert len(cli.json("run", "list")) == 1
@@ -156,7 +157,8 @@ def test_the_catch_up_does_not_read_the_run(initialised, cli, tmp_path, monkeypa
     assert result.exit_code == 0 and result.stderr == "", result.stderr
     events = all_events(cli)
     assert len([e for e in events if e["kind"] == "tool"]) == 1
-    assert len([e for e in events if e["source"] == "user"]) == 1
+    assert len([e for e in events
+                if e["source"] == "user" or e["source"].startswith("prompt:")]) == 1
 
 
 def test_a_folder_takes_only_this_repositorys_sessions(initialised, cli, tmp_path):
