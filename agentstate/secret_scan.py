@@ -399,8 +399,9 @@ _CONFUSABLES = str.maketrans(
     "ABESIJKMHOPCTXYaeijopcxysdqwABEZHIKMNOPTYXovt")
 # A line break inside a value: `\` continuations and indentation around the break go too.
 # Also the break as JSON writes it (`\n`, `\\\n`): event meta and shared records are scanned
-# as JSON text.
-_LINE_JOIN = re.compile(r"[ \t]{0,64}\\{0,2}(?:\r?\n|(?:\\r)?\\n)[ \t]{0,64}")
+# as JSON text. Only a break between two token characters can split a value.
+_LINE_JOIN = re.compile(r"(?<=[A-Za-z0-9_+/=\-])[ \t]{0,64}\\{0,2}(?:\r?\n|(?:\\r)?\\n)[ \t]{0,64}"
+                        r"(?=[A-Za-z0-9_+/=\-])")
 
 
 def _folded(text: str) -> tuple[str, list[int]] | None:
@@ -433,20 +434,18 @@ def _mapped(findings: list[Finding], origin: list[int], size: int) -> list[Findi
             for f in findings]
 
 
-def _scan_joined(text: str) -> list[Finding]:
+def _scan_joined(text: str, joins: list[re.Match[str]]) -> list[Finding]:
     """Secrets cut in two by a line break (`ghp_R8fK…` / `…aE2u` on the next line): the text
-    is scanned again with its line breaks removed, and what crosses a removed break counts."""
+    is scanned again with the `joins` removed, and what crosses a removed break counts."""
     pieces: list[str] = []
     origin: list[int] = []
     breaks: list[int] = []  # positions in the joined text where a break was removed
     last = 0
-    for m in _LINE_JOIN.finditer(text):
+    for m in joins:
         pieces.append(text[last:m.start()])
         origin.extend(range(last, m.start()))
         breaks.append(len(origin))
         last = m.end()
-    if not breaks:
-        return []
     pieces.append(text[last:])
     origin.extend(range(last, len(text)))
     crossing = [f for f in _scan("".join(pieces))
@@ -457,7 +456,16 @@ def _scan_joined(text: str) -> list[Finding]:
 def _scan_all(text: str) -> list[Finding]:
     found = _scan(text)
     if "\n" in text or "\\n" in text:
-        found = sorted(found + _scan_joined(text), key=lambda f: (f.start, f.end))
+        joins = list(_LINE_JOIN.finditer(text))
+        if joins:
+            # Every other break joined, then the others, then all: a value in two pieces is
+            # whole in one of the first two passes with its neighbours still apart (`AKIA…`
+            # glued to the next line's first word would no longer end where a key ends);
+            # the last pass finds a value in more pieces.
+            for chosen in (joins[0::2], joins[1::2], joins):
+                if chosen:
+                    found += _scan_joined(text, chosen)
+            found.sort(key=lambda f: (f.start, f.end))
     return found
 
 
