@@ -30,6 +30,7 @@ import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -400,8 +401,9 @@ _CONFUSABLES = str.maketrans(
 # A line break inside a value: `\` continuations and indentation around the break go too.
 # Also the break as JSON writes it (`\n`, `\\\n`): event meta and shared records are scanned
 # as JSON text. Only a break between two token characters can split a value.
-_LINE_JOIN = re.compile(r"(?<=[A-Za-z0-9_+/=\-])[ \t]{0,64}\\{0,2}(?:\r?\n|(?:\\r)?\\n)[ \t]{0,64}"
-                        r"(?=[A-Za-z0-9_+/=\-])")
+_LINE_JOIN = re.compile(r"(?<=[A-Za-z0-9_+/=\-]{8})[ \t]{0,64}\\{0,2}(?:\r?\n|(?:\\r)?\\n)"
+                        r"[ \t]{0,64}(?=[A-Za-z0-9_+/=\-]{8})")
+_JOIN_REACH = 600  # characters scanned on each side of a removed break (a value is ≤ 512)
 
 
 def _folded(text: str) -> tuple[str, list[int]] | None:
@@ -436,21 +438,35 @@ def _mapped(findings: list[Finding], origin: list[int], size: int) -> list[Findi
 
 def _scan_joined(text: str, joins: list[re.Match[str]]) -> list[Finding]:
     """Secrets cut in two by a line break (`ghp_R8fK…` / `…aE2u` on the next line): the text
-    is scanned again with the `joins` removed, and what crosses a removed break counts."""
-    pieces: list[str] = []
-    origin: list[int] = []
-    breaks: list[int] = []  # positions in the joined text where a break was removed
-    last = 0
+    around each of `joins` is scanned again with those breaks removed, and what crosses a
+    removed break counts. Only windows around the breaks are scanned, so a long log with a
+    few such breaks costs little more than one pass."""
+    windows: list[list[Any]] = []  # [start, end, joins inside]
     for m in joins:
-        pieces.append(text[last:m.start()])
-        origin.extend(range(last, m.start()))
-        breaks.append(len(origin))
-        last = m.end()
-    pieces.append(text[last:])
-    origin.extend(range(last, len(text)))
-    crossing = [f for f in _scan("".join(pieces))
-                if bisect_right(breaks, f.start) < bisect_right(breaks, f.end - 1)]
-    return _mapped(crossing, origin, len(text))
+        start, end = max(0, m.start() - _JOIN_REACH), min(len(text), m.end() + _JOIN_REACH)
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], end)
+            windows[-1][2].append(m)
+        else:
+            windows.append([start, end, [m]])
+    found: list[Finding] = []
+    for start, end, inside in windows:
+        pieces: list[str] = []
+        origin: list[int] = []
+        breaks: list[int] = []  # positions in the joined window where a break was removed
+        last = start
+        for m in inside:
+            pieces.append(text[last:m.start()])
+            origin.extend(range(last, m.start()))
+            breaks.append(len(origin))
+            last = m.end()
+        pieces.append(text[last:end])
+        origin.extend(range(last, end))
+        crossing = [f for f in _scan("".join(pieces))
+                    if bisect_right(breaks, f.start) < bisect_right(breaks, f.end - 1)]
+        found += [Finding(f.kind, origin[f.start], origin[f.end - 1] + 1) for f in crossing
+                  if f.end > f.start]
+    return found
 
 
 def _scan_all(text: str) -> list[Finding]:
@@ -458,11 +474,11 @@ def _scan_all(text: str) -> list[Finding]:
     if "\n" in text or "\\n" in text:
         joins = list(_LINE_JOIN.finditer(text))
         if joins:
-            # Every other break joined, then the others, then all: a value in two pieces is
-            # whole in one of the first two passes with its neighbours still apart (`AKIA…`
-            # glued to the next line's first word would no longer end where a key ends);
-            # the last pass finds a value in more pieces.
-            for chosen in (joins[0::2], joins[1::2], joins):
+            # Every other break joined, then the others: a value in two pieces is whole in
+            # one of the passes with its neighbours still apart (`AKIA…` glued to the next
+            # line's first word would no longer end where a key ends). A value in three or
+            # more pieces is only found piece by piece.
+            for chosen in (joins[0::2], joins[1::2]):
                 if chosen:
                     found += _scan_joined(text, chosen)
             found.sort(key=lambda f: (f.start, f.end))
