@@ -113,9 +113,22 @@ def envelope_error(command: str, code: str, message: str, details: dict | None =
     return {"ok": False, "version": ENVELOPE_VERSION, "command": command, "error": error}
 
 
+# What JSON leaves raw but a terminal acts on: DEL, C1 controls (U+009B is a one-byte CSI),
+# the bidi controls, line/paragraph separators, lone surrogates. Written as `\uNNNN`
+# escapes, so a reader of the document still gets the stored value exactly. (C0 controls are
+# escaped by json.dumps itself.)
+_JSON_RAW = re.compile("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                       "\ud800-\udfff]")
+
+
+def json_text(obj: Any, **options: Any) -> str:
+    """`obj` as JSON text with no raw control character in it (see _JSON_RAW)."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, **options)
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def print_json(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False,
-                                allow_nan=False) + "\n")
+    sys.stdout.write(json_text(obj, indent=2, sort_keys=False) + "\n")
     sys.stdout.flush()
 
 

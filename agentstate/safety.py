@@ -7,6 +7,7 @@ table, a history row or a log line. Messages name the kind of secret, never its 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cache
 
 from agentstate.errors import Refused
@@ -96,6 +97,60 @@ _INJECTION_SOURCES = (
     r"(?:指令|指示|提示|规则|規則)",
     r"(?:以前|前)の(?:指示|命令)を(?:無視|忘れ)",
     r"你现在是|你現在是",
+    # More Chinese and Japanese: "forget the previous instructions", "from now on you are",
+    # "ignore all instructions" with the verb last.
+    r"(?:忘记|忘掉|忘記)(?:之前|以上|上面|前面|先前|所有|全部)?的?(?:所有|全部)?(?:指令|指示|规则|規則)",
+    r"(?:从现在开始|從現在開始|从现在起)(?:，|,)? ?你(?:是|要|必须|必須)",
+    r"系统提示|系統提示|システムプロンプト",
+    r"(?:指示|命令|ルール|プロンプト)を(?:すべて|全て|全部)?(?:無視|忘れ)",
+    r"(?:今から|これから)(?:は)?あなたは",
+    # French, German, Spanish: "ignore / forget the previous instructions", "you are now",
+    # "from now on you must".
+    r"\b(?:ignore[rz]?|oublie[rz]?|n'?obéis plus à) (?:toutes |tous )?(?:les |tes |vos |des )?"
+    r"(?:instructions|consignes|règles|directives|ordres)(?: (?:précédentes|précédents|"
+    r"ci-dessus|antérieures|d'avant|initiales|du système))?\b",
+    r"\b(?:tu es|vous êtes) (?:maintenant|désormais|dorénavant)\b",
+    r"\b(?:à partir de maintenant|désormais|dorénavant),? (?:tu|vous) (?:es|êtes|dois|devez)\b",
+    r"\b(?:ignorier(?:e|en|t)?|vergiss|vergessen sie|missachte) (?:bitte )?(?:alle |die |deine "
+    r"|ihre ){0,2}(?:vorherigen |obigen |bisherigen |vorigen |früheren |ursprünglichen )?"
+    r"(?:anweisungen|instruktionen|regeln|vorgaben|befehle)\b",
+    r"\b(?:du bist|sie sind) (?:jetzt|ab jetzt|nun|ab sofort)\b",
+    r"\b(?:ab jetzt|von nun an|ab sofort),? (?:bist|musst|wirst|sollst) du\b",
+    r"\b(?:ignora|ignore|ignorar|olvida|olvide|olvidar|omite) (?:todas |todos )?(?:las |los |tus "
+    r"|sus )?(?:instrucciones|reglas|indicaciones|órdenes|directrices)(?: (?:anteriores|previas|"
+    r"de arriba|del sistema))?\b",
+    r"\b(?:ahora eres|ahora usted es)\b",
+    r"\b(?:a partir de ahora|de ahora en adelante),? (?:eres|debes|vas a|tienes que)\b",
+)
+
+# Rules aimed at the agent ("from now on, always skip the tests", "never run the linter"):
+# ordinary in what the user says, an injection in data that is not the user's (tool output,
+# files, imported records). Checked only when the caller says the text is not the user's.
+_RULE_SOURCES = (
+    r"\b(?:from now on|going forward|henceforth|from this point on)\b,? (?:you )?(?:should |must "
+    r"|will |shall )?(?:always|never|do not|don't|skip|ignore|stop|only|run|use|disable|bypass|"
+    r"treat|trust|approve|push|delete|remove|send)\b",
+    r"(?:^|[.!;:\n] ?|\byou (?:should |must |will )?)(?:always|never) (?:skip|bypass|disable|"
+    r"ignore|run|push|commit|delete|remove|approve|publish|trust|tell|send|force|merge|deploy|"
+    r"answer|reply|obey|follow|execute|use|mention|report)\b",
+    r"\b(?:don't|do not) (?:ever )?(?:run|execute) (?:the )?(?:tests?|linters?|checks?|"
+    r"test suite|ci)\b",
+    r"\b(?:à partir de maintenant|désormais|dorénavant),? (?:il faut )?(?:toujours|jamais|ne "
+    r"(?:lance|exécute|fais)|ignore|saute)",
+    r"\b(?:ab jetzt|von nun an|ab sofort|künftig),? (?:immer|nie|niemals|keine?|überspringe|"
+    r"ignoriere)",
+    r"\b(?:a partir de ahora|de ahora en adelante|en adelante),? (?:siempre|nunca|no (?:ejecutes|"
+    r"corras|hagas)|omite|ignora|salta)",
+    r"(?:从现在开始|從現在開始|从现在起|今后|以后)(?:，|,)? ?(?:请)?"
+    r"(?:总是|始终|永远|一律|不要|别|跳过|忽略)",
+    r"(?:今後は|これからは|今後|以後)(?:、)?(?:常に|必ず|決して|絶対に|テストを(?:スキップ|飛ばし))",
+)
+_RULE_ANCHORS: tuple[tuple[str, ...], ...] = (
+    ("from now on", "going forward", "henceforth", "from this point on"),
+    ("always", "never"), ("don't", "do not"),
+    ("maintenant", "désormais", "dorénavant"), ("ab jetzt", "von nun an", "ab sofort", "künftig"),
+    ("a partir de ahora", "adelante"), ("现在", "現在", "今后", "以后"),
+    ("今後", "これから", "以後"),
 )
 _SPACES = re.compile(r"\s+")
 
@@ -109,6 +164,12 @@ _INJECTION_ANCHORS: tuple[tuple[str, ...], ...] = (
     ("send", "post", "upload", "exfiltrate", "forward"), ("|",), ("<(",), ("$(",), ("<<<",),
     ("publish", "approve", "install"), ("as an ai",), ("do not",),
     ("forget", "override", "bypass"), ("忽", "无视", "無視"), ("無視", "忘れ"), ("你",),
+    ("忘",), ("现在", "現在"), ("提示", "プロンプト"), ("無視", "忘れ"), ("あなた",),
+    ("ignore", "oublie", "obéis"), ("maintenant", "désormais", "dorénavant"),
+    ("maintenant", "désormais", "dorénavant"),
+    ("ignorier", "vergiss", "vergessen", "missachte"), ("du bist", "sie sind"),
+    ("ab jetzt", "von nun an", "ab sofort"),
+    ("ignora", "ignore", "olvid", "omite"), ("ahora",), ("ahora", "adelante"),
 )
 
 
@@ -117,9 +178,17 @@ def _injection_pattern(index: int) -> re.Pattern[str]:
     return re.compile(_INJECTION_SOURCES[index], re.IGNORECASE)
 
 
-def find_injection(text: str) -> list[str]:
-    """Phrases that read as instructions aimed at the agent (for non-user content)."""
-    flat = _SPACES.sub(" ", remove_invisible(text))
+@cache
+def _rule_pattern(index: int) -> re.Pattern[str]:
+    return re.compile(_RULE_SOURCES[index], re.IGNORECASE)
+
+
+def find_injection(text: str, *, from_user: bool = True) -> list[str]:
+    """Phrases that read as instructions aimed at the agent. With `from_user=False` (tool
+    output, files, records from elsewhere) rules for the agent ("from now on, always skip the
+    tests") count too: only the user sets those."""
+    # NFKC: full-width letters (`ｉｇｎｏｒｅ`) read as the words they spell.
+    flat = _SPACES.sub(" ", unicodedata.normalize("NFKC", remove_invisible(text)))
     lower = flat.lower()
     found = []
     for index, anchors in enumerate(_INJECTION_ANCHORS):
@@ -127,6 +196,12 @@ def find_injection(text: str) -> list[str]:
             m = _injection_pattern(index).search(flat)
             if m:
                 found.append(m.group(0))
+    if not from_user:
+        for index, anchors in enumerate(_RULE_ANCHORS):
+            if any(a in lower for a in anchors):
+                m = _rule_pattern(index).search(flat)
+                if m:
+                    found.append(m.group(0))
     return found
 
 

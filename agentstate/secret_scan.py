@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,21 @@ _KNOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("--",)),
     ("sshpass password", r"(?<![A-Za-z0-9_])sshpass[ \t]{1,8}-p[ \t]{0,8}[\"']?[^\s\"']{2,256}",
      ("sshpass",)),
+    ("age secret key", r"(?<![A-Za-z0-9_])AGE-SECRET-KEY-1[0-9A-Za-z]{20,100}",
+     ("AGE-SECRET-KEY-",)),
+    # Prefixes a provider puts before its tokens. The body may use any alphabet (hex-only,
+    # lower-case only, upper-case only): the prefix alone says what it is.
+    ("known token prefix", r"(?<![A-Za-z0-9_\-])(?:pul-|sbp_|rubygems_|PMAK-|NRAK-|NRJS-|NRII-|"
+     r"glsa_|glc_|hvs\.|hvb\.|dckr_pat_|lin_api_|figd_|pscale_(?:pw|tkn|oauth)_|"
+     r"dp\.(?:pt|st|sa|ct)\.|xkeysib-|FLWSECK(?:_TEST)?-|sntry[su]_|ntn_|CFPAT-|ATATT3)"
+     r"[A-Za-z0-9_\-=]{16,512}",
+     ("pul-", "sbp_", "rubygems_", "PMAK-", "NRAK-", "NRJS-", "NRII-", "glsa_", "glc_", "hvs.",
+      "hvb.", "dckr_pat_", "lin_api_", "figd_", "pscale_", "dp.", "xkeysib-", "FLWSECK",
+      "sntry", "ntn_", "CFPAT-", "ATATT3")),
+    # .netrc (one line or several): `machine h login ci password VALUE`.
+    ("password in .netrc form", r"(?i)(?<![a-z0-9_\-])(?:login|user)\s{1,20}[^\s]{1,256}"
+     r"\s{1,20}(?:password|passwd)\s{1,20}(?=[^\s]{4,256})(?!\$|<|\{)[^\s]{4,256}",
+     ("password", "passwd")),
 )
 
 # `NAME<sep>value`: the NAME's components decide (see _sensitive_name).
@@ -152,6 +169,8 @@ _PROSE = re.compile(
     r"(?:\s{1,4}(?:for|of|to)\s{1,4}[^\s]{1,40})?\s{1,4}(?:is|was|are|=|:|->|reads)\s{1,4}"
     r"[\"'`“]?([^\s\"'`”]{6,256})"
 )
+# `scheme://TOKEN@host` with no password: a DSN (Sentry) or a token used as the user name.
+_URL_TOKEN = re.compile(r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{0,31}://([A-Za-z0-9_\-]{20,256})@")
 _JSON_ESCAPE = re.compile(r'\\[nrt"]')
 # Candidate tokens for the entropy layer.
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/=_\-]{16,}")
@@ -324,6 +343,12 @@ def _scan(text: str) -> list[Finding]:
         if any(a in (lower if source.startswith("(?i)") else text) for a in anchors):
             findings.extend(Finding(kind, m.start(), m.end())
                             for m in _compiled(source).finditer(text))
+    if "://" in text:
+        for m in _URL_TOKEN.finditer(text):
+            userinfo = m.group(1)
+            if (_HEXISH.fullmatch(userinfo) and len(userinfo) >= 32) \
+                    or _looks_generated(userinfo):
+                findings.append(Finding("credential in URL", m.start(1), m.end(1)))
     for m in _ASSIGNMENT.finditer(text):
         verdict = _sensitive_name(m.group(1))
         if verdict and _plausible_value(m.group(4), strict=verdict == "token"):
@@ -367,15 +392,106 @@ def remove_invisible(text: str) -> str:
     return _INVISIBLE.sub("", text) if _INVISIBLE.search(text) else text
 
 
+# Letters from other scripts drawn like Latin ones (Cyrillic, Greek): folded to Latin before
+# matching, so `ghр_…` with a Cyrillic `р` is still a GitHub token. NFKC already folds
+# full-width and other compatibility forms (`ｇｈｐ＿…`).
+_CONFUSABLES = str.maketrans(
+    "АВЕЅІЈКМНОРСТХУаеіјорсхуѕԁԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧοντ",
+    "ABESIJKMHOPCTXYaeijopcxysdqwABEZHIKMNOPTYXovt")
+# A line break inside a value: `\` continuations and indentation around the break go too.
+# Also the break as JSON writes it (`\n`, `\\\n`): event meta and shared records are scanned
+# as JSON text. Only a break between two token characters can split a value.
+_LINE_JOIN = re.compile(r"(?<=[A-Za-z0-9_+/=\-]{8})[ \t]{0,64}\\{0,2}(?:\r?\n|(?:\\r)?\\n)"
+                        r"[ \t]{0,64}(?=[A-Za-z0-9_+/=\-]{8})")
+_JOIN_REACH = 600  # characters scanned on each side of a removed break (a value is ≤ 512)
+
+
+def _folded(text: str) -> tuple[str, list[int]] | None:
+    """`text` with invisible characters removed and look-alike letters folded, and for each
+    character of the result the index of the character it came from; None if nothing changes."""
+    if text.isascii() and not _INVISIBLE.search(text):
+        return None
+    out: list[str] = []
+    origin: list[int] = []
+    changed = False
+    for index, char in enumerate(text):
+        if char.isascii():
+            out.append(char)
+            origin.append(index)
+            continue
+        if _INVISIBLE.match(char):
+            changed = True
+            continue
+        folded = unicodedata.normalize("NFKC", char).translate(_CONFUSABLES)
+        if folded != char:
+            changed = True
+        out.append(folded)
+        origin.extend([index] * len(folded))
+    return ("".join(out), origin) if changed else None
+
+
+def _mapped(findings: list[Finding], origin: list[int], size: int) -> list[Finding]:
+    origin = [*origin, size]
+    return [Finding(f.kind, origin[f.start], origin[f.end - 1] + 1 if f.end else 0)
+            for f in findings]
+
+
+def _scan_joined(text: str, joins: list[re.Match[str]]) -> list[Finding]:
+    """Secrets cut in two by a line break (`ghp_R8fK…` / `…aE2u` on the next line): the text
+    around each of `joins` is scanned again with those breaks removed, and what crosses a
+    removed break counts. Only windows around the breaks are scanned, so a long log with a
+    few such breaks costs little more than one pass."""
+    windows: list[list[Any]] = []  # [start, end, joins inside]
+    for m in joins:
+        start, end = max(0, m.start() - _JOIN_REACH), min(len(text), m.end() + _JOIN_REACH)
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], end)
+            windows[-1][2].append(m)
+        else:
+            windows.append([start, end, [m]])
+    found: list[Finding] = []
+    for start, end, inside in windows:
+        pieces: list[str] = []
+        origin: list[int] = []
+        breaks: list[int] = []  # positions in the joined window where a break was removed
+        last = start
+        for m in inside:
+            pieces.append(text[last:m.start()])
+            origin.extend(range(last, m.start()))
+            breaks.append(len(origin))
+            last = m.end()
+        pieces.append(text[last:end])
+        origin.extend(range(last, end))
+        crossing = [f for f in _scan("".join(pieces))
+                    if bisect_right(breaks, f.start) < bisect_right(breaks, f.end - 1)]
+        found += [Finding(f.kind, origin[f.start], origin[f.end - 1] + 1) for f in crossing
+                  if f.end > f.start]
+    return found
+
+
+def _scan_all(text: str) -> list[Finding]:
+    found = _scan(text)
+    if "\n" in text or "\\n" in text:
+        joins = list(_LINE_JOIN.finditer(text))
+        if joins:
+            # Every other break joined, then the others: a value in two pieces is whole in
+            # one of the passes with its neighbours still apart (`AKIA…` glued to the next
+            # line's first word would no longer end where a key ends). A value in three or
+            # more pieces is only found piece by piece.
+            for chosen in (joins[0::2], joins[1::2]):
+                if chosen:
+                    found += _scan_joined(text, chosen)
+            found.sort(key=lambda f: (f.start, f.end))
+    return found
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Every secret-looking span of `text` (offsets into `text` as given)."""
     if not text:
         return []
-    if not _INVISIBLE.search(text):
-        return _scan(text)
-    # Match on the text without invisible characters; map spans back to the original.
-    keep = [i for i, c in enumerate(text) if not _INVISIBLE.match(c)]
-    clean = "".join(text[i] for i in keep)
-    keep.append(len(text))
-    return [Finding(f.kind, keep[f.start], keep[f.end - 1] + 1 if f.end else 0)
-            for f in _scan(clean)]
+    folded = _folded(text)
+    if folded is None:
+        return _scan_all(text)
+    # Match on the folded text; map spans back to the original.
+    clean, origin = folded
+    return _mapped(_scan_all(clean), origin, len(text))

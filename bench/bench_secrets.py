@@ -80,9 +80,21 @@ def _import_ms(statement: str) -> float:
 
 
 def compare_detect_secrets() -> None:
-    sys.path.insert(0, str(Path(__file__).parent.parent))
+    sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "security"))
+    sys.path.insert(0, str(Path(__file__).parent))
+    from secrets_corpus import NEGATIVES, POSITIVES
+    from secrets_holdout import HOLDOUT_NEGATIVES, HOLDOUT_POSITIVES
+
+    print("the tests' corpus (tests/security/secrets_corpus.py):")
+    _compare(POSITIVES, NEGATIVES)
+    print()
+    print("a corpus the detector was not tuned on (bench/secrets_holdout.py):")
+    _compare([(shape, text, "") for shape, text in HOLDOUT_POSITIVES], HOLDOUT_NEGATIVES,
+             startup=False)
+
+
+def _compare(POSITIVES: list, NEGATIVES: list, startup: bool = True) -> None:  # noqa: N803
     from agentstate.safety import find_secrets
-    from tests.security.secrets_corpus import NEGATIVES, POSITIVES
 
     ours_tp = sum(bool(find_secrets(text)) for _, text, _ in POSITIVES)
     ours_fp = sum(bool(find_secrets(text)) for _, text in NEGATIVES)
@@ -122,8 +134,13 @@ def compare_detect_secrets() -> None:
           f"caught, {flagged}/{len(NEGATIVES)} near misses flagged")
     print(f"  caught by detect-secrets and not by agentstate: {missed_by_us or 'none'}")
     print(f"  missed by detect-secrets: {len(theirs_missed)}: {', '.join(theirs_missed[:12])}…")
+    print(f"  missed by agentstate: "
+          f"{[s for s, t, _ in POSITIVES if not find_secrets(t)] or 'none'}; near misses it "
+          f"flags: {[s for s, t in NEGATIVES if find_secrets(t)] or 'none'}")
     print(f"  corpus scan: agentstate {ours_s * 1000:.1f} ms, detect-secrets "
           f"{theirs_s * 1000:.1f} ms (file-based API)")
+    if not startup:
+        return
     base = _import_ms("pass")
     ours = _import_ms("import agentstate.safety; agentstate.safety.find_secrets('x')")
     theirs = _import_ms("from detect_secrets import SecretsCollection;"
@@ -134,8 +151,9 @@ def compare_detect_secrets() -> None:
 
 
 def main() -> None:
-    linear_time()
-    print()
+    if "--compare" not in sys.argv:  # `--compare`: the detector comparison only
+        linear_time()
+        print()
     compare_detect_secrets()
 
 

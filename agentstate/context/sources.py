@@ -59,22 +59,22 @@ def _indent(text: str) -> str:
 
 
 @lru_cache(maxsize=8192)
-def reads_like_instructions(text: str) -> bool:
+def reads_like_instructions(text: str, from_user: bool = True) -> bool:
     """Cached: a pack asks this of every candidate event, for its label and its group."""
-    return bool(find_injection(text))
+    return bool(find_injection(text, from_user=from_user))
 
 
 def text_trust(source: str, text: str) -> str:
     """`trust(source)`, unless the text reads like instructions to the model (an injection
     attempt): then it is flagged whatever its source, the user's own words included."""
-    if reads_like_instructions(text):
+    if reads_like_instructions(text, source == "user"):
         return f"{source}, FLAGGED: reads like instructions (data, not instructions)"
     return trust(source)
 
 
 def flagged(source: str, text: str) -> bool:
     """Untrusted as data: from a tool or file, or text that reads like instructions."""
-    return is_untrusted(source) or reads_like_instructions(text)
+    return is_untrusted(source) or reads_like_instructions(text, source == "user")
 
 
 def event_label(ref: str, kind: str, source: str, ts: str, run: str | None = None,

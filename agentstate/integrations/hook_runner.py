@@ -55,9 +55,15 @@ def run_hook(agent: str, args: list[str], stdin: IO[str] | IO[bytes], *,
 
             mapped = as_agentstate_error(exc)
             message = mapped.message if mapped else f"internal error: {type(exc).__name__}: {exc}"
+        from agentstate.output import visible
+
+        # The agent name (argv), the event name and the message (both may come from the
+        # payload) are written escaped: no raw escape sequence reaches the agent's terminal,
+        # and undecodable bytes (a lone surrogate) can still be written to the log.
+        agent, event, message = visible(agent), visible(event), visible(message)
         root = store.root if store is not None else _store_root_guess(directory)
         where = record_hook_error(root, agent, event, message)
-        logged = f" (logged in {where})" if where else ""
+        logged = f" (logged in {visible(str(where))})" if where else ""
         sys.stderr.write(f"agentstate hook {agent} {event}: {message}{logged}\n")
         return 0
     finally:

@@ -153,10 +153,25 @@ def check_skill_tools(root: Path, settings: Settings) -> Check:
     return Check("skill-tools", OK, "every published skill's required tools can run here")
 
 
+def check_restore_leftovers(root: Path) -> Check:
+    """Folders an interrupted restore left: a staging copy holds a backup's whole database
+    (text purged since included), and one in the repository root is what `git add -A` would
+    commit."""
+    from agentstate.maintenance.restore import restore_leftovers
+
+    found = restore_leftovers(root)
+    if not found:
+        return Check("restore", OK, "no leftovers of an interrupted restore")
+    names = ", ".join(f"{p.parent.name}/{p.name}/" for p in found)
+    return Check("restore", WARN, f"an interrupted restore left {names}: {REPAIR_HINT} "
+                                  "removes them", {"leftovers": [str(p) for p in found]})
+
+
 def diagnose(root: Path) -> Report:
     """Run every check against the store at `root` (the .agentstate directory)."""
     checks, settings = storage_checks(root)
     checks.insert(-2, check_skills_repo(root))
+    checks.append(check_restore_leftovers(root))
     if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):
         checks += [check_search_indexes(root), check_publishing(root),
                    check_registry_mirror(root, settings), check_skill_tools(root, settings)]

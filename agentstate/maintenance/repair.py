@@ -1,6 +1,7 @@
 """`agentstate doctor --repair`: mend what `doctor` reports about the skills registry.
 
-In order: a missing registry is created again (as `init` would); the registry lock is taken,
+In order: what an interrupted restore left is removed (agentstate.maintenance.restore); a
+missing registry is created again (as `init` would); the registry lock is taken,
 which finishes or rolls back interrupted publishes from the journal; stale git locks, tags
 without rows and untagged commits are dealt with and missing tags recreated
 (agentstate.skills.repair); the shipped skills are restored; released versions whose content
@@ -14,14 +15,15 @@ from pathlib import Path
 
 
 def repair_store(root: Path) -> list[str]:
+    from agentstate.maintenance.restore import remove_restore_leftovers
     from agentstate.skills.records import registry_lock
     from agentstate.skills.registry import ensure_registry
     from agentstate.skills.repair import mark_lost, repair_registry
     from agentstate.skills.shipped import install_shipped
     from agentstate.store.db import open_store
 
+    actions = remove_restore_leftovers(root)
     store = open_store(root)  # applies pending migrations (the journal table among them)
-    actions = []
     try:
         if ensure_registry(store.skills_path):
             actions.append(f"created the skills registry {store.skills_path}")

@@ -1,8 +1,11 @@
 """`agentstate restore FILE`: replace the store with a backup, purges kept.
 
 Order, so that a failure at any step before the swap leaves the live store untouched:
-1. read and check the whole backup into a staging folder beside the store
-   (agentstate.maintenance.backup.read_backup);
+1. read and check the whole backup into a staging folder *inside* the store,
+   `.agentstate/.restoring-ID/`, git-ignored (agentstate.maintenance.backup.read_backup): a
+   restore killed mid-way leaves nothing in the repository root that `git add -A` would
+   commit (its staging holds the backup's whole database); `doctor` reports leftovers and
+   `doctor --repair` removes them;
 2. refuse when a store is there and `--force` was not given;
 3. take the live store's write lock (BEGIN IMMEDIATE: running writers wait, readers go on)
    and read its purge tombstones;
@@ -28,7 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.config import CONFIG_NAME, Settings, load_settings, write_default_config
-from agentstate.errors import AgentStateError, CorruptStore, NotFound, Refused, StoreMissing
+from agentstate.errors import (
+    AgentStateError,
+    CorruptStore,
+    InvalidInput,
+    NotFound,
+    Refused,
+    StoreMissing,
+)
 from agentstate.maintenance.backup import (
     ASIDE_PREFIX,
     BUNDLE,
@@ -50,6 +60,7 @@ from agentstate.store.db import (
 
 # Never copied from the live store into the new one: its database, its registry, its locks,
 # and earlier kept-aside stores (moved over separately, not nested).
+STAGING_PREFIX = ".restoring-"  # inside the store, git-ignored
 _NOT_CARRIED = (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal", SKILLS_DIR)
 
 
@@ -63,9 +74,18 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
         raise NotFound(f"no folder {root.parent} to restore the store into (create it first)")
     live = root.exists()
     _check_owner(root if live else None)
-    staging = root.parent / f"{root.name}.restoring-{ids.new()}"
+    if live and not root.is_dir():
+        raise InvalidInput(f"{root} is not a folder")
+    made_root = False
+    ignore_before: str | None = None
     lock: sqlite3.Connection | None = None
+    staging = root / f"{STAGING_PREFIX}{ids.new()}"
     try:
+        if not live:
+            root.mkdir()
+            made_root = True
+        # Ignored before the staging holds a byte; put back as it was if the restore fails.
+        ignore_before = _ignore(root, f"{STAGING_PREFIX}*/")
         staging.mkdir()
         manifest = read_backup(backup_file.expanduser().absolute(), staging)
         if live and not force:
@@ -98,6 +118,10 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
         result.kept_aside = _swap(root, staging, live, name)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        if ignore_before is not None and not made_root:
+            (root / ".gitignore").write_text(ignore_before, encoding="utf-8")
+        if made_root and not (root / DB_NAME).exists():
+            shutil.rmtree(root, ignore_errors=True)  # no store was here: none is left
         raise
     finally:
         if lock is not None:
@@ -185,7 +209,7 @@ def _complete(staging: Path, live_root: Path | None, manifest: dict[str, Any],
 
     if live_root is not None:
         for item in sorted(live_root.iterdir()):
-            if item.name in _NOT_CARRIED or item.name.startswith(ASIDE_PREFIX) \
+            if item.name in _NOT_CARRIED or item.name.startswith((ASIDE_PREFIX, STAGING_PREFIX)) \
                     or item.suffix == ".lock":
                 continue
             target = staging / item.name
@@ -237,14 +261,21 @@ def _reapply(staging: Path, tombstones: list[Any], live_db: Path | None, clock: 
 
 
 def _swap(root: Path, staging: Path, live: bool, aside_name: str) -> str | None:
-    """Put the staging store in place; the old store ends up inside it as `aside_name`."""
+    """Put the staging store (inside `root`) in place; the old store ends up inside the new
+    one as `aside_name`. The old store is outside the store folder only between two renames."""
     if not live:
-        staging.rename(root)
+        for item in sorted(staging.iterdir()):
+            target = root / item.name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            os.replace(item, target)
+        staging.rmdir()
+        _ignore(root, f"{STAGING_PREFIX}*/")
         return None
     outside = root.parent / f"{root.name}.{aside_name}"
     root.rename(outside)
     try:
-        staging.rename(root)
+        (outside / staging.name).rename(root)
     except OSError:
         outside.rename(root)  # put the live store back: nothing changed
         raise
@@ -252,9 +283,50 @@ def _swap(root: Path, staging: Path, live: bool, aside_name: str) -> str | None:
     outside.rename(kept)
     for earlier in sorted(kept.glob(f"{ASIDE_PREFIX}*")):  # keep them side by side
         earlier.rename(root / earlier.name)
-    ignore = root / ".gitignore"
-    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
-    if f"{ASIDE_PREFIX}*/" not in lines:
-        with ignore.open("a", encoding="utf-8") as handle:
-            handle.write(("" if not lines or lines[-1] == "" else "\n") + f"{ASIDE_PREFIX}*/\n")
+    _ignore(root, f"{ASIDE_PREFIX}*/")
+    _ignore(root, f"{STAGING_PREFIX}*/")
     return str(kept)
+
+
+def _ignore(root: Path, line: str) -> str | None:
+    """`line` in the store's .gitignore (appended once). → the file's text before, when it
+    was changed."""
+    ignore = root / ".gitignore"
+    text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    lines = text.splitlines()
+    if line in lines:
+        return None
+    with ignore.open("a", encoding="utf-8") as handle:
+        handle.write(("" if not text or text.endswith("\n") else "\n") + f"{line}\n")
+    return text
+
+
+def restore_leftovers(root: Path) -> list[Path]:
+    """What interrupted restores left: staging folders inside the store, and (from older
+    versions, or a crash between the swap's renames) `.agentstate.restoring-*/` and
+    `.agentstate.before-restore-*/` beside it, in the repository root."""
+    found = sorted(root.glob(f"{STAGING_PREFIX}*")) if root.is_dir() else []
+    found += sorted(root.parent.glob(f"{root.name}.restoring-*"))
+    found += sorted(root.parent.glob(f"{root.name}.{ASIDE_PREFIX}*"))
+    return [p for p in found if p.is_dir() and not p.is_symlink()]
+
+
+def remove_restore_leftovers(root: Path) -> list[str]:
+    """Staging folders are deleted (a backup's copy, purged text included); an old store
+    left beside the new one by a crash mid-swap is moved inside it, as a finished restore
+    keeps it. One line per change."""
+    actions = []
+    for path in restore_leftovers(root):
+        aside = path.name.startswith(f"{root.name}.{ASIDE_PREFIX}")
+        if aside and root.is_dir():
+            target = root / path.name[len(root.name) + 1:]
+            if not target.exists():
+                path.rename(target)
+                _ignore(root, f"{ASIDE_PREFIX}*/")
+                actions.append(f"moved {path.name}/ (the store before a restore) into "
+                               f"{root.name}/")
+                continue
+        if not aside:
+            shutil.rmtree(path, ignore_errors=True)
+            actions.append(f"removed {path.name}/ left by an interrupted restore")
+    return actions

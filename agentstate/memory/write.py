@@ -133,7 +133,9 @@ def remember(
     require_about(store, text, refs, "the memory text")
 
     status, reason = "active", "passed the write gate"
-    phrases = find_injection(text)
+    # Rules for the agent ("always skip the tests") are the user's to set: from any other
+    # source they count as instructions too.
+    phrases = find_injection(text, from_user=source == "user")
     if phrases:
         status = "quarantined"
         reason = (f"text from {source} reads as instructions to the agent "

@@ -131,7 +131,7 @@ def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = Fals
                 if there is None:
                     send[rg.REMOTE_TAGS + tag] = f"refs/tags/{tag}"
                     result.pushed.append(ref)
-                elif there != commit:
+                elif there != commit and not _same_release(row, there):
                     conflicts.append((ref, f"{tag} is commit {there[:12]} on the remote and "
                                            f"{commit[:12]} here"))
                     continue  # nor its revocation: it would name content the remote lacks
@@ -190,10 +190,17 @@ def pull_skills(store: Store, remote: str | None = None, *, approve: bool = Fals
     path = _registry(store)
     source = rg.resolve_remote(store.work_tree, remote, push=False)
     result = RemoteResult(remote=source.display, dry_run=dry_run)
-    with registry_lock(store):
-        rg.fetch_incoming(path, source)
+    with registry_lock(store), tempfile.TemporaryDirectory(prefix="agentstate-pull-") as tmp:
+        # Fetched into a quarantine: the registry only ever receives, object by object, what
+        # the checks accepted (a refused release, its 300 MB blob or its secret, goes with
+        # the temporary directory).
+        quarantine = rg.make_quarantine(path, Path(tmp))
+        for bad in rg.fetch_incoming(quarantine, source):
+            result.refused.append(Refusal(bad[:200].encode("unicode_escape").decode("ascii"), [
+                "not a release or revocation name (expected NAME/vN, N of at most nine "
+                "digits): not fetched"]))
         try:
-            plan = _plan_pull(store, source, approve, result)
+            plan = _plan_pull(store, quarantine, source, approve, result)
             _conflicts("pull", plan.conflicts, skip_conflicts, result)
             result.pulled = [make_ref("skill", i.name, i.version) for i in plan.releases
                              if i.record is None]
@@ -201,23 +208,44 @@ def pull_skills(store: Store, remote: str | None = None, *, approve: bool = Fals
             result.revoked += [make_ref("skill", i.name, i.version) for i in plan.releases
                                if i.record is not None]
             if not dry_run:
+                _copy_accepted(path, quarantine, plan)
                 _apply(store, plan, result)
         finally:
             rg.clear_incoming(path)
     return result
 
 
-def _plan_pull(store: Store, source: rg.Remote, approve: bool,
+def _copy_accepted(path: Path, quarantine: Path, plan: _Plan) -> None:
+    """Each accepted release becomes a commit holding its folder only; it and the revocation
+    records the plan keeps are copied from the quarantine into the registry."""
+    objects: dict[str, str] = {}
+    for item in plan.releases:
+        item.commit = rg.single_skill_commit(quarantine, item.commit, item.name, item.tree)
+        objects[f"tags/{item.tag}"] = item.commit
+    for ref, sha in plan.records.items():
+        objects["revoked/" + ref[len(rg.LOCAL_REVOKED):]] = sha
+    rg.copy_accepted(path, quarantine, objects)
+
+
+def _same_release(row: dict, commit: str) -> bool:
+    """Is `commit` (the remote's) the one this row's release came from? A pulled release is
+    kept as a single-skill commit of its own; its provenance names the remote's commit."""
+    if row["commit_sha"] == commit:
+        return True
+    return json.loads(row["provenance"] or "{}").get("commit") == commit
+
+
+def _plan_pull(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
                result: RemoteResult) -> _Plan:
     path = store.skills_path
     plan = _Plan()
     rows = _rows(store)
     tags = registry.tag_commits(path)
-    records, unreadable = _incoming_records(path, result)
+    records, unreadable = _incoming_records(quarantine, result)
     principal, may_approve = principal_name(store)
-    for tag, sha in sorted(rg.list_refs(path, rg.INCOMING_TAGS).items()):
+    for tag, sha in sorted(rg.list_refs(quarantine, rg.INCOMING_TAGS).items()):
         parsed = _release_name(tag)
-        commit = rg.commit_of(path, sha)
+        commit = rg.commit_of(quarantine, sha)
         if parsed is None or commit is None:
             result.refused.append(Refusal(rg.REMOTE_TAGS + tag, [
                 "not a release (expected refs/agentstate/skills/tags/NAME/vN naming a "
@@ -227,8 +255,8 @@ def _plan_pull(store: Store, source: rg.Remote, approve: bool,
         ref = make_ref("skill", name, version)
         row = rows.get((name, version))
         if row is not None and row["status"] != "candidate":
-            if row["commit_sha"] == commit or (
-                    _shipped(row) and rg.folder_tree(path, commit, name) == row["tree"]):
+            if _same_release(row, commit) or (
+                    _shipped(row) and rg.folder_tree(quarantine, commit, name) == row["tree"]):
                 result.unchanged.append(ref)
             else:
                 plan.conflicts.append((ref, f"{tag} is commit {commit[:12]} on the remote "
@@ -239,7 +267,7 @@ def _plan_pull(store: Store, source: rg.Remote, approve: bool,
                                         "(an interrupted publish): run `agentstate doctor "
                                         "--repair` first"))
             continue
-        tree = rg.folder_tree(path, commit, name)
+        tree = rg.folder_tree(quarantine, commit, name)
         if tree is None:
             result.refused.append(Refusal(ref, [f"its commit {commit[:12]} has no {name}/ "
                                                 "folder"]))
@@ -254,7 +282,7 @@ def _plan_pull(store: Store, source: rg.Remote, approve: bool,
                                         f"tree {record[0]['tree'][:12]}, its release has "
                                         f"{tree[:12]}"))
             continue
-        item = _check_release(store, source, name, version, commit, tree, rows,
+        item = _check_release(store, quarantine, source, name, version, commit, tree, rows,
                               record, approve, (principal, may_approve), result)
         if item is not None:
             plan.releases.append(item)
@@ -328,7 +356,8 @@ def _incoming_records(path: Path, result: RemoteResult
     return found, unreadable
 
 
-def _check_release(store: Store, source: rg.Remote, name: str, version: int, commit: str,
+def _check_release(store: Store, quarantine: Path, source: rg.Remote, name: str,
+                   version: int, commit: str,
                    tree: str, rows: dict, record: tuple[dict, str] | None, approve: bool,
                    who: tuple[str, bool], result: RemoteResult) -> _Incoming | None:
     """The publish gate's checks on a pulled release; None (and a Refusal) when it fails."""
@@ -336,7 +365,7 @@ def _check_release(store: Store, source: rg.Remote, name: str, version: int, com
 
     ref, (principal, may_approve) = make_ref("skill", name, version), who
     limits = store.settings.skills
-    unsafe = rg.release_problems(store.skills_path, commit, name,
+    unsafe = rg.release_problems(quarantine, commit, name,
                                  max_file_bytes=limits.max_file_bytes,
                                  max_skill_bytes=limits.max_skill_bytes)
     if unsafe:  # refused before a byte is written (revoked or not: it gets no tag)
@@ -345,7 +374,7 @@ def _check_release(store: Store, source: rg.Remote, name: str, version: int, com
     with tempfile.TemporaryDirectory(prefix="agentstate-pull-") as tmp:
         folder_path = Path(tmp) / name
         try:
-            registry.materialize(store.skills_path, name, version, folder_path, rev=commit)
+            registry.materialize(quarantine, name, version, folder_path, rev=commit)
         except (ValueError, OSError) as exc:  # a tree entry GitPython will not read
             result.refused.append(Refusal(ref, [f"its files cannot be read: {exc}"[:300]]))
             return None

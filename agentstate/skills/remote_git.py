@@ -40,7 +40,11 @@ INCOMING_REVOKED = INCOMING + "revoked/"
 RECORD_FILE = "revocation.json"
 REVOCATION_FORMAT = "agentstate.skill-revocation/1"
 MAX_RECORD_BYTES = 64 * 1024
-RELEASE_PATH = re.compile(r"^([a-z0-9-]+)/v([1-9][0-9]*)$")
+# At most nine digits: a version SQLite stores as an integer (a ref `NAME/v99999999999999999999`
+# once raised OverflowError on every pull from that remote).
+RELEASE_PATH = re.compile(r"^([a-z0-9-]{1,64})/v([1-9][0-9]{0,8})$")
+MAX_REMOTE_REFS = 10_000  # refs a pull looks at; a remote with more is refused whole
+ACCEPTED = "refs/agentstate/accepted/"  # in the quarantine: what the registry copies
 
 
 class GitFailed(Exception):
@@ -177,15 +181,74 @@ def remote_refs(path: Path, remote: Remote) -> dict[str, str]:
     return refs
 
 
-def fetch_incoming(path: Path, remote: Remote) -> None:
-    """The remote's release and revocation refs, copied under INCOMING (old ones dropped)."""
+def make_quarantine(registry: Path, where: Path) -> Path:
+    """A scratch git repository that reads the registry's objects (alternates) but writes its
+    own: a pull fetches into it, so what it refuses never enters the registry's objects."""
+    git(where, "init", "--quiet", str(where))
+    alternates = where / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text(str((registry / ".git" / "objects").resolve()) + "\n")
+    return where
+
+
+def fetch_incoming(path: Path, remote: Remote) -> list[str]:
+    """The remote's release and revocation refs, copied under INCOMING of `path` (the
+    quarantine). Ref names are checked from `ls-remote` before anything is fetched: only
+    NAME/vN refs are fetched; the others are returned (the caller lists them as refused)."""
     clear_incoming(path)
+    wanted, bad = [], []
+    refs = remote_refs(path, remote)
+    if len(refs) > MAX_REMOTE_REFS:
+        raise Refused(f"the remote {remote.display} has {len(refs)} refs under "
+                      f"refs/agentstate/skills/ (at most {MAX_REMOTE_REFS}): nothing was fetched")
+    for ref in sorted(refs):
+        for prefix, local in ((REMOTE_TAGS, INCOMING_TAGS), (REMOTE_REVOKED, INCOMING_REVOKED)):
+            if ref.startswith(prefix):
+                if RELEASE_PATH.match(ref[len(prefix):]):
+                    wanted.append(f"+{ref}:{local}{ref[len(prefix):]}")
+                else:
+                    bad.append(ref)
+                break
+    if not wanted:
+        return bad
     try:
-        git(path, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote.url,
-            f"+{REMOTE_TAGS}*:{INCOMING_TAGS}*", f"+{REMOTE_REVOKED}*:{INCOMING_REVOKED}*")
+        git(path, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--stdin",
+            remote.url, input="".join(f"{spec}\n" for spec in wanted).encode())
     except GitFailed as exc:
         clear_incoming(path)
         raise _transport_error(remote, exc, "fetching from") from exc
+    return bad
+
+
+def single_skill_commit(path: Path, commit: str, name: str, tree: str) -> str:
+    """A commit (in `path`) whose tree holds only `name/` with `tree`, with no parent: what the
+    registry keeps of a pulled release, so nothing else of the remote's commit (sibling
+    folders, history) becomes reachable there. Author, committer and dates are the release
+    commit's, so every registry that pulls the same release makes the same commit."""
+    fields = git(path, "log", "-1", "--format=%an%x00%ae%x00%ad%x00%cn%x00%ce%x00%cd",
+                 "--date=raw", commit).split("\0")
+    root = git(path, "mktree", input=f"040000 tree {tree}\t{name}\n".encode())
+    env = {**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
+    if len(fields) == 6:
+        env.update(GIT_AUTHOR_NAME=fields[0], GIT_AUTHOR_EMAIL=fields[1],
+                   GIT_AUTHOR_DATE=fields[2], GIT_COMMITTER_NAME=fields[3],
+                   GIT_COMMITTER_EMAIL=fields[4], GIT_COMMITTER_DATE=fields[5])
+    done = subprocess.run(["git", "commit-tree", root, "-m", f"{name}: pulled release "
+                           f"(remote commit {commit})"], cwd=path, capture_output=True, env=env)
+    if done.returncode != 0:
+        raise GitFailed(["commit-tree"], done.stderr.decode("utf-8", errors="replace"))
+    return done.stdout.decode().strip()
+
+
+def copy_accepted(registry: Path, quarantine: Path, objects: dict[str, str]) -> None:
+    """Copy into the registry the objects reachable from `objects` (quarantine ref name below
+    ACCEPTED → commit): the accepted releases' single-skill commits and revocation records.
+    They arrive under INCOMING of the registry, which the caller clears once tags name them."""
+    if not objects:
+        return
+    script = "".join(f"update {ACCEPTED}{ref} {sha}\n" for ref, sha in objects.items())
+    git(quarantine, "update-ref", "--stdin", input=script.encode())
+    git(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(quarantine),
+        f"+{ACCEPTED}*:{INCOMING}accepted/*")
 
 
 def clear_incoming(path: Path) -> None:

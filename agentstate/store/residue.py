@@ -19,12 +19,17 @@ MAX_FILE_BYTES = 20 * 1024 * 1024  # larger files are reported by name, not read
 GIT_TIMEOUT = 120
 
 
+_GAP = r"(?:\s|\\[nrt])+"  # between two words: whitespace, or JSON's escaped kinds of it
+
+
 def text_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
     """One pattern matching any of `texts` whatever its case and however its words are
-    spaced or broken across lines (the longest first, so a longer text wins)."""
+    spaced or broken across lines (the longest first, so a longer text wins). A line break
+    also counts as written inside JSON (`\n`, `\r\n`, `\t` escapes): event meta is stored as
+    JSON text, and a note split over two lines there once survived its purge."""
     parts = []
     for text in sorted({t for t in texts if t and t.strip()}, key=len, reverse=True):
-        parts.append(r"\s+".join(re.escape(word) for word in text.split()))
+        parts.append(_GAP.join(re.escape(word) for word in text.split()))
     if not parts:
         return None
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)

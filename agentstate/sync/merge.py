@@ -70,7 +70,7 @@ from agentstate.safety import find_injection, find_secrets
 from agentstate.store.principals import Principal, check_whole_store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
-from agentstate.sync.records import Folder, Record, evidence_kind
+from agentstate.sync.records import Folder, Record, evidence_kind, record_over_limits
 from agentstate.sync.shared import mapping, mappings_of, record_mapping
 
 if TYPE_CHECKING:
@@ -258,7 +258,8 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
     data = record.data
     if mapping(store, record.id) is not None:
         return
-    refused = _refusal(record, who)
+    refused = record_over_limits(data, store.settings.memory.max_chars) \
+        or _refusal(record, who)
     if refused:
         _skip(result, record, refused)
         return

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,26 +174,98 @@ def _check_fields(kind: str, data: dict[str, Any], where: str) -> None:
         raise _bad(where, "malformed tombstone target")
 
 
+# What one shared file may hold. A teammate writes these files: each is read only when it is
+# a regular file inside the repository and within these limits (a `memories.jsonl ->
+# /dev/zero` link was once read without bound on every pull).
+MAX_SHARED_FILE_BYTES = 64 * 1024 * 1024
+MAX_SHARED_LINES = 500_000
+MAX_SHARED_LINE_CHARS = 1024 * 1024
+
+
+def check_folder(path: Path) -> None:
+    """The shared folder must be a real folder inside the store: a symlinked `shared/` would
+    make export write wherever the link points."""
+    for part in (path.parent, path):
+        if part.is_symlink():
+            raise InvalidInput(f"{_show(part)} is a symbolic link: the shared folder must be "
+                               "a plain folder inside the repository (remove the link)")
+    if path.exists() and not path.is_dir():
+        raise InvalidInput(f"{_show(path)} is not a folder")
+
+
+def read_shared_file(file: Path) -> str | None:
+    """The text of one shared file (None when absent), confined and bounded: a symlink, a
+    device, a FIFO or a file over the limits is InvalidInput naming it, never read."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(file, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if file.is_symlink():
+            raise InvalidInput(f"{_show(file)} is a symbolic link: shared files must be "
+                               "regular files inside the repository") from None
+        raise InvalidInput(f"{_show(file)} cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidInput(f"{_show(file)} is not a regular file: shared files must be "
+                               "regular files inside the repository")
+        if info.st_size > MAX_SHARED_FILE_BYTES:
+            raise InvalidInput(f"{_show(file)} is {info.st_size:,} bytes; the limit is "
+                               f"{MAX_SHARED_FILE_BYTES:,}")
+        data = handle.read(MAX_SHARED_FILE_BYTES + 1)  # it may grow while it is read
+    if len(data) > MAX_SHARED_FILE_BYTES:
+        raise InvalidInput(f"{_show(file)} is over {MAX_SHARED_FILE_BYTES:,} bytes")
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{_show(file)}: not UTF-8 text (byte {exc.start + 1})") from None
+    count = raw.count("\n")
+    if count > MAX_SHARED_LINES:
+        raise InvalidInput(f"{_show(file)} has {count:,} lines; the limit is "
+                           f"{MAX_SHARED_LINES:,}")
+    return raw
+
+
+def record_over_limits(data: dict[str, Any], max_chars: int) -> str | None:
+    """Why a memory record cannot be stored as a local write could not: its text over
+    `[memory] max_chars`, a key, scope or source over the name limit. None if it fits."""
+    from agentstate.store.limits import MAX_NAME_CHARS
+
+    text = data.get("text")
+    if isinstance(text, str) and len(text.strip()) > max_chars:
+        return (f"its text is {len(text.strip()):,} characters; the limit is {max_chars:,} "
+                "([memory] max_chars, as for `remember`); not imported")
+    for name in ("key", "scope", "source"):
+        value = data.get(name)
+        if isinstance(value, str) and len(value) > MAX_NAME_CHARS:
+            return (f"its {name} is {len(value):,} characters; the limit is "
+                    f"{MAX_NAME_CHARS:,}; not imported")
+    return None
+
+
 def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Folder:
     """Parse every shared file; raise InvalidInput naming file and line on the first bad one.
 
     `skip`: record ids whose lines are not validated (this machine purged them: a purge may
     have scrubbed their text out of the line already)."""
     folder = Folder(path)
+    check_folder(path)
     for name in sorted(set(FILES.values())):
         file = path / name
-        try:
-            raw = file.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        raw = read_shared_file(file)
+        if raw is None:
             continue
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(f"{_show(file)}: not UTF-8 text (byte {exc.start + 1})") from None
         lines = [line for line in raw.splitlines() if line.strip()]
         folder.lines[name] = lines
         for number, text in enumerate(raw.splitlines(), start=1):
             if not text.strip():
                 continue
             where = f"{_show(file)} line {number}"
+            if len(text) > MAX_SHARED_LINE_CHARS:
+                raise _bad(where, f"the line is {len(text):,} characters; the limit is "
+                                  f"{MAX_SHARED_LINE_CHARS:,}")
             if skip and _raw_id(text) in skip:
                 continue
             record = parse_line(text, where)
@@ -234,11 +307,17 @@ def line_id(text: str) -> str:
 
 def write_lines(file: Path, lines: list[str]) -> None:
     """Replace `file` atomically with `lines`, sorted by id (one record per line)."""
+    check_folder(file.parent)
     file.parent.mkdir(parents=True, exist_ok=True)
     ordered = sorted(dict.fromkeys(lines), key=lambda t: (line_id(t), t))
     temp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    temp.unlink(missing_ok=True)  # a link planted under this name is removed, not followed
     try:
-        temp.write_text("".join(t + "\n" for t in ordered), encoding="utf-8")
+        # O_EXCL | O_NOFOLLOW: the temporary file is a new regular file, never a link's target.
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                     0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("".join(t + "\n" for t in ordered))
         os.replace(temp, file)
     finally:
         temp.unlink(missing_ok=True)

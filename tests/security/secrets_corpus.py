@@ -88,6 +88,22 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("Telegram bot token", "bot 123456789:AA" + "Zq8Xw2Ev4Rb6Tn1Ym3Uk5Il7Op9Aj0Sh1D",
      "Zq8Xw2Ev4Rb6Tn1Ym3Uk5Il7Op9Aj0Sh1D"),
     ("zero-width inside a password assignment", "pass\u200bword=Hu\u200cnter2!x", "nter2!x"),
+    # Issue 21: the nine shapes that were stored, and one more of each class they stand for.
+    (".netrc one line", "machine h login ci password Zp4rVx8qLm2w", "Zp4rVx8qLm2w"),
+    (".netrc over lines", "machine ci.example.com\n  login deploy\n  password Qw7Rt2Yu9Io4", "Qw7Rt2Yu9Io4"),
+    ("age secret key", "AGE-SECRET-KEY-1" + "QYLPMN5HZ3XWTR2KQYLPMN5HZ3XWTR2KQYLPMN5HZ3XWTR2KQYLPMN5HZ3", "QYLPMN5HZ3XWTR2KQYLPMN5HZ3XWTR2K"),
+    ("Postman key", "PMAK-" + "64b2f1e0c3a5d7e9f1a2b4c6" + "-" + "0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b", "0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b"),
+    ("Sentry DSN", "SENTRY https://" + "3f2a9c1e0b7d4a6f8e2c1b0a9d8e7f6a" + "@o450123.ingest.sentry.io/5521", "3f2a9c1e0b7d4a6f8e2c1b0a9d8e7f6a"),
+    ("Pulumi hex token", "pul-" + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"),
+    ("RubyGems hex key", "rubygems_" + "4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e", "4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e"),
+    ("Supabase hex key", "sbp_" + "a3bf4f1b2b0b822cd15d6c15b0f00a089f86d081", "a3bf4f1b2b0b822cd15d6c15b0f00a089f86d081"),
+    ("New Relic key", "NRAK-" + "QYLPMN5HZ3XWTR2KQYLPMN5HZ3X", "QYLPMN5HZ3XWTR2KQYLPMN5HZ3X"),
+    ("full-width GitHub token", "\uff47\uff48\uff50\uff3f" + "".join(chr(ord(c) + 0xfee0) for c in "R8fK2mQ9xL4vN7bT1cW6yH3jP0sD5gZ8aE2u"),
+     "".join(chr(ord(c) + 0xfee0) for c in "R8fK2mQ9xL4vN7bT1cW6yH3jP0sD5gZ8aE2u")),
+    ("Cyrillic look-alike in a prefix", "gh\u0440_" + "R8fK2mQ9xL4vN7bT1cW6yH3jP0sD5gZ8aE2u", "R8fK2mQ9xL4vN7bT1cW6yH3jP0sD5gZ8aE2u"),
+    ("token split across lines", "token ghp_R8fK2mQ9xL4vN7bT1c\nW6yH3jP0sD5gZ8aE2u", "ghp_R8fK2mQ9xL4vN7bT1c"),
+    ("AWS key split with a continuation", "aws AKIAQYLPMN\\\n    5HZ3XWTR2K", "AKIAQYLPMN"),
+    ("ODBC connection string", "Server=db;Database=app;User Id=sa;Password=Xk9vQ2mLp7;", "Xk9vQ2mLp7"),
 ]
 
 NEGATIVES: list[tuple[str, str]] = [
@@ -126,5 +142,12 @@ NEGATIVES: list[tuple[str, str]] = [
     ("hex color and port", "color #ff00aa on port 8080, id 42"),
     ("auth prose", "auth: required for every endpoint"),
     ("token_budget setting", "token_budget = 8000"),
+    (".netrc without a password", "machine github.com login octocat"),
+    ("netrc prose", "put the login in ~/.netrc, the password comes from the keychain"),
+    ("split prose", "the deploy script\nruns the migration_step_one_helper\nthen restarts"),
+    ("two hashes on two lines", "commit 3f2a9c1e0b7d4a6f8e2c1b0a9d8e7f6a5b4c3d2e\ncommit 4b825dc642cb6eb9a060e54bf8d69288fbee4904"),
+    ("full-width prose", "\uff21\uff42\uff43 \uff11\uff12\uff13 \u30c6\u30b9\u30c8\u3092\u5b9f\u884c"),
+    ("Russian prose", "\u043f\u0430\u0440\u043e\u043b\u044c \u0445\u0440\u0430\u043d\u0438\u0442\u0441\u044f \u0432 \u0441\u0435\u0439\u0444\u0435"),
+    ("URL with a user name", "ssh://git@github.com/org/repo.git and https://alice@example.com"),
     ("cache key digest", "cache key 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
 ]

@@ -159,3 +159,18 @@ def test_dry_run_lists_files_and_changes_nothing(cli, initialised):
     result = cli.json("forget", stored["ref"], "--purge", "--dry-run")
     assert result["files_scrubbed"] == ["skills/notes/x.md"]
     assert (notes / "x.md").read_text() == text.upper()
+
+
+def test_a_note_split_across_lines_inside_json_is_erased(cli, initialised):
+    # Issue 21: event meta is stored as JSON text, where a line break is the two characters
+    # `\n`; such a copy once survived the purge while `still_in` said [].
+    cli.json("run", "start", "billing")
+    event = cli.json("log", "note", "observed", "--meta",
+                     "detail=the billing job runs nightly\nat two in the morning utc")
+    stored = cli.json("remember", "the billing job runs nightly at two in the morning utc",
+                      "--kind", "fact", "--evidence", event["ref"])
+    result = cli.json("forget", stored["ref"], "--purge")
+    assert result["scrubbed"].get("events.meta") == 1
+    assert result["still_in"] == []
+    assert b"two in the morning" not in raw(initialised)
+    assert b"billing job runs nightly" not in raw(initialised)

@@ -101,7 +101,9 @@ def test_a_release_and_its_revocation_travel_through_the_remote(team):
 
     pulled = team.json(b, "skill", "pull")
     assert pulled["pulled"] == ["skill:demo@v1"] and pulled["revoked"] == []
-    assert team.tag(b, "demo/v1") == team.tag(a, "demo/v1")
+    # B keeps a commit of its own holding demo/ only, with the same folder tree.
+    assert team.tag(b, "demo/v1:demo") == team.tag(a, "demo/v1:demo")
+    assert git(b / ".agentstate" / "skills", "ls-tree", "--name-only", "demo/v1") == "demo"
     listed = team.json(b, "skill", "list")
     assert "skill:demo@v1" in [e["ref"] for e in listed]
     loaded = team.json(b, "skill", "load", "demo")
@@ -141,7 +143,7 @@ def test_a_release_that_arrives_revoked_is_history_only(team):
     got = team.json(b, "skill", "pull")
     assert (got["pulled"], got["revoked"]) == ([], ["skill:demo@v1"])
     [row] = team.rows(b, "demo")
-    assert row["status"] == "revoked" and team.tag(b, "demo/v1") == team.tag(a, "demo/v1")
+    assert row["status"] == "revoked" and team.tag(b, "demo/v1:demo") == team.tag(a, "demo/v1:demo")
     assert team.run(b, "skill", "load", "demo").exit_code == 3
 
 
@@ -161,7 +163,7 @@ def test_a_moved_release_on_the_remote_is_refused_and_nothing_is_applied(team):
     error = refused.json()["error"]
     assert "demo/v1" in error["message"] and "nothing was pulled" in error["message"]
     assert team.rows(b, "second") == [] and team.tag(b, "second/v1") is None
-    assert team.tag(b, "demo/v1") == team.tag(a, "demo/v1")
+    assert team.tag(b, "demo/v1:demo") == team.tag(a, "demo/v1:demo")
 
     team.publish(a, "third", "Check that the third target exists before working on it.")
     refused = team.run(a, "skill", "push")

@@ -17,7 +17,7 @@ def test_doctor_on_a_healthy_store(cli, initialised):
     checks = _checks(data)
     assert set(checks) == {"config", "principal", "schema", "integrity", "wal", "writable",
                            "tokenizer", "skills", "git", "search", "publish", "registry",
-                           "hooks", "skill-tools"}
+                           "hooks", "skill-tools", "restore"}
     assert all(c["status"] == "ok" for c in checks.values()), checks
     assert checks["schema"]["status"] == "ok" and checks["schema"]["data"]["pending"] == []
     assert checks["integrity"]["detail"] == "PRAGMA integrity_check: ok"
