@@ -214,7 +214,8 @@ def run_tool(
             allowed = [Path(p) for p in writable]
             command = bwrap_command(choice.bwrap, executable, argv, cwd=where,
                                     work_tree=store.work_tree, store_dir=store.root,
-                                    writable=allowed, network=tools.network)
+                                    writable=allowed, network=tools.network,
+                                    visible=[*map(Path, dirs), Path(executable).parent])
             executable = choice.bwrap
             child_env["XDG_CACHE_HOME"] = SANDBOX_CACHE
             tmp = child_env.get("TMPDIR")

@@ -10,8 +10,9 @@ Inside: the whole file system read-only; the repository writable except `.agents
 store and the skills registry), `.git/hooks` and `.git/config` (a command cannot leave a hook
 or a config entry that runs later, outside the sandbox, when you use git yourself); a linked
 work tree's git folders writable the same way; a private `/tmp` (with `XDG_CACHE_HOME` in it,
-so tools that keep caches under the home folder still run); its own process, IPC and
-host-name namespaces; no network unless `[tools] network = true`.
+so tools that keep caches under the home folder still run; the policy path's folders stay
+visible); its own process, IPC and host-name namespaces; no network unless
+`[tools] network = true` (and, without it, an empty `/run`: no daemon's socket either).
 """
 
 from __future__ import annotations
@@ -75,13 +76,22 @@ def choose_sandbox(setting: str, bwrap: str | None) -> SandboxChoice:
 
 def bwrap_command(bwrap: str, executable: str, argv: list[str], *, cwd: Path,
                   work_tree: Path, store_dir: Path, writable: Iterable[Path] = (),
-                  network: bool = False) -> list[str]:
-    """The bubblewrap command line that runs `argv` (via `executable`) in the sandbox."""
+                  visible: Iterable[Path] = (), network: bool = False) -> list[str]:
+    """The bubblewrap command line that runs `argv` (via `executable`) in the sandbox.
+    `visible`: folders shown read-only even under the private /tmp (the policy path and the
+    program's own folder, so what the policy found is what runs)."""
     work_tree, store_dir = work_tree.resolve(), store_dir.resolve()
     writable = [Path(p).resolve() for p in writable]
     command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-               "--tmpfs", "/tmp", "--dir", SANDBOX_CACHE, "--bind", str(work_tree),
-               str(work_tree)]
+               "--tmpfs", "/tmp", "--dir", SANDBOX_CACHE]
+    if not network:
+        # Daemons' sockets (a container engine's, a session bus) are a way out that does not
+        # need the network; /tmp's (tmux, X11, ssh-agent) are hidden with /tmp itself.
+        command += ["--tmpfs", "/run"]
+    for folder in dict.fromkeys(Path(p).resolve() for p in visible):
+        if folder.is_relative_to("/tmp") and folder.is_dir():
+            command += ["--ro-bind", str(folder), str(folder)]
+    command += ["--bind", str(work_tree), str(work_tree)]
     git_dir, common = git_dirs(work_tree)
     for folder in dict.fromkeys(d for d in (git_dir, common) if d is not None):
         if not folder.is_relative_to(work_tree):  # a linked work tree's git folders
