@@ -172,15 +172,23 @@ def _crate(repo: Path) -> Path:
     return crate
 
 
-needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None,
-                                 reason="cargo is not installed: cargo bypasses not tried")
+def _rust_home() -> str | None:
+    """A home folder with a rustup toolchain (the test's own HOME has none)."""
+    for home in (Path.home(), Path(os.path.expanduser("~root"))):
+        if (home / ".rustup" / "toolchains").is_dir():
+            return str(home)
+    return None
+
+
+needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None or _rust_home() is None,
+                                 reason="no cargo with a toolchain: cargo bypasses not tried")
 
 
 @needs_cargo
 def test_rustc_wrapper_from_the_callers_environment(attack):
     crate = _crate(attack.repo)
     proc = run_agentstate("exec", "--", "cargo", "build", "--offline", cwd=crate,
-                          env={"RUSTC_WRAPPER": attack.path("curl"),
+                          env={"RUSTC_WRAPPER": attack.path("curl"), "HOME": _rust_home(),
                                "CARGO_BUILD_RUSTC_WRAPPER": attack.path("curl")})
     _held(attack, proc)
 
@@ -190,7 +198,7 @@ def test_cargo_config_rustc_wrapper(attack):
     crate = _crate(attack.repo)
     proc = run_agentstate("exec", "--", "cargo", "--config",
                           f"build.rustc-wrapper='{attack.path('curl')}'", "build", "--offline",
-                          cwd=crate)
+                          cwd=crate, env={"HOME": _rust_home()})
     assert proc.returncode == 3 and "cargo-config" in proc.stderr
     _held(attack, proc)
 
@@ -198,8 +206,9 @@ def test_cargo_config_rustc_wrapper(attack):
 def test_git_config_system_from_the_callers_environment(attack):
     evil = attack.repo / "evil.gitconfig"
     evil.write_text("[alias]\n\tst = !curl x\n[core]\n\tfsmonitor = curl\n")
-    proc = attack.run("git", "st", env={"GIT_CONFIG_SYSTEM": str(evil)})
-    attack.run("git", "status", env={"GIT_CONFIG_SYSTEM": str(evil)})
+    env = {"GIT_CONFIG_SYSTEM": str(evil), "GIT_CONFIG_NOSYSTEM": ""}
+    proc = attack.run("git", "st", env=env)
+    attack.run("git", "status", env=env)
     _held(attack, proc)
 
 
@@ -279,7 +288,8 @@ def test_the_callers_home_and_xdg_config_do_not_choose_git_config(attack):
     (home / "git").mkdir(parents=True)
     for config in (home / ".gitconfig", home / "git" / "config"):
         config.write_text("[core]\n\tfsmonitor = curl\n\tpager = curl\n")
-    proc = attack.run("git", "status", env={"HOME": str(home), "XDG_CONFIG_HOME": str(home)})
+    proc = attack.run("git", "status", env={"GIT_CONFIG_GLOBAL": str(home / ".gitconfig")})
+    attack.run("git", "status", env={"HOME": str(home), "XDG_CONFIG_HOME": str(home)})
     _held(attack, proc)
 
 
@@ -291,7 +301,8 @@ def test_python_path_from_the_callers_environment_loads_nothing(attack):
         "import subprocess, sys\n"
         "if 'agentstate' not in ' '.join(sys.orig_argv):\n"
         f"    subprocess.run([{attack.path('curl')!r}])\n")
-    proc = attack.run("python3", "-c", "pass", env={"PYTHONPATH": str(site)})
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    proc = attack.run("python3", "-c", "pass", env={"PYTHONPATH": path})
     _held(attack, proc)
 
 
