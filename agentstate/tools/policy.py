@@ -18,9 +18,12 @@ Semantics (documented in docs/security.md, "The tool layer", and the config temp
 - An allow rule names a program on the policy path: `"git"` allows the `git` that
   `[tools] path` finds, not any file called git (`/tmp/x/git`, a skill's `scripts/git`).
   `"*"` allows every program not denied.
-This is a guardrail against an agent wandering off, not a sandbox: an allowed interpreter
-(`python -c ...`) or build tool (`make`, reading a Makefile) can still do anything the user
-can. `[tools] sandbox = "bwrap"` adds a real boundary (tools/sandbox.py).
+Options are read as each program reads them (tools/getopt.py: unique prefixes of long
+options, bundled short ones; `env -S`/`-C`, a shell's `cd`, xargs' input: tools/normalise.py).
+The rules alone are a guardrail: an allowed interpreter (`python -c ...`) or build tool
+(`make`, reading a Makefile) can still do anything the user can. The allow-listed environment
+(tools/environment.py) and the sandbox, on by default where bubblewrap works
+(tools/sandbox.py), are what hold when a rule misses.
 """
 
 from __future__ import annotations
