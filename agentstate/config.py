@@ -20,6 +20,7 @@ compares). Writing uses tomlkit so comments survive edits; it is imported only t
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -130,6 +131,37 @@ def _rules(value: Any) -> tuple[str, ...]:
             raise _Bad(f"a list of command prefixes ({rule!r} does not split into words: "
                        f"{exc})", value) from None
     return rules
+
+
+# Variables `[tools] env` may not hand to commands: each makes a program load or run other
+# code, or choose its editor, pager, password prompt or configuration (git's identity
+# variables are only names and dates). PATH is always the `[tools] path`.
+_TOOL_ENV_REFUSED = re.compile(
+    r"^(PATH|LD_\w*|DYLD_\w*|GIT_(?!(AUTHOR|COMMITTER)_(NAME|EMAIL|DATE)$)\w*|BASH_FUNC_.*"
+    r"|\w*_ASKPASS|\w*_WRAPPER|EDITOR|VISUAL|PAGER|MANPAGER|BROWSER|PYTHONSTARTUP"
+    r"|PYTHONINSPECT|BASH_ENV|ENV|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|NODE_OPTIONS|MAKEFLAGS"
+    r"|MFLAGS|GNUMAKEFLAGS|PERL5OPT|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|GOFLAGS|RUSTC"
+    r"|RUSTDOC|RUSTC_\w*|CARGO_BUILD_\w*|CARGO_TARGET_\w*|npm_config_\w*|NPM_CONFIG_\w*)$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def tool_env_refused(name: str) -> bool:
+    """May `[tools] env` (or any caller of the tool layer) not pass variable `name`?"""
+    return bool(_TOOL_ENV_REFUSED.match(name))
+
+
+def _env_entries(value: Any) -> tuple[str, ...]:
+    """`NAME` (pass the caller's value) or `NAME=value` (set it), never a refused name."""
+    entries = _strings(value)
+    for entry in entries:
+        name = entry.split("=", 1)[0]
+        if not _ENV_NAME.match(name):
+            raise _Bad(f'a list of "NAME" or "NAME=value" entries ({entry!r} is not one)',
+                       value)
+        if tool_env_refused(name):
+            raise _Bad(f"a list of variables commands may get ({name} makes a program run "
+                       "other code or choose its configuration: never passed)", value)
+    return entries
 
 
 def _flag(value: Any) -> bool:
@@ -280,7 +312,13 @@ class ToolSettings:
     path: tuple[str, ...] = _setting(
         ("/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
          "/opt/homebrew/bin", ".venv/bin"), _strings)
-    sandbox: str = _setting("none", _choice(("none", "bwrap")))
+    # "auto": bubblewrap where it is installed and works, else none (exec and doctor say so).
+    sandbox: str = _setting("auto", _choice(("auto", "none", "bwrap")))
+    # Inside the sandbox: may commands reach the network?
+    network: bool = _setting(False, _flag)
+    # Variables commands get besides the built-in few (PATH, HOME, locale, TERM, TMPDIR, USER):
+    # "NAME" passes the caller's value, "NAME=value" sets one.
+    env: tuple[str, ...] = _setting((), _env_entries)
     # Seconds; 0 means no limit.
     timeout: float = _setting(600.0, _number(0, what="a number of seconds (0 for no limit)"))
     definitions: tuple[ToolDefinition, ...] = _setting((), _definitions)
@@ -399,9 +437,15 @@ deny = ["rm -rf /", "curl", "wget", "ssh", "scp"]
 # Add e.g. "~/.cargo/bin" or "~/.local/bin" for tools installed there.
 path = ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
         "/opt/homebrew/bin", ".venv/bin"]
-# "bwrap": run commands under bubblewrap (Linux): file system read-only except the
-# repository (and not .agentstate/), private /tmp, no network. "none": no sandbox.
-sandbox = "none"
+# "auto" (bubblewrap where it is installed and works) or "bwrap" (refuse to run without
+# it): file system read-only except the repository (not .agentstate/, .git/hooks,
+# .git/config), private /tmp, no network unless `network = true`. "none": no sandbox.
+sandbox = "auto"
+network = false
+# Commands start with PATH (= `path` above), HOME, locale, TERM, TMPDIR, USER and LOGNAME
+# only; list more here: "NAME" passes your value, "NAME=value" sets one. Variables that run
+# code or choose an editor, pager or config (LD_*, GIT_*, EDITOR, *_WRAPPER…) are refused.
+env = []
 # Default time limit in seconds (agentstate exec exits 124 when it is reached).
 timeout = 600
 # Tool definitions shown in the context catalog: [{name = "...", description = "..."}]

@@ -34,6 +34,9 @@ def exec_command(
     through; the event keeps the command, exit code, duration and a redacted output excerpt.
     Exit code: the command's own exit code; 3 when the policy denies it; 1 when it is not
     found; 124 when it times out. Without an active run only the tool_calls row is written.
+    It starts with an allow-listed environment, and under bubblewrap where that is installed
+    (`[tools] sandbox`); without a sandbox one line on stderr (or `sandbox_note` in --json)
+    says the policy is the only line.
     """
     from agentstate.errors import NotFound, Refused, UsageError
     from agentstate.tools.runner import TIMEOUT_EXIT, run_tool
@@ -61,12 +64,16 @@ def exec_command(
         "stdout": result.stdout if as_json else None,
         "stderr": result.stderr if as_json else None,
         "output_digest": result.output_digest,
+        "sandbox": result.sandbox,
+        "sandbox_note": result.sandbox_note,
     }
     if as_json:
         emit(data, as_json=True)
     else:
         from agentstate.output import info
 
+        if result.sandbox_note:
+            info(f"agentstate: {result.sandbox_note}")
         if result.timed_out:
             info(f"agentstate: {result.reason}; logged as {logged}")
         elif result.event is None:

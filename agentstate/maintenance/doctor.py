@@ -167,6 +167,26 @@ def check_restore_leftovers(root: Path) -> Check:
                                   "removes them", {"leftovers": [str(p) for p in found]})
 
 
+def check_sandbox(root: Path, settings: Settings) -> Check:
+    """Is there a sandbox under the tool layer (bubblewrap), or is the policy the only line?"""
+    from agentstate.tools.policy import resolve_program, search_path
+    from agentstate.tools.sandbox import choose_sandbox
+
+    tools = settings.tools
+    work_tree = root.parent
+    bwrap = resolve_program("bwrap", search_path(tools, work_tree), work_tree)
+    choice = choose_sandbox(tools.sandbox, bwrap)
+    data = {"sandbox": choice.kind, "setting": tools.sandbox, "network": tools.network}
+    if choice.kind == "bwrap" and bwrap is None:
+        return Check("sandbox", FAIL, '[tools] sandbox = "bwrap" but bwrap is not on the '
+                     "[tools] path: every command is refused (install bubblewrap)", data)
+    if choice.kind == "none":
+        return Check("sandbox", WARN, str(choice.note), data)
+    network = "network allowed" if tools.network else "no network"
+    return Check("sandbox", OK, f"commands run under bubblewrap ({bwrap}): writes only in the "
+                 f"repository, {network}", data)
+
+
 def diagnose(root: Path) -> Report:
     """Run every check against the store at `root` (the .agentstate directory)."""
     checks, settings = storage_checks(root)
@@ -175,6 +195,7 @@ def diagnose(root: Path) -> Report:
     if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):
         checks += [check_search_indexes(root), check_publishing(root),
                    check_registry_mirror(root, settings), check_skill_tools(root, settings)]
+    checks.append(check_sandbox(root, settings))
     return Report(store=str(root), checks=checks)
 
 

@@ -24,6 +24,7 @@ _GIT_EXEC_NAMES = {
     "external", "textconv", "command", "cmd", "program", "helper", "driver", "clean",
     "smudge", "process", "uploadpack", "receivepack", "packobjectshook", "browser",
     "alternaterefscommand", "difffilter", "path", "proxycommand",
+    "templatedir",  # a template's hooks run in the new repository (post-checkout on clone)
 }
 _GIT_EXEC_SECTIONS = {"pager", "include", "includeif"}
 # Subcommand options that name a command to run.
@@ -31,7 +32,8 @@ _GIT_SUB_OPTIONS = {
     "rebase": {"-x", "--exec"},
     "difftool": {"-x", "--extcmd"},
     "grep": {"-O", "--open-files-in-pager"},
-    "clone": {"-u", "--upload-pack"},
+    "clone": {"-u", "--upload-pack", "--template"},
+    "init": {"--template"},
     "fetch": {"--upload-pack"},
     "pull": {"--upload-pack"},
     "ls-remote": {"--upload-pack"},
@@ -39,6 +41,7 @@ _GIT_SUB_OPTIONS = {
     "push": {"--receive-pack", "--exec"},
     "send-pack": {"--receive-pack", "--exec"},
     "archive": {"--exec"},
+    "send-email": {"--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"},
 }
 _GIT_SUB_WORDS = {"submodule": "foreach", "bisect": "run"}
 _GIT_GLOBAL_VALUES = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
@@ -55,6 +58,15 @@ def _git_key_runs(key: str, value: str | None) -> bool:
     if section == "protocol" and name == "allow":
         return True  # enables ext::, which runs a command as a "transport"
     return section in _GIT_EXEC_SECTIONS or name in _GIT_EXEC_NAMES
+
+
+def git_subcommand(args: list[str]) -> str | None:
+    """The subcommand of `git ARGS` (after git's own options), or None."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        name, eq, _ = args[i].partition("=")
+        i += 1 if eq or name not in _GIT_GLOBAL_VALUES else 2
+    return args[i] if i < len(args) else None
 
 
 def _git(args: list[str]) -> str | None:
@@ -89,25 +101,48 @@ def _git(args: list[str]) -> str | None:
     if _GIT_SUB_WORDS.get(sub) in rest[:1] or (sub == "submodule" and "foreach" in rest):
         return f"git-runs-command: `git {sub} {_GIT_SUB_WORDS[sub]}` runs a shell command"
     options = _GIT_SUB_OPTIONS.get(sub, set())
-    for word in rest:
+    for index, word in enumerate(rest):
         if word == "--":
             break
         name = word.split("=", 1)[0]
-        if name in options or any(word.startswith(o) and len(o) == 2 and len(word) > 2
-                                   for o in options):
-            return f"git-runs-command: `git {sub} {name}` names a command to run"
+        if sub == "clone" and name in ("-c", "--config") or (
+                sub == "clone" and len(name) >= 4 and "--config".startswith(name)):
+            setting = word.split("=", 1)[1] if "=" in word else (
+                rest[index + 1] if index + 1 < len(rest) else "")
+            key, has, value = setting.partition("=")
+            if _git_key_runs(key, value if has else None):
+                return f"git-config-exec: `git clone {name} {setting}` sets a command git would run"
+        if _git_option_in(word, options):
+            return f"git-runs-command: `git {sub} {name}` names a command (or hooks) to run"
     return None
+
+
+def _git_option_in(word: str, options: set[str]) -> bool:
+    """Does `word` spell one of `options` as git's option parser reads it: a long option or
+    any unambiguous prefix of one (`--upload-pa=`, `--templ`), a short one alone, with its
+    value attached or bundled after other short flags (`-qu x`)?"""
+    if word.startswith("--"):
+        name = word.split("=", 1)[0]
+        # An ambiguous prefix is an error to git; refusing it costs nothing.
+        return len(name) >= 3 and any(o.startswith("--") and o.startswith(name)
+                                      for o in options)
+    if word.startswith("-") and len(word) > 1:
+        return any("-" + letter in options for letter in word[1:])
+    return False
 
 
 # ---------------------------------------------------------------- make, find, tar, rsync
 
 _MAKE_SHORT_VALUES = set("CfIjloW")
-_MAKE_VAR = re.compile(r"^\s*(SHELL|\.SHELLFLAGS|MAKESHELL)\s*[:+?!]*=")
+_MAKE_VAR = re.compile(
+    r"^\s*(SHELL|\.SHELLFLAGS|MAKESHELL|MAKEFLAGS|MFLAGS|GNUMAKEFLAGS)\s*[:+?!]*=")
 
 
 def _make(args: list[str]) -> str | None:
     for word in args:
-        if word.startswith("--eval"):
+        name = word.split("=", 1)[0]
+        if name.startswith("--") and len(name) >= 3 and "--eval".startswith(name):
+            # GNU make takes any unambiguous prefix (`--ev=`); an ambiguous one is an error.
             return "make-eval: `make --eval` adds rules (and so commands) from the command line"
         if _MAKE_VAR.match(word):
             return f"make-shell: `make {word.split('=')[0]}=…` replaces the shell recipes run in"
@@ -133,7 +168,7 @@ def _long_options(program: str, rule: str, options: tuple[str, ...], short: str 
             if word == "--":
                 break
             name = word.split("=", 1)[0]
-            if name.startswith("--") and len(name) > 3 and any(o.startswith(name)
+            if name.startswith("--") and len(name) >= 3 and any(o.startswith(name)
                                                                for o in options):
                 return f"{rule}: `{program} {name}` names a command to run"
             if short and word.startswith("-") and not word.startswith("--") and any(
@@ -164,11 +199,12 @@ def _sed(args: list[str]) -> str | None:
             return None  # GNU sed itself then refuses e, r and w
         if word.startswith("--"):
             name, eq, value = word.partition("=")
-            if "--expression".startswith(name) and len(name) > 3:
+            # Any unambiguous prefix is the option (`--e=` is `--expression=`).
+            if "--expression".startswith(name) and len(name) >= 3:
                 scripts.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
                 i += 1 if eq else 2
                 continue
-            if "--file".startswith(name) and len(name) > 3:
+            if "--file".startswith(name) and len(name) >= 3:
                 return "sed-script-file: a sed script read from a file cannot be checked"
             i += 2 if name in ("--line-length",) and not eq else 1
             continue
@@ -281,8 +317,104 @@ def sed_runs_command(script: str) -> bool | None:
     return False
 
 
+# ---------------------------------------------------------------- cargo, go, npm
+
+# `cargo --config KEY=VALUE` keys that only tune a build. Everything else is refused: many
+# keys name a program (build.rustc-wrapper, target.*.linker, target.*.runner, doc.browser,
+# credential providers) or pass flags that do (build.rustflags `-C linker=…`), and an
+# allow-list does not go stale when cargo adds another.
+_CARGO_SAFE_KEYS = re.compile(
+    r"^(build\.(jobs|target|target-dir|incremental)|net\.(offline|retry)"
+    r"|term\.(verbose|quiet|color|progress\.when|progress\.width)"
+    r"|profile\.[\w-]+\.(opt-level|debug|debug-assertions|overflow-checks|lto|panic"
+    r"|incremental|codegen-units|strip|split-debuginfo))$")
+# Words after `cargo rustc --` / `cargo rustdoc --` that make the compiler run a program.
+_RUSTC_RUNS = ("linker", "link-arg", "runtool", "test-builder", "wrapper")
+
+
+def _cargo(args: list[str]) -> str | None:
+    sub = None
+    for index, word in enumerate(args):
+        if word == "--":
+            if sub in ("rustc", "rustdoc") and any(
+                    any(r in w for r in _RUSTC_RUNS) for w in args[index + 1:]):
+                return (f"cargo-rustc-flags: `cargo {sub} -- …` passes the compiler an option "
+                        "that runs a program")
+            break
+        if word == "--config" or word.startswith("--config="):
+            value = word.split("=", 1)[1] if "=" in word else (
+                args[index + 1] if index + 1 < len(args) else "")
+            key, has, _ = value.partition("=")
+            if not has:
+                return "cargo-config: `cargo --config FILE` reads settings that cannot be checked"
+            if not _CARGO_SAFE_KEYS.match(key.strip().strip("'\"")):
+                return (f"cargo-config: `cargo --config {key.strip()}=…` is not a setting "
+                        "agentstate lets a command change (it may name a program to run)")
+        elif sub is None and not word.startswith("-") and not word.startswith("+") and (
+                index == 0 or args[index - 1] not in ("--config", "-Z", "--color", "-C")):
+            sub = word
+    return None
+
+
+# `go` flags (single or double dash, `=value` or the next word) that name a program to run.
+_GO_EXEC_FLAGS = {"exec", "toolexec", "vettool"}
+# `go env -w` keys that only choose where modules come from; others (CC, CXX, GOFLAGS,
+# GOTOOLCHAIN, GOAUTH, GOCACHEPROG…) name programs or flags later builds would run.
+_GO_ENV_SAFE = {"GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOINSECURE", "GOPROXY", "GOSUMDB",
+                "GO111MODULE", "CGO_ENABLED"}
+
+
+def _go(args: list[str]) -> str | None:
+    if args[:1] == ["env"] and any(w in ("-w", "--w") for w in args[1:]):
+        for word in args[1:]:
+            key = word.split("=", 1)[0]
+            if "=" in word and key not in _GO_ENV_SAFE:
+                return (f"go-env-write: `go env -w {key}=…` sets what later go commands run "
+                        "with")
+        return None
+    for word in args:
+        if word in ("-args", "--args"):
+            break  # the rest goes to the test binary
+        if not word.startswith("-"):
+            continue
+        name, _, value = word.lstrip("-").partition("=")
+        if name in _GO_EXEC_FLAGS:
+            return f"go-exec: `go -{name}` names a program to run"
+        if name in ("ldflags", "gccgoflags") and "extld" in (value or word):
+            return f"go-exec: `go -{name}` with -extld names a linker to run"
+    for index, word in enumerate(args[:-1]):
+        if word.lstrip("-") in ("ldflags", "gccgoflags") and "extld" in args[index + 1]:
+            return f"go-exec: `go {word}` with -extld names a linker to run"
+    return None
+
+
+# npm config options (given on its command line) that name a program to run or a config file
+# that could. npm reads any unambiguous abbreviation, so a prefix of one counts.
+_NPM_EXEC_OPTIONS = ("script-shell", "shell", "editor", "browser", "git", "node-options",
+                     "userconfig", "globalconfig", "viewer", "call", "onload-script")
+# npm options of their own that are also prefixes of the ones above.
+_NPM_OWN_NAMES = {"global", "ca", "user", "node"}
+
+
+def _npm(args: list[str]) -> str | None:
+    for word in args:
+        if word == "--":
+            break
+        if not word.startswith("--") or len(word) < 3:
+            continue
+        name = word[2:].split("=", 1)[0].lower()
+        if name.startswith("no-") or name in _NPM_OWN_NAMES:
+            continue
+        if any(option.startswith(name) for option in _NPM_EXEC_OPTIONS):
+            return f"npm-config-exec: `npm --{name}` names a program or a config file to use"
+    return None
+
+
 _RULES = {"git": _git, "make": _make, "gmake": _make, "find": _find, "sed": _sed,
-          "gsed": _sed, "tar": _tar, "gtar": _tar, "rsync": _rsync}
+          "gsed": _sed, "tar": _tar, "gtar": _tar, "rsync": _rsync, "cargo": _cargo,
+          "go": _go, "npm": _npm, "npx": _npm}
+# Programs whose arguments these rules read (xargs may not add arguments to them).
+RULED_PROGRAMS = frozenset(_RULES)
 
 
 def exec_argument_rule(argv: list[str]) -> str | None:

@@ -18,9 +18,12 @@ Semantics (documented in docs/security.md, "The tool layer", and the config temp
 - An allow rule names a program on the policy path: `"git"` allows the `git` that
   `[tools] path` finds, not any file called git (`/tmp/x/git`, a skill's `scripts/git`).
   `"*"` allows every program not denied.
-This is a guardrail against an agent wandering off, not a sandbox: an allowed interpreter
-(`python -c ...`) or build tool (`make`, reading a Makefile) can still do anything the user
-can. `[tools] sandbox = "bwrap"` adds a real boundary (tools/sandbox.py).
+Options are read as each program reads them (tools/getopt.py: unique prefixes of long
+options, bundled short ones; `env -S`/`-C`, a shell's `cd`, xargs' input: tools/normalise.py).
+The rules alone are a guardrail: an allowed interpreter (`python -c ...`) or build tool
+(`make`, reading a Makefile) can still do anything the user can. The allow-listed environment
+(tools/environment.py) and the sandbox, on by default where bubblewrap works
+(tools/sandbox.py), are what hold when a rule misses.
 """
 
 from __future__ import annotations
@@ -35,8 +38,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput
-from agentstate.tools.argrules import exec_argument_rule
-from agentstate.tools.normalise import Layer, Unreadable, layers, normalise, program_name
+from agentstate.tools.argrules import RULED_PROGRAMS, exec_argument_rule
+from agentstate.tools.normalise import (
+    STARTERS,
+    Layer,
+    Unreadable,
+    layers,
+    normalise,
+    program_name,
+)
 
 if TYPE_CHECKING:
     from agentstate.config import ToolSettings
@@ -148,7 +158,8 @@ def _deny_matches(rule: str, layer: Layer, cwd: str | None, dirs: list[str] | No
                                           resolve_program(argv[0], dirs, cwd or ".")):
             return False
     program = program_name(words[0])
-    rule_args, args = normalise(program, words[1:], cwd), normalise(program, argv[1:], cwd)
+    where = _effective_cwd(layer, cwd)
+    rule_args, args = normalise(program, words[1:], cwd), normalise(program, argv[1:], where)
     if rule_args is None or args is None:
         rule_args, args = words[1:], argv[1:]
         if layer.open_ended:  # arguments still to come (xargs): a prefix either way
@@ -158,6 +169,16 @@ def _deny_matches(rule: str, layer: Layer, cwd: str | None, dirs: list[str] | No
     return layer.open_ended or _subsequence(rule_args, args)
 
 
+def _effective_cwd(layer: Layer, cwd: str | None) -> str | None:
+    """Where the layer's command runs: a wrapper's `-C DIR` or a shell's `cd` moved it from
+    the caller's directory `cwd` (the rules compare paths from there)."""
+    if layer.cwd is None:
+        return cwd
+    if os.path.isabs(layer.cwd) or cwd is None:
+        return layer.cwd
+    return os.path.normpath(os.path.join(cwd, layer.cwd))
+
+
 def _first_refusal(tools: ToolSettings, found: list[Layer], cwd: str | None,
                    dirs: list[str] | None) -> PolicyDecision | None:
     for layer in found:
@@ -165,6 +186,14 @@ def _first_refusal(tools: ToolSettings, found: list[Layer], cwd: str | None,
         for rule in tools.deny:
             if _deny_matches(rule, layer, cwd, dirs):
                 return PolicyDecision(False, f"denied by [tools] deny rule {rule!r}{via}", rule)
+        program = program_name(layer.argv[0])
+        if layer.open_ended and (program in STARTERS or program in RULED_PROGRAMS):
+            # xargs adds words it reads at run time: a starter's command or a ruled
+            # program's options among them would never be checked.
+            return PolicyDecision(
+                False, f"denied by built-in rule xargs-input: {program!r} would get arguments "
+                       f"that xargs reads from its input, which cannot be checked{via}",
+                "xargs-input")
         broken = exec_argument_rule(layer.argv)
         if broken:
             return PolicyDecision(False, f"denied by built-in rule {broken}{via}",

@@ -32,7 +32,10 @@ from agentstate.runs.status import RunStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import tool_source
+from agentstate.tools.argrules import git_subcommand
+from agentstate.tools.environment import git_environment, hooks_dir, tool_environment
 from agentstate.tools.excerpt import is_error_line, output_excerpt, redact
+from agentstate.tools.normalise import Unreadable, layers
 from agentstate.tools.policy import (
     authorize,
     check_command,
@@ -40,7 +43,7 @@ from agentstate.tools.policy import (
     resolve_program,
     search_path,
 )
-from agentstate.tools.sandbox import bwrap_command, tool_environment
+from agentstate.tools.sandbox import SANDBOX_CACHE, bwrap_command, choose_sandbox
 
 KEEP_BYTES = 64 * 1024  # per stream, head and tail each, kept in memory for the result
 KEEP_ERROR_LINES = 100  # error-looking lines kept from the middle that head and tail drop
@@ -66,6 +69,8 @@ class ToolResult:
     event: str | None = None  # evt:… when a run was active
     run: str | None = None
     cwd: str = ""
+    sandbox: str = "none"  # what it ran in: "bwrap" or "none"
+    sandbox_note: str | None = None  # why there was no sandbox (the policy was the only line)
 
     @property
     def ok(self) -> bool:
@@ -180,8 +185,8 @@ def run_tool(
     result says so and the call is logged. Raises InvalidInput for an empty command, a bad
     timeout, a missing working directory or an ended run (checked before anything runs).
     With `echo`, output streams to this process's stdout/stderr as it arrives. `env` adds
-    variables (minus those tools/sandbox.py drops); `writable`: directories outside the
-    repository that the command may write under `[tools] sandbox = "bwrap"` (a temp dir).
+    variables (never one config.py refuses); `writable`: directories outside the
+    repository that the command may write in the sandbox (a temp dir).
     """
     argv = [str(a) for a in argv]
     if not argv or not argv[0].strip():
@@ -201,22 +206,46 @@ def run_tool(
     if decision.allowed and verdict.executable is not None:
         command, executable = argv, verdict.executable
         dirs = search_path(tools, store.work_tree)
-        if tools.sandbox == "bwrap":
-            bwrap = resolve_program("bwrap", dirs, where)
-            assert bwrap is not None  # authorize refuses when it is missing
-            command = bwrap_command(bwrap, executable, argv, cwd=where,
+        choice = choose_sandbox(tools.sandbox, resolve_program("bwrap", dirs, where))
+        result.sandbox, result.sandbox_note = choice.kind, choice.note
+        child_env = _environment(store, argv, dirs, env)
+        if choice.kind == "bwrap":
+            assert choice.bwrap is not None  # authorize refuses when it is missing
+            allowed = [Path(p) for p in writable]
+            command = bwrap_command(choice.bwrap, executable, argv, cwd=where,
                                     work_tree=store.work_tree, store_dir=store.root,
-                                    writable=[Path(p) for p in writable])
-            executable = bwrap
+                                    writable=allowed, network=tools.network,
+                                    visible=[*map(Path, dirs), Path(executable).parent])
+            executable = choice.bwrap
+            child_env["XDG_CACHE_HOME"] = SANDBOX_CACHE
+            tmp = child_env.get("TMPDIR")
+            inside = [store.work_tree.resolve(), *(p.resolve() for p in allowed)]
+            if tmp and not any(Path(tmp).resolve().is_relative_to(p) for p in inside):
+                del child_env["TMPDIR"]  # hidden by the private /tmp: use that one
         try:
-            _execute(result, command, executable, where, timeout, echo,
-                     tool_environment(os.environ, env, dirs))
+            _execute(result, command, executable, where, timeout, echo, child_env)
         except KeyboardInterrupt:
             # The call was cut short, but it ran: log it before the interrupt goes on.
             _log(store, result, run, purpose)
             raise
     _log(store, result, run, purpose)
     return result
+
+
+def _environment(store: Store, argv: list[str], dirs: list[str],
+                 extra: dict[str, str] | None) -> dict[str, str]:
+    """The allow-listed environment (tools/environment.py), with git's safe settings and an
+    empty alias for every git subcommand the command line names."""
+    tools = store.settings.tools
+    try:
+        found = layers(argv)
+    except Unreadable:  # authorize refused such a command already; be safe regardless
+        found = []
+    subs = [sub for layer in found if program_name(layer.argv[0]) == "git"
+            for sub in [git_subcommand(layer.argv[1:])] if sub]
+    git = git_environment(subs, hooks_dir(store.work_tree),
+                          ssh_allowed=check_command(tools, ["ssh"]).allowed)
+    return tool_environment(os.environ, tools.env, extra, dirs, git)
 
 
 def _execute(

@@ -292,13 +292,14 @@ def test_a_missing_program_is_not_found_not_refused(initialised):
 
 def test_a_program_only_on_the_callers_path_is_explained(store, tmp_path, monkeypatch):
     bin_dir = tmp_path / "mybin"
-    plant(bin_dir, "mytool", tmp_path / "m")
+    marker = store.work_tree / "m"  # the sandbox keeps writes outside the repository private
+    plant(bin_dir, "mytool", marker)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     configure(store, "tools", allow=("mytool",))
     result = run_tool(store, ["mytool"])
     assert result.not_found and f"add {bin_dir} to [tools] path" in result.reason
     configure(store, "tools", path=(*store.settings.tools.path, str(bin_dir)))
-    assert run_tool(store, ["mytool"]).ok and (tmp_path / "m").exists()
+    assert run_tool(store, ["mytool"]).ok and marker.exists()
 
 
 def test_relative_and_home_entries_of_the_tools_path(store, tmp_path, monkeypatch):

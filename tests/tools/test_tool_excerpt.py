@@ -64,11 +64,12 @@ def test_long_output_keeps_failures_and_the_end_within_the_bound():
 
 
 def test_exec_failure_is_shown_by_resume_and_context(initialised, tmp_path):
-    (tmp_path / "suite.py").write_text(FAILING_SUITE)
+    # in the repository: the sandbox (on where bubblewrap works) hides the rest of /tmp
+    (initialised / "suite.py").write_text(FAILING_SUITE)
     started = run_agentstate("run", "start", "make the totals test pass", "--json",
                              cwd=initialised)
     assert started.returncode == 0, started.stderr
-    ran = run_agentstate("exec", "--json", "--", PY, str(tmp_path / "suite.py"),
+    ran = run_agentstate("exec", "--json", "--", PY, str(initialised / "suite.py"),
                          cwd=initialised)
     assert ran.returncode == 1, ran.stderr
     event = json.loads(ran.stdout)["data"]["event"]

@@ -226,3 +226,81 @@ def test_rm_rf_root_is_denied_however_it_is_spelt(recursive, force, extra, root,
     argv = [word for wrapper in wrappers for word in wrapper] + ["rm", *options, root]
     decision = check_command(STAR, argv)
     assert not decision.allowed and decision.rule == "rm -rf /", (argv, decision.reason)
+
+
+# ---------------------------------------------------------------- options as each tool reads them
+
+EVERYTHING = ["*"]
+DENIED = ["rm -rf /", "curl", "ssh"]
+
+
+@pytest.mark.parametrize("argv,allowed", [
+    (["env", "-iScurl x"], False),                    # -i and -S bundled
+    (["env", "-vS", "curl x"], False),
+    (["env", "--split-str=curl x"], False),           # a unique prefix
+    (["env", "-S", "-i -C / rm -rf ."], False),       # options inside the split string
+    (["env", "-S", "cu\\rl x"], False),               # GNU escapes: refused, not guessed
+    (["env", "--i", "true"], False),                  # --i: ambiguous (ignore-environment, -signal)
+    (["env", "-C", "/", "rm", "-rf", "."], False),    # . from / is /
+    (["env", "-C", "/", "rm", "-rf", "build"], True),
+    (["env", "-C", "/srv", "rm", "-rf", ".."], False),
+    (["sh", "-c", "cd / && rm -rf ."], False),
+    (["sh", "-c", "cd /srv; cd ..; rm -rf ."], False),
+    (["sh", "-c", "cd \"$X\"; rm -rf ."], False),     # an unknown cd counts as /
+    (["sh", "-c", "(cd /); rm -rf /srv/x"], True),    # a subshell's cd does not last
+    (["sh", "-c", "cd / | true; rm -rf /srv/x"], True),
+    (["xargs", "rm", "-rf"], False),                  # operands from stdin: may be /
+    (["xargs", "sh", "-c"], False),                   # the shell string from stdin
+    (["xargs", "env"], False),
+    (["xargs", "git", "log"], False),                 # git's options from stdin
+    (["xargs", "-I{}", "echo", "{}"], True),
+    (["xargs", "-I", "P", "P", "x"], False),          # the program from stdin
+    (["xargs", "-iP", "P"], False),
+    (["timeout", "--sig=KILL", "5", "curl"], False),
+    (["nice", "-5", "curl"], False),
+    (["sudo", "-D", "/", "rm", "-rf", "."], False),
+])
+def test_wrapper_options_are_read_as_the_wrapper_reads_them(argv, allowed):
+    decision = check_command(cfg(EVERYTHING, DENIED), argv)
+    assert decision.allowed is allowed, decision.reason
+
+
+@pytest.mark.parametrize("argv,rule", [
+    (["git", "ls-remote", "--upload-pa=curl", "."], "git-runs-command"),
+    (["git", "fetch", "--upl", "x", "."], "git-runs-command"),
+    (["git", "clone", "-qu", "x", "a", "b"], "git-runs-command"),   # bundled short option
+    (["git", "clone", "--templ=/t", "a", "b"], "git-runs-command"),
+    (["git", "init", "--template", "/t"], "git-runs-command"),
+    (["git", "-c", "init.templatedir=/t", "clone", "a", "b"], "git-config-exec"),
+    (["git", "clone", "--config", "core.fsmonitor=x", "a", "b"], "git-config-exec"),
+    (["make", "--ev=x:", "x"], "make-eval"),
+    (["make", "MAKEFLAGS=--eval=x:"], "make-shell"),
+    (["sed", "-s", "--e=1e x", "f"], "sed-exec"),
+    (["sed", "--expr", "1e x", "f"], "sed-exec"),
+    (["cargo", "--config", "build.rustc-wrapper='x'", "build"], "cargo-config"),
+    (["cargo", "--config=target.x86_64-unknown-linux-gnu.linker='x'", "b"], "cargo-config"),
+    (["cargo", "--config", "extra.toml", "build"], "cargo-config"),
+    (["cargo", "rustc", "--", "-C", "linker=x"], "cargo-rustc-flags"),
+    (["go", "test", "-exec", "x", "./..."], "go-exec"),
+    (["go", "build", "--toolexec=x"], "go-exec"),
+    (["go", "build", "-ldflags=-linkmode=external -extld=x"], "go-exec"),
+    (["go", "env", "-w", "CC=x"], "go-env-write"),
+    (["npm", "test", "--script-sh=x"], "npm-config-exec"),
+    (["npx", "--userconfig", "x", "y"], "npm-config-exec"),
+])
+def test_arguments_that_run_programs_in_any_spelling(argv, rule):
+    decision = check_command(cfg(EVERYTHING, DENIED), argv)
+    assert not decision.allowed and decision.rule == rule, decision.reason
+
+
+@pytest.mark.parametrize("argv", [
+    ["git", "push", "-u", "origin", "main"], ["git", "commit", "-qm", "x"],
+    ["git", "clone", "--depth", "1", "a", "b"], ["make", "-e", "all"],
+    ["make", "--environment-overrides"], ["sed", "-n", "-s", "p", "f"],
+    ["cargo", "--config", "build.jobs=2", "test"], ["cargo", "test", "--", "--nocapture"],
+    ["go", "test", "-run", "TestX", "./...", "-args", "-exec"], ["go", "env", "-w", "GOPRIVATE=x"],
+    ["npm", "install", "--global", "x"], ["npm", "test", "--silent"],
+])
+def test_ordinary_spellings_still_run(argv):
+    decision = check_command(cfg(EVERYTHING, DENIED), argv)
+    assert decision.allowed, decision.reason
