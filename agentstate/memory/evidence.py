@@ -74,11 +74,15 @@ def _found(terms: FactTerms, text: str) -> set[str]:
         return set()
     folded = fold(text)
     found: set[str] = set()
+    present = set(split_query(text)[0])
     if terms.words:
         pattern = stem_pattern(terms.words)
         found.update(m.group(0) for m in pattern.finditer(folded))
+        # A stem is not always a prefix of its word (staging → stage, key → kei): the text's
+        # own words, stemmed the same way, are matched too.
+        wanted = set(terms.words)
+        found.update(s for s in (stem(w) for w in present) if s in wanted)
     if terms.values:
-        present = set(split_query(text)[0])
         found.update(v for v in terms.values if v in present)
     found.update(b for b in terms.bigrams if b in folded)
     return found

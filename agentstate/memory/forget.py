@@ -181,9 +181,9 @@ def forget(
 
 def _user_stated(store: Store, row: MemoryVersion) -> bool:
     """Stated by the user (source `user`) or vouched for by the user (`user` evidence)."""
-    return row.source == "user" or store.conn.execute(
-        "SELECT 1 FROM memory_evidence WHERE memory_row = ? AND kind = 'user'",
-        (row.row,)).fetchone() is not None
+    from agentstate.memory.model import vouched_by_user
+
+    return row.source == "user" or vouched_by_user(store, row.row)
 
 
 def _check_may_purge(store: Store, who: Principal, rows: list[MemoryVersion]) -> None:

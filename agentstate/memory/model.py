@@ -521,3 +521,10 @@ def key_chain_id(store: Store, key: str, scope: str) -> str | None:
         "SELECT id FROM memories WHERE key = ? AND scope = ? AND status != 'quarantined' "
         "ORDER BY row DESC LIMIT 1", (key, scope)).fetchone()
     return row[0] if row else None
+
+
+def vouched_by_user(store: Store, row: int) -> bool:
+    """Whether the user is among the evidence of memory version `row` (`--evidence user`)."""
+    return store.conn.execute(
+        "SELECT 1 FROM memory_evidence WHERE memory_row = ? AND kind = 'user'",
+        (row,)).fetchone() is not None

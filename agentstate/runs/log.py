@@ -505,3 +505,14 @@ def marked_current_run_id(store: Store) -> str | None:
     """The id of the current run (see current_run), or None: what `run list` stars."""
     run = current_run(store)
     return run.id if run else None
+
+
+def kv_value(store: Store, key: str) -> str | None:
+    """A value kept under `key` in the store's small key-value table (runs owns it)."""
+    return store.value("SELECT value FROM kv WHERE key = ?", (key,))
+
+
+def set_kv_value(store: Store, key: str, value: str) -> None:
+    with store.transaction():
+        store.conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                           "UPDATE SET value = excluded.value", (key, value))

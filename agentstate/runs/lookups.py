@@ -140,19 +140,27 @@ def resolving_events(store: Store, event_id: str, *, limit: int) -> list[str]:
         "SELECT id FROM events WHERE resolves = ? ORDER BY ts, seq LIMIT ?", (event_id, limit))]
 
 
+def _meta_key(key: str) -> str:
+    """A meta field as m004's indexes compute it: NULL where the stored meta is not valid
+    JSON (a NaN written by an older version), so such a row neither breaks a write nor a
+    migration, and never matches. Queries must spell it the same way to use the index."""
+    return f"(CASE WHEN json_valid(meta) THEN json_extract(meta, '$.{key}') END)"
+
+
+HOOK_CALL_SQL = (f"SELECT id FROM events WHERE {_meta_key('session')} = ? "
+                 f"AND {_meta_key('tool_use_id')} = ? AND {_meta_key('hook')} IS NOT NULL LIMIT 1")
+HOOK_PROMPT_SQL = (f"SELECT id FROM events WHERE {_meta_key('session')} = ? "
+                   f"AND {_meta_key('prompt_key')} = ? AND {_meta_key('hook')} IS NOT NULL "
+                   "LIMIT 1")
+
+
 def hook_logged_call(store: Store, session: str, call_id: str) -> str | None:
     """The id of the event a hook recorded for this session's tool call, if any (an indexed
     look-up: m004's events_hook_call)."""
-    return store.value(
-        "SELECT id FROM events WHERE json_extract(meta, '$.session') = ? "
-        "AND json_extract(meta, '$.tool_use_id') = ? "
-        "AND json_extract(meta, '$.hook') IS NOT NULL LIMIT 1", (session, call_id))
+    return store.value(HOOK_CALL_SQL, (session, call_id))
 
 
 def hook_logged_prompt(store: Store, session: str, prompt_key: str) -> str | None:
     """The id of the event a hook recorded for this session's prompt (by its prompt key),
     if any (an indexed look-up: m004's events_hook_prompt)."""
-    return store.value(
-        "SELECT id FROM events WHERE json_extract(meta, '$.session') = ? "
-        "AND json_extract(meta, '$.prompt_key') = ? "
-        "AND json_extract(meta, '$.hook') IS NOT NULL LIMIT 1", (session, prompt_key))
+    return store.value(HOOK_PROMPT_SQL, (session, prompt_key))

@@ -88,15 +88,20 @@ def m004_events_hook_keys(db: sqlite_utils.Database) -> None:
     """What a hook recorded, found by the agent's own keys: a tool call by (session, call id)
     and a prompt by (session, prompt key). An import of the session's transcript, and the
     hooks' own catch-up, ask these for each record instead of reading the whole run.
-    Partial indexes: only the events that carry the key are in them."""
+    Partial indexes: only the events that carry the key are in them; meta that is not valid
+    JSON (a NaN from an older version) is left out rather than failing the write."""
     run_script(
         db,
         """
         CREATE INDEX events_hook_call
-            ON events(json_extract(meta, '$.session'), json_extract(meta, '$.tool_use_id'))
-            WHERE json_extract(meta, '$.tool_use_id') IS NOT NULL;
+            ON events((CASE WHEN json_valid(meta) THEN json_extract(meta, '$.session') END),
+                      (CASE WHEN json_valid(meta) THEN json_extract(meta, '$.tool_use_id') END))
+            WHERE (CASE WHEN json_valid(meta) THEN json_extract(meta, '$.tool_use_id') END)
+                  IS NOT NULL;
         CREATE INDEX events_hook_prompt
-            ON events(json_extract(meta, '$.session'), json_extract(meta, '$.prompt_key'))
-            WHERE json_extract(meta, '$.prompt_key') IS NOT NULL;
+            ON events((CASE WHEN json_valid(meta) THEN json_extract(meta, '$.session') END),
+                      (CASE WHEN json_valid(meta) THEN json_extract(meta, '$.prompt_key') END))
+            WHERE (CASE WHEN json_valid(meta) THEN json_extract(meta, '$.prompt_key') END)
+                  IS NOT NULL;
         """,
     )

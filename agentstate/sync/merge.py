@@ -212,9 +212,9 @@ def user_stated_here(store: Store, row: MemoryVersion) -> bool:
 
 
 def _vouched(store: Store, row: MemoryVersion) -> bool:
-    return store.conn.execute(
-        "SELECT 1 FROM memory_evidence WHERE memory_row = ? AND kind = 'user'",
-        (row.row,)).fetchone() is not None
+    from agentstate.memory.model import vouched_by_user
+
+    return vouched_by_user(store, row.row)
 
 
 def _rank(store: Store, row: MemoryVersion) -> int:

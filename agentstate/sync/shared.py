@@ -96,10 +96,12 @@ def nothing_new_digest(store: Store, folder: Path, flags: str) -> str:
 
 
 def stored_digest(store: Store) -> str | None:
-    return store.value("SELECT value FROM kv WHERE key = ?", (DIGEST_KEY,))
+    from agentstate.runs.log import kv_value
+
+    return kv_value(store, DIGEST_KEY)
 
 
 def keep_digest(store: Store, digest: str) -> None:
-    with store.transaction():
-        store.conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO "
-                           "UPDATE SET value = excluded.value", (DIGEST_KEY, digest))
+    from agentstate.runs.log import set_kv_value
+
+    set_kv_value(store, DIGEST_KEY, digest)

@@ -26,9 +26,11 @@ def test_an_undecodable_agent_name_is_one_line_not_a_traceback(initialised):
 
 
 def test_a_hook_event_name_is_never_echoed_raw(initialised, tmp_path):
-    payload = {"hook_event_name": "Stop\x1b]0;owned\x07\x1b[2J\u009b2J", "session_id": "s",
-               "cwd": str(tmp_path / "missing")}
-    done = _run(initialised, "hook", "claude-code", stdin=json.dumps(payload).encode())
+    # Run where there is no store: the hook's one error line names the event.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    payload = {"hook_event_name": "Stop\x1b]0;owned\x07\x1b[2J\u009b2J", "session_id": "s"}
+    done = _run(elsewhere, "hook", "claude-code", stdin=json.dumps(payload).encode())
     assert done.returncode == 0 and done.stderr, done
     assert not any(raw in done.stderr for raw in RAW), done.stderr
     assert b"\\x1b[2J" in done.stderr

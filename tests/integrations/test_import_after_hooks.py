@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from agentstate.runs.lookups import hook_logged_call, hook_logged_prompt
+from agentstate.runs.lookups import (
+    HOOK_CALL_SQL,
+    HOOK_PROMPT_SQL,
+    hook_logged_call,
+    hook_logged_prompt,
+)
 from agentstate.store.db import open_store
 
 PROMPT = "Fix the rounding bug in money.py\nThe test test_rounding fails."
@@ -121,14 +126,10 @@ def test_the_already_logged_check_is_an_indexed_look_up(initialised, cli):
         assert hook_logged_call(store, "s-idx", "toolu_2") is None
         assert hook_logged_call(store, "other", "toolu_1") is None
         plan = " ".join(str(row[-1]) for row in store.conn.execute(
-            "EXPLAIN QUERY PLAN SELECT id FROM events WHERE json_extract(meta, '$.session') = ? "
-            "AND json_extract(meta, '$.tool_use_id') = ? "
-            "AND json_extract(meta, '$.hook') IS NOT NULL LIMIT 1", ("s-idx", "toolu_1")))
+            "EXPLAIN QUERY PLAN " + HOOK_CALL_SQL, ("s-idx", "toolu_1")))
         assert "events_hook_call" in plan, plan
         plan = " ".join(str(row[-1]) for row in store.conn.execute(
-            "EXPLAIN QUERY PLAN SELECT id FROM events WHERE json_extract(meta, '$.session') = ? "
-            "AND json_extract(meta, '$.prompt_key') = ? "
-            "AND json_extract(meta, '$.hook') IS NOT NULL LIMIT 1", ("s-idx", "x")))
+            "EXPLAIN QUERY PLAN " + HOOK_PROMPT_SQL, ("s-idx", "x")))
         assert "events_hook_prompt" in plan, plan
         assert hook_logged_prompt(store, "s-idx", "x") is None
     finally:

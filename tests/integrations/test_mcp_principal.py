@@ -60,20 +60,24 @@ def test_the_cli_resume_shows_the_owner_everything_and_as_agent_no_user_scope(ow
 
 def test_mcp_resume_does_not_show_a_user_scope_preference(agent, owner_repo):
     repo, env, _ = owner_repo
-    envelope = agent.ok("resume")
-    assert _preferences(envelope["data"]) == [SHARED]
-    text = agent.call("resume").content[0].text
+    # The tool's result is the pack text alone (what the model is shown).
+    result = agent.call("resume")
+    assert not result.is_error
+    text = result.content[0].text
     assert PRIVATE not in text and SHARED in text
     resource = agent.portal.call(lambda: agent.session.read_resource("agentstate://resume"))
     assert PRIVATE not in resource.contents[0].text
     # The same as the CLI for the same principal.
-    assert _preferences(envelope["data"]) == _preferences(
-        _cli(repo, env, "resume", "--as", "agent"))
+    as_agent = _cli(repo, env, "resume", "--as", "agent")
+    assert _preferences(as_agent) == [SHARED]
+    assert PRIVATE not in as_agent["text"] and SHARED in as_agent["text"]
 
 
 def test_mcp_context_agrees_with_the_cli_for_the_agent(agent, owner_repo):
     repo, env, _ = owner_repo
-    text = agent.ok("context", budget=3000, query="haiku commit messages")["data"]["text"]
+    result = agent.call("context", budget=3000, query="haiku commit messages")
+    assert not result.is_error
+    text = result.content[0].text
     cli_text = _cli(repo, env, "context", "--as", "agent", "--budget", "3000", "--query",
                     "haiku commit messages")["text"]
     for pack in (text, cli_text):

@@ -80,7 +80,8 @@ def test_the_minimum_stays_under_the_bound_and_pinned_items_that_fit_are_in(case
             assert f"+ {n} more " in text, section
         # Both commands accept that minimum and keep every essential in it.
         minimum = count(text)
-        for built in (build_pack(store, run.ref, budget=minimum, skills=[]).text,
+        pack = build_pack(store, run.ref, budget=minimum, skills=[], principal="owner")
+        for built in (pack.text,
                       build_context(store, run=run.ref, budget=minimum, save=False).text):
             assert count(built) <= minimum
             for item in ess.items:

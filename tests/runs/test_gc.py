@@ -148,9 +148,9 @@ def test_property_cited_events_always_survive_and_nothing_young_or_active_change
             event = append_event(store, runs[which].ref, "observation", f"event number {n}")
             made.append((event, which, age, cite))
             if cite == "evidence":
-                remember(store, f"fact {n} from evidence", kind="fact", evidence=[event.ref])
+                remember(store, f"event number {n} is a fact", kind="fact", evidence=[event.ref])
             elif cite == "source":
-                remember(store, f"fact {n} from source", kind="fact", source=event.ref)
+                remember(store, f"event number {n} was seen", kind="fact", source=event.ref)
             elif cite == "pack":
                 store.conn.execute(
                     "INSERT OR IGNORE INTO packs (id, principal, query, budget, tokens, "
