@@ -282,7 +282,8 @@ def _trial(store: Store, name: str, steps: list[list[str]]) -> list[dict]:
                 trial.append({"step": index, "command": command, "status": "not run: needs "
                               + ", ".join("{" + n + "}" for n in needs)})
                 continue
-            done = run_tool(store, filled, cwd=repo, writable=[tmp],
+            # The scratch copy is the trial's own repository: writable in the sandbox too.
+            done = run_tool(store, filled, cwd=repo, writable=[repo, tmp],
                             purpose=f"skill propose {name}: trial of step {index}")
             status = done.status if done.allowed and not done.not_found else done.reason
             trial.append({"step": index, "command": command, "status": status})

@@ -5,15 +5,18 @@ reading the raw bytes they write."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 RAW = (b"\x1b", b"\xc2\x9b", b"\x07")  # ESC, U+009B (one-byte CSI) as UTF-8, BEL
 
 
-def _run(repo, *args, stdin: bytes = b"") -> subprocess.CompletedProcess:
+def _run(repo, *args, stdin: bytes = b"", env: dict | None = None
+         ) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "agentstate", *args], cwd=repo, input=stdin,
-                          capture_output=True, timeout=120)
+                          capture_output=True, timeout=120,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def test_an_undecodable_agent_name_is_one_line_not_a_traceback(initialised):
@@ -30,7 +33,10 @@ def test_a_hook_event_name_is_never_echoed_raw(initialised, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     payload = {"hook_event_name": "Stop\x1b]0;owned\x07\x1b[2J\u009b2J", "session_id": "s"}
-    done = _run(elsewhere, "hook", "claude-code", stdin=json.dumps(payload).encode())
+    # With no store the error is logged in the cache folder: a private one, so that the
+    # session-wide cache other tests' `doctor` reads stays clean.
+    done = _run(elsewhere, "hook", "claude-code", stdin=json.dumps(payload).encode(),
+                env={"AGENTSTATE_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 0 and done.stderr, done
     assert not any(raw in done.stderr for raw in RAW), done.stderr
     assert b"\\x1b[2J" in done.stderr

@@ -18,6 +18,10 @@ def _finished_run(cli, goal: str, *commands: list[str]) -> str:
 
 
 def test_a_temp_file_becomes_a_step_that_makes_one_and_the_skill_runs(cli, initialised):
+    # Unsandboxed: in exec's sandbox /tmp is private, so a file the caller's shell made with
+    # `mktemp` is not there to cat (the sandbox's own tests cover that).
+    config = initialised / ".agentstate" / "config.toml"
+    config.write_text(config.read_text().replace('sandbox = "auto"', 'sandbox = "none"'))
     fd, scratch = tempfile.mkstemp()  # what `cat $(mktemp)` passed to cat
     os.close(fd)
     run = _finished_run(cli, "Show the notes and a scratch file",
