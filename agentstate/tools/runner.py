@@ -215,7 +215,7 @@ def run_tool(
             command = bwrap_command(choice.bwrap, executable, argv, cwd=where,
                                     work_tree=store.work_tree, store_dir=store.root,
                                     writable=allowed, network=tools.network,
-                                    visible=[*map(Path, dirs), Path(executable).parent])
+                                    visible=[*map(Path, dirs), *_program_folders(executable)])
             executable = choice.bwrap
             child_env["XDG_CACHE_HOME"] = SANDBOX_CACHE
             tmp = child_env.get("TMPDIR")
@@ -448,3 +448,19 @@ def tool_availability(tools: ToolSettings, tool: str, base: Path | None = None) 
         problems.append(f"required tool {tool!r} is not allowed: {decision.reason}")
     return Availability(tool, on_path=on_path, allowed=decision.allowed,
                         reason=decision.reason, problems=problems)
+
+
+def _program_folders(executable: str) -> list[Path]:
+    """Folders the program needs to see even when they lie under the sandbox's private /tmp:
+    its own folder; the whole virtualenv it belongs to (its site-packages); and the source
+    folder of this agentstate (a nested `agentstate` in a development or CI checkout under
+    /tmp imports it from there). Read-only."""
+    import agentstate
+
+    folder = Path(executable).parent
+    found = [folder]
+    if (folder.parent / "pyvenv.cfg").is_file():
+        found.append(folder.parent)
+    found.append(Path(agentstate.__file__).resolve().parent.parent)
+    return found
+
