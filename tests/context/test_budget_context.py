@@ -197,17 +197,20 @@ def test_allocate_never_exceeds_budget_on_synthetic_candidates():
     # refusal, and the other branches need room left after the pinned part.
     classes = st.sampled_from(["pinned"] + ["task", "evidence", "trajectory"] * 4)
 
-    @settings(max_examples=60, deadline=None, derandomize=True)
+    @settings(max_examples=120, deadline=None, derandomize=True)
     @given(st.lists(st.tuples(classes, multiline, st.floats(0, 1)), min_size=1, max_size=30),
            st.integers(1, 1500))
     def allocation_within_budget(items, budget):
-        candidates = [
-            Candidate(ref=f"evt:{n:08d}", cls=cls, section=section[cls], score=score,
-                      full=f"- [evt:{n:08d}] {text}",
-                      compressed=compress_line(f"evt:{n:08d}", text),
-                      pointer=f"- evt:{n:08d}: `agentstate trace evt:{n:08d}`", order=(n,))
-            for n, (cls, text, score) in enumerate(items)
-        ]
+        def fresh() -> list[Candidate]:
+            return [
+                Candidate(ref=f"evt:{n:08d}", cls=cls, section=section[cls], score=score,
+                          full=f"- [evt:{n:08d}] {text}",
+                          compressed=compress_line(f"evt:{n:08d}", text),
+                          pointer=f"- evt:{n:08d}: `agentstate trace evt:{n:08d}`", order=(n,))
+                for n, (cls, text, score) in enumerate(items)
+            ]
+
+        candidates = fresh()
         try:
             result = allocate(candidates, budget, counter.count)
         except BudgetTooSmall as exc:
@@ -223,6 +226,14 @@ def test_allocate_never_exceeds_budget_on_synthetic_candidates():
                 assert cand.ref in cand.form  # compression keeps the ref
             if cand.decision == "pointer":
                 assert cand.ref in cand.form
+        # What fits gets in: at a budget of exactly the tokens used, every placement still
+        # fits, so the allocator makes the same decisions (an exact fit is not a pointer).
+        again = fresh()
+        if not result.tokens:
+            return
+        exact = allocate(again, result.tokens, counter.count)
+        assert exact.text == result.text
+        assert [c.decision for c in again] == [c.decision for c in candidates]
 
     allocation_within_budget()
     assert reached >= {"included", "compressed", "pointer", "dropped", "refused"}, reached
