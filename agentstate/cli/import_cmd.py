@@ -219,9 +219,9 @@ def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, stri
                  as_json: bool, all_projects: bool, make_current: bool, one) -> None:
     """Import one transcript or a folder of them; report per file and in total."""
     from agentstate.errors import InvalidInput, UsageError
+    from agentstate.integrations.paths import inside
     from agentstate.integrations.transcripts import (
         LOGGED_BY_HOOK,
-        inside,
         session_cwd,
         transcript_files,
     )

@@ -110,7 +110,7 @@ def open_hook_store(payload_cwd: Path | None, override: str | None) -> Store:
 
 def check_cwd(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
     """Note a payload whose `cwd` is outside the repository of the store it is written to."""
-    from agentstate.integrations.transcripts import inside
+    from agentstate.integrations.paths import inside
 
     if payload.cwd is not None and not inside(str(payload.cwd), store.work_tree):
         outcome.problems.append(

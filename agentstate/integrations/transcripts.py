@@ -282,17 +282,6 @@ def session_cwd(path: Path) -> str | None:
     return None
 
 
-def inside(cwd: str | None, root: Path) -> bool:
-    """Is this session's cwd the repository at `root` or a folder inside it?"""
-    if not cwd:
-        return False
-    try:
-        Path(cwd).expanduser().resolve().relative_to(root.resolve())
-    except (ValueError, OSError, RuntimeError):
-        return False
-    return True
-
-
 def transcript_files(path: Path) -> list[Path]:
     """The file itself, or every *.jsonl under a folder (sorted by path)."""
     if path.is_dir():

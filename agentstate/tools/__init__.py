@@ -1,7 +1,5 @@
 """The one execution layer: every command agentstate runs (exec, skill acceptance, skill
 scripts) passes the `[tools]` policy and is logged here."""
 
-from agentstate.tools.policy import PolicyDecision, check_command
-from agentstate.tools.runner import ToolResult, run_tool
-
-__all__ = ["PolicyDecision", "ToolResult", "check_command", "run_tool"]
+# Nothing is imported here: `agentstate.tools.excerpt` is used by every hook, which must not
+# pay for loading the policy and the runner (tools.policy / tools.runner are imported by name).

@@ -171,6 +171,17 @@ def test_the_agent_cannot_forget_what_the_user_stated(cli, initialised):
     assert cli.json("forget", own["ref"], env=CLAUDE)["targets"] == [own["ref"]]
 
 
+def test_the_agent_cannot_forget_what_the_user_vouched_for(cli, initialised):
+    """The agent's own candidate becomes the user's word once the user confirms it with
+    `--evidence user`: forgetting it is then the user's call, as for a fact they stated."""
+    own = cli.json("remember", "the staging database is read-only", "--kind", "fact",
+                   env=CLAUDE)
+    assert cli.json("memory", "confirm", own["ref"], "--evidence", "user")["status"] == "active"
+    message = refused(cli, "forget", own["ref"], env=CLAUDE)
+    assert "stated by the user" in message
+    assert cli.json("memory", "show", own["ref"])["versions"][-1]["status"] == "active"
+
+
 # ---------------------------------------------------------------- whole-store actions
 
 

@@ -257,6 +257,12 @@ DENIED = ["rm -rf /", "curl", "ssh"]
     (["xargs", "-I", "P", "P", "x"], False),          # the program from stdin
     (["xargs", "-iP", "P"], False),
     (["timeout", "--sig=KILL", "5", "curl"], False),
+    # What must get in: a unique prefix is read as the wrapper reads it, not refused
+    (["timeout", "--sig=KILL", "5", "make"], True),
+    (["timeout", "--preserve", "5", "make"], True),
+    (["nice", "--adj=3", "make"], True),
+    (["env", "--chd=/srv", "rm", "-rf", "build"], True),
+    (["env", "--chd=/", "rm", "-rf", "."], False),    # ... and so is the directory it names
     (["nice", "-5", "curl"], False),
     (["sudo", "-D", "/", "rm", "-rf", "."], False),
 ])
