@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,9 +46,21 @@ class ToolCall:
 @dataclass
 class ToolSearch:
     """Codex's client-side tool discovery (it offers MCP tools only through it): a
-    `tool_search_call`; Codex answers with the matching tools in the next request."""
+    `tool_search_call`; Codex answers with the matching tools in the next request.
+
+    Codex starts MCP servers beside the first turn, and a search made before a server is up
+    does not find its tools: with `until` (a namespace, e.g. `mcp__agentstate`), the search
+    is made again, `SEARCH_PAUSE_S` apart, until the answer holds that namespace (at most
+    `attempts` times; then the script goes on and the next step says what was offered)."""
 
     query: str
+    until: str | None = None
+    attempts: int = 40
+
+
+# Between two tool searches that wait for an MCP server: the server is another process
+# starting (a second or more on a loaded machine), so there is no clock to inject here.
+SEARCH_PAUSE_S = 0.5
 
 
 Step = Text | ToolCall | ToolSearch
@@ -67,9 +80,20 @@ class ScriptedModel:
     errors: list[str] = field(default_factory=list)  # a step that could not be played
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def next_step(self) -> Step:
+    last: Step | None = None
+
+    def next_step(self, names: list[str] | None = None) -> Step:
+        """The script's next step; a waiting tool search again while its namespace is not
+        among the tools offered (`names`)."""
         with self.lock:
-            return self.steps.pop(0) if self.steps else Text("done")
+            last = self.last
+            if (isinstance(last, ToolSearch) and last.until and last.attempts > 0
+                    and not any(n.startswith(last.until + NAMESPACE_SEP) for n in names or [])):
+                last.attempts -= 1
+                time.sleep(SEARCH_PAUSE_S)
+                return last
+            self.last = self.steps.pop(0) if self.steps else Text("done")
+            return self.last
 
     def main_requests(self) -> list[Recorded]:
         """The requests of the agent loop (the ones that offered tools), in order."""
@@ -281,7 +305,7 @@ class _Handler(BaseHTTPRequestHandler):
             names = tool_names_openai(body)
             scripted = bool(names)
             model.requests.append(Recorded(path, body, scripted))
-            step = model.next_step() if scripted else Text("ok")
+            step = model.next_step(names) if scripted else Text("ok")
             try:
                 events = openai_events(step, names)
             except AssertionError as exc:

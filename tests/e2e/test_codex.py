@@ -9,14 +9,17 @@ from pathlib import Path
 
 from agentstate.integrations.agent_config import install_agent_hooks
 from agentstate.integrations.codex_trust import trust_codex_hooks
+from agentstate.tokens import raw_counts
 from tests.e2e.clients import CODEX
-from tests.e2e.model_server import Text
+from tests.e2e.model_server import Text, ToolSearch
 from tests.e2e.sessions import (
+    AGENTSTATE,
     FAILING_TEST,
     TELLING,
     capture_shim,
     captured,
     codex_home,
+    mcp_call,
     request_text,
     run_codex,
     save_captures,
@@ -92,10 +95,15 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(codex_bin, project
     # failure must still be recorded as one (not `ok`).
     assert failed, tools
 
-    # Session 2. (Codex 0.171 offers MCP tools only through its client-side tool search,
-    # and the agentstate server's tools did not show up there in these runs: the MCP part is
-    # covered with Claude Code, see docs/integrations.md.)
-    model.script(Text("Resuming the parser fix."))
+    # Session 2, with the MCP server (added to the user's config beside the trust keys): its
+    # first request carries the resume pack (the SessionStart hook). Codex 0.171 offers MCP
+    # tools only through its client-side tool search; the model searches until agentstate's
+    # server is up, calls `resume`, and the result it reads is the pack text within budget.
+    with config.open("a") as handle:
+        handle.write(f"\n[mcp_servers.agentstate]\ncommand = {json.dumps(str(AGENTSTATE))}\n"
+                     'args = ["mcp"]\nstartup_timeout_sec = 60\n')
+    model.script(ToolSearch("agentstate resume", until="mcp__agentstate"),
+                 mcp_call("resume", {"budget": 700}), Text("Resuming the parser fix."))
     run_codex(codex_bin, project, model, "continue")
     save_captures(project, "codex", CODEX.version)
     second = model.model.main_requests()
@@ -104,6 +112,13 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(codex_bin, project
     assert failed[0]["ref"] in opening
     assert opening.count(failed[0]["ref"]) == 1
     assert TELLING in opening
+
+    results = tool_results(second[-1].body)
+    assert results, second[-1].body.get("input")
+    pack = results[-1]
+    assert not pack.lstrip().startswith("{"), pack[:300]  # the pack, not the JSON envelope
+    assert TELLING in pack and failed[0]["ref"] in pack
+    assert raw_counts("cl100k_base", [pack])[0] <= 700
 
     fired = {p.get("hook_event_name") for p in captured(project)}
     assert FIRED <= fired, (fired, session1.stdout, session1.stderr)
