@@ -53,6 +53,8 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m401_shared_records", "sync"),
     ("m302_pack_item_notes", "context"),
     ("m004_events_hook_keys", "runs"),
+    ("m015_trigram_for_cjk_events", "memory"),  # issue 24: the store near its content
+    ("m016_events_lean_indexes", "runs"),
 )
 
 
