@@ -17,6 +17,8 @@ Append new migrations; never rename shipped ones.
   Events have a TEXT primary key whose implicit rowid VACUUM may renumber, so they get a small
   map table with a stable INTEGER key and *contentless* indexes keyed on it (no second copy of
   the event text). Triggers on `events` keep them current; the migration backfills old events.
+  Since m015 the event trigram index holds only texts with CJK (the word index serves the
+  rest); see docs/architecture.md, "The store's size".
 """
 
 from __future__ import annotations
