@@ -337,9 +337,12 @@ class SkillSettings:
 
 @dataclass(frozen=True)
 class RetentionSettings:
-    """[retention]: how long `agentstate gc` keeps the events of finished runs."""
+    """[retention]: how long `agentstate gc` keeps the events of finished runs, and how many
+    replaced stores `agentstate restore --force` keeps aside."""
 
     keep_events_days: int = _setting(0, _whole(0))  # 0: keep every event (gc does nothing)
+    # Each kept store is a whole copy (hundreds of MB on a large one): the newest N stay.
+    keep_restore_copies: int = _setting(2, _whole(0))
 
 
 @dataclass(frozen=True)
@@ -465,6 +468,9 @@ definitions = []
 # `agentstate gc` removes events of finished runs older than this many days (events that a
 # memory or a stored context pack cites keep their ref, kind and a hash). 0 keeps everything.
 # keep_events_days = 0
+# `restore --force` keeps the store it replaced inside the new one (before-restore-STAMP/):
+# the newest N such copies are kept, older ones removed. 0 keeps none.
+# keep_restore_copies = 2
 """
 
 

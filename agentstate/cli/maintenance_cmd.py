@@ -79,6 +79,13 @@ def restore(
                       markup=False)
         if r.kept_aside:
             console.print(f"the replaced store is kept at {r.kept_aside}", markup=False)
+        for path in r.removed_aside:
+            console.print(f"removed an older replaced store: {path}", markup=False)
+        if r.aside_copies:
+            total = sum(copy.bytes for copy in r.aside_copies)
+            console.print(f"replaced stores kept: {len(r.aside_copies)}, {total / 1e6:.1f} MB "
+                          "in all (the newest [retention] keep_restore_copies stay)",
+                          markup=False)
         if r.migrations_applied:
             console.print(f"migrations applied: {', '.join(r.migrations_applied)}",
                           markup=False)

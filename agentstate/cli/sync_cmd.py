@@ -55,27 +55,7 @@ def sync_command(
                       include_quarantined=include_quarantined, principal=principal)
 
     def human(console, data):
-        would = "would be " if data.dry_run else ""
-        if not import_only:
-            console.print(f"exported: {data.exported} memor{'y' if data.exported == 1 else 'ies'}"
-                          f", {data.exported_evidence} evidence ref(s), "
-                          f"{data.exported_tombstones} tombstone(s) {would}written to "
-                          f"{data.folder}", markup=False)
-            if data.removed_lines:
-                console.print(f"  {data.removed_lines} line(s) of purged records {would}"
-                              "removed (older commits still hold them: rewrite git history "
-                              "to erase them there)", markup=False)
-        if not export_only:
-            console.print(f"imported: {data.imported}, contested: {data.contested}, "
-                          f"tombstoned: {data.tombstoned}" + (f" ({would}applied)" if would
-                                                              else ""), markup=False)
-            for ref in data.refs.get("contested", []):
-                console.print(f"  contested {ref}: `agentstate memory show {ref}`; confirm it "
-                              "or forget it to settle", markup=False)
-        for item in data.skipped_items:
-            console.print(f"skipped {item.get('where') or item.get('what')}: {item['reason']}",
-                          markup=False)
-        for warning in data.warnings:
-            console.print(f"note: {warning}", markup=False)
+        for line in data.summary_lines(exported=not import_only, imported=not export_only):
+            console.print(line, markup=False)
 
     emit(result, as_json=as_json, human=human)

@@ -59,6 +59,14 @@ class BackupResult:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class AsideCopy:
+    """A store `restore --force` replaced, kept inside the new one (before-restore-STAMP/)."""
+
+    path: str
+    bytes: int
+
+
 @dataclass
 class RestoreResult:
     store: str
@@ -73,6 +81,10 @@ class RestoreResult:
     still_in: list[str] = field(default_factory=list)
     rewrite_command: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Every replaced store still kept, oldest first, after older ones beyond
+    # [retention] keep_restore_copies were removed (`removed_aside`).
+    aside_copies: list[AsideCopy] = field(default_factory=list)
+    removed_aside: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- backup

@@ -167,6 +167,27 @@ def check_restore_leftovers(root: Path) -> Check:
                                   "removes them", {"leftovers": [str(p) for p in found]})
 
 
+def check_restore_copies(root: Path, settings: Settings) -> Check:
+    """The stores `restore --force` replaced and kept inside this one: how many, where, and
+    the room they take (each is a whole copy of an older store)."""
+    from agentstate.maintenance.restore import aside_copies
+
+    copies = aside_copies(root)
+    keep = settings.retention.keep_restore_copies
+    total = sum(copy.bytes for copy in copies)
+    data = {"copies": [{"path": c.path, "bytes": c.bytes} for c in copies], "bytes": total,
+            "keep": keep}
+    if not copies:
+        return Check("restore-copies", OK, "no replaced store kept aside by restore", data)
+    where = ", ".join(Path(c.path).name + "/" for c in copies)
+    detail = (f"{len(copies)} replaced store(s) kept aside by restore, "
+              f"{total / 1e6:.1f} MB: {where}")
+    if len(copies) > keep:
+        return Check("restore-copies", WARN, f"{detail} — more than [retention] "
+                     f"keep_restore_copies = {keep}: {REPAIR_HINT} removes the oldest", data)
+    return Check("restore-copies", OK, detail, data)
+
+
 def check_sandbox(root: Path, settings: Settings) -> Check:
     """Is there a sandbox under the tool layer (bubblewrap), or is the policy the only line?"""
     from agentstate.tools.policy import resolve_program, search_path
@@ -192,6 +213,7 @@ def diagnose(root: Path) -> Report:
     checks, settings = storage_checks(root)
     checks.insert(-2, check_skills_repo(root))
     checks.append(check_restore_leftovers(root))
+    checks.append(check_restore_copies(root, settings))
     if not any(c.status == FAIL and c.name in ("database", "integrity") for c in checks):
         checks += [check_search_indexes(root), check_publishing(root),
                    check_registry_mirror(root, settings), check_skill_tools(root, settings)]

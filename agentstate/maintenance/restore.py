@@ -42,6 +42,7 @@ from agentstate.errors import (
 from agentstate.maintenance.backup import (
     ASIDE_PREFIX,
     BUNDLE,
+    AsideCopy,
     RestoreResult,
     read_backup,
 )
@@ -126,6 +127,17 @@ def restore(backup_file: Path, *, override: str | Path | None = None,
     finally:
         if lock is not None:
             lock.close()  # rolls back the read-only lock transaction on the old file
+    # The restore is done: bounding the kept copies may fail (a file held open elsewhere)
+    # without undoing it.
+    try:
+        keep = load_settings(root / CONFIG_NAME).retention.keep_restore_copies
+        result.removed_aside = trim_aside_copies(root, keep)
+    except (OSError, AgentStateError) as exc:
+        result.warnings.append(f"older stores kept aside by restore were not all removed: "
+                               f"{exc}")
+    if result.kept_aside is not None and not Path(result.kept_aside).exists():
+        result.kept_aside = None  # keep_restore_copies = 0: not even the newest is kept
+    result.aside_copies = aside_copies(root)
     return result
 
 
@@ -330,3 +342,43 @@ def remove_restore_leftovers(root: Path) -> list[str]:
             shutil.rmtree(path, ignore_errors=True)
             actions.append(f"removed {path.name}/ left by an interrupted restore")
     return actions
+
+
+def _aside_order(path: Path) -> tuple[str, int]:
+    """before-restore-STAMP or before-restore-STAMP-N (a second restore in one second):
+    by stamp, then N, so `-10` comes after `-9`."""
+    stamp, _, n = path.name[len(ASIDE_PREFIX):].partition("-")
+    return stamp, int(n) if n.isdigit() else 1
+
+
+def _aside_paths(root: Path) -> list[Path]:
+    found = root.glob(f"{ASIDE_PREFIX}*") if root.is_dir() else []
+    return sorted((p for p in found if p.is_dir() and not p.is_symlink()), key=_aside_order)
+
+
+def _folder_bytes(path: Path) -> int:
+    total = 0
+    for item in path.rglob("*"):
+        try:
+            if item.is_file() and not item.is_symlink():
+                total += item.stat().st_size
+        except OSError:  # a file removed while counting: it no longer takes room
+            continue
+    return total
+
+
+def aside_copies(root: Path) -> list[AsideCopy]:
+    """The stores `restore --force` replaced and kept inside this one, oldest first, with
+    the bytes each takes (a whole store: its database, skills registry and files)."""
+    return [AsideCopy(path=str(p), bytes=_folder_bytes(p)) for p in _aside_paths(root)]
+
+
+def trim_aside_copies(root: Path, keep: int) -> list[str]:
+    """Remove all but the newest `keep` replaced stores ([retention] keep_restore_copies);
+    → the paths removed. Each is a whole copy of an older store, so without a bound every
+    restore would leave another one behind."""
+    paths = _aside_paths(root)
+    removed = paths[:max(len(paths) - keep, 0)]
+    for path in removed:
+        shutil.rmtree(path)
+    return [str(p) for p in removed]

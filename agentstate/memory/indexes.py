@@ -7,6 +7,8 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from agentstate.memory.schema import CJK_GLOB
+
 if TYPE_CHECKING:
     from agentstate.store.db import Store
 
@@ -62,6 +64,8 @@ def rebuild_indexes(store: Store) -> None:
                      "WHERE NOT EXISTS (SELECT 1 FROM event_search_map m "
                      "WHERE m.event_id = e.id) ORDER BY e.ts, e.run, e.seq")
         conn.execute("DELETE FROM event_search_map WHERE event_id NOT IN (SELECT id FROM events)")
-        for name in ("events_fts", "events_tri"):
+        # The trigram index holds only texts with CJK (m015): what its triggers insert.
+        for name, only in (("events_fts", ""), ("events_tri", " WHERE e.text GLOB ?")):
             conn.execute(f"INSERT INTO {name}(rowid, text) SELECT m.row, e.text "
-                         "FROM event_search_map m JOIN events e ON e.id = m.event_id")
+                         f"FROM event_search_map m JOIN events e ON e.id = m.event_id{only}",
+                         (CJK_GLOB,) if only else ())

@@ -17,6 +17,8 @@ Append new migrations; never rename shipped ones.
   Events have a TEXT primary key whose implicit rowid VACUUM may renumber, so they get a small
   map table with a stable INTEGER key and *contentless* indexes keyed on it (no second copy of
   the event text). Triggers on `events` keep them current; the migration backfills old events.
+  Since m015 the event trigram index holds only texts with CJK (the word index serves the
+  rest); see docs/architecture.md, "The store's size".
 """
 
 from __future__ import annotations
@@ -219,5 +221,75 @@ def m105_stemmed_word_index(db: sqlite_utils.Database) -> None:
         INSERT INTO events_fts(rowid, text)
             SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id;
         CREATE VIRTUAL TABLE events_vocab USING fts5vocab(events_fts, 'row');
+        """,
+    )
+
+
+# The characters `memory/terms.py` calls CJK (`_CJK`), as a GLOB class. Frozen here as the
+# migration wrote it: a shipped migration is never edited, so a change to `_CJK` needs a new
+# migration (tests/memory/test_search.py compares the two).
+CJK_GLOB = "*[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]*"
+
+
+def m015_trigram_for_cjk_events(db: sqlite_utils.Database) -> None:
+    """The event trigram index keeps only texts holding CJK (Chinese, Japanese, Korean).
+
+    Why: on realistic agent text (prompts, pytest failures, tracebacks, diffs) the trigram
+    index of every event was ~60% of the file, 2.5 MB per 1,000 events against 0.8 MB of
+    text. The word index already serves text that separates its words; what it cannot serve
+    is CJK runs, which have no spaces (the trigram index's reason to exist). The fragment
+    fallback it also served (`config` inside `myconfig.yaml`) now asks the word index by
+    prefix and scans the newest texts for the rest (memory/search.py, `_match_fragments`).
+    The memories' trigram index is unchanged: memories are few and short.
+
+    The event index is contentless: a 'delete' must name exactly what was inserted, so the
+    triggers test the same condition on the old text as on the new one. The trigram index is
+    refilled from the events that qualify, its segments merged into one."""
+    on_new = f"NEW.text GLOB '{CJK_GLOB}'"
+    on_old = f"OLD.text GLOB '{CJK_GLOB}'"
+    run_script(
+        db,
+        f"""
+        DROP TRIGGER events_search_ai;
+        DROP TRIGGER events_search_ad;
+        DROP TRIGGER events_search_au;
+        DROP TABLE events_tri_vocab;
+        DROP TABLE events_tri;
+        CREATE VIRTUAL TABLE events_tri USING fts5(text, content='', tokenize='trigram');
+        CREATE VIRTUAL TABLE events_tri_vocab USING fts5vocab(events_tri, 'row');
+
+        CREATE TRIGGER events_search_ai AFTER INSERT ON events BEGIN
+            INSERT INTO event_search_map(event_id) VALUES (NEW.id);
+            INSERT INTO events_fts(rowid, text)
+                SELECT row, NEW.text FROM event_search_map WHERE event_id = NEW.id;
+            INSERT INTO events_tri(rowid, text)
+                SELECT row, NEW.text FROM event_search_map
+                WHERE event_id = NEW.id AND {on_new};
+        END;
+        CREATE TRIGGER events_search_ad AFTER DELETE ON events BEGIN
+            INSERT INTO events_fts(events_fts, rowid, text)
+                SELECT 'delete', row, OLD.text FROM event_search_map WHERE event_id = OLD.id;
+            INSERT INTO events_tri(events_tri, rowid, text)
+                SELECT 'delete', row, OLD.text FROM event_search_map
+                WHERE event_id = OLD.id AND {on_old};
+            DELETE FROM event_search_map WHERE event_id = OLD.id;
+        END;
+        CREATE TRIGGER events_search_au AFTER UPDATE OF text ON events BEGIN
+            INSERT INTO events_fts(events_fts, rowid, text)
+                SELECT 'delete', row, OLD.text FROM event_search_map WHERE event_id = OLD.id;
+            INSERT INTO events_tri(events_tri, rowid, text)
+                SELECT 'delete', row, OLD.text FROM event_search_map
+                WHERE event_id = OLD.id AND {on_old};
+            INSERT INTO events_fts(rowid, text)
+                SELECT row, NEW.text FROM event_search_map WHERE event_id = NEW.id;
+            INSERT INTO events_tri(rowid, text)
+                SELECT row, NEW.text FROM event_search_map
+                WHERE event_id = NEW.id AND {on_new};
+        END;
+
+        INSERT INTO events_tri(rowid, text)
+            SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id
+            WHERE e.text GLOB '{CJK_GLOB}';
+        INSERT INTO events_tri(events_tri) VALUES ('optimize');
         """,
     )

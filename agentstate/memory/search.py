@@ -332,16 +332,34 @@ def search_memory_rows(store: Any, query: str, *, cap: int = 200,
     return sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:cap]
 
 
+def _fragments(plan: QueryPlan) -> list[str]:
+    return [w for w in plan.words if len(w) >= 3]
+
+
 def _match_fragments(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
                      join: str = "", where: str = "", values: tuple = ()
                      ) -> list[tuple[int, float]]:
     """Fallback when no whole word matched: the words (3+ characters) as substrings, through
-    the trigram index — `pytes` finds `pytest`, `config` finds `myconfig.yaml`."""
-    fragments = [w for w in plan.words if len(w) >= 3]
+    the trigram index — `pytes` finds `pytest`, `config` finds `myconfig.yaml`. The event
+    trigram index holds only texts with CJK (schema m015): events add `_match_prefixes` and
+    a scan of the newest texts (see search_events)."""
+    fragments = _fragments(plan)
     if not fragments:
         return []
     expression = " OR ".join(_quote(w) for w in fragments)
     return _run_match(conn, corpus.trigrams, expression, cap, join, where, values)
+
+
+def _match_prefixes(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
+                    join: str = "", where: str = "", values: tuple = ()
+                    ) -> list[tuple[int, float]]:
+    """The fragments as word prefixes in the word index (`pytes` → `pytest`), over every
+    indexed text: what the event trigram index no longer holds for text without CJK."""
+    fragments = _fragments(plan)
+    if not fragments:
+        return []
+    expression = " OR ".join(f"{_quote(w)}*" for w in fragments)
+    return _run_match(conn, corpus.words, expression, cap, join, where, values)
 
 
 def coverage(plan: QueryPlan, text: str) -> float:
@@ -387,6 +405,14 @@ def _substring_scan(conn: Any, sql: str, values: list, segments: list[str]
 
 
 # ---------------------------------------------------------------- events
+
+
+def _newest_events_sql(conditions: list[str], folded: bool = False) -> str:
+    """The newest events' texts (lower-cased for ASCII fragments), for `_substring_scan`."""
+    where = (" WHERE " + " AND ".join(conditions)) if conditions else ""
+    text = "lower(e.text)" if folded else "e.text"
+    return (f"SELECT m.row, {text} FROM event_search_map m JOIN events e "
+            f"ON e.id = m.event_id{where} ORDER BY m.row DESC LIMIT ?")
 
 
 @dataclass
@@ -459,14 +485,20 @@ def search_events(
     )
     scan: dict[int, float] = {}
     if plan.short_cjk or plan.cjk_pieces:
-        where = (" WHERE " + " AND ".join(conditions)) if conditions else ""
-        sql = (f"SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id"
-               f"{where} ORDER BY m.row DESC LIMIT ?")
-        scan = _substring_scan(conn, sql, values, plan.short_cjk + plan.cjk_pieces)
+        scan = _substring_scan(conn, _newest_events_sql(conditions), values,
+                               plan.short_cjk + plan.cjk_pieces)
     combined = _combine(words, grams, scan)
     if not combined:
-        combined = _normalised(
-            _match_fragments(conn, EVENTS, plan, cap, joined(EVENTS.trigrams), where, bound)
+        # Fragments: CJK texts through the trigram index, every text by word prefix, and
+        # the newest SCAN_LIMIT texts by substring (`config` inside `myconfig.yaml`; older
+        # ASCII texts are not in the trigram index since m015 — the price of its size).
+        combined = _combine(
+            _normalised(_match_fragments(conn, EVENTS, plan, cap, joined(EVENTS.trigrams),
+                                         where, bound)),
+            _normalised(_match_prefixes(conn, EVENTS, plan, cap, joined(EVENTS.words),
+                                        where, bound)),
+            _substring_scan(conn, _newest_events_sql(conditions, folded=True), values,
+                            _fragments(plan)) if _fragments(plan) else {},
         )
     if not combined:
         return []

@@ -105,3 +105,21 @@ def m004_events_hook_keys(db: sqlite_utils.Database) -> None:
                   IS NOT NULL;
         """,
     )
+
+
+def m016_events_lean_indexes(db: sqlite_utils.Database) -> None:
+    """Indexes that cost space without serving a query (issue 24, the store's size):
+    `events_run_kind (run, kind)` is a prefix of `events_run_kind_seq (run, kind, seq)`,
+    which serves every query it served; `resolves` and `supersedes` are NULL on almost every
+    event, so their indexes keep only the rows that have one (a lookup `resolves = ?`
+    implies `IS NOT NULL`, and SQLite uses a partial index for it)."""
+    run_script(
+        db,
+        """
+        DROP INDEX events_run_kind;
+        DROP INDEX events_resolves;
+        DROP INDEX events_supersedes;
+        CREATE INDEX events_resolves ON events(resolves) WHERE resolves IS NOT NULL;
+        CREATE INDEX events_supersedes ON events(supersedes) WHERE supersedes IS NOT NULL;
+        """,
+    )

@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # sqlite_utils is slow to import; only the migrations themselves need it
     import sqlite_utils
@@ -53,6 +53,8 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m401_shared_records", "sync"),
     ("m302_pack_item_notes", "context"),
     ("m004_events_hook_keys", "runs"),
+    ("m015_trigram_for_cjk_events", "memory"),  # issue 24: the store near its content
+    ("m016_events_lean_indexes", "runs"),
 )
 
 
@@ -137,3 +139,14 @@ def apply_migrations(db: sqlite_utils.Database, upto: str | None = None,
 def schema_version(db: sqlite_utils.Database) -> str:
     names = applied_migrations(db)
     return names[-1] if names else "(blank)"
+
+
+def store_up_to_date(store: Any) -> bool:
+    """Has the open store applied every migration this version knows? (Read only: the
+    names recorded in `_migrations`, no domain's schema imported.)"""
+    conn = store.conn
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                        "AND name = '_migrations'").fetchone():
+        return False
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    return all(name in done for name, _ in MIGRATION_ORDER)

@@ -27,5 +27,5 @@ def test_every_benchmark_runs_in_smoke_mode_and_the_report_is_written(tmp_path):
                    "PostToolUse 200 KB output", "gc / copy of the database",
                    "export / its floor", "import / its floor", "with nothing new",
                    "context call (budget 8000)", "start-up to initialized",
-                   "first import"):
+                   "first import", "store per 1,000 events"):
         assert any(figure in line and "target" in line for line in text.splitlines()), figure

@@ -35,6 +35,8 @@ SHIPPED = [
     "m401_shared_records",
     "m302_pack_item_notes",
     "m004_events_hook_keys",
+    "m015_trigram_for_cjk_events",
+    "m016_events_lean_indexes",
 ]
 
 
