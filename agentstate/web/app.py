@@ -98,7 +98,7 @@ def environment(guard: Guard) -> Environment:
     return env
 
 
-def create_app(store_dir: str | Path, guard: Guard) -> Starlette:
+def create_app(store_dir: str | Path, guard: Guard) -> _Guarded:
     env = environment(guard)
 
     def render(request: Request, template: str, http_status: int = 200, **context: Any
@@ -137,9 +137,9 @@ def create_app(store_dir: str | Path, guard: Guard) -> Starlette:
             status = 404 if isinstance(exc, NotFound) else 403 if isinstance(exc, Refused) \
                 else 400
             return render(request, "error.html", http_status=status, message=str(exc))
-        from agentstate.output import warn
-
         import traceback
+
+        from agentstate.output import warn
 
         # The terminal gets the whole story (it is the developer's); the page, one line.
         warn(f"ui: {request.url.path}: {type(exc).__name__}: {exc}\n"
@@ -179,6 +179,8 @@ def create_app(store_dir: str | Path, guard: Guard) -> Starlette:
 
     routes = [
         Route("/", lambda r: RedirectResponse("/runs", status_code=302)),
+        # Browsers ask for it on every site; no icon, and no 404 in the console.
+        Route("/favicon.ico", lambda r: Response(status_code=204)),
         Route("/runs", page("runs.html", lambda s, r: views.runs_page(s))),
         Route("/runs/{run_id}", page("timeline.html", lambda s, r: views.timeline_page(
             s, r.path_params["run_id"], kind=q(r, "kind"), session=q(r, "session"),

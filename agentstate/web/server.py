@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 from agentstate.errors import InvalidInput
@@ -39,7 +40,7 @@ def bind_free_port(port: int, tries: int = PORTS_TRIED) -> tuple[socket.socket, 
 
 
 def serve(store_dir: str | Path, *, port: int, open_browser: bool,
-          say: callable = print) -> None:  # type: ignore[valid-type]
+          say: Callable[[str], None] = print) -> None:
     import uvicorn
 
     from agentstate.web.app import create_app

@@ -106,7 +106,7 @@ def test_click_through_against_the_cli(server, seeded, cli, browser_page):
     no_script_ran(page)
     shoot(page, "pack")
 
-    page.locator(f"#manifest tr[data-ref='{seeded['failing']}'] a.trace-link").click()
+    page.locator(f"#manifest tr[data-ref='{seeded['failing']}'] a.trace-link").first.click()
     page.wait_for_selector("#trace")
     traced = cli.json("trace", seeded["failing"])
     assert rows(page, "#trace > li") == [c["ref"] for c in traced["children"]]
