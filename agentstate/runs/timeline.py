@@ -58,10 +58,11 @@ def event_page(store: Store, run_ref: str, *, kind: str | None = None,
     older = events[-1].seq if len(rows) > limit and events else None
     newer = None
     if before and events:
-        # The page above this one starts `limit` events further up.
+        # The page above this one is the `limit` matching events just above it: it reads
+        # below the highest of them plus one (none that high: it is the newest page).
         above = store.conn.execute(
             f"SELECT seq FROM events WHERE {cond} AND seq > ? ORDER BY seq ASC LIMIT 1 "
-            f"OFFSET ?", [*params, events[0].seq, limit]).fetchone()
+            f"OFFSET ?", [*params, events[0].seq, limit - 1]).fetchone()
         newer = above[0] + 1 if above else 0
     sessions = [r[0] for r in store.conn.execute(
         f"SELECT DISTINCT s FROM (SELECT {_SESSION} AS s FROM events WHERE run = ? "
