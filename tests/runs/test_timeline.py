@@ -69,3 +69,16 @@ def test_resume_names_the_review_queue_only_when_something_waits(store):
     remember(store, "My editor is vim", kind="fact", source="model", scope="user",
              principal="owner")
     assert review_queue_counts(store, "owner") == {"candidate": 2}
+
+
+def test_a_session_start_pack_names_the_review_queue(initialised, cli):
+    """The pack a Claude Code session starts with (the real hook command, stdin in)."""
+    from tests.integrations.test_hooks_handler import context_of, hook, payload
+
+    cli.ok("run", "start", "Fix the parser")
+    start = payload("claude-code", "session_start_startup", initialised)
+    assert "review queue" not in context_of(hook("claude-code", start, initialised))
+    cli.ok("remember", "The parser is slow on long dates", "--kind", "fact",
+           "--source", "model")
+    said = context_of(hook("claude-code", start, initialised))
+    assert "> memory review queue: 1 candidate waiting for the user's word" in said

@@ -169,3 +169,18 @@ def test_port_in_use_moves_to_the_next_and_says_so(seeded, initialised):
             assert request(running, "GET", "/runs").status == 403
         finally:
             stop(running)
+
+
+def test_huge_texts_are_cut_with_a_link_to_the_whole(server, seeded, cli):
+    cookie = login(server)
+    run_id = seeded["run"].removeprefix("run:")
+    diagnosis = cli.json("events", "--run", seeded["run"], "--kind", "diagnosis")[0]
+    assert len(diagnosis["text"]) > 600
+    timeline = request(server, "GET", f"/runs/{run_id}", headers={"Cookie": cookie}).body
+    link = f'href="/events/{diagnosis["ref"].removeprefix("evt:")}">cut at 600 of ' \
+           f'{len(diagnosis["text"])} characters'
+    assert link in timeline
+    assert diagnosis["text"] not in timeline and diagnosis["text"][:600] in timeline
+    whole = request(server, "GET", f"/events/{diagnosis['ref'].removeprefix('evt:')}",
+                    headers={"Cookie": cookie}).body
+    assert diagnosis["text"] in whole
