@@ -92,7 +92,9 @@ def test_stored_text_is_escaped_on_every_page(server, seeded):
              "/memory", f"/memory/{seeded['rival']}", f"/memory/{seeded['gone']}",
              "/memory?status=all"]
     for path in pages:
-        body = request(server, "GET", path, headers={"Cookie": cookie}).body
+        response = request(server, "GET", path, headers={"Cookie": cookie})
+        body = response.body
+        assert response.status == 200, (path, body[:500])
         assert "<script>window" not in body and "<img src=x" not in body, path
         assert "\x1b" not in body, path
     timeline = request(server, "GET", f"/runs/{run_id}", headers={"Cookie": cookie}).body
@@ -184,3 +186,20 @@ def test_huge_texts_are_cut_with_a_link_to_the_whole(server, seeded, cli):
     whole = request(server, "GET", f"/events/{diagnosis['ref'].removeprefix('evt:')}",
                     headers={"Cookie": cookie}).body
     assert diagnosis["text"] in whole
+
+
+def test_why_not_finds_what_words_match_and_where_each_went(server, seeded, cli):
+    cookie = login(server)
+    run_id = seeded["run"].removeprefix("run:")
+    body = request(server, "GET", f"/saw/{run_id}?budget=1500&why=LANG+locale",
+                   headers={"Cookie": cookie}).body
+    answer = body.split('id="why-answer"', 1)[1].split("</section>", 1)[0]
+    # The fact matches the words; the forgotten preference does not and is not listed.
+    assert seeded["fact"] in answer and seeded["gone"] not in answer
+    pack = cli.json("context", "--run", seeded["run"], "--budget", "1500")
+    decisions = [e["decision"] for e in pack["manifest"] if e["ref"] == seeded["fact"]]
+    said = next(item for item in answer.split("<li>") if seeded["fact"] in item)
+    if decisions:
+        assert f"<strong>{decisions[0]}</strong>" in said
+    else:
+        assert "not a candidate in this pack" in said
