@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from agentstate.errors import AgentStateError, NotFound, Refused
 from agentstate.web import views
-from agentstate.web.security import COOKIE, Guard
+from agentstate.web.security import Guard
 
 HERE = Path(__file__).parent
 # How long a page waits for a writer's lock before it says the store is locked (the CLI
@@ -236,7 +236,7 @@ class _Guarded:
             referer=headers.get("referer"), client=request.client.host if request.client
             else None)
         given = request.query_params.get("token")
-        if why is None and not self.guard.token_ok(request.cookies.get(COOKIE)) \
+        if why is None and not self.guard.token_ok(request.cookies.get(self.guard.cookie)) \
                 and not self.guard.token_ok(given):
             why = "this page needs the token printed by `agentstate ui` (open its URL)"
         if why is not None:
@@ -248,8 +248,8 @@ class _Guarded:
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             target = request.url.path + ("?" + urlencode(rest) if rest else "")
             response: Response = RedirectResponse(target, status_code=303)
-            response.set_cookie(COOKIE, self.guard.token, httponly=True, samesite="strict",
-                                path="/")
+            response.set_cookie(self.guard.cookie, self.guard.token, httponly=True,
+                                samesite="strict", path="/")
             await response(scope, receive, send)
             return
 

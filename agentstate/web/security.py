@@ -28,6 +28,12 @@ class Guard:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
 
+    @property
+    def cookie(self) -> str:
+        # Cookies are not kept per port: two ui servers side by side (two repositories)
+        # would overwrite each other's under one name.
+        return f"{COOKIE}_{self.port}"
+
     def hosts(self) -> set[str]:
         return {f"{name}:{self.port}" for name in LOOPBACK_NAMES}
 
