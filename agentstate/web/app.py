@@ -88,13 +88,19 @@ def _cut(text: Any, limit: int = CUT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit]
 
 
+def _with_param(request: Request, key: str, value: str) -> str:
+    """This page's query string with `key` set to `value` (the other parameters kept)."""
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k != key]
+    return urlencode([*kept, (key, value)])
+
+
 def environment(guard: Guard) -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(show=_show, reflink=_reflink, linkrefs=_linkrefs, cut=_cut)
     env.globals.update(csrf=guard.csrf, ref_url=ref_url, CUT_CHARS=CUT_CHARS,
-                       urlencode=urlencode)
+                       urlencode=urlencode, with_param=_with_param)
     return env
 
 
@@ -190,9 +196,9 @@ def create_app(store_dir: str | Path, guard: Guard) -> _Guarded:
             "whole": q(r, "whole") == "1", "limit": WHOLE_CHARS})),
         Route("/saw/{run_id}", page("saw.html", lambda s, r: views.saw_page(
             s, r.path_params["run_id"], budget=q(r, "budget"), query=q(r, "query"),
-            why=q(r, "why")))),
+            why=q(r, "why"), all_rows=q(r, "rows") == "all"))),
         Route("/packs/{pack_id}", page("pack.html", lambda s, r: views.pack_page(
-            s, r.path_params["pack_id"], why=q(r, "why")))),
+            s, r.path_params["pack_id"], why=q(r, "why"), all_rows=q(r, "rows") == "all"))),
         Route("/trace", lambda r: RedirectResponse(
             "/trace/" + quote(q(r, "ref"), safe=":@"), status_code=303)),
         Route("/trace/{ref:path}", page("trace.html", lambda s, r: views.trace_page(

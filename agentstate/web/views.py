@@ -16,11 +16,16 @@ from agentstate.store.refs import parse_ref
 # The ui acts as the store's owner: it is the user at their own machine (issue 25).
 PRINCIPAL = "owner"
 RUNS_SHOWN = 200
-MEMORIES_SHOWN = 200
-REVIEW_SHOWN = 100
+MEMORIES_SHOWN = 100  # newest first; the filters narrow it (the page says when it is cut)
+REVIEW_SHOWN = 50  # per status; the banner counts them all
 APART_SHOWN = 50  # expired and forgotten, shown apart
 PACKS_SHOWN = 50
 LOADS_SHOWN = 50
+# A pack at 8,000 tokens on a large store considers thousands of candidates; rendering every
+# row costs more than the rest of the page (measured: ~0.6 s for 2,500 rows on a loaded
+# machine). Every row that got in is shown; of the dropped ones the first DROPPED_SHOWN, with
+# the counts by reason above and `rows=all` for the rest.
+DROPPED_SHOWN = 100
 
 
 def review_counts(store: Store) -> dict[str, int]:
@@ -70,7 +75,7 @@ def event_view(store: Store, event_id: str) -> dict[str, Any]:
 
 
 def saw_page(store: Store, run_id: str, *, budget: str | None, query: str | None,
-             why: str | None) -> dict[str, Any]:
+             why: str | None, all_rows: bool = False) -> dict[str, Any]:
     from agentstate.context.assemble import build_context
     from agentstate.context.manifest import packs_of_run
     from agentstate.runs.log import get_run
@@ -83,20 +88,35 @@ def saw_page(store: Store, run_id: str, *, budget: str | None, query: str | None
     pack = build_context(store, run=run.ref, budget=budget or None, query=query or None,
                          principal=PRINCIPAL, save=False)
     entries = [_entry(e) for e in pack.manifest]
-    return {"run": run, "resume": resume, "pack": pack, "entries": entries,
-            "dropped": _dropped(entries), "budget": budget or "", "query": query or "",
+    return {"run": run, "resume": resume, "pack": pack, "budget": budget or "",
+            "query": query or "",
             "stored": packs_of_run(store, run.ref.removeprefix("run:"), limit=PACKS_SHOWN),
-            "why": why or "", "answer": why_not(store, why, entries) if why else None,
-            "max_tokens": max([e["tokens"] for e in entries] or [1]) or 1}
+            **_manifest_view(store, entries, why, all_rows)}
 
 
-def pack_page(store: Store, pack_id: str, *, why: str | None) -> dict[str, Any]:
+def pack_page(store: Store, pack_id: str, *, why: str | None, all_rows: bool = False
+              ) -> dict[str, Any]:
     from agentstate.context.manifest import load_pack
 
     stored = load_pack(store, f"pack:{pack_id}")
-    entries = [_entry(e) for e in stored.items]
-    return {"pack": stored, "entries": entries, "dropped": _dropped(entries),
-            "why": why or "", "answer": why_not(store, why, entries) if why else None,
+    return {"pack": stored,
+            **_manifest_view(store, [_entry(e) for e in stored.items], why, all_rows)}
+
+
+def _manifest_view(store: Store, entries: list[dict[str, Any]], why: str | None,
+                   all_rows: bool) -> dict[str, Any]:
+    """The manifest as shown (see DROPPED_SHOWN), its counts by reason, and the why-not
+    answer (over every row, shown or not)."""
+    shown, dropped_seen = [], 0
+    for e in entries:
+        if e["decision"] == "dropped":
+            dropped_seen += 1
+            if dropped_seen > DROPPED_SHOWN and not all_rows:
+                continue
+        shown.append(e)
+    return {"entries": shown, "total": len(entries), "hidden": len(entries) - len(shown),
+            "dropped": _dropped(entries), "why": why or "",
+            "answer": why_not(store, why, entries) if why else None,
             "max_tokens": max([e["tokens"] for e in entries] or [1]) or 1}
 
 
@@ -177,6 +197,7 @@ def memory_page(store: Store, *, status: str | None, scope: str | None) -> dict[
     apart = {s: list_memories(store, status=s, limit=APART_SHOWN, principal=PRINCIPAL)
              for s in ("expired", "forgotten")}
     return {"memories": listed, "review": queue, "apart": apart, "status": status or "",
+            "shown": MEMORIES_SHOWN, "cut": len(listed) == MEMORIES_SHOWN,
             "scope": scope or "",
             "statuses": ["current", "active", "contested", "candidate", "quarantined",
                          "superseded", "forgotten", "expired", "all"]}
