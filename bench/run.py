@@ -2,8 +2,8 @@
 report (bench/REPORT.md, written by the run and not committed; also printed as it goes).
 
 Runs every bench/bench_*.py module's `main()` in one process — store sizes, `--help`,
-`resume`, `context`, `recall`, `remember`/`log`, hooks, skills and import throughput, with
-growth from 1,000 to 100,000 events and `python -c pass` in the same run — then
+`resume`, `context`, `recall`, `remember`/`log`, hooks, skills, import throughput and the ui's
+pages, with growth from 1,000 to 100,000 events and `python -c pass` in the same run — then
 `agentstate eval scenarios` (defaults) and, when the LoCoMo development split is there
 (AGENTSTATE_LOCOMO_DIR, else ../shared/eval/locomo-dev beside the checkout), `eval locomo`
 at 1k and 2k. Benchmarks measure; tests assert behaviour. Ratios are taken within this run

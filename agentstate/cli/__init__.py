@@ -86,11 +86,12 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "restore": ("maintenance_cmd",),
     "gc": ("maintenance_cmd",),
     "sync": ("sync_cmd",),
+    "ui": ("ui_cmd",),
 }
 ALL_MODULES = (
     "init_cmd", "runs_cmd", "import_cmd", "doctor_cmd", "memory_cmd", "skills_cmd",
     "exec_cmd", "context_cmd", "hooks_cmd", "mcp_cmd", "eval_cmd", "maintenance_cmd",
-    "sync_cmd",
+    "sync_cmd", "ui_cmd",
 )
 _ROOT_OPTIONS_WITH_VALUE = {"--dir"}
 

@@ -96,6 +96,9 @@ class ResumePack:
     compressed: list[str] = field(default_factory=list)  # parts shown in their short form
     text: str = ""
     pinned_text: str = ""
+    # Memory versions waiting for the user's word (status → count; issue 25): named under
+    # the header so a session start tells the user, never the model's evidence.
+    review_queue: dict[str, int] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- gathering
@@ -230,11 +233,18 @@ def build_pack(
         preferences=[{"ref": preference_ref(p), "scope": p.scope, "text": p.text}
                      for p in ess.preferences],
         not_listed=dict(state.more),
+        review_queue=_review_queue(store, principal),
     )
     if count is None and budget is not None:
         count = _store_counter(store)
     render_pack(pack, ess, budget=budget, count=count or len)
     return pack
+
+
+def _review_queue(store: Store, principal: Principal | str) -> dict[str, int]:
+    from agentstate.memory.review import review_queue_counts
+
+    return review_queue_counts(store, principal)
 
 
 def _store_counter(store: Store) -> Callable[[str], int]:
@@ -293,9 +303,13 @@ def _item_lines(item: StateItem, prefix: str = "") -> list[str]:
 
 
 def _header(pack: ResumePack) -> str:
+    from agentstate.memory.review import queue_mention
+
     run = pack.run
+    mention = queue_mention(pack.review_queue)
+    # Part of the header (a budgeted part): under a tight budget it goes with the header.
     return (f"# Resume {run['ref']} ({run['status']}, started {_when(run['created'])}, "
-            f"{run['events']} events)")
+            f"{run['events']} events)" + (f"\n\n> {mention}" if mention else ""))
 
 
 def _skill_ref(skill: SkillHit) -> str:
