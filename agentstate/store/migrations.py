@@ -53,6 +53,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m401_shared_records", "sync"),
     ("m302_pack_item_notes", "context"),
     ("m004_events_hook_keys", "runs"),
+    ("m020_event_vectors", "memory"),  # dense vectors of events (memory/dense.py)
 )
 
 

@@ -35,6 +35,7 @@ SHIPPED = [
     "m401_shared_records",
     "m302_pack_item_notes",
     "m004_events_hook_keys",
+    "m020_event_vectors",
 ]
 
 
