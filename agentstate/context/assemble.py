@@ -353,13 +353,15 @@ def event_pool(budget: int, floor: int) -> int:
 
 
 # The dense signal's weight in the fusion grows with the room evidence has. A small room
-# holds the top ~30 items, and there the lexical hits (which share the question's words) and
-# their neighbours are the better bet: dense hits crowd them out (measured on held-out data:
-# 0.764 -> 0.751 at 1,000 tokens with plain RRF; here 0.849 -> 0.836 with a small weight on
-# 150 dev questions), so below DENSE_FROM_ROOM the search stays lexical. From there the
-# weight rises linearly to DENSE_MAX_WEIGHT at DENSE_FULL_ROOM, where a pack goes far down
-# both rankings and finds the paraphrases BM25 misses (0.937 -> 0.968 at 8,000).
-DENSE_FROM_ROOM = 1_500
+# holds the top ~30-70 items, and there the lexical hits (which share the question's words)
+# and their neighbours are the better bet: dense hits crowd them out (held-out data: 0.764
+# -> 0.751 at 1,000 tokens with plain RRF; on 150 dev questions a small weight cost 0.013
+# at 1,000 and 0.017 at 2,000 tokens), so below DENSE_FROM_ROOM the search stays lexical
+# (unless the lexical hits hold little of the question: memory/search.py, WEAK_LEXICAL).
+# From there the weight rises linearly to DENSE_MAX_WEIGHT at DENSE_FULL_ROOM, where a pack
+# goes far down both rankings and finds the paraphrases BM25 misses (0.891 -> 0.946 at
+# 8,000 on the same questions; 0.921 -> 0.968 on the second corpus).
+DENSE_FROM_ROOM = 3_000
 DENSE_FULL_ROOM = 8_000
 DENSE_MAX_WEIGHT = 0.5
 
@@ -382,7 +384,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
         return []
     # Nothing searchable in the query (only punctuation) and no dense signal: no hits.
     hits = ranked_events(store, query, limit=pool, max_terms=settings.evidence_terms,
-                         dense_weight=dense_weight(room) if dense else 0.0,
+                         dense_weight=dense_weight(room) if dense else None,
                          speakers=speakers)
     if not hits:
         return []

@@ -111,7 +111,7 @@ def conversation(seed: int) -> dict[str, Any]:
     """One conversation (LoCoMo's one-file shape) for `seed`."""
     rng = random.Random(seed)
     people = rng.sample(NAMES, rng.choice((3, 4)))
-    sessions = rng.randint(5, 7)
+    sessions = rng.randint(8, 11)
     start = datetime(2024, 1, 8, 10, 0) + timedelta(days=rng.randint(0, 300))
     dates = [start + timedelta(days=9 * n + rng.randint(0, 5), hours=rng.randint(0, 9))
              for n in range(sessions)]
@@ -151,8 +151,8 @@ def conversation(seed: int) -> dict[str, Any]:
             other = rng.choice([p for p in people if p != who])
             if fact["key"] in ECHOES and rng.random() < 0.7:
                 turns.append({"speaker": other, "text": ECHOES[fact["key"]].format(who=who)})
-        # Mostly chatter, as real chats are: ~40 turns a session, a few of them facts.
-        for _ in range(rng.randint(25, 40)):
+        # Mostly chatter, as real chats are: ~60 turns a session, a few of them facts.
+        for _ in range(rng.randint(45, 60)):
             turns.insert(rng.randrange(len(turns) + 1), _chatter(rng, people, None))
         # Numbered once the chatter is in; a fact keeps its turn (the same object).
         for m, turn in enumerate(turns, 1):
@@ -181,7 +181,9 @@ def conversation(seed: int) -> dict[str, Any]:
 def _chatter(rng: random.Random, people: list[str], about: str | None) -> dict[str, Any]:
     speaker = rng.choice([p for p in people if p != about] or people)
     other = about or rng.choice([p for p in people if p != speaker])
-    return {"speaker": speaker, "text": rng.choice(CHATTER).format(other=other)}
+    # One or two remarks a turn: real turns run to a sentence or three.
+    remarks = rng.sample(CHATTER, rng.choice((1, 2, 2)))
+    return {"speaker": speaker, "text": " ".join(r.format(other=other) for r in remarks)}
 
 
 def write_corpus(out: Path, seed: int = 1, conversations: int = 3) -> list[Path]:

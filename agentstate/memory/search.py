@@ -527,18 +527,49 @@ def prefer_speakers(query: str, hits: list[EventHit]) -> tuple[list[EventHit], l
     return [replace(h, score=round(s, 4)) for s, _, h in weighted], named
 
 
+# Below this share of the question's content words (speakers' names left out) found in its
+# best lexical hits, the lexical ranking is weak, and the dense signal weighs
+# WEAK_LEXICAL_DENSE_WEIGHT even where the budget alone would keep it out.
+WEAK_LEXICAL = 0.5
+WEAK_LEXICAL_DENSE_WEIGHT = 0.5
+STRENGTH_HITS = 5
+
+
+def lexical_strength(query: str, hits: list[EventHit]) -> float:
+    """The largest share of the query's content words (stems; the speakers named in the
+    query left out, since every turn of theirs carries the name) that one of the best
+    STRENGTH_HITS hits holds; 0.0 without hits, 1.0 for a query of names alone."""
+    words = [w for w in split_query(query)[0] if w not in STOP_WORDS]
+    names = {w for h in hits for w in split_query(speaker_of(h.text))[0]}
+    stems = tuple(dict.fromkeys(stem(w) for w in words if w not in names))
+    if not stems:
+        return 1.0
+    if not hits:
+        return 0.0
+    pattern = stem_pattern(stems)
+    return max(len(set(pattern.findall(fold(h.text)))) / len(stems)
+               for h in hits[:STRENGTH_HITS])
+
+
 def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = MAX_TERMS,
-                  dense_weight: float = 0.0, speakers: bool = True) -> list[EventHit]:
+                  dense_weight: float | None = None, speakers: bool = True
+                  ) -> list[EventHit]:
     """The event search of a context pack: the lexical ranking (`search_events`), fused
-    with the dense one when the model is installed and `dense_weight` > 0 (`_fused`), then
-    the speaker field preferred (`prefer_speakers`). A query with no word the index knows
-    is ranked by the dense signal alone, never an error."""
+    with the dense one when the model is installed (`_fused`): at `dense_weight`, raised to
+    WEAK_LEXICAL_DENSE_WEIGHT where the lexical hits hold little of the question
+    (`lexical_strength`); None keeps the search lexical. Then the speaker field is
+    preferred (`prefer_speakers`). A query with no word the index knows is ranked by the
+    dense signal alone, never an error."""
     try:
         lexical = search_events(store, query, limit=limit, max_terms=max_terms)
     except InvalidInput:
         lexical = []
     hits = lexical
-    if dense_weight > 0:
+    if dense_weight is not None and lexical_strength(query, lexical) < WEAK_LEXICAL:
+        # The question's own words (a speaker's name aside) are in none of the best hits:
+        # the lexical ranking says little, whatever the budget (a paraphrase).
+        dense_weight = max(dense_weight, WEAK_LEXICAL_DENSE_WEIGHT)
+    if dense_weight:
         from agentstate.memory.dense import dense_ranked
 
         near = dense_ranked(store, query, limit)
