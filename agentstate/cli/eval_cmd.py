@@ -146,7 +146,8 @@ def _render(console, report) -> None:
         # Piped or redirected (a report, a README): never squeeze the columns to 80.
         console.width = max(console.width, 120)
     table = Table(title="evidence recall by arm and budget")
-    columns = ["budget", "arm", "recall", *CATEGORIES.values(), "tokens (mean)", "p50 ms"]
+    columns = ["budget", "arm", "recall", "answer visible", *CATEGORIES.values(),
+               "tokens (mean)", "p50 ms"]
     errors = any(r.errors for r in report.results)
     if errors:
         columns.append("errors")
@@ -156,6 +157,7 @@ def _render(console, report) -> None:
         rows = [r for r in report.results if r.budget == budget]
         for n, row in enumerate(rows):
             cells = [f"{budget:,}" if n == 0 else "", row.arm, pct(row.recall),
+                     pct(row.answer_visible),
                      *(pct(row.by_category[c]) for c in CATEGORIES.values()),
                      f"{row.tokens_mean:,.0f}", f"{row.p50_ms:.1f}"]
             if errors:
@@ -226,13 +228,13 @@ def scenarios(
     """
     from agentstate.context.assemble import parse_budget
     from agentstate.errors import InvalidInput
-    from agentstate.evals.arms import check_arms
+    from agentstate.evals.arms import SCENARIO_ARMS, check_arms
     from agentstate.evals.scenario_measure import DEFAULT_BUDGETS, check_metrics, run_scenarios
 
     if count < 1:
         raise InvalidInput(f"--scenarios must be at least 1, got {count}")
     budgets = [parse_budget(b, 0) for b in budget] if budget else list(DEFAULT_BUDGETS)
-    arms = list(check_arms(arm))
+    arms = list(check_arms(arm, SCENARIO_ARMS))
     metrics = list(check_metrics(metric))
     if plot is not None:
         from agentstate.evals.plot import check_plot_target

@@ -99,15 +99,21 @@ def build_context(
     retrieval: bool = True,
     trajectory: bool = True,
     read_gate: bool = True,
+    dense: bool = True,
+    speakers: bool = True,
+    answer_lines: bool = True,
 ) -> ContextPack:
     """Assemble a context pack. With no run (no current run, or `no_run`) a query is needed.
 
-    The last three switches exist for ablations (`agentstate eval`), so that every arm is
+    The last six switches exist for ablations (`agentstate eval`), so that every arm is
     this one assembly with one part turned off rather than a copy of it: `retrieval=False`
     gathers no evidence (no memories, no past events), `trajectory=False` leaves out the
     run's recent events, `read_gate=False` takes memory and event search hits as they come
-    (no permission, scope, status, staleness or relevance checks). The CLI never turns them
-    off.
+    (no permission, scope, status, staleness or relevance checks), `dense=False` keeps the
+    event search lexical even where the dense model is installed, `speakers=False` matches
+    a speaker's name as plain text rather than as the turn's speaker field,
+    `answer_lines=False` makes an evidence item's one-line form the matched sentence alone
+    (no completing sentence, short turns cut too). The CLI never turns them off.
     """
     from agentstate.memory.model import resolve_principal
     from agentstate.runs.log import current_run, get_run
@@ -212,7 +218,9 @@ def build_context(
         # (`_link_duplicates`, decided in allocation). The search is sized by the room the
         # classes allocated before evidence leave.
         room = room_below("evidence", candidates, budget_n, order, counter.count_many)
-        candidates += _event_evidence(store, query, settings, room, gate=read_gate)
+        candidates += _event_evidence(store, query, settings, room, gate=read_gate,
+                                      dense=dense, speakers=speakers,
+                                      answer_lines=answer_lines)
 
     memories = [c for c in mem_cands if c.ref.startswith("mem:")]
     candidates += src.index_hints(
@@ -233,7 +241,7 @@ def build_context(
     manifest = [
         ManifestEntry(ref=c.ref, cls=c.cls, score=c.score, tokens=c.tokens,
                       decision=c.decision, reason=c.reason, position=c.position,
-                      kind=c.kind, flags=list(c.flags), note=c.note)
+                      kind=c.kind, flags=list(c.flags), note=c.note, form=c.form)
         for c in _manifest_order(allocation.candidates, order)
     ]
     pack = ContextPack(
@@ -344,19 +352,42 @@ def event_pool(budget: int, floor: int) -> int:
     return min(EVENT_POOL_MAX, max(floor, budget // TOKENS_PER_HIT))
 
 
+# The dense signal's weight in the fusion grows with the room evidence has. A small room
+# holds the top ~30-70 items, and there the lexical hits (which share the question's words)
+# and their neighbours are the better bet: dense hits crowd them out (held-out data: 0.764
+# -> 0.751 at 1,000 tokens with plain RRF; on 150 dev questions a small weight cost 0.013
+# at 1,000 and 0.017 at 2,000 tokens), so below DENSE_FROM_ROOM the search stays lexical
+# (unless the lexical hits hold little of the question: memory/search.py, WEAK_LEXICAL).
+# From there the weight rises linearly to DENSE_MAX_WEIGHT at DENSE_FULL_ROOM, where a pack
+# goes far down both rankings and finds the paraphrases BM25 misses (0.891 -> 0.946 at
+# 8,000 on the same questions; 0.921 -> 0.968 on the second corpus).
+DENSE_FROM_ROOM = 3_000
+DENSE_FULL_ROOM = 8_000
+DENSE_MAX_WEIGHT = 0.5
+
+
+def dense_weight(room: int) -> float:
+    """The dense ranking's weight in the fusion for evidence with `room` tokens."""
+    share = (room - DENSE_FROM_ROOM) / (DENSE_FULL_ROOM - DENSE_FROM_ROOM)
+    return DENSE_MAX_WEIGHT * min(1.0, max(0.0, share))
+
+
 def _event_evidence(store: Store, query: str, settings: ContextSettings, room: int,
-                    *, gate: bool = True) -> list[Candidate]:
+                    *, gate: bool = True, dense: bool = True, speakers: bool = True,
+                    answer_lines: bool = True) -> list[Candidate]:
     from agentstate.memory.recall import lapsed_sources
-    from agentstate.memory.search import search_events
+    from agentstate.memory.search import ranked_events
     from agentstate.runs.lookups import resolved_among, superseded_among
 
     pool = event_pool(room, settings.evidence_events)
     if not pool:
         return []
-    try:
-        hits = search_events(store, query, limit=pool, max_terms=settings.evidence_terms)
-    except InvalidInput:
-        return []  # nothing searchable in the query (only punctuation): no event evidence
+    # Nothing searchable in the query (only punctuation) and no dense signal: no hits.
+    hits = ranked_events(store, query, limit=pool, max_terms=settings.evidence_terms,
+                         dense_weight=dense_weight(room) if dense else None,
+                         speakers=speakers)
+    if not hits:
+        return []
     neighbours = src.neighbour_hits(store, hits) if hits else []
     ids = [h.ref.removeprefix("evt:") for h in hits + neighbours]
     superseded = {f"evt:{i}" for i in superseded_among(store, ids)}
@@ -364,7 +395,8 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     lapsed = lapsed_sources(store, [f"evt:{i}" for i in ids])
     return src.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
                               lapsed=lapsed, gate=gate,
-                              stems=_query_stems(query), room=room)
+                              stems=_query_stems(query), room=room,
+                              answer_lines=answer_lines)
 
 
 def _query_stems(query: str) -> tuple[str, ...]:

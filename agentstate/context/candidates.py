@@ -114,6 +114,10 @@ class ManifestEntry:
     kind: str = ""
     flags: list[str] = field(default_factory=list)
     note: str = ""
+    # The text placed for this fragment (its whole, one-line or pointer form), kept in
+    # memory only: `eval locomo` checks which words of an answer a one-line form shows. Not
+    # stored with the pack (the manifest stores refs and decisions, never text).
+    form: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -99,3 +99,28 @@ def focus_line(label: str, text: str, stems: list[str] | tuple[str, ...],
         chosen = chosen[2:]
     prefix = f"{lead} … " if lead.endswith(":") else ("" if chosen.startswith("… ") else "… ")
     return f"- [{label}] {prefix}{chosen}"
+
+
+def evidence_line(label: str, text: str, stems: list[str] | tuple[str, ...],
+                  max_chars: int = DEFAULT_CHARS, whole_under: int = 0) -> str:
+    """The one-line form of an evidence item, made to carry its answer: the whole text when
+    it is at most `whole_under` characters (a short turn is cheaper whole than a cut that
+    drops what the question asks for), else the sentence `focus_line` picks followed by
+    what completes it — the next sentence, in the room `max_chars` leaves after the
+    matched one (the answer to "what pastries?" is rarely the sentence that says
+    "pastries"; it is the one after)."""
+    flat = _WS.sub(" ", text).strip()
+    if len(flat) <= whole_under:
+        return f"- [{label}] {flat}"
+    line = focus_line(label, text, stems, max_chars)
+    if not line.endswith(" …"):
+        return line
+    body = line[len(f"- [{label}] "):-2]
+    sentences = [s for s in _SENTENCES.split(flat) if s]
+    core = body.removeprefix("… ").split(" … ", 1)[-1]
+    at = next((i for i, s in enumerate(sentences) if s == core), None)
+    if at is None or at + 1 >= len(sentences):
+        return line
+    room = max(max_chars - len(core), max_chars // 2)
+    follow = first_sentence(sentences[at + 1], room)
+    return f"{line[:-2]} {follow}"

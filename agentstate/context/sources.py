@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.config import ToolDefinition
 from agentstate.context.candidates import Candidate
-from agentstate.context.compression import DEFAULT_CHARS, compress_line, focus_line
+from agentstate.context.compression import (
+    DEFAULT_CHARS,
+    compress_line,
+    evidence_line,
+    focus_line,
+)
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_injection
@@ -288,6 +293,10 @@ ROOM_PER_WHOLE = 1_000
 # ref of an item cost the same whatever its length, so in a small room shorter lines mean
 # more items.
 SHORT_LINE_CHARS = 60
+# A turn of at most this many characters (about 35 tokens: 30% of the turns LoCoMo's packs
+# compress) is its own one-line form: cut to a window, it loses the words the question did
+# not use — often the answer.
+WHOLE_TURN_CHARS = 160
 
 
 def one_line_forms(room: int | None) -> tuple[int, int]:
@@ -348,17 +357,20 @@ def event_group(run: str, source: str, text: str = "") -> str:
 def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
                    superseded: set[str], resolved: set[str] | None = None,
                    lapsed: dict[str, str] | None = None, gate: bool = True,
-                   stems: tuple[str, ...] = (), room: int | None = None
-                   ) -> list[Candidate]:
+                   stems: tuple[str, ...] = (), room: int | None = None,
+                   answer_lines: bool = True) -> list[Candidate]:
     """Event search hits (and their neighbours) → evidence candidates, grouped by run and
     source, each labelled with its short ref, kind and date. Hits are not cut by relative
     relevance: they are ranked, and the budget decides how far down the ranking the pack
     goes (a weak hit only fills room nothing stronger wanted). `lapsed` (event ref → why):
     the sources of memories that expired, were superseded or forgotten, dropped as stale like
     a resolved question. Without the `gate` (an ablation), superseded and stale hits are kept
-    too."""
+    too. `answer_lines` (the default): a one-line form carries what completes the matched
+    sentence, and a short turn is its own line (compression.evidence_line); off (an
+    ablation), the matched sentence or a neighbour's first one alone."""
     best = max((h.score for h in hits), default=0.0) or 1.0
     whole, chars = one_line_forms(room)
+    short = WHOLE_TURN_CHARS if answer_lines else 0
     out = []
     for rank, hit in enumerate([*hits, *(neighbours or [])]):
         relative = hit.score / best
@@ -375,7 +387,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         cand = Candidate(
             ref=hit.ref, cls="evidence", section="evidence", score=score,
             full=None if near or rank >= whole else f"- [{label}] {_indent(hit.text)}",
-            compressed=compress_line(label, hit.text, chars) if near
+            compressed=(evidence_line(label, hit.text, (), chars, short) if near
+                        else evidence_line(label, hit.text, stems, chars, short))
+            if answer_lines else compress_line(label, hit.text, chars) if near
             else focus_line(label, hit.text, stems, chars),
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),

@@ -10,7 +10,15 @@ baselines do not assemble a pack at all:
 - `no-memory`: pinned content and task state only (no evidence retrieval, no trajectory);
 - `plain-search`: SQLite FTS5 BM25 (porter tokenizer) over the event texts, the OR of the
   query's non-stop words, best-ranked events added while they fit;
-- `raw-history`: the newest events that fit.
+- `raw-history`: the newest events that fit;
+- `dense`: the events nearest to the query by the dense model (memory/dense.py) alone;
+- `hybrid`: `plain-search` and `dense` fused by reciprocal rank fusion at equal weight
+  (the textbook hybrid the issue measured against).
+
+Three more assembled arms are ablations, measured only when asked for (`--arm`):
+`no-dense` (`full` with the event search kept lexical), `no-speakers` (`full` matching a
+speaker's name as plain text, not as the turn's speaker field) and `no-answer-lines`
+(`full` whose one-line items are the matched sentence alone).
 
 An arm returns the refs of the events and memories whose text is in front of the model
 (whole or compressed — a pointer line in the index is not the text), the warnings they
@@ -29,7 +37,14 @@ from agentstate.errors import UsageError
 if TYPE_CHECKING:
     from agentstate.store.db import Store
 
-ARMS = ("full", "plain-search", "raw-history", "no-memory", "structured")
+ARMS = ("full", "dense", "hybrid", "plain-search", "raw-history", "no-memory", "structured")
+# Measured only when named with --arm: `full` with one of its parts switched off.
+ABLATIONS = ("no-dense", "no-speakers", "no-answer-lines")
+# Arms that need the dense model; without it they are a usage error naming the extra.
+DENSE_ARMS = ("dense", "hybrid")
+# `eval scenarios` keeps its five arms: its questions are about facts and skills, where the
+# dense arms' text-only packs measure nothing the plain search does not.
+SCENARIO_ARMS = ("full", "plain-search", "raw-history", "no-memory", "structured")
 
 
 class Switches(TypedDict, total=False):
@@ -38,6 +53,9 @@ class Switches(TypedDict, total=False):
     retrieval: bool
     trajectory: bool
     read_gate: bool
+    dense: bool
+    speakers: bool
+    answer_lines: bool
 
 
 # Switches of build_context per assembled arm (everything else as `context --query`).
@@ -45,6 +63,9 @@ ASSEMBLY_SWITCHES: dict[str, Switches] = {
     "full": {},
     "structured": {"read_gate": False},
     "no-memory": {"retrieval": False, "trajectory": False},
+    "no-dense": {"dense": False},
+    "no-speakers": {"speakers": False},
+    "no-answer-lines": {"answer_lines": False},
 }
 IN_PACK = ("included", "compressed")
 
@@ -66,6 +87,10 @@ class ArmPack:
     # Skills the pack offers (catalog lines, whole or as a pointer), in the pack's order:
     # the first is the pack's top recommendation. The baselines offer none.
     skills: list[str] = field(default_factory=list)
+    # Refs in the pack as a one-line (compressed) form, with the line: the answer-visible
+    # recall counts such an item only where the line shows the answer's words. Refs in the
+    # pack and not here are there whole.
+    lines: dict[str, str] = field(default_factory=dict)
 
 
 def check_names(names: list[str] | None, known: tuple[str, ...], what: str) -> tuple[str, ...]:
@@ -79,9 +104,20 @@ def check_names(names: list[str] | None, known: tuple[str, ...], what: str) -> t
     return tuple(dict.fromkeys(names))
 
 
-def check_arms(names: list[str] | None) -> tuple[str, ...]:
-    """The arms asked for, in the order given (default: all); unknown names are a usage error."""
-    return check_names(names, ARMS, "arm")
+def check_arms(names: list[str] | None, known: tuple[str, ...] = ARMS) -> tuple[str, ...]:
+    """The arms asked for, in the order given (default: every arm of ARMS, the dense ones
+    only where the model is installed); unknown names are a usage error, and so is a dense
+    arm asked for without the model."""
+    from agentstate.memory.dense import load_embedder
+
+    have_dense = load_embedder() is not None
+    if not names:
+        return tuple(a for a in known if have_dense or a not in DENSE_ARMS)
+    chosen = check_names(names, known + ABLATIONS, "arm")
+    if not have_dense and (wanted := [a for a in chosen if a in DENSE_ARMS]):
+        raise UsageError(f"the {wanted[0]!r} arm needs the dense model: "
+                         "pip install 'agentstate-cli[dense]'")
+    return chosen
 
 
 class Arms:
@@ -97,6 +133,7 @@ class Arms:
         # One count per event text (the memo caches them across runs too).
         self.costs = self.counter.count_many(self.lines) if self.lines else []
         self._search: PlainSearch | None = None
+        self._index = {ref: n for n, ref in enumerate(self.refs)}
 
     def pack(self, arm: str, query: str, budget: int) -> ArmPack:
         started = time.perf_counter()
@@ -106,6 +143,19 @@ class Arms:
             if self._search is None:
                 self._search = PlainSearch(self.lines)
             pack = self._fill(self._search.ranked(query), budget, skip_misfits=True)
+        elif arm in DENSE_ARMS:
+            from agentstate.memory.dense import dense_ranked, fuse
+
+            near = [self._index[f"evt:{eid}"] for eid, _ in
+                    dense_ranked(self.store, query, len(self.refs))
+                    if f"evt:{eid}" in self._index]
+            order = near
+            if arm == "hybrid":
+                if self._search is None:
+                    self._search = PlainSearch(self.lines)
+                order = [int(i) for i in fuse([str(i) for i in self._search.ranked(query)],
+                                              [str(i) for i in near], 1.0)]
+            pack = self._fill(order, budget, skip_misfits=True)
         elif arm == "raw-history":
             newest_first = list(range(len(self.lines) - 1, -1, -1))
             pack = self._fill(newest_first, budget, skip_misfits=False)
@@ -123,6 +173,7 @@ class Arms:
                                       **switches)
         events = [e for e in pack.manifest if e.ref.startswith(("evt:", "mem:"))]
         refs = {e.ref for e in events if e.decision in IN_PACK}
+        lines = {e.ref: e.form or "" for e in events if e.decision == "compressed"}
         marks: dict[str, set[str]] = {}
         for e in events:
             if e.decision in IN_PACK and e.flags:
@@ -137,7 +188,7 @@ class Arms:
         skills = [e.ref for e in pack.manifest
                   if e.ref.startswith("skill:") and e.decision in (*IN_PACK, "pointer")]
         return ArmPack(refs, pack.tokens, 0.0, pack.text_hash, left_out, marks,
-                       list(dict.fromkeys(skills)))
+                       list(dict.fromkeys(skills)), lines)
 
     def _fill(self, order: list[int], budget: int, *, skip_misfits: bool) -> ArmPack:
         """Event texts in `order`, one per line, while they fit in `budget` tokens.

@@ -49,6 +49,7 @@ class Question:
     question: str
     category: int
     evidence: list[str]  # dia_ids of the turns that hold the answer
+    answer: str = ""     # the dataset's answer (answer-visible recall reads its words)
 
     @property
     def category_name(self) -> str:
@@ -174,7 +175,9 @@ def _question(conversation: Conversation, where: str, item: Any, known: set[str]
     if not evidence:
         conversation.skipped_no_evidence += 1
         return
-    conversation.questions.append(Question(item["question"], category, evidence))
+    answer = item.get("answer")
+    conversation.questions.append(Question(item["question"], category, evidence,
+                                           "" if answer is None else str(answer)))
 
 
 # ---------------------------------------------------------------- importing

@@ -5,6 +5,12 @@ arm builds a pack with the question as the query; the question's recall is the s
 evidence turns whose events are in the pack (whole or compressed, read from the pack's
 manifest, never by matching text). Each conversation is imported once, into one store that
 every arm and budget reads.
+
+Beside it, the *answer-visible* recall: the same share, but an evidence turn in the pack as
+a one-line (compressed) item counts only when that line shows every content word of the
+dataset's answer that the turn itself holds (a line that cut "croissants, muffins, and
+tarts" out of the turn does not count). A turn in the pack whole always counts; so does a
+line of a turn holding none of the answer's words (a date the label carries, say).
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ class ArmResult:
     tokens_mean: float
     p50_ms: float
     errors: int = 0                              # packs that failed (counted as recall 0)
+    # Recall counting a one-line item only where its line shows the answer's words.
+    answer_visible: float | None = None
     # Evidence turns not in the pack, by why: "not retrieved" (never a candidate) or the
     # manifest's reason ("budget", "low relevance", "duplicate", "pointer", …).
     misses: dict[str, int] = field(default_factory=dict)
@@ -64,6 +72,7 @@ class LocomoReport:
 class _Tally:
     recalls: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in
                                                                       CATEGORIES.values()})
+    visible: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     errors: int = 0
@@ -73,6 +82,7 @@ class _Tally:
         for category, values in other.recalls.items():
             self.recalls[category].extend(values)
         self.tokens.extend(other.tokens)
+        self.visible.extend(other.visible)
         self.seconds.extend(other.seconds)
         self.errors += other.errors
         for why, n in other.misses.items():
@@ -83,6 +93,40 @@ def question_recall(evidence: list[str], refs_by_turn: dict[str, set[str]],
                     in_pack: set[str]) -> float:
     """Share of the evidence turns with an event in the pack."""
     found = sum(1 for dia_id in evidence if refs_by_turn.get(dia_id, set()) & in_pack)
+    return found / len(evidence)
+
+
+def answer_terms(answer: str) -> tuple[str, ...]:
+    """The answer's content words as index terms (stems), in order, without repeats."""
+    from agentstate.memory.terms import STOP_WORDS, split_query, stem
+
+    return tuple(dict.fromkeys(stem(w) for w in split_query(answer)[0] if w not in STOP_WORDS))
+
+
+def _terms_in(text: str, terms: tuple[str, ...]) -> set[str]:
+    """Which of `terms` (stems) start a word of `text` (folded): inflections count."""
+    from agentstate.memory.terms import fold, stem_pattern
+
+    return set(stem_pattern(terms).findall(fold(text))) if terms else set()
+
+
+def answer_visible_recall(evidence: list[str], refs_by_turn: dict[str, set[str]],
+                          in_pack: set[str], lines: dict[str, str],
+                          turn_texts: dict[str, str], answer: str) -> float:
+    """Share of the evidence turns in the pack whole, or as a line showing every answer
+    word (by stem) that the turn's own text holds."""
+    terms = answer_terms(answer)
+    found = 0
+    for dia_id in evidence:
+        refs = refs_by_turn.get(dia_id, set()) & in_pack
+        if not refs:
+            continue
+        if any(ref not in lines for ref in refs):  # the turn is there whole
+            found += 1
+            continue
+        needed = _terms_in(turn_texts.get(dia_id, ""), terms)
+        if any(needed <= _terms_in(lines[ref], tuple(needed)) for ref in refs):
+            found += 1
     return found / len(evidence)
 
 
@@ -175,6 +219,7 @@ def _measure_conversation(conv: Conversation, arms: Sequence[str], budgets: Sequ
                           after_question: Callable[[], None]) -> int:
     """Import one conversation into a temporary store and measure every question there;
     returns the number of turns the importer rejected."""
+    texts = {t.dia_id: t.text for t in conv.turns}
     with imported(conv) as data:
         arms_here = Arms(data.store, data.events)
         try:
@@ -182,7 +227,7 @@ def _measure_conversation(conv: Conversation, arms: Sequence[str], budgets: Sequ
                 for arm in arms:
                     for budget in budgets:
                         _measure_one(arms_here, arm, budget, question, data.refs_by_turn,
-                                     tallies[(arm, budget)])
+                                     tallies[(arm, budget)], texts)
                 after_question()
         finally:
             arms_here.close()
@@ -197,17 +242,20 @@ def _conversation_tallies(conv: Conversation, arms: Sequence[str], budgets: Sequ
     return tallies, rejected
 
 
-def _measure_one(arms: Arms, arm: str, budget: int, question, refs_by_turn, tally: _Tally
-                 ) -> None:
+def _measure_one(arms: Arms, arm: str, budget: int, question, refs_by_turn, tally: _Tally,
+                 texts: dict[str, str]) -> None:
     try:
         pack = arms.pack(arm, question.question, budget)
     except AgentStateError:
         # A pack that cannot be built holds no evidence; counted so it is not hidden.
         tally.errors += 1
         tally.recalls[question.category_name].append(0.0)
+        tally.visible.append(0.0)
         return
     tally.recalls[question.category_name].append(
         question_recall(question.evidence, refs_by_turn, pack.refs))
+    tally.visible.append(answer_visible_recall(question.evidence, refs_by_turn, pack.refs,
+                                               pack.lines, texts, question.answer))
     for dia_id in question.evidence:
         refs = refs_by_turn.get(dia_id, set())
         if not refs & pack.refs:
@@ -249,5 +297,6 @@ def _summarise(arm: str, budget: int, tally: _Tally) -> ArmResult:
         arm=arm, budget=budget, recall=mean(every),
         by_category={name: mean(values) for name, values in tally.recalls.items()},
         questions=len(every), tokens_mean=tokens_mean, p50_ms=p50_ms, errors=tally.errors,
+        answer_visible=mean(tally.visible),
         misses=dict(sorted(tally.misses.items(), key=lambda kv: (-kv[1], kv[0]))),
     )

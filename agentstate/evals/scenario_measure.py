@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentstate.evals.arms import ArmPack, Arms, check_arms, check_names
+from agentstate.evals.arms import SCENARIO_ARMS, ArmPack, Arms, check_arms, check_names
 from agentstate.evals.measure import cost, find_result, mean
 from agentstate.evals.scenario_skills import SkillGold, SkillTask
 from agentstate.evals.scenarios import Fact, Scenario, build, start_time
@@ -184,7 +184,7 @@ def run_scenarios(
     if count < 1:
         raise InvalidInput(f"--scenarios must be at least 1, got {count}")
     started = time.perf_counter()
-    chosen = check_arms(arms)
+    chosen = check_arms(arms, SCENARIO_ARMS)
     shown = check_metrics(metrics)
     budgets = sorted({parse_budget(b, 0) for b in budgets or DEFAULT_BUDGETS})
     seeds = list(range(seed, seed + count))

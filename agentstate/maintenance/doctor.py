@@ -218,7 +218,36 @@ def diagnose(root: Path) -> Report:
         checks += [check_search_indexes(root), check_publishing(root),
                    check_registry_mirror(root, settings), check_skill_tools(root, settings)]
     checks.append(check_sandbox(root, settings))
+    checks.append(check_dense_signal(root))
     return Report(store=str(root), checks=checks)
+
+
+def check_dense_signal(root: Path) -> Check:
+    """Which retrieval signal searches use: lexical only (the dense extra not installed) or
+    lexical + dense, with how many events have a vector of the model and how many have one
+    of another model (to be embedded again by the next search). Never a failure: the
+    lexical path is the working default."""
+    from agentstate.memory.dense import signal, vector_models
+
+    active = signal()
+    counts: dict[str, int] = {}
+    conn = _read_only(root)
+    if conn is not None:
+        try:
+            counts = vector_models(conn)
+        except sqlite3.Error:
+            counts = {}  # a store older than the vectors table: nothing embedded yet
+        finally:
+            conn.close()
+    detail = active.detail
+    if active.dense:
+        current = counts.get(active.model, 0)
+        stale = sum(n for model, n in counts.items() if model != active.model)
+        detail += f"; {current} event vector(s)"
+        if stale:
+            detail += f", {stale} of another model (embedded again by the next search)"
+    data = {"dense": active.dense, "model": active.model, "vectors": counts}
+    return Check("retrieval", OK, detail, data)
 
 
 __all__ = ["FAIL", "OK", "WARN", "Check", "Report", "diagnose"]

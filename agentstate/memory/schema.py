@@ -293,3 +293,27 @@ def m015_trigram_for_cjk_events(db: sqlite_utils.Database) -> None:
         INSERT INTO events_tri(events_tri) VALUES ('optimize');
         """,
     )
+
+
+def m020_event_vectors(db: sqlite_utils.Database) -> None:
+    """Dense vectors of event texts (memory/dense.py), one per event, with the model that
+    made it (name@version): another model's vector is detected and replaced, never
+    compared. A purge that scrubs an event's text, or an event's deletion, removes its
+    vector with it, so no trace of erased text is left behind."""
+    run_script(
+        db,
+        """
+        CREATE TABLE event_vectors (
+            event_id TEXT PRIMARY KEY,
+            model TEXT NOT NULL,
+            vec BLOB NOT NULL
+        );
+        CREATE INDEX event_vectors_model ON event_vectors(model);
+        CREATE TRIGGER event_vectors_au AFTER UPDATE OF text ON events BEGIN
+            DELETE FROM event_vectors WHERE event_id = OLD.id;
+        END;
+        CREATE TRIGGER event_vectors_ad AFTER DELETE ON events BEGIN
+            DELETE FROM event_vectors WHERE event_id = OLD.id;
+        END;
+        """,
+    )

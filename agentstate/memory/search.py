@@ -40,7 +40,8 @@ check, rebuild) in memory/indexes.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentstate.errors import InvalidInput
@@ -522,3 +523,125 @@ def search_events(
     ]
 
 
+
+
+# ---------------------------------------------------------------- hybrid ranking and fields
+
+# Who said or did something is a field of the event: a transcript line starts with its
+# speaker ("Kate: …"), one to three capitalised words before a colon.
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
+# A question that names some of the speakers seen among the hits prefers their turns: the
+# others' hits weigh this much (in a conversation about Kate, "Hello Kate." lines of the
+# other speaker match her name as well as her own turns do).
+OTHER_SPEAKER_WEIGHT = 0.5
+
+
+def speaker_of(text: str) -> str:
+    """The speaker field of an event text ("" when the text does not start with one)."""
+    match = _SPEAKER.match(text or "")
+    return match.group(1) if match else ""
+
+
+def prefer_speakers(query: str, hits: list[EventHit]) -> tuple[list[EventHit], list[str]]:
+    """The hits reordered so that, when the query names some (not all) of the speakers of
+    the hits, the other speakers' hits weigh OTHER_SPEAKER_WEIGHT of their score; returns
+    (hits, the speakers named). A name is matched as the field, word for word (folded),
+    not as text anywhere in the turn."""
+    words = set(split_query(query)[0])
+    speakers = {s for s in (speaker_of(h.text) for h in hits) if s}
+    named = sorted(s for s in speakers if all(w in words for w in split_query(s)[0]))
+    if not named or len(named) == len(speakers):
+        return hits, []
+    keep = set(named)
+    weighted = [(h.score if speaker_of(h.text) in keep or not speaker_of(h.text)
+                 else h.score * OTHER_SPEAKER_WEIGHT, n, h) for n, h in enumerate(hits)]
+    weighted.sort(key=lambda t: (-t[0], t[1]))
+    return [replace(h, score=round(s, 4)) for s, _, h in weighted], named
+
+
+# Below this share of the question's content words (speakers' names left out) found in its
+# best lexical hits, the lexical ranking is weak, and the dense signal weighs
+# WEAK_LEXICAL_DENSE_WEIGHT even where the budget alone would keep it out.
+WEAK_LEXICAL = 0.5
+WEAK_LEXICAL_DENSE_WEIGHT = 0.5
+STRENGTH_HITS = 5
+
+
+def lexical_strength(query: str, hits: list[EventHit]) -> float:
+    """The largest share of the query's content words (stems; the speakers named in the
+    query left out, since every turn of theirs carries the name) that one of the best
+    STRENGTH_HITS hits holds; 0.0 without hits, 1.0 for a query of names alone."""
+    words = [w for w in split_query(query)[0] if w not in STOP_WORDS]
+    names = {w for h in hits for w in split_query(speaker_of(h.text))[0]}
+    stems = tuple(dict.fromkeys(stem(w) for w in words if w not in names))
+    if not stems:
+        return 1.0
+    if not hits:
+        return 0.0
+    pattern = stem_pattern(stems)
+    return max(len(set(pattern.findall(fold(h.text)))) / len(stems)
+               for h in hits[:STRENGTH_HITS])
+
+
+def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = MAX_TERMS,
+                  dense_weight: float | None = None, speakers: bool = True
+                  ) -> list[EventHit]:
+    """The event search of a context pack: the lexical ranking (`search_events`), fused
+    with the dense one when the model is installed (`_fused`): at `dense_weight`, raised to
+    WEAK_LEXICAL_DENSE_WEIGHT where the lexical hits hold little of the question
+    (`lexical_strength`); None keeps the search lexical. Then the speaker field is
+    preferred (`prefer_speakers`). A query with no word the index knows is ranked by the
+    dense signal alone, never an error."""
+    try:
+        lexical = search_events(store, query, limit=limit, max_terms=max_terms)
+    except InvalidInput:
+        lexical = []
+    hits = lexical
+    if dense_weight is not None and lexical_strength(query, lexical) < WEAK_LEXICAL:
+        # The question's own words (a speaker's name aside) are in none of the best hits:
+        # the lexical ranking says little, whatever the budget (a paraphrase).
+        dense_weight = max(dense_weight, WEAK_LEXICAL_DENSE_WEIGHT)
+    if dense_weight:
+        from agentstate.memory.dense import dense_ranked
+
+        near = dense_ranked(store, query, limit)
+        if near:
+            hits = _fused(store, lexical, near, dense_weight, limit)
+    if speakers and hits:
+        hits, _ = prefer_speakers(query, hits)
+    return hits
+
+
+def _fused(store: Any, lexical: list[EventHit], near: list[tuple[str, float]],
+           weight: float, limit: int) -> list[EventHit]:
+    """Lexical hits and dense neighbours in one ranking. A dense neighbour scores `weight`
+    × its similarity scaled between the weakest and the best of the dense list (0..1); an
+    event in both lists keeps the larger of its two scores. So the lexical ranking is kept
+    wherever its scores are above what the dense signal may claim (at a small budget,
+    `weight` is small and dense hits only fill what the lexical ones leave), and the top
+    of the dense ranking joins it as the budget grows. Without lexical hits (no word of the
+    query is indexed) the dense ranking alone, at full weight."""
+    top, low = near[0][1], near[-1][1]
+    span = (top - low) or 1.0
+    weight = weight if lexical else 1.0
+    dense = {eid: weight * (sim - low) / span for eid, sim in near}
+    by_id = {h.ref.removeprefix("evt:"): h for h in lexical}
+    by_id.update(_event_hits(store, [eid for eid in dense if eid not in by_id]))
+    scores = {eid: max(h.score, dense.get(eid, 0.0)) for eid, h in by_id.items()}
+    place = {eid: n for n, eid in enumerate(by_id)}
+    order = sorted(scores, key=lambda eid: (-scores[eid], place[eid]))[:limit]
+    return [replace(by_id[eid], score=round(scores[eid], 4)) for eid in order]
+
+
+def _event_hits(store: Any, ids: list[str]) -> dict[str, EventHit]:
+    """EventHits (score 0) for event ids found by the dense signal alone."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return {
+        r[0]: EventHit(ref=f"evt:{r[0]}", run=f"run:{r[1]}", kind=r[2], text=r[3],
+                       source=r[4], ts=r[5], score=0.0)
+        for r in store.conn.execute(
+            f"SELECT e.id, e.run, e.kind, e.text, e.source, e.ts FROM events e "
+            f"WHERE e.id IN ({marks})", ids)
+    }

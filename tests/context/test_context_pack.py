@@ -106,10 +106,14 @@ def test_trajectory_newest_whole_older_compressed_with_refs(store, story):
     for entry in older + copies:  # one line each, in the trajectory or as evidence
         line = next(x for x in pack.text.splitlines() if entry.ref in x)
         assert line.startswith(f"- [{entry.ref}") or entry in copies  # (or in the task state)
-        if "looked at module" in line and not line.endswith("list."):
-            # the story's two-sentence notes as one line: one sentence only (the three
-            # strongest evidence hits are shown whole)
+        if "looked at module" in line and entry in older:
+            # the story's two-sentence notes as one trajectory line: one sentence only
             assert line.endswith("…") and "Nothing unusual" not in line
+            notes_checked += 1
+        elif "looked at module" in line:
+            # as an evidence line, a turn this short (under 160 characters) is whole: its
+            # second sentence is what a cut would lose (issue 23's answer lines)
+            assert line.endswith("list.") and "Nothing unusual" in line
             notes_checked += 1
     assert notes_checked
 

@@ -17,7 +17,8 @@ def test_doctor_on_a_healthy_store(cli, initialised):
     checks = _checks(data)
     assert set(checks) == {"config", "principal", "schema", "integrity", "wal", "writable",
                            "tokenizer", "skills", "git", "search", "publish", "registry",
-                           "hooks", "skill-tools", "restore", "restore-copies", "sandbox"}
+                           "hooks", "skill-tools", "restore", "restore-copies", "sandbox",
+                           "retrieval"}
     # the sandbox check is a warning where bubblewrap is missing (tests/tools covers it)
     assert all(c["status"] == "ok" for n, c in checks.items() if n != "sandbox"), checks
     assert checks["schema"]["status"] == "ok" and checks["schema"]["data"]["pending"] == []

@@ -37,6 +37,7 @@ SHIPPED = [
     "m004_events_hook_keys",
     "m015_trigram_for_cjk_events",
     "m016_events_lean_indexes",
+    "m020_event_vectors",
 ]
 
 

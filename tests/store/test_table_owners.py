@@ -22,7 +22,7 @@ OWNERS: dict[str, str] = {
     **dict.fromkeys((
         "memories", "memory_evidence", "memory_history", "memories_fts", "memories_tri",
         "memories_vocab", "memories_tri_vocab", "event_search_map", "events_fts",
-        "events_tri", "events_vocab", "events_tri_vocab",
+        "events_tri", "events_vocab", "events_tri_vocab", "event_vectors",
     ), "memory"),
     **dict.fromkeys(("skill_versions", "skill_loads", "skill_tests", "skill_publish_journal"),
                     "skills"),
@@ -45,6 +45,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("memory/search.py", "events"):
         "memory owns the event index and joins it to the rows it indexes in the same query; "
         "splitting the join would add a query per search",
+    ("memory/dense.py", "events"):
+        "the event vectors are computed from the texts of the rows they describe, read in "
+        "the query that finds which rows have none yet",
     ("memory/indexes.py", "events"):
         "the event index's check and rebuild compare it with, and refill it from, the rows "
         "it indexes",

@@ -1,0 +1,152 @@
+"""The dense signal with the real installed model (the `dense` extra is in `dev`): vectors
+per event with their model, re-embedding on a model change, fusion, the lexical fallback
+without the package, and nothing fetched from the network."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentstate.memory import dense
+from agentstate.memory.search import EventHit, _fused, ranked_events, search_events
+from agentstate.runs.log import append_event, start_run
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    # The model must load from the installed package alone: any hub client that looked
+    # for it online would fail here rather than download.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture
+def embedder():
+    found = dense.load_embedder()
+    assert found is not None, "the dense extra is part of [dev]: wordllama must be installed"
+    return found
+
+
+PARTY = [
+    "Mel: I can never remember a name at parties, it is embarrassing.",
+    "Caroline: We adopted a little dog last month, she is called Biscuit.",
+    "Mel: Work is crazy busy lately.",
+    "Caroline: I am learning to play the cello, it is hard.",
+    "Mel: My sister brought snacks and we played cards until midnight.",
+]
+
+
+def _log(store, texts):
+    run, _ = start_run(store, "a conversation")
+    return run, [append_event(store, run.ref, "note", t) for t in texts]
+
+
+def test_a_paraphrase_bm25_misses_is_found_by_the_dense_signal(store, embedder):
+    _, events = _log(store, PARTY)
+    question = "What is the name of the new puppy?"
+    lexical = [h.ref for h in search_events(store, question, limit=5)]
+    # BM25 finds only the line that says "name"; the evidence shares no word with the
+    # question ("dog" is not "puppy", "called" is not "name").
+    assert lexical == [events[0].ref]
+    near = dense.dense_ranked(store, question, 5, embedder)
+    assert near[0][0] == events[1].id
+    fused = ranked_events(store, question, limit=5, dense_weight=0.5)
+    assert [h.ref for h in fused[:2]] == [events[0].ref, events[1].ref]
+
+
+def test_vectors_are_the_packages_own_mean_pooled_embeddings(embedder):
+    import numpy as np
+    from wordllama import WordLlama
+
+    own = WordLlama.load(cache_dir=dense._package_files()[0].parent.parent,  # type: ignore
+                         disable_download=True)
+    texts = ["who were the impostors", "a leaking kitchen tap", PARTY[1]]
+    theirs = own.embed(texts, norm=True)
+    assert np.allclose(embedder.encode(texts), theirs, atol=1e-3)
+
+
+def test_a_question_sharing_no_word_with_any_event_gets_dense_hits_not_an_error(store):
+    _, events = _log(store, PARTY)
+    hits = ranked_events(store, "deception tabletop", limit=3, dense_weight=0.5)
+    assert hits and all(h.ref.startswith("evt:") for h in hits)
+    assert ranked_events(store, "deception tabletop", limit=3) == []  # lexical alone: none
+
+
+def test_vectors_of_another_model_are_re_embedded_never_mixed(store, embedder):
+    _, events = _log(store, PARTY)
+    assert dense.ensure_vectors(store, embedder) == len(PARTY)
+    assert dense.ensure_vectors(store, embedder) == 0  # nothing new: nothing to do
+    # An older model's vectors for every event, one of them pointing straight at the query.
+    other = embedder.encode(["cards until midnight"])[0].astype("<f2").tobytes()
+    with store.transaction() as conn:
+        conn.execute("UPDATE event_vectors SET model = 'old-model@0', vec = ?", (other,))
+    assert dense.vector_models(store.conn) == {"old-model@0": len(PARTY)}
+    near = dense.dense_ranked(store, "playing the violin", 5, embedder)
+    assert dense.vector_models(store.conn) == {embedder.model: len(PARTY)}
+    assert near[0][0] == events[3].id
+
+
+def test_a_purged_text_takes_its_vector_with_it(store, embedder):
+    _, events = _log(store, PARTY)
+    dense.ensure_vectors(store, embedder)
+    with store.transaction() as conn:
+        conn.execute("UPDATE events SET text = '[purged]' WHERE id = ?", (events[1].id,))
+    assert store.value("SELECT count(*) FROM event_vectors WHERE event_id = ?",
+                       (events[1].id,)) == 0
+    assert dense.ensure_vectors(store, embedder) == 1  # the scrubbed text, embedded again
+
+
+def test_without_the_package_search_stays_lexical_and_doctor_says_so(store, monkeypatch):
+    from agentstate.maintenance.doctor import check_dense_signal
+
+    _, events = _log(store, PARTY)
+    monkeypatch.setattr(dense, "PACKAGE", "no_such_embedding_package")
+    dense.load_embedder.cache_clear()
+    try:
+        assert dense.load_embedder() is None
+        active = dense.signal()
+        assert not active.dense and "lexical search only" in active.detail
+        hits = ranked_events(store, "cards and snacks", limit=3, dense_weight=0.5)
+        assert [h.ref for h in hits] == [events[4].ref]
+        check = check_dense_signal(store.root)
+        assert check.status == "ok" and "agentstate-cli[dense]" in check.detail
+    finally:
+        dense.load_embedder.cache_clear()
+
+
+def test_doctor_names_the_active_model_and_the_vectors(store, embedder):
+    from agentstate.maintenance.doctor import check_dense_signal
+
+    _log(store, PARTY)
+    dense.ensure_vectors(store, embedder)
+    check = check_dense_signal(store.root)
+    assert embedder.model in check.detail and f"{len(PARTY)} event vector" in check.detail
+
+
+ids = st.lists(st.text("abcdef", min_size=1, max_size=3), unique=True, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=st.text("xyz", min_size=1, max_size=2), lexical=ids, near=ids,
+       weight=st.floats(0.0, 1.0))
+def test_an_item_first_in_both_lists_ranks_first(first, lexical, near, weight):
+    fused = dense.fuse([first, *lexical], [first, *near], weight)
+    assert fused[0] == first
+    assert sorted(fused) == sorted({first, *lexical, *near})
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=st.text("xyz", min_size=1, max_size=2), rest=ids, weight=st.floats(0.0, 1.0),
+       data=st.data())
+def test_the_score_fusion_keeps_an_item_first_in_both_first(first, rest, weight, data):
+    # Lexical scores fall from 1.0; every dense id is among the lexical hits, so no event
+    # row is read (store None).
+    lexical = [EventHit(f"evt:{i}", "run:r", "note", i, "user", "", round(1.0 - n / 20, 4))
+               for n, i in enumerate([first, *rest])]
+    order = data.draw(st.permutations(rest))
+    sims = sorted((data.draw(st.floats(-1, 0.99)) for _ in order), reverse=True)
+    near = [(first, 1.0), *zip(order, sims, strict=True)]
+    fused = _fused(None, lexical, near, weight, limit=50)
+    assert fused[0].ref == f"evt:{first}"
+    assert len(fused) == len(lexical)
