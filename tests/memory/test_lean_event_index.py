@@ -106,7 +106,8 @@ def test_upgrade_moves_ascii_texts_out_of_the_trigram_index(tmp_path):
         [("e1", 1, "legacy quokka observation in quokkaconfig.toml"),
          ("e2", 2, "旧的日志 about the quokka"), ("e3", 3, "another plain text")])
     assert _trigram_rows(conn) == 3
-    assert apply_migrations(db) == ["m015_trigram_for_cjk_events", "m016_events_lean_indexes"]
+    applied = apply_migrations(db)
+    assert applied[:2] == ["m015_trigram_for_cjk_events", "m016_events_lean_indexes"]
     assert _trigram_rows(conn) == 1 and check_indexes(conn) == []
 
     class Shim:
