@@ -7,6 +7,8 @@ The CLI's one boundary (agentstate.cli.boundary) turns them into the envelope or
 
 from __future__ import annotations
 
+from agentstate.secret_scan import redact_secrets
+
 
 class AgentStateError(Exception):
     """Base of every error a user can cause or see. Message is one line."""
@@ -16,10 +18,7 @@ class AgentStateError(Exception):
 
     def __init__(self, message: str, *, details: dict | None = None) -> None:
         # Messages often quote the offending argument ("unknown kind 'x'"); when that argument
-        # is a secret pasted in the wrong place, the message must not echo it. Imported here:
-        # safety imports this module.
-        from agentstate.safety import redact_secrets
-
+        # is a secret pasted in the wrong place, the message must not echo it.
         message = redact_secrets(message)
         super().__init__(message)
         self.message = message

@@ -1,4 +1,4 @@
-"""Upkeep of the full-text indexes (memory/schema.py creates them): merging segments after a
+"""Upkeep of the full-text indexes (memory/memory_tables.py creates them): merging segments after a
 purge, the integrity check `doctor` runs, and the rebuild `doctor --repair` runs.
 """
 

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentstate.context.assemble import build_context
+from agentstate.context.essentials import BOUND, PINNED_ROOM, gather, preference_ref, scope_of
+from agentstate.context.resume import build_pack
 from agentstate.memory.model import list_user_preferences
 from agentstate.memory.write import remember
-from agentstate.runs.essentials import BOUND, PINNED_ROOM, gather, preference_ref, scope_of
 from agentstate.runs.log import append_event, start_run
-from agentstate.runs.resume import build_pack
 from agentstate.tokens import counter_for
 from tests.conftest import fresh_store, run_agentstate
 
