@@ -51,10 +51,9 @@ class Failure:
 
     error: AgentStateError
     crash_log: Path | None = None
-
-    @property
-    def internal(self) -> bool:
-        return isinstance(self.error, Internal)
+    # An exception outside the mapping (a bug), whether or not its crash log got written;
+    # an `Internal` raised on purpose is reported like any other error of ours.
+    bug: bool = False
 
     @property
     def jsonrpc_code(self) -> int:
@@ -92,7 +91,7 @@ def internal(exc: BaseException, argv: list[str]) -> Failure:
         log, where, details = None, f"no crash log written ({failed.strerror or failed})", {}
     else:
         where, details = f"traceback in {log}", {"crash_log": str(log)}
-    return Failure(Internal(f"internal error ({what}); {where}", details=details), log)
+    return Failure(Internal(f"internal error ({what}); {where}", details=details), log, bug=True)
 
 
 def crash_dir() -> Path:

@@ -319,7 +319,7 @@ def run(body: Callable[[], Any], invocation: Invocation) -> int:
             return _usage(exc, invocation)
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the point of a boundary
             failure = classify(exc, invocation.argv)
-            return _internal(failure, invocation) if failure.internal \
+            return _internal(failure, invocation) if failure.bug \
                 else report(failure.error, invocation)
     except BrokenPipeError:  # the reader went away while we reported
         return _stdout_gone()

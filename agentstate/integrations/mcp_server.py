@@ -2,7 +2,8 @@
 
 An entry point beside the CLI, not a domain: every tool calls the same domain function as
 the CLI command it mirrors (`resume` → context.resume.build_pack, `remember` →
-memory.write.remember, …) and never touches a table itself.
+memory.write.remember, …), through the library face (agentstate/api.py) where that holds
+the principal and source rules the CLI applies too, and never touches a table itself.
 
 How it behaves, and why:
 - Each call opens the store afresh and closes it, so the server sees what other processes
@@ -272,12 +273,11 @@ def build_server(service: StoreService) -> MCPServer:
         ttl: Annotated[str | None, Field(description="Valid for this long, e.g. 30d")] = None,
     ) -> CallToolResult:
         def work(store: Store) -> Done:
-            from agentstate.memory.write import remember as remember_memory
+            from agentstate import api  # on the first call: the SDK's start-up is measured
 
-            claimed = source or default_source(resolve_principal(store, who))
-            result = remember_memory(store, text, kind=kind, key=key, scope=scope,
-                                     source=claimed, evidence=evidence or [], ttl=ttl,
-                                     principal=who)
+            # Without a source, the write gate records the principal's own (model for agent).
+            result = api.remember(store, text, principal=who, kind=kind, key=key, scope=scope,
+                                  source=source, evidence=evidence or [], ttl=ttl)
             note = None
             if result.status in (MemoryStatus.CANDIDATE, MemoryStatus.QUARANTINED):
                 note = (f"{result.ref} was stored as {result.status}, outside the default read "
@@ -306,13 +306,10 @@ def build_server(service: StoreService) -> MCPServer:
         supersedes: Annotated[str | None, Field(description="evt:… this replaces")] = None,
     ) -> CallToolResult:
         def work(store: Store) -> Done:
-            from agentstate.runs.log import append_event
+            from agentstate import api
 
-            principal = resolve_principal(store, who)
-            event = append_event(store, run, kind, text,
-                                 source=source or default_source(principal), meta=meta or {},
-                                 resolves=resolves, supersedes=supersedes, claimed_by=principal)
-            return Done(event)
+            return Done(api.log_event(store, kind, text, principal=who, run=run, source=source,
+                                      meta=meta, resolves=resolves, supersedes=supersedes))
 
         return await service.tool("log_event", work)
 
@@ -360,9 +357,9 @@ def build_server(service: StoreService) -> MCPServer:
         run: RunRef = None,
     ) -> CallToolResult:
         def work(store: Store) -> Done:
-            from agentstate.skills.load import load_skill
+            from agentstate import api
 
-            return Done(load_skill(store, target, run_ref=run))
+            return Done(api.load_skill(store, target, principal=who, run=run))
 
         return await service.tool("skill_load", work)
 
