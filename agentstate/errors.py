@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok, 1 error (not found, invalid input, corrupt file), 2 usage,
 3 refused by a gate or policy, 70 internal error (a bug: see the crash log), 130 interrupted.
-The CLI's one boundary (agentstate.cli.boundary) turns them into the envelope or a stderr line.
+Every entry point reports them through agentstate.error_boundary (the CLI's side, with the
+envelope or a stderr line, is agentstate.cli.boundary).
 """
 
 from __future__ import annotations
