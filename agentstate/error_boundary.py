@@ -32,7 +32,6 @@ from pathlib import Path
 
 from agentstate.errors import AgentStateError, Internal, Interrupted, InvalidInput
 from agentstate.output import shorten
-from agentstate.secret_scan import redact_secrets
 
 PROGRAM = "agentstate"
 MESSAGE_WIDTH = 200  # an unexpected exception's text in the one-line report
@@ -103,13 +102,17 @@ def crash_dir() -> Path:
 
 
 def write_crash_log(exc: BaseException, argv: list[str]) -> Path:
-    """Write the traceback, secrets redacted, to a new file and return its path."""
+    """Write the traceback, secrets redacted, to a new file and return its path.
+
+    The imports are here, not at the top: the command line imports this module on every
+    run, and the secret scanner compiles its patterns when imported; only a crash needs it."""
     import platform
     import shlex
     import traceback
     from datetime import UTC, datetime
 
     from agentstate.distribution import __version__
+    from agentstate.secret_scan import redact_secrets
 
     directory = crash_dir()
     directory.mkdir(parents=True, exist_ok=True)

@@ -8,8 +8,6 @@ envelope or a stderr line, is agentstate.cli.boundary).
 
 from __future__ import annotations
 
-from agentstate.secret_scan import redact_secrets
-
 
 class AgentStateError(Exception):
     """Base of every error a user can cause or see. Message is one line."""
@@ -19,7 +17,12 @@ class AgentStateError(Exception):
 
     def __init__(self, message: str, *, details: dict | None = None) -> None:
         # Messages often quote the offending argument ("unknown kind 'x'"); when that argument
-        # is a secret pasted in the wrong place, the message must not echo it.
+        # is a secret pasted in the wrong place, the message must not echo it. Imported on
+        # the first error, not with this module: the scanner compiles its patterns when
+        # imported, and every process (each hook, `--help`) imports errors.py but most raise
+        # nothing. (No cycle: secret_scan imports nothing of agentstate.)
+        from agentstate.secret_scan import redact_secrets
+
         message = redact_secrets(message)
         super().__init__(message)
         self.message = message
