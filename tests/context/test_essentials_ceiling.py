@@ -91,7 +91,7 @@ def test_the_minimum_stays_under_the_bound_and_pinned_items_that_fit_are_in(case
 
 def _uncapped(store, run):
     """The essentials' items before the ceiling: the lines the cap chose from."""
-    from agentstate.runs import essentials
+    from agentstate.context import essentials
 
     saved = essentials.cap
     essentials.cap = lambda ess, count: ess
