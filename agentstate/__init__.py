@@ -1,17 +1,31 @@
-"""agentstate: per-repository state for coding agents."""
+"""agentstate: per-repository state for coding agents.
 
-__version__ = "0.1.0"
+The package's face: the functions of `agentstate.api` (open a store, resume, context,
+remember / recall / forget, log, skills) are reachable as `agentstate.NAME`, imported on
+first use. Every `import agentstate.…` runs this file, hooks included, and a hook starts as
+a process whose start-up is measured: it must not pay for the library it does not use.
+"""
 
-# The distribution's name (pyproject.toml). The command and the import package are
-# `agentstate`, but that name on the package index belongs to an unrelated project: an
-# install line must never name it bare (tests/cli/test_install_docs.py checks the docs).
-DISTRIBUTION = "agentstate-cli"
+from __future__ import annotations
+
+from typing import Any
+
+from agentstate.distribution import DISTRIBUTION, __version__, install_hint
+
+# The names `agentstate.api` exports (its `__all__`; tests/test_api.py checks they agree).
+# None is the name of a subpackage (`agentstate.context` is the package, so the function is
+# `context_pack`): an imported submodule would hide a function of the same name.
+API_NAMES = frozenset({
+    "open_store", "resume_pack", "context_pack", "remember", "recall", "forget",
+    "start_run", "log_event", "list_skills", "load_skill",
+})
+
+__all__ = ["DISTRIBUTION", "__version__", "install_hint", *sorted(API_NAMES)]
 
 
-def install_hint(extra: str, requirement: str) -> str:
-    """How to add an optional extra's requirement to the environment agentstate runs in."""
-    import sys
+def __getattr__(name: str) -> Any:
+    if name in API_NAMES:
+        from agentstate import api
 
-    return (f"{sys.executable} -m pip install '{requirement}' (the {extra!r} extra of "
-            f"{DISTRIBUTION}; pipx: pipx inject {DISTRIBUTION} '{requirement}'; from a clone: "
-            f"pip install -e '.[{extra}]')")
+        return getattr(api, name)
+    raise AttributeError(f"module 'agentstate' has no attribute {name!r}")

@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok, 1 error (not found, invalid input, corrupt file), 2 usage,
 3 refused by a gate or policy, 70 internal error (a bug: see the crash log), 130 interrupted.
-The CLI's one boundary (agentstate.cli.boundary) turns them into the envelope or a stderr line.
+Every entry point reports them through agentstate.error_boundary (the CLI's side, with the
+envelope or a stderr line, is agentstate.cli.boundary).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ class AgentStateError(Exception):
 
     def __init__(self, message: str, *, details: dict | None = None) -> None:
         # Messages often quote the offending argument ("unknown kind 'x'"); when that argument
-        # is a secret pasted in the wrong place, the message must not echo it. Imported here:
-        # safety imports this module.
-        from agentstate.safety import redact_secrets
+        # is a secret pasted in the wrong place, the message must not echo it. Imported on
+        # the first error, not with this module: the scanner compiles its patterns when
+        # imported, and every process (each hook, `--help`) imports errors.py but most raise
+        # nothing. (No cycle: secret_scan imports nothing of agentstate.)
+        from agentstate.secret_scan import redact_secrets
 
         message = redact_secrets(message)
         super().__init__(message)

@@ -11,7 +11,16 @@ import unicodedata
 from functools import cache
 
 from agentstate.errors import Refused
-from agentstate.secret_scan import Finding, find_secrets, remove_invisible, shannon_entropy
+
+# redact_secrets lives with the scanner so errors.py can redact messages without importing
+# this module (which raises errors.Refused): no cycle between the two.
+from agentstate.secret_scan import (
+    Finding,
+    find_secrets,
+    redact_secrets,
+    remove_invisible,
+    shannon_entropy,
+)
 
 __all__ = ["Finding", "find_injection", "find_secrets", "redact_secrets", "refuse_secrets",
            "remove_invisible", "scannable_text", "shannon_entropy"]
@@ -26,35 +35,6 @@ def refuse_secrets(text: str, what: str = "text") -> None:
             f"{what} looks like it contains a secret ({', '.join(kinds)}); nothing was stored",
             details={"secret_kinds": kinds},
         )
-
-
-def redact_secrets(text: str, mask: str = "[REDACTED]") -> str:
-    """Replace every secret span (for tool output excerpts, which must be kept but not leak).
-
-    Scanned again after each pass: a match can end inside the next secret (two tokens glued
-    together), and what it leaves of that one is only found once the first is masked."""
-    for _ in range(REDACT_PASSES):
-        findings = find_secrets(text)
-        if not findings:
-            return text
-        text = _masked(text, findings, mask)
-    return text
-
-
-REDACT_PASSES = 4  # each pass is linear; glued secrets need one pass per layer
-
-
-def _masked(text: str, findings: list, mask: str) -> str:
-    out, last = [], 0
-    for f in findings:
-        if f.start < last:
-            last = max(last, f.end)
-            continue
-        out.append(text[last:f.start])
-        out.append(mask)
-        last = f.end
-    out.append(text[last:])
-    return "".join(out)
 
 
 # Compiled on first use: most commands (context, recall, trace) never check for injection.

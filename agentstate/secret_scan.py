@@ -495,3 +495,32 @@ def find_secrets(text: str) -> list[Finding]:
     # Match on the folded text; map spans back to the original.
     clean, origin = folded
     return _mapped(_scan_all(clean), origin, len(text))
+
+
+def redact_secrets(text: str, mask: str = "[REDACTED]") -> str:
+    """Replace every secret span (for tool output excerpts, which must be kept but not leak).
+
+    Scanned again after each pass: a match can end inside the next secret (two tokens glued
+    together), and what it leaves of that one is only found once the first is masked."""
+    for _ in range(REDACT_PASSES):
+        findings = find_secrets(text)
+        if not findings:
+            return text
+        text = _masked(text, findings, mask)
+    return text
+
+
+REDACT_PASSES = 4  # each pass is linear; glued secrets need one pass per layer
+
+
+def _masked(text: str, findings: list, mask: str) -> str:
+    out, last = [], 0
+    for f in findings:
+        if f.start < last:
+            last = max(last, f.end)
+            continue
+        out.append(text[last:f.start])
+        out.append(mask)
+        last = f.end
+    out.append(text[last:])
+    return "".join(out)

@@ -104,7 +104,7 @@ def median_time(argv: list[str], cwd: Path, repeats: int = REPEATS) -> float:
 
 def time_in_process(root: Path, repeats: int = REPEATS) -> float:
     """Median of build_pack() with the store open and modules imported: the domain work."""
-    from agentstate.runs.resume import build_pack
+    from agentstate.context.resume import build_pack
     from agentstate.store.db import open_store
 
     store = open_store(start=root)

@@ -191,6 +191,21 @@ def crash_logs() -> list[str]:
         "crash-*.log"))]
 
 
+def failing_import_env(tmp_path: Path, *modules: str, note: str = "") -> dict[str, str]:
+    """An environment whose Python processes cannot import `modules`: a real fault for the
+    error boundaries (RuntimeError 'cannot load NAME' + `note`, raised by a sitecustomize)."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name in {modules!r}:\n"
+        f"            raise RuntimeError('cannot load ' + name + {note!r})\n"
+        "sys.meta_path.insert(0, Block())\n")
+    return {"PYTHONPATH": os.pathsep.join([str(shim), str(ROOT)])}
+
+
 def run_agentstate(*args: str, cwd: Path, env: dict | None = None, input: str | None = None):
     """The real console entry point in a subprocess (exit codes, start-up, concurrency)."""
     full_env = dict(os.environ)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from agentstate import __version__
+from agentstate.distribution import __version__
 
 app = typer.Typer(
     name="agentstate",

@@ -1,4 +1,5 @@
-"""The one error boundary around the command line.
+"""The command line's side of the one error boundary (agentstate/error_boundary.py holds
+the mapping and the crash log that the MCP server and the hooks share).
 
 Whatever a command raises ends here and leaves as exactly one report:
 
@@ -22,22 +23,19 @@ falls back to looking for the `--json` token.
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import typer
 
-from agentstate.errors import AgentStateError, Internal, Interrupted, InvalidInput
+from agentstate.error_boundary import PROGRAM, Failure, classify
+from agentstate.errors import AgentStateError, Interrupted, InvalidInput
 from agentstate.output import envelope_error, info, print_json
 
-PROGRAM = "agentstate"
 JSON_FLAG = "--json"
 DIR_FLAG = "--dir"
-MESSAGE_WIDTH = 200  # an unexpected exception's text in the one-line report
 
 
 @dataclass
@@ -315,25 +313,14 @@ def run(body: Callable[[], Any], invocation: Invocation) -> int:
             return exc.exit_code
         except typer.Abort:
             return report(AgentStateError("aborted"), invocation)
-        except KeyboardInterrupt:
-            return report(Interrupted(), invocation)
         except BrokenPipeError:
             return _stdout_gone()
         except _click_exception() as exc:
             return _usage(exc, invocation)
-        except (AgentStateError, sqlite3.Error, OSError) as exc:
-            from agentstate.store.db import as_agentstate_error
-
-            mapped = as_agentstate_error(exc)
-            assert mapped is not None
-            return report(mapped, invocation)
-        except ValueError as exc:
-            if "null byte" not in str(exc):  # a NUL in a file name (only through main(argv))
-                return _internal(exc, invocation)
-            return report(InvalidInput("a file name cannot contain a NUL character"),
-                          invocation)
-        except Exception as exc:  # noqa: BLE001 - the point of a boundary
-            return _internal(exc, invocation)
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the point of a boundary
+            failure = classify(exc, invocation.argv)
+            return _internal(failure, invocation) if failure.bug \
+                else report(failure.error, invocation)
     except BrokenPipeError:  # the reader went away while we reported
         return _stdout_gone()
     except KeyboardInterrupt:  # a second Ctrl-C while reporting the first
@@ -341,10 +328,18 @@ def run(body: Callable[[], Any], invocation: Invocation) -> int:
 
 
 def report(exc: AgentStateError, invocation: Invocation) -> int:
-    """The error envelope on stdout under --json, else one `error:` line on stderr."""
+    """The error envelope on stdout under --json, else one `error:` line on stderr — or,
+    when the error lists its `reasons` (a refused publish), the message's first clause and
+    each reason on a line of its own."""
     if json_requested(invocation):
         print_json(envelope_error(command_path(invocation.context), exc.code, exc.message,
                                   exc.details))
+        return exc.exit_code
+    reasons = exc.details.get("reasons") or []
+    if reasons and isinstance(reasons, list):
+        info(f"error: {exc.message.split(': ', 1)[0]}:")
+        for reason in reasons:
+            info(f"  - {reason}")
     else:
         info(f"error: {exc.message}")
     return exc.exit_code
@@ -359,7 +354,7 @@ def _click_exception() -> type[Exception]:
 
 def _usage(exc: Any, invocation: Invocation) -> int:
     """A command line click could not accept: its own form on stderr, or the envelope."""
-    from agentstate.safety import redact_secrets
+    from agentstate.secret_scan import redact_secrets
 
     # click quotes the offending argument, which may hold bytes that are not UTF-8.
     exc.message = redact_secrets(_bytes_shown(exc.message))
@@ -376,58 +371,15 @@ def _usage(exc: Any, invocation: Invocation) -> int:
     return exc.exit_code
 
 
-def _internal(exc: Exception, invocation: Invocation) -> int:
-    """A bug: the traceback goes to a crash log, the user gets one line naming it."""
-    from agentstate.output import shorten
-
-    what = shorten(f"{type(exc).__name__}: {exc}", MESSAGE_WIDTH)
-    try:
-        log = write_crash_log(exc, invocation.argv)
-    except OSError as failed:
-        where, details = f"no crash log written ({failed.strerror or failed})", {}
-    else:
-        where, details = f"traceback in {log}", {"crash_log": str(log)}
-    error = Internal(f"internal error ({what}); {where}", details=details)
-    # stderr always names the log; under --json stdout still carries exactly one envelope.
+def _internal(failure: Failure, invocation: Invocation) -> int:
+    """A bug: the traceback is in the crash log (error_boundary), the user gets one line
+    naming it — on stderr always; under --json stdout still carries exactly one envelope."""
+    error = failure.error
     info(f"error: {error.message}")
     if json_requested(invocation):
         print_json(envelope_error(command_path(invocation.context), error.code, error.message,
                                   error.details))
     return error.exit_code
-
-
-def crash_dir() -> Path:
-    """Crash logs live with agentstate's other per-user files (AGENTSTATE_CACHE_DIR, else
-    ~/.cache/agentstate), not in the repository: they are for whoever reports the bug."""
-    from agentstate.tokens import cache_dir
-
-    return cache_dir()
-
-
-def write_crash_log(exc: BaseException, argv: list[str]) -> Path:
-    """Write the traceback, secrets redacted, to a new file and return its path."""
-    import platform
-    import shlex
-    import traceback
-    from datetime import UTC, datetime
-
-    from agentstate import __version__
-    from agentstate.safety import redact_secrets
-
-    directory = crash_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-    path = directory / f"crash-{stamp}-{os.getpid()}.log"
-    text = (
-        f"agentstate {__version__}, Python {platform.python_version()}, {platform.platform()}\n"
-        f"command: {shlex.join([PROGRAM, *argv])}\n\n"
-        + "".join(traceback.format_exception(exc))
-    )
-    # Exclusive and private: the log may name paths and arguments of this user's work.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with open(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
-        handle.write(redact_secrets(text))
-    return path
 
 
 def _stdout_gone() -> int:

@@ -42,7 +42,7 @@ def doctor(
     report = diagnose(root)
     # The agents' hook settings live beside the store, in the repository and the user's
     # home: checked here, where the CLI may call both maintenance/ and integrations/.
-    from agentstate.integrations.agent_config import agent_hook_checks
+    from agentstate.integrations.hook_checks import agent_hook_checks
 
     report.checks += agent_hook_checks(root.parent)
     failed = report.failed

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from agentstate import install_hint
 from agentstate.cli import app
 from agentstate.cli.common import cli_store, store_override
+from agentstate.distribution import install_hint
 
 INSTALL_HINT = install_hint("mcp", "mcp>=2.3,<3")
 # Who the server acts as without --as: a model's principal, which cannot claim the user's

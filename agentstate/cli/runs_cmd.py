@@ -337,7 +337,7 @@ def resume(
     checkpoint, relevant event refs and matching skills. Markdown by default; --json for the
     structure.
     """
-    from agentstate.runs.resume import build_pack
+    from agentstate.context.resume import build_pack
     from agentstate.store.principals import resolve_principal
 
     with cli_store() as store:

@@ -72,22 +72,6 @@ def _tools_without_store() -> ToolSettings:
     return ToolSettings()
 
 
-def _refused_with_reasons(exc, as_json: bool) -> None:
-    """Human mode: the refusal's first clause, then each reason on its own line."""
-    reasons = exc.details.get("reasons", [])
-    if not as_json and reasons:
-        from agentstate.errors import Refused
-        from agentstate.output import stderr_console
-
-        head = exc.message.split(": ", 1)[0]
-        console = stderr_console()
-        console.print(f"error: {head}:", markup=False, highlight=False)
-        for reason in reasons:
-            console.print(f"  - {reason}", markup=False, highlight=False)
-        raise typer.Exit(Refused.exit_code)
-    raise exc
-
-
 # ---------------------------------------------------------------- new
 
 
@@ -340,16 +324,13 @@ def skill_publish(
     from untrusted sources or that reads as injected instructions needs --approve from a
     principal with write = ["*"] (the owner by default; AGENTSTATE_PRINCIPAL=agent may not).
     """
-    from agentstate.errors import Refused
     from agentstate.skills.publishing import publish_skill
 
+    # A refusal lists its reasons one per line: the boundary's report does that for any
+    # error whose details carry `reasons`.
     with cli_store() as store:
-        try:
-            result = publish_skill(store, target, approve=approve, run_ref=run,
-                                   params=parse_key_values(param, "--param"))
-        except Refused as exc:
-            _refused_with_reasons(exc, as_json)
-            return
+        result = publish_skill(store, target, approve=approve, run_ref=run,
+                               params=parse_key_values(param, "--param"))
 
     def human(console, r):
         console.print(f"{r.ref} published (commit {r.commit[:12]}, tag {r.tag}, "

@@ -161,9 +161,9 @@ def build_context(
     skip: set[str] = set()  # refs already shown elsewhere (evidence duplicates)
     task_more: dict[str, str] = {}
     older_events = 0
-    # The task's essentials, the same as `resume` keeps (runs/essentials.py); without a run,
+    # The task's essentials, the same as `resume` keeps (context/essentials.py); without a run,
     # only the user's pinned preferences.
-    from agentstate.runs.essentials import WHAT, gather
+    from agentstate.context.essentials import WHAT, gather
 
     ess = gather(store, the_run, principal=who.name)
     candidates += src.essential_candidates(ess.items)

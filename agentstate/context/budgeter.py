@@ -1,7 +1,7 @@
 """Budget allocation: who gets the window.
 
 1. Pinned fragments are included as they are, always, and the task's essentials
-   (runs/essentials.py) in their short form. If that pack alone is larger than the budget,
+   (context/essentials.py) in their short form. If that pack alone is larger than the budget,
    the budget is refused (BudgetTooSmall names the minimum — the same one `resume` names).
 2. Every other candidate is visited in priority order — class first (the config's class
    order), then score, then ref (so ties are deterministic) — and gets the best form that

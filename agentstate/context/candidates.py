@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentstate.config import CONTEXT_CLASSES
+from agentstate.context.essentials import TITLES as ESSENTIAL_TITLES
 from agentstate.output import visible
-from agentstate.runs.essentials import TITLES as ESSENTIAL_TITLES
 
 # Priority classes, highest first (config [context] classes may reorder all but `pinned`).
 CLASSES = CONTEXT_CLASSES
@@ -16,7 +16,7 @@ CLASSES = CONTEXT_CLASSES
 # the system instructions, goal, constraints and preferences open the pack, the task state
 # and the rest of the task's essentials (open questions, pending verifications, failing tool
 # results, drift) close it, and lower-priority material sits in between. The essential
-# sections keep the order and titles of runs/essentials.py, so the smallest pack `context`
+# sections keep the order and titles of context/essentials.py, so the smallest pack `context`
 # accepts is the same text as the smallest `resume` accepts.
 SECTIONS = (
     "system", "goal", "constraints", "preferences",
@@ -39,7 +39,7 @@ DECISIONS = ("included", "compressed", "pointer", "dropped")
 # event beyond the newest N, compressed by policy; `one line`: an evidence hit past the
 # strongest few, or a hit's neighbour, shown as one line by policy; the rest explain
 # compressions, pointers and drops.
-# `essential`: one of the task's essentials (runs/essentials.py), kept at every budget. A
+# `essential`: one of the task's essentials (context/essentials.py), kept at every budget. A
 # duplicate's reason names the fragment it repeats, which is in the text: `duplicate of REF`.
 REASONS = (
     "pinned", "essential", "fits", "older", "one line", "budget", "stale", "superseded",

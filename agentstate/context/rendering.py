@@ -4,8 +4,8 @@ same inputs give the same bytes (and the same hash)."""
 from __future__ import annotations
 
 from agentstate.context.candidates import SECTION_TITLES, Candidate
+from agentstate.context.essentials import join_sections
 from agentstate.context.placement import placed
-from agentstate.runs.essentials import join_sections
 
 
 def _section_lines(items: list[Candidate]) -> list[str]:
@@ -30,7 +30,7 @@ def _section_lines(items: list[Candidate]) -> list[str]:
 
 def render(candidates: list[Candidate], headers: dict[str, str] | None = None) -> str:
     """The pack text: sections in layout order, fragments in their section order, joined
-    by the same rule as the essentials (runs/essentials.py) so both read the same."""
+    by the same rule as the essentials (context/essentials.py) so both read the same."""
     headers = headers or {}
     return join_sections(
         (headers.get(name, SECTION_TITLES[name]), _section_lines(items))

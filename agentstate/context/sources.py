@@ -143,7 +143,7 @@ def system_candidate(path_text: str, text: str) -> Candidate | None:
 
 # ---------------------------------------------------------------- task state
 
-# The task's essentials (runs/essentials.py) are fixed candidates: placed before anything
+# The task's essentials (context/essentials.py) are fixed candidates: placed before anything
 # else, never dropped; the failing result's excerpt and the drift's lists are added when
 # they fit, at these scores inside the task class.
 ESSENTIAL_UPGRADE_SCORE = {"failing": 0.8, "drift": 0.75}
@@ -157,7 +157,7 @@ def essential_candidates(items: list[Any]) -> list[Candidate]:
     out = []
     for n, item in enumerate(items):
         cls = ESSENTIAL_CLASS.get(item.section, "task")
-        # Past the essentials' ceiling (runs/essentials.cap): an ordinary task fragment,
+        # Past the essentials' ceiling (context/essentials.cap): an ordinary task fragment,
         # first in its class, shown whole when there is room, else left out.
         optional = getattr(item, "optional", False)
         out.append(Candidate(

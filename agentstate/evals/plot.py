@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentstate import install_hint
+from agentstate.distribution import install_hint
 from agentstate.errors import InvalidInput
 
 FORMATS = (".png", ".svg", ".pdf")

@@ -14,8 +14,6 @@ def run_hook(agent: str, args: list[str], stdin: IO[str] | IO[bytes], *,
              directory: str | None = None) -> int:
     """Read, act, print; on any failure, report it and still return 0. `directory` is the
     store override (--dir / AGENTSTATE_DIR)."""
-    from agentstate.errors import AgentStateError
-
     store = None
     event = args[0] if agent == "git" and args else "?"
     try:
@@ -46,17 +44,13 @@ def run_hook(agent: str, args: list[str], stdin: IO[str] | IO[bytes], *,
             sys.stdout.flush()
         return 0
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - a hook never breaks the agent
+        from agentstate.error_boundary import classify
+        from agentstate.output import visible
         from agentstate.store.hooklog import record_hook_error
 
-        if isinstance(exc, AgentStateError):
-            message = exc.message
-        else:
-            from agentstate.store.db import as_agentstate_error
-
-            mapped = as_agentstate_error(exc)
-            message = mapped.message if mapped else f"internal error: {type(exc).__name__}: {exc}"
-        from agentstate.output import visible
-
+        # The one mapping every entry point uses; a bug also leaves its redacted traceback in
+        # the shared crash log, which the message names. The exit stays 0 whatever happened.
+        message = classify(exc, ["hook", agent, *args]).error.message
         # The agent name (argv), the event name and the message (both may come from the
         # payload) are written escaped: no raw escape sequence reaches the agent's terminal,
         # and undecodable bytes (a lone surrogate) can still be written to the log.

@@ -20,12 +20,12 @@ exit 0: a hook never breaks the agent.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentstate.errors import InvalidInput
+from agentstate.integrations.hook_keys import logged_by_hooks, prompt_key
 from agentstate.runs.log import Run
 from agentstate.store.db import Store
 from agentstate.store.principals import Principal
@@ -224,8 +224,8 @@ def _session_start(store: Store, payload: HookPayload, outcome: HookOutcome) -> 
 
 
 def _resume_context(store: Store, run: Run) -> str:
+    from agentstate.context.resume import build_pack
     from agentstate.errors import BudgetTooSmall
-    from agentstate.runs.resume import build_pack
 
     try:
         pack = build_pack(store, run.ref, budget=RESUME_BUDGET_TOKENS,
@@ -496,38 +496,3 @@ def _catch_up(store: Store, payload: HookPayload, run_ref: str,
                               cursor=cursor)
     save_transcript_cursor(store, run, where, cursor.as_dict())
     return result.result.imported
-
-
-def prompt_key(text: str) -> str:
-    """A prompt's key for "did a hook record it": a digest of its folded start. Hooks cut
-    long prompts and imports bound them, so only the start is compared; a digest, so the
-    key holds no text (the prompt itself may have held a secret that was redacted)."""
-    import hashlib
-
-    folded = " ".join(text[: 4 * PROMPT_KEY_CHARS].split())[:PROMPT_KEY_CHARS]
-    return hashlib.sha256(folded.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-
-
-PROMPT_KEY_CHARS = 500
-
-
-def logged_by_hooks(store: Store, session_id: str | None) -> Callable[[dict[str, Any]], bool]:
-    """Which transcript records of this session a hook already logged as they happened:
-    the user's prompts (by prompt key) and tool calls (by the agent's call id). Imports and
-    the hooks' catch-up skip those, so a session is not recorded twice. Each check is one
-    indexed look-up (runs/lookups.py), never a read of the run."""
-    from agentstate.runs.lookups import hook_logged_call, hook_logged_prompt
-
-    def already(record: dict[str, Any]) -> bool:
-        if not session_id:
-            return False
-        identity = str(record.get("id", ""))
-        if record.get("kind") == "tool":
-            call = identity.split(":", 1)[-1]
-            return bool(call) and hook_logged_call(store, session_id, call) is not None
-        if record.get("kind") == "observation" and record.get("source") == "user":
-            text = str(record.get("text", ""))
-            return hook_logged_prompt(store, session_id, prompt_key(text)) is not None
-        return False
-
-    return already

@@ -1,8 +1,9 @@
 """`agentstate mcp`: the store served to any MCP client over stdio.
 
 An entry point beside the CLI, not a domain: every tool calls the same domain function as
-the CLI command it mirrors (`resume` → runs.resume.build_pack, `remember` →
-memory.write.remember, …) and never touches a table itself.
+the CLI command it mirrors (`resume` → context.resume.build_pack, `remember` →
+memory.write.remember, …), through the library face (agentstate/api.py) where that holds
+the principal and source rules the CLI applies too, and never touches a table itself.
 
 How it behaves, and why:
 - Each call opens the store afresh and closes it, so the server sees what other processes
@@ -29,8 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -42,7 +41,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from agentstate import __version__
+from agentstate.distribution import __version__
+from agentstate.error_boundary import classify, jsonrpc_code
 from agentstate.memory.status import MemoryStatus
 from agentstate.output import envelope_error, envelope_ok
 
@@ -50,9 +50,6 @@ if TYPE_CHECKING:
     from agentstate.store.db import Store
 
 RESUME_URI = "agentstate://resume"
-# JSON-RPC codes for a failed resource read: the spec's "resource not found", else internal.
-_RESOURCE_NOT_FOUND = -32002
-_INTERNAL_ERROR = -32603
 
 INSTRUCTIONS = (
     "agentstate keeps this repository's agent state: the run log, gated memory, budgeted "
@@ -113,8 +110,11 @@ class StoreService:
             pass
 
     def envelope(self, command: str, work: Callable[[Any], Done]) -> tuple[dict, Done | None]:
-        """Run `work(store)` and wrap it in the result envelope (on the worker thread)."""
-        from agentstate.store.db import as_agentstate_error
+        """Run `work(store)` and wrap it in the result envelope (on the worker thread). A
+        failure goes through the one error boundary (error_boundary.classify): our errors
+        keep their code and message; a bug becomes `internal`, its traceback redacted in the
+        same crash log the CLI writes, its one-line message naming that log. Nothing of the
+        traceback reaches the model or the server's stderr."""
         from agentstate.tokens import save_counts
 
         try:
@@ -124,16 +124,9 @@ class StoreService:
             if done.note:
                 envelope["note"] = done.note
             return envelope, done
-        except Exception as exc:
-            mapped = as_agentstate_error(exc)
-            if mapped is None:
-                from agentstate.safety import redact_secrets
-
-                traceback.print_exc(file=sys.stderr)  # stderr is the server's log
-                # The model reads this: a value quoted in the exception may be a secret.
-                message = redact_secrets(f"internal error: {exc!r}")
-                return envelope_error(command, "internal", message), None
-            return envelope_error(command, mapped.code, mapped.message, mapped.details), None
+        except Exception as exc:  # noqa: BLE001 - the MCP entry point's boundary
+            error = classify(exc, ["mcp", command]).error
+            return envelope_error(command, error.code, error.message, error.details), None
         finally:
             save_counts()  # the memo's exit hook would run on another thread and save nothing
 
@@ -200,7 +193,7 @@ def build_server(service: StoreService) -> MCPServer:
                              "Fails with not_found when there is no unfinished run.")
     async def resume(run: RunRef = None, budget: Budget = None) -> CallToolResult:
         def work(store: Store) -> Done:
-            from agentstate.runs.resume import build_pack
+            from agentstate.context.resume import build_pack
 
             pack = build_pack(store, run, budget=budget, principal=who)
             return Done(pack, text=pack.text)
@@ -280,12 +273,11 @@ def build_server(service: StoreService) -> MCPServer:
         ttl: Annotated[str | None, Field(description="Valid for this long, e.g. 30d")] = None,
     ) -> CallToolResult:
         def work(store: Store) -> Done:
-            from agentstate.memory.write import remember as remember_memory
+            from agentstate import api  # on the first call: the SDK's start-up is measured
 
-            claimed = source or default_source(resolve_principal(store, who))
-            result = remember_memory(store, text, kind=kind, key=key, scope=scope,
-                                     source=claimed, evidence=evidence or [], ttl=ttl,
-                                     principal=who)
+            # Without a source, the write gate records the principal's own (model for agent).
+            result = api.remember(store, text, principal=who, kind=kind, key=key, scope=scope,
+                                  source=source, evidence=evidence or [], ttl=ttl)
             note = None
             if result.status in (MemoryStatus.CANDIDATE, MemoryStatus.QUARANTINED):
                 note = (f"{result.ref} was stored as {result.status}, outside the default read "
@@ -314,13 +306,10 @@ def build_server(service: StoreService) -> MCPServer:
         supersedes: Annotated[str | None, Field(description="evt:… this replaces")] = None,
     ) -> CallToolResult:
         def work(store: Store) -> Done:
-            from agentstate.runs.log import append_event
+            from agentstate import api
 
-            principal = resolve_principal(store, who)
-            event = append_event(store, run, kind, text,
-                                 source=source or default_source(principal), meta=meta or {},
-                                 resolves=resolves, supersedes=supersedes, claimed_by=principal)
-            return Done(event)
+            return Done(api.log_event(store, kind, text, principal=who, run=run, source=source,
+                                      meta=meta, resolves=resolves, supersedes=supersedes))
 
         return await service.tool("log_event", work)
 
@@ -368,9 +357,9 @@ def build_server(service: StoreService) -> MCPServer:
         run: RunRef = None,
     ) -> CallToolResult:
         def work(store: Store) -> Done:
-            from agentstate.skills.load import load_skill
+            from agentstate import api
 
-            return Done(load_skill(store, target, run_ref=run))
+            return Done(api.load_skill(store, target, principal=who, run=run))
 
         return await service.tool("skill_load", work)
 
@@ -392,15 +381,15 @@ def build_server(service: StoreService) -> MCPServer:
                      description="The current run's resume pack (Markdown).")
     async def resume_pack() -> str:
         def work(store: Store) -> Done:
-            from agentstate.runs.resume import build_pack
+            from agentstate.context.resume import build_pack
 
             return Done(None, text=build_pack(store, None, principal=who).text)
 
         envelope, done = await service.call("resume", work)
         if done is None:
             error = envelope["error"]
-            code = _RESOURCE_NOT_FOUND if error["code"] == "not_found" else _INTERNAL_ERROR
-            raise MCPError(code=code, message=error["message"], data=envelope)
+            raise MCPError(code=jsonrpc_code(error["code"]), message=error["message"],
+                           data=envelope)
         return done.text or ""
 
     return server

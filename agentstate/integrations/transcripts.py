@@ -414,10 +414,10 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
 
     What the hooks recorded of this session as it happened — a prompt, a tool call — is
     counted as skipped rather than stored twice (`already_logged`, by default the indexed
-    look-up of hooks.logged_by_hooks). Without `run_ref` or `goal`, a session the hooks
+    look-up of hook_keys.logged_by_hooks). Without `run_ref` or `goal`, a session the hooks
     bound to an active run goes on in that run. A new run becomes the current run only with
     `make_current`."""
-    from agentstate.integrations.hooks import logged_by_hooks
+    from agentstate.integrations.hook_keys import logged_by_hooks
     from agentstate.runs.importer import RunSource, remember_run_source
     from agentstate.runs.worktree import snapshot
 

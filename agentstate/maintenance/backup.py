@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from agentstate import __version__
 from agentstate.config import CONFIG_NAME
+from agentstate.distribution import __version__
 from agentstate.errors import AgentStateError, InvalidInput, NotFound
 from agentstate.store.db import DB_NAME, Store, connect
 

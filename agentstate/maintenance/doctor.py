@@ -1,4 +1,4 @@
-"""`agentstate doctor`: the storage checks (agentstate.store.doctor) plus the domains': the
+"""`agentstate doctor`: the storage checks (agentstate.store.integrity) plus the domains': the
 skills registry (a git repository; interrupted publishes, git locks, untagged commits; the
 database mirror against the tags) and the memory/event search indexes. Nothing is changed;
 `agentstate.maintenance.repair` mends what can be mended.
@@ -13,7 +13,7 @@ from pathlib import Path
 from agentstate.config import Settings
 from agentstate.errors import AgentStateError
 from agentstate.store.db import DB_NAME, SKILLS_DIR
-from agentstate.store.doctor import FAIL, OK, WARN, Check, Report, storage_checks
+from agentstate.store.integrity import FAIL, OK, WARN, Check, Report, storage_checks
 
 REPAIR_HINT = "run `agentstate doctor --repair`"
 

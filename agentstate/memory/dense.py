@@ -16,7 +16,7 @@ its training code (~1.2 s on these machines) and looks for the tokenizer where t
 does not put it (it then tries to download it). What it computes is the same: the mean of
 the token vectors, normalised (a test compares the two).
 
-Vectors live in `event_vectors` (memory/schema.py, m020), one per event, with the model's
+Vectors live in `event_vectors` (memory/memory_tables.py, m020), one per event, with the model's
 name and version: a vector of another model is never compared with this one's, and is
 replaced when the event is embedded again. They are computed lazily, in batches, by the
 first search that needs them (`ensure_vectors`), never by a hook: hooks do not search.

@@ -1,4 +1,4 @@
-"""Upkeep of the full-text indexes (memory/schema.py creates them): merging segments after a
+"""Upkeep of the full-text indexes (memory/memory_tables.py creates them): merging segments after a
 purge, the integrity check `doctor` runs, and the rebuild `doctor --repair` runs.
 """
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from agentstate.memory.schema import CJK_GLOB
+from agentstate.memory.memory_tables import CJK_GLOB
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store

@@ -1,6 +1,6 @@
 """Full-text search over memories and events (SQLite FTS5), shared by recall and context.
 
-Two indexes per corpus (see `agentstate.memory.schema`):
+Two indexes per corpus (see `agentstate.memory.memory_tables`):
 - a word index (`unicode61`, diacritics removed) for languages that separate words;
 - a trigram index for runs of CJK text (Chinese, Japanese kana, Korean), which have no spaces,
   so the word tokenizer would see a whole sentence as one token.

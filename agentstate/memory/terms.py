@@ -70,7 +70,7 @@ def _stemmer() -> sqlite3.Connection:
     """A private in-memory FTS5 table with the word index's tokenizer: the one way to get
     exactly the stems the index holds (what its vocabulary table lists) without a second
     stemming library that could disagree with it."""
-    from agentstate.memory.schema import STEMMED_TOKENIZER
+    from agentstate.memory.memory_tables import STEMMED_TOKENIZER
 
     conn = sqlite3.connect(":memory:", check_same_thread=False)
     conn.execute(f"CREATE VIRTUAL TABLE s USING fts5(w, tokenize='{STEMMED_TOKENIZER}')")

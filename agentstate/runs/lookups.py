@@ -164,3 +164,25 @@ def hook_logged_prompt(store: Store, session: str, prompt_key: str) -> str | Non
     """The id of the event a hook recorded for this session's prompt (by its prompt key),
     if any (an indexed look-up: m004's events_hook_prompt)."""
     return store.value(HOOK_PROMPT_SQL, (session, prompt_key))
+
+
+def active_run_ids(store: Store, limit: int) -> list[str]:
+    """Ids of active runs, the most recently updated first (resume names them when there is
+    no current run)."""
+    return [r["id"] for r in store.rows(
+        "SELECT id FROM runs WHERE status = 'active' ORDER BY updated DESC, rowid DESC "
+        "LIMIT ?", (limit,))]
+
+
+def newest_live_events(store: Store, run_id: str, skip_kinds: Sequence[str],
+                       window: int) -> list[tuple[str, str, str, str, str | None]]:
+    """The run's newest events, newest first, as (id, kind, ts, text, meta) — leaving out
+    `skip_kinds`, events whose body `gc` collected and events a later one supersedes (the
+    resume pack's "relevant recent events" pick from these)."""
+    marks = ",".join("?" * len(skip_kinds))
+    return store.conn.execute(
+        f"SELECT e.id, e.kind, e.ts, e.text, e.meta FROM events e WHERE e.run = ? "
+        f"AND e.kind NOT IN ({marks}) AND e.collected_at IS NULL AND NOT EXISTS "
+        f"(SELECT 1 FROM events s WHERE s.supersedes = e.id) ORDER BY e.seq DESC LIMIT ?",
+        (run_id, *skip_kinds, window),
+    ).fetchall()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.runs.lookups import run_of_event
-from agentstate.skills import manifest as mf
 from agentstate.skills import registry
+from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     draft_path,
     get_version,

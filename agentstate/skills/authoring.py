@@ -18,8 +18,8 @@ from pathlib import Path
 from agentstate.config import ToolSettings
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.safety import refuse_secrets
-from agentstate.skills import manifest as mf
 from agentstate.skills import registry
+from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     candidate_version,
     draft_path,

@@ -172,7 +172,7 @@ def required_tools(store: Store, trees: list[str]) -> dict[str, tuple[str, ...]]
     missing = [t for t in trees if t and t not in _REQUIRED]
     if missing:
         from agentstate.skills import registry
-        from agentstate.skills.manifest import SKILL_TOML
+        from agentstate.skills.folder_layout import SKILL_TOML
 
         for tree, data in registry.read_tree_files(store.skills_path, missing,
                                                    SKILL_TOML).items():

@@ -20,6 +20,7 @@ import shlex
 from pathlib import Path
 
 from agentstate.config import SkillSettings, ToolSettings
+from agentstate.skills.folder_layout import SKILL_MD, SKILL_TOML
 
 
 def _policy_programs(policy: ToolSettings) -> set[str]:
@@ -55,10 +56,9 @@ def _leaves(folder: Path, link: Path) -> str | None:
 
 def check_files(folder: Path, files: list[Path], policy: ToolSettings,
                 limits: SkillSettings, out) -> None:
-    """Report every problem of `files` (the skill's files, see manifest.skill_files) to `out`
-    (a manifest.ProblemCollector)."""
+    """Report every problem of `files` (the skill's files, see skill_file.skill_files) to `out`
+    (a skill_file.ProblemCollector)."""
     from agentstate.safety import find_injection, find_secrets, scannable_text
-    from agentstate.skills.manifest import SKILL_MD, SKILL_TOML
 
     tools = _policy_programs(policy)
     total = 0

@@ -15,8 +15,8 @@ from pathlib import Path
 from agentstate.errors import InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, current_run, resolve_run
 from agentstate.runs.status import RunStatus
-from agentstate.skills import manifest as mf
 from agentstate.skills import registry
+from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     current_release,
     get_version,

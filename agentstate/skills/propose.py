@@ -39,7 +39,7 @@ from agentstate.errors import InvalidInput, Refused
 from agentstate.runs.log import Event, get_run, list_events
 from agentstate.runs.status import RunStatus
 from agentstate.safety import find_injection, refuse_secrets
-from agentstate.skills import manifest as mf
+from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     draft_path,
     principal_name,

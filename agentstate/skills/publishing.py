@@ -17,7 +17,7 @@ from typing import Any
 
 from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
 from agentstate.skills import journal, registry
-from agentstate.skills import manifest as mf
+from agentstate.skills import skill_file as mf
 from agentstate.skills.acceptance import last_test, run_acceptance
 from agentstate.skills.authoring import scaffold_leftovers
 from agentstate.skills.records import (

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound
-from agentstate.skills import manifest as mf
 from agentstate.skills import registry
+from agentstate.skills import skill_file as mf
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref

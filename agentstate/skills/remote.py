@@ -32,8 +32,8 @@ from typing import Any
 from agentstate.errors import CorruptStore, InvalidInput, Refused
 from agentstate.safety import redact_secrets
 from agentstate.skills import journal, registry
-from agentstate.skills import manifest as mf
 from agentstate.skills import remote_git as rg
+from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     candidate_version,
     current_release,

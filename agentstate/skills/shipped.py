@@ -27,8 +27,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentstate.skills import manifest as mf
 from agentstate.skills import registry
+from agentstate.skills import skill_file as mf
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 
@@ -61,7 +61,7 @@ def install_shipped(store: Store) -> InstallResult:
     All of them are released together (one commit, one tag each, rows in one transaction);
     on any failure nothing is left: no commit, tag, row or copied draft.
     """
-    from agentstate import __version__
+    from agentstate.distribution import __version__
     from agentstate.skills.publishing import PreparedRelease, release
     from agentstate.skills.records import record_candidate, registry_lock, versions_of
 

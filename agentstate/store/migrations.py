@@ -3,8 +3,8 @@
 `MIGRATION_ORDER` below is the one list, append-only, in definition order: a fresh store and
 an upgraded one apply the same functions in the same order. Never rename, reorder or remove
 an entry that has shipped (stores record the names they have); a new migration is appended
-at the end, whichever domain defines it. The functions live in each domain's `schema.py`
-(the domain owns its tables); this module only names them in order.
+at the end, whichever domain defines it. The functions live in each domain's table module
+(`SCHEMA_MODULES`: the domain owns its tables); this module only names them in order.
 """
 
 from __future__ import annotations
@@ -37,7 +37,17 @@ def run_script(db: sqlite_utils.Database, script: str) -> None:
         db.conn.execute(buffer)
 
 
-# (name, "domain.schema module") in the order every store applies them. Append only.
+# Where each domain's migrations live: a module named for the tables it creates, so no two
+# packages have a file of the same name. MIGRATION_ORDER names the domain, not the module.
+SCHEMA_MODULES: dict[str, str] = {
+    "runs": "agentstate.runs.run_tables",
+    "memory": "agentstate.memory.memory_tables",
+    "skills": "agentstate.skills.skill_tables",
+    "context": "agentstate.context.pack_tables",
+    "sync": "agentstate.sync.shared_tables",
+}
+
+# (name, domain) in the order every store applies them. Append only.
 MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m001_runs_events", "runs"),
     ("m101_memories", "memory"),
@@ -60,11 +70,12 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
 
 
 def all_migrations() -> list[Migration]:
-    """The migration functions in `MIGRATION_ORDER` (each looked up in its domain's schema)."""
+    """The migration functions in `MIGRATION_ORDER` (each looked up in its domain's table
+    module, `SCHEMA_MODULES`)."""
     import importlib
 
     return [
-        (name, getattr(importlib.import_module(f"agentstate.{domain}.schema"), name))
+        (name, getattr(importlib.import_module(SCHEMA_MODULES[domain]), name))
         for name, domain in MIGRATION_ORDER
     ]
 

@@ -1,7 +1,7 @@
 """Team sync of shared facts through the host repository (`agentstate sync`).
 
 Sits above the memory domain (like maintenance/): it reads and writes memories through
-memory/'s functions and owns one table of its own (`shared_records`, see schema.py); memory/
+memory/'s functions and owns one table of its own (`shared_records`, see shared_tables.py); memory/
 never imports it. The format is in records.py, export.py writes, merge.py imports,
 gitsetup.py keeps git merging the files by union.
 """

@@ -1,4 +1,4 @@
-"""Queries of `shared_records` (this package owns the table; see schema.py)."""
+"""Queries of `shared_records` (this package owns the table; see shared_tables.py)."""
 
 from __future__ import annotations
 

@@ -455,12 +455,10 @@ def _program_folders(executable: str) -> list[Path]:
     its own folder; the whole virtualenv it belongs to (its site-packages); and the source
     folder of this agentstate (a nested `agentstate` in a development or CI checkout under
     /tmp imports it from there). Read-only."""
-    import agentstate
-
     folder = Path(executable).parent
     found = [folder]
     if (folder.parent / "pyvenv.cfg").is_file():
         found.append(folder.parent)
-    found.append(Path(agentstate.__file__).resolve().parent.parent)
+    found.append(Path(__file__).resolve().parents[2])  # agentstate/tools/runner.py
     return found
 

@@ -17,7 +17,7 @@ import typer
 from agentstate import errors
 from agentstate.cli import app, load_commands
 from tests.cli.test_bad_input import _db_digest
-from tests.conftest import ROOT, run_agentstate
+from tests.conftest import ROOT, failing_import_env, run_agentstate
 
 PY = sys.executable
 TOKEN = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -170,16 +170,7 @@ def test_a_crash_log_that_cannot_be_written_still_gives_one_line(cli, initialise
 
 def test_an_internal_error_in_a_real_process_has_no_traceback(initialised, tmp_path):
     # A real crash, not a planted one: a failing import of a command module.
-    shim = tmp_path / "shim"
-    shim.mkdir()
-    (shim / "sitecustomize.py").write_text(
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'agentstate.cli.doctor_cmd':\n"
-        "            raise RuntimeError('cannot load ' + name)\n"
-        "sys.meta_path.insert(0, Block())\n")
-    env = {"PYTHONPATH": os.pathsep.join([str(shim), str(ROOT)])}
+    env = failing_import_env(tmp_path, "agentstate.cli.doctor_cmd")
     proc = run_agentstate("doctor", "--json", cwd=initialised, env=env)
     assert proc.returncode == 70, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1

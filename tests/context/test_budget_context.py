@@ -116,7 +116,7 @@ def test_budget_pinned_manifest_and_determinism(case):
             at_min = build_context(store, **{**kwargs, "budget": exc.minimum}, save=False)
             assert counter.count(at_min.text) <= exc.minimum
             if system_path is None:  # no system file: the very minimum `resume` names
-                from agentstate.runs.resume import build_pack
+                from agentstate.context.resume import build_pack
 
                 try:
                     build_pack(store, run.ref, principal="owner", budget=budget, skills=[])

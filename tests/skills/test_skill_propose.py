@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from agentstate.errors import InvalidInput
 from agentstate.runs.log import append_event, end_run, start_run
-from agentstate.skills.manifest import validate_folder
 from agentstate.skills.propose import _Stripper, propose_from_run
 from agentstate.skills.publishing import publish_skill
+from agentstate.skills.skill_file import validate_folder
 from agentstate.tools.runner import run_tool
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from agentstate.config import ToolSettings, parse_settings
 from agentstate.skills.authoring import write_scaffold
-from agentstate.skills.manifest import validate_folder
 from agentstate.skills.shipped import shipped_skills
+from agentstate.skills.skill_file import validate_folder
 
 NAME = "demo-skill"
 
@@ -277,7 +277,7 @@ def test_scaffold_keeps_any_one_line_description(tmp_path, description):
     write_scaffold(folder, NAME, description)
     report = validate_folder(folder, config())
     assert report.ok, [str(p) for p in report.problems]
-    from agentstate.skills.manifest import load_folder
+    from agentstate.skills.skill_file import load_folder
 
     assert load_folder(folder).description == description
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 
@@ -69,7 +70,7 @@ def test_a_later_migration_of_an_earlier_domain_applies_last_everywhere(tmp_path
     run after it on a fresh store and on every upgraded one: order comes from one list, not
     from the domain that defines the function. (With per-domain lists joined runs-first, a
     fresh store applied such a migration before `packs` existed.)"""
-    from agentstate.runs import schema as runs_schema
+    from agentstate.runs import run_tables as runs_schema
     from agentstate.store import migrations
 
     def m002_runs_probe(db):
@@ -96,6 +97,39 @@ def test_names_are_unique_and_prefixed_by_domain():
     assert NAMES[0] == "m001_runs_events"
     for name in NAMES:
         assert name[0] == "m" and name[1:4].isdigit() and name[4] == "_", name
+
+
+LAST_OF_THE_OLD_NAMING = "m004_events_hook_keys"
+FIRST_NEW_NUMBER = 15  # the 14 migrations named before it; the sequence goes on from there
+NEW_NAME = re.compile(r"^m0(\d\d)_[a-z0-9]+(?:_[a-z0-9]+)*$")
+
+
+def new_name_problems(names: list[str]) -> list[str]:
+    """What is wrong with the names appended after the last one of the old, per-domain
+    numbering: each is `m0NN_<what>` with NN from 15 on, rising, so the names sort in the
+    order the migrations run (docs/architecture.md, "A migration")."""
+    after = names[names.index(LAST_OF_THE_OLD_NAMING) + 1:]
+    problems = [f"{n}: not m0NN_<what>" for n in after if not NEW_NAME.match(n)]
+    numbers = [int(m.group(1)) for n in after if (m := NEW_NAME.match(n))]
+    if numbers and numbers[0] < FIRST_NEW_NUMBER:
+        problems.append(f"{after[0]}: numbers start at {FIRST_NEW_NUMBER:03d}")
+    problems += [f"{b}: does not sort after {a}" for a, b in zip(after, after[1:], strict=False)
+                 if not a < b]
+    return problems
+
+
+def test_names_after_the_old_numbering_sort_in_run_order():
+    assert new_name_problems(NAMES) == []
+    assert new_name_problems([*NAMES, "m015_cost_ledger", "m020_retrieval_index"]) == []
+
+
+def test_a_name_out_of_run_order_is_caught():
+    """The check itself can fail: a name that sorts before the one it runs after, one in the
+    old per-domain numbering, and a number taken from the old range are all reported."""
+    assert new_name_problems([*NAMES, "m016_b", "m015_a"]) == ["m015_a: does not sort after m016_b"]
+    assert new_name_problems([*NAMES, "m105_more_memory"]) == ["m105_more_memory: not m0NN_<what>"]
+    assert new_name_problems([*NAMES, "m005_events_more"]) == [
+        "m005_events_more: numbers start at 015"]
 
 
 def test_blank_database_gets_every_migration(tmp_path, reference_schema):

@@ -36,10 +36,10 @@ OWNERS: dict[str, str] = {
 
 # (module, table) → why that module may name another domain's table.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("skills/schema.py", "tool_calls"):
+    ("skills/skill_tables.py", "tool_calls"):
         "created by the skills migration m201, which shipped and is never edited; "
         "tools/runner.py holds every query on it",
-    ("memory/schema.py", "events"):
+    ("memory/memory_tables.py", "events"):
         "the event index (m102, m105) is kept in step with `events` by triggers created in "
         "shipped migrations, which are never edited",
     ("memory/search.py", "events"):

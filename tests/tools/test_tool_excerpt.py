@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 from agentstate.context.assemble import build_context
+from agentstate.context.resume import build_pack
 from agentstate.runs.log import append_event, start_run
-from agentstate.runs.resume import build_pack
 from agentstate.tools.excerpt import EXCERPT_CHARS, excerpt, output_excerpt
 from tests.conftest import run_agentstate
 

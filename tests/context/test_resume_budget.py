@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentstate.context.essentials import gather
+from agentstate.context.resume import SkillHit, build_pack
 from agentstate.errors import BudgetTooSmall
 from agentstate.runs.checkpoint import create_checkpoint
-from agentstate.runs.essentials import gather
 from agentstate.runs.log import append_event, start_run
-from agentstate.runs.resume import SkillHit, build_pack
 from agentstate.tokens import counter_for
 from tests.conftest import fresh_store
 

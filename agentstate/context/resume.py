@@ -8,7 +8,7 @@ Layout of the markdown (essentials first, then the rest in priority order, becau
 material at the start of a context is used best):
 
     # Resume run:… (status)                 optional, first to go in
-    ## Goal                                  ┐ the task's essentials (runs/essentials.py),
+    ## Goal                                  ┐ the task's essentials (context/essentials.py),
     ## Constraints                           │ the same text `context` keeps: never dropped;
     ## User preferences                      │ constraints and preferences byte-identical;
     ## Open questions                        │ the failing result's output excerpt and the
@@ -34,13 +34,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentstate.context.essentials import TITLES as ESSENTIAL_TITLES
+from agentstate.context.essentials import WHAT, Essentials, gather, join_sections, preference_ref
 from agentstate.errors import BudgetTooSmall, InvalidInput, NotFound
 from agentstate.output import visible
 from agentstate.runs.checkpoint import StateItem, events_since, last_checkpoint, more_label
-from agentstate.runs.essentials import TITLES as ESSENTIAL_TITLES
-from agentstate.runs.essentials import WHAT, Essentials, gather, join_sections, preference_ref
 from agentstate.runs.log import Run, current_run, get_run
+from agentstate.runs.lookups import active_run_ids, newest_live_events
 from agentstate.runs.tool_results import open_failures, tool_failed
+from agentstate.skills.catalog import match_skills
 from agentstate.store.db import Store
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
@@ -109,9 +111,7 @@ def pick_run(store: Store, ref: str | None) -> Run:
         return get_run(store, ref)
     run = current_run(store)  # the one rule (runs/log.py): never another active run
     if run is None:
-        active = [r["id"] for r in store.rows(
-            "SELECT id FROM runs WHERE status = 'active' ORDER BY updated DESC, rowid DESC "
-            "LIMIT 3")]
+        active = active_run_ids(store, 3)
         others = (f" (still active, not current: {', '.join('run:' + a for a in active)})"
                   if active else "")
         raise NotFound(f"no unfinished run to resume{others}; name one: "
@@ -134,14 +134,8 @@ def recent_events(store: Store, run: Run, limit: int,
     if limit <= 0:
         return []
     exclude = (exclude or set()) | {f.ref for f in open_failures(store, run)}
-    marks = ",".join("?" * len(_SHOWN_ELSEWHERE))
-    window = limit * 4
-    rows = store.conn.execute(
-        f"SELECT e.id, e.kind, e.ts, e.text, e.meta FROM events e WHERE e.run = ? "
-        f"AND e.kind NOT IN ({marks}) AND e.collected_at IS NULL AND NOT EXISTS "
-        f"(SELECT 1 FROM events s WHERE s.supersedes = e.id) ORDER BY e.seq DESC LIMIT ?",
-        (run.id, *_SHOWN_ELSEWHERE, window),
-    ).fetchall()
+    # The run log's query now that resume lives above runs/ (runs/ owns the tables).
+    rows = newest_live_events(store, run.id, _SHOWN_ELSEWHERE, limit * 4)
     rows = [r for r in rows if make_ref("evt", r[0]) not in exclude]
     scored = []
     for position, (eid, kind, ts, text, meta) in enumerate(rows):
@@ -160,10 +154,6 @@ def recent_events(store: Store, run: Run, limit: int,
 
 def matching_skills(store: Store, goal: str) -> tuple[list[SkillHit], str | None]:
     """Published skills matching the goal, via the skills catalog (metadata only)."""
-    try:
-        from agentstate.skills.catalog import match_skills
-    except ImportError:
-        return [], "skills catalog not available"
     hits = []
     for hit in match_skills(store, goal, limit=3):
         hits.append(

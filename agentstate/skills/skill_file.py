@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.config import SkillSettings, ToolSettings
+from agentstate.skills.file_checks import check_files
+from agentstate.skills.folder_layout import SKILL_MD, SKILL_TOML
 
-SKILL_MD = "SKILL.md"
-SKILL_TOML = "skill.toml"
 CONTRACT_VERSION = 1
 
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -575,7 +575,6 @@ def validate_folder(
     """Every rule: the spec's front matter rules, the contract, tools (against the `[tools]`
     `policy`), scripts, and every file's safety (skills.file_checks: symlinks, sizes within
     `limits`, tool-name shadowing, secrets and injected instructions in any encoding)."""
-    from agentstate.skills.file_checks import check_files
     from agentstate.tools.policy import check_command, program_name
     from agentstate.tools.runner import tool_availability
 

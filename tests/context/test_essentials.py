@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentstate.context.assemble import build_context
+from agentstate.context.essentials import gather
+from agentstate.context.resume import build_pack
 from agentstate.errors import BudgetTooSmall
 from agentstate.memory.write import remember
 from agentstate.runs.checkpoint import create_checkpoint, working_state
-from agentstate.runs.essentials import gather
 from agentstate.runs.log import append_event, start_run
-from agentstate.runs.resume import build_pack
 from agentstate.runs.worktree import snapshot
 from agentstate.tokens import counter_for
 from tests.conftest import fresh_store, git

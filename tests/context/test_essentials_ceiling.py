@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentstate.context.assemble import build_context
+from agentstate.context.essentials import BOUND, PINNED_ROOM, gather, preference_ref, scope_of
+from agentstate.context.resume import build_pack
 from agentstate.memory.model import list_user_preferences
 from agentstate.memory.write import remember
-from agentstate.runs.essentials import BOUND, PINNED_ROOM, gather, preference_ref, scope_of
 from agentstate.runs.log import append_event, start_run
-from agentstate.runs.resume import build_pack
 from agentstate.tokens import counter_for
 from tests.conftest import fresh_store, run_agentstate
 
@@ -91,7 +91,7 @@ def test_the_minimum_stays_under_the_bound_and_pinned_items_that_fit_are_in(case
 
 def _uncapped(store, run):
     """The essentials' items before the ceiling: the lines the cap chose from."""
-    from agentstate.runs import essentials
+    from agentstate.context import essentials
 
     saved = essentials.cap
     essentials.cap = lambda ess, count: ess

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentstate.memory.model import list_user_preferences
+from agentstate.memory.scopes import scope_applies
 from agentstate.output import visible
 from agentstate.runs.checkpoint import StateItem, WorkingState, recorded_version, working_state
 from agentstate.runs.log import Run
@@ -155,8 +157,6 @@ def gather(store: Store, run: Run | None, *, principal: Principal | str | None =
     `[context] task_items`, the newest items a pack shows per task-state group; `count`
     defaults to the store's token counter.
     """
-    from agentstate.memory.model import list_user_preferences
-
     if count is None:
         from agentstate.tokens import counter_for
 
@@ -191,8 +191,6 @@ def rank_preferences(prefs: list[Any], scope: dict[str, Any] | None) -> list[Any
     """Most specific scope first (a path or branch rule beats a repo-wide one), then the
     newest (a later statement is the user's current wish). `prefs` come oldest first
     (created, then row), so the reversed list, sorted stably by specificity, is that."""
-    from agentstate.memory.scopes import scope_applies
-
     return sorted(reversed(prefs), key=lambda p: -(scope_applies(str(p.scope), scope) or 0.0))
 
 
