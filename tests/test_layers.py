@@ -36,7 +36,7 @@ LAYERS: list[set[str]] = [
     {"context", "sync"},
     {"maintenance"},
     {"evals", "api"},
-    {"integrations"},
+    {"integrations", "web"},
     {"cli"},
     {"entry", "agentstate"},
     {"__main__"},

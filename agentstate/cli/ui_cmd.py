@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from agentstate import install_hint
 from agentstate.cli import app
 from agentstate.cli.common import cli_store
+from agentstate.distribution import install_hint
 
 # Three requirements in one hint: quoted so that the printed command installs all three.
 INSTALL_HINT = install_hint("ui", "starlette>=0.37' 'uvicorn>=0.29' 'jinja2>=3.1")

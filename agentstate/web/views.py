@@ -78,8 +78,8 @@ def saw_page(store: Store, run_id: str, *, budget: str | None, query: str | None
              why: str | None, all_rows: bool = False) -> dict[str, Any]:
     from agentstate.context.assemble import build_context
     from agentstate.context.manifest import packs_of_run
-    from agentstate.runs.log import get_run
     from agentstate.context.resume import build_pack
+    from agentstate.runs.log import get_run
 
     run = get_run(store, f"run:{run_id}")
     resume = build_pack(store, run.ref, principal=PRINCIPAL)

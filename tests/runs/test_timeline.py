@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from agentstate.context.resume import build_pack
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.memory.review import review_queue_counts
 from agentstate.runs.log import append_event, list_events, start_run
-from agentstate.context.resume import build_pack
 from agentstate.runs.timeline import event_page
 
 
