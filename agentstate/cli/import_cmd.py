@@ -6,13 +6,21 @@ transcripts (agentstate/integrations/). All three go through the one import path
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import JsonOption, cli_store, emit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstate.integrations.transcripts import TranscriptImport
+    from agentstate.runs.importer import ImportResult
+    from agentstate.store.db import Store
 
 import_app = typer.Typer(help="Import events from files.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -110,7 +118,7 @@ def import_jsonl(
                      for r in result.rejected],
     }
 
-    def human(console, d):
+    def human(console: Console, d: dict[str, Any]) -> None:
         console.print(d["run"] or "(no run: nothing to import)", markup=False)
         console.print(f"  imported {d['imported']}, duplicates {d['duplicates']}, "
                       f"malformed {d['malformed']}, refused {d['refused']}"
@@ -122,7 +130,7 @@ def import_jsonl(
     emit(data, as_json=as_json, human=human)
 
 
-def _nothing_imported(file: Path, result) -> None:
+def _nothing_imported(file: Path, result: ImportResult) -> None:
     """Every record was rejected: an error (exit 1), with the first reasons and the counts."""
     from agentstate.errors import InvalidInput
 
@@ -216,7 +224,8 @@ COUNTS = ("observations", "tool_events", "checkpoints", "notes", "skipped", "dup
 
 
 def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, strict: bool,
-                 as_json: bool, all_projects: bool, make_current: bool, one) -> None:
+                 as_json: bool, all_projects: bool, make_current: bool,
+                 one: Callable[[Store, Path], TranscriptImport]) -> None:
     """Import one transcript or a folder of them; report per file and in total."""
     from agentstate.errors import InvalidInput, UsageError
     from agentstate.integrations.transcripts import (
@@ -283,7 +292,7 @@ def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, stri
     data = {"files": [r.as_dict() for r in reports], "total": total,
             "other_projects": foreign}
 
-    def human(console, d):
+    def human(console: Console, d: dict[str, Any]) -> None:
         for f in d["files"]:
             session = f" session {f['session']}" if f["session"] else ""
             console.print(f"{f['run'] or '(no run: nothing to import)'}{session} ← {f['file']}"

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import AsOption, JsonOption, cli_store, emit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstate.sync import SyncResult
 
 
 @app.command("sync")
@@ -54,7 +59,7 @@ def sync_command(
                       dry_run=dry_run, include_candidates=include_candidates,
                       include_quarantined=include_quarantined, principal=principal)
 
-    def human(console, data):
+    def human(console: Console, data: SyncResult) -> None:
         would = "would be " if data.dry_run else ""
         if not import_only:
             console.print(f"exported: {data.exported} memor{'y' if data.exported == 1 else 'ies'}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstate.config import MAX_BUDGET, ContextSettings
 from agentstate.context import sources as src
@@ -16,6 +16,9 @@ from agentstate.context.budgeter import allocate, class_order, room_below
 from agentstate.context.candidates import Candidate, ClassAllocation, ManifestEntry
 from agentstate.errors import InvalidInput, UsageError
 from agentstate.store.db import Store
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @dataclass
@@ -305,7 +308,7 @@ def _pair(one: Candidate, other: Candidate) -> None:
         other.twins.append(one)
 
 
-def _cwd():
+def _cwd() -> Path:
     from pathlib import Path
 
     return Path.cwd()
@@ -375,7 +378,7 @@ def _query_stems(query: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(stem(w) for w in words[:64]))
 
 
-def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict | None,
+def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict[str, Any] | None,
                      settings: ContextSettings, skip: set[str], *, gate: bool = True
                      ) -> tuple[list[Candidate], dict[str, int]]:
     """Memories through the read gate (`recall`), as evidence candidates.

@@ -48,7 +48,7 @@ def class_order(configured: list[str] | tuple[str, ...] | None) -> tuple[str, ..
     return tuple(dict.fromkeys(order))
 
 
-def priority_key(order: tuple[str, ...]) -> Callable[[Candidate], tuple]:
+def priority_key(order: tuple[str, ...]) -> Callable[[Candidate], tuple[int, float, str, str]]:
     rank = {c: i for i, c in enumerate(order)}
     return lambda c: (rank[c.cls], -round(c.score, 9), c.ref, c.section)
 
@@ -108,14 +108,15 @@ def allocate(
         return count(headers.get(section, SECTION_TITLES[section]) + "\n\n")
 
     open_sections = {c.section for c in pinned}
-    open_groups: set = set()  # group header lines, and (group, label tail) pairs shown
+    # Group header lines, and (group, label tail) pairs shown.
+    open_groups: set[str | tuple[str, str]] = set()
     used = minimum
     # Candidates pre-dropped by a gate (permission, superseded, duplicate…) keep their reason.
     live = [c for c in candidates if c.cls != "pinned" and (
         not c.decision or (c.floor is not None and c.form != c.full))]
     live_ids = {id(c) for c in live}
 
-    def visit_key(cand: Candidate) -> tuple:
+    def visit_key(cand: Candidate) -> tuple[int | float | str, ...]:
         # A fragment that gives way to a twin is decided right after it.
         if cand.after is not None and id(cand.after) in live_ids:
             return (*key(cand.after), 1)

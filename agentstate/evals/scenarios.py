@@ -48,7 +48,10 @@ CHANGING = [
     ("billing-owner", "the billing module is owned by {v}", "Who owns the billing module?",
      ["Priya Raman", "Tomás Ortega", "Wei Chen", "Amara Okafor"], "who owns billing"),
 ]
-FACTS = [
+# (key, statement with {v}, question, values, subject)
+FactTemplate = tuple[str, str, str, list[str], str]
+
+FACTS: list[FactTemplate] = [
     ("api-port", "the API server listens on port {v}", "Which port does the API server "
      "listen on?", ["8080", "8443", "9000", "5000", "3000"], "the API server port"),
     ("db-engine", "the service database is {v}", "Which database does the service use?",
@@ -142,7 +145,7 @@ class _Plan:
     """What the generator decided before anything is written (pure function of the seed)."""
 
     constraints: list[str]
-    facts: list[tuple[tuple, str, list[str]]]   # (fact template, kind, values in order)
+    facts: list[tuple[FactTemplate, str, list[str]]]   # (fact template, kind, values in order)
     chatter: list[tuple[str, str, str]]   # (kind, text, source) of each distractor
 
 

@@ -219,7 +219,7 @@ def _records(path: Path, include_thinking: bool, first_ts: str | None, cursor: R
     yield from unanswered(pending)
 
 
-def _tool(block: dict, pending: dict[str, Any], ts: str | None,
+def _tool(block: dict[str, Any], pending: dict[str, Any], ts: str | None,
           meta: dict[str, Any]) -> dict[str, Any]:
     call = block["tool_use_id"]
     # A result whose call is not in the file (the transcript starts mid-session) is still

@@ -75,7 +75,7 @@ def import_codex(
                       already_logged=already_logged, make_current=make_current)
 
 
-def _message_text(payload: dict) -> str:
+def _message_text(payload: dict[str, Any]) -> str:
     content = payload.get("content")
     if isinstance(content, str):
         return content
@@ -121,7 +121,7 @@ def read_session(path: Path) -> tuple[Session, bool]:
     return session, has_items
 
 
-def _arguments(payload: dict) -> Any:
+def _arguments(payload: dict[str, Any]) -> Any:
     if payload.get("type") == "local_shell_call":
         action = payload.get("action")
         return {"command": action.get("command")} if isinstance(action, dict) else None

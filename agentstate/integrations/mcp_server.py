@@ -112,7 +112,8 @@ class StoreService:
         except Exception:  # a warm-up only saves time; a real call will report the problem
             pass
 
-    def envelope(self, command: str, work: Callable[[Any], Done]) -> tuple[dict, Done | None]:
+    def envelope(self, command: str, work: Callable[[Store], Done]
+                 ) -> tuple[dict[str, Any], Done | None]:
         """Run `work(store)` and wrap it in the result envelope (on the worker thread)."""
         from agentstate.store.db import as_agentstate_error
         from agentstate.tokens import save_counts
@@ -137,7 +138,8 @@ class StoreService:
         finally:
             save_counts()  # the memo's exit hook would run on another thread and save nothing
 
-    async def call(self, command: str, work: Callable[[Any], Done]) -> tuple[dict, Done | None]:
+    async def call(self, command: str, work: Callable[[Store], Done]
+                   ) -> tuple[dict[str, Any], Done | None]:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._worker, self.envelope, command, work)
 

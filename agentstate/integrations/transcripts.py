@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agentstate.errors import InvalidInput
 from agentstate.runs.importer import ImportLine, ImportResult, import_events
@@ -26,6 +26,8 @@ from agentstate.store.db import Store
 from agentstate.store.limits import parse_json
 from agentstate.store.sources import relayed_prompt_source, tool_source
 from agentstate.tools.excerpt import excerpt, redact
+
+T = TypeVar("T")  # what _first passes through
 
 AGENT_LABELS = {"claude-code": "a Claude Code session transcript",
                 "codex": "a Codex CLI rollout file"}
@@ -248,7 +250,7 @@ def sniff(path: Path) -> str | None:
     return best if votes[best] else None
 
 
-def _first(items: Iterator, n: int) -> Iterator:
+def _first(items: Iterator[T], n: int) -> Iterator[T]:
     for count, item in enumerate(items):
         if count >= n:
             return

@@ -28,7 +28,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput
 from agentstate.memory.model import (
@@ -117,7 +117,7 @@ def recall(
     scopes: list[str] | tuple[str, ...] | None = None,
     principal: str | None = None,
     include: list[str] | tuple[str, ...] = (),
-    context: dict | None = None,
+    context: dict[str, Any] | None = None,
     gate: bool = True,
 ) -> RecallResult:
     """Memories relevant to `query` that the principal may read, through the read gate.

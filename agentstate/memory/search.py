@@ -241,7 +241,8 @@ def _normalised(rows: list[tuple[int, float]]) -> dict[int, float]:
 
 
 def _match_words(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
-                 join: str = "", where: str = "", values: tuple = ()) -> list[tuple[int, float]]:
+                 join: str = "", where: str = "", values: tuple[Any, ...] = ()
+                 ) -> list[tuple[int, float]]:
     if not plan.words:
         return []
     expression = f" {plan.operator} ".join(_quote(w) for w in plan.words)
@@ -257,7 +258,7 @@ def _match_words(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
 
 
 def _match_trigrams(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
-                    join: str = "", where: str = "", values: tuple = ()
+                    join: str = "", where: str = "", values: tuple[Any, ...] = ()
                     ) -> list[tuple[int, float]]:
     grams: list[str] = []
     for seg in plan.cjk:
@@ -281,7 +282,7 @@ def _match_trigrams(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
 
 
 def _run_match(conn: Any, table: str, expression: str, cap: int, join: str, where: str,
-               values: tuple, newest: bool = False) -> list[tuple[int, float]]:
+               values: tuple[Any, ...], newest: bool = False) -> list[tuple[int, float]]:
     """Top `cap` rows of one FTS5 index by BM25 (or the newest `cap` matches, which FTS5
     reads straight off the end of its doclists); `join`/`where` narrow them (e.g. by run)."""
     extra = f"AND {where}" if where else ""
@@ -333,7 +334,7 @@ def search_memory_rows(store: Any, query: str, *, cap: int = 200,
 
 
 def _match_fragments(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
-                     join: str = "", where: str = "", values: tuple = ()
+                     join: str = "", where: str = "", values: tuple[Any, ...] = ()
                      ) -> list[tuple[int, float]]:
     """Fallback when no whole word matched: the words (3+ characters) as substrings, through
     the trigram index — `pytes` finds `pytest`, `config` finds `myconfig.yaml`."""
@@ -374,7 +375,7 @@ def _with_coverage(plan: QueryPlan, scores: dict[int, float], texts: dict[int, s
     return {row: value / best for row, value in adjusted.items()} if best > 0 else adjusted
 
 
-def _substring_scan(conn: Any, sql: str, values: list, segments: list[str]
+def _substring_scan(conn: Any, sql: str, values: list[Any], segments: list[str]
                     ) -> dict[int, float]:
     """1-2 character CJK segments (too short for the trigram index): the share of segments
     each of the newest SCAN_LIMIT texts contains."""

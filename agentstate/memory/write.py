@@ -22,7 +22,7 @@ Every decision that stores something writes a history row with its reason.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, Refused, a_or_an
 from agentstate.memory.evidence import require_about, self_authored
@@ -281,7 +281,7 @@ def _new_version(store: Store, chain: list[MemoryVersion], text: str, kind: str,
                        contests=contests, evidence_added=[r for r, _ in refs])
 
 
-def _similar(store: Store, text: str, kind: str, scope: str) -> list[dict]:
+def _similar(store: Store, text: str, kind: str, scope: str) -> list[dict[str, Any]]:
     """Keyless close matches in the same scope and kind: reported, never merged."""
     from agentstate.memory.search import search_memory_rows
     from agentstate.memory.terms import tokens

@@ -98,7 +98,7 @@ class ImportResult:
         return not (self.imported or self.duplicates) and bool(self.malformed or self.refused)
 
 
-def import_key(position: int | str, data: dict) -> str:
+def import_key(position: int | str, data: dict[str, Any]) -> str:
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     digest = hashlib.sha256(f"{position}\0{canonical}".encode()).hexdigest()
     return digest[:32]
@@ -164,7 +164,7 @@ def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) 
     return {"kind": kind, "text": text, "ts": ts, "source": source, "meta": meta}
 
 
-def _links(data: dict, id_map: dict[str, str]) -> dict[str, str | None]:
+def _links(data: dict[str, Any], id_map: dict[str, str]) -> dict[str, str | None]:
     """The record's resolves/supersedes as event refs (an earlier record's id, or evt:…)."""
     links: dict[str, str | None] = {}
     for how in ("resolves", "supersedes"):
@@ -182,7 +182,7 @@ def _links(data: dict, id_map: dict[str, str]) -> dict[str, str | None]:
 
 def import_events(
     store: Store,
-    records: Iterable[ImportLine | dict],
+    records: Iterable[ImportLine | dict[str, Any]],
     *,
     run_ref: str | None = None,
     goal: str | None = None,
@@ -288,7 +288,7 @@ def import_events(
         except AgentStateError as exc:
             return position, data, None, exc, None, None
 
-    def one(position: int | str, data: dict, record: dict) -> None:
+    def one(position: int | str, data: dict[str, Any], record: dict[str, Any]) -> None:
         record = {**record, **_links(data, id_map)}
         if relay_user_as is not None and record["source"] == "user":
             record["source"] = relay_user_as

@@ -18,8 +18,13 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentstate.config import SkillSettings, ToolSettings
+
+if TYPE_CHECKING:
+    # manifest imports this module at run time; the collector is named for the checker only.
+    from agentstate.skills.manifest import ProblemCollector
 
 
 def _policy_programs(policy: ToolSettings) -> set[str]:
@@ -54,7 +59,7 @@ def _leaves(folder: Path, link: Path) -> str | None:
 
 
 def check_files(folder: Path, files: list[Path], policy: ToolSettings,
-                limits: SkillSettings, out) -> None:
+                limits: SkillSettings, out: ProblemCollector) -> None:
     """Report every problem of `files` (the skill's files, see manifest.skill_files) to `out`
     (a manifest.ProblemCollector)."""
     from agentstate.safety import find_injection, find_secrets, scannable_text

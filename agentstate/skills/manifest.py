@@ -357,7 +357,7 @@ def _command(value: Any, line: int | None, where: str, out: ProblemCollector) ->
     return argv
 
 
-def _str_list(data: dict, key: str, text: str, out: ProblemCollector) -> list[str]:
+def _str_list(data: dict[str, Any], key: str, text: str, out: ProblemCollector) -> list[str]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         out.error(SKILL_TOML, _toml_line(text, key), "contract-type",
@@ -366,7 +366,7 @@ def _str_list(data: dict, key: str, text: str, out: ProblemCollector) -> list[st
     return [v.strip() for v in value]
 
 
-def _params(data: dict, key: str, text: str, out: ProblemCollector) -> list[Param]:
+def _params(data: dict[str, Any], key: str, text: str, out: ProblemCollector) -> list[Param]:
     value = data.get(key, [])
     if not isinstance(value, list):
         out.error(SKILL_TOML, _toml_line(text, key), "contract-type",

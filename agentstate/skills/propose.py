@@ -34,6 +34,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentstate.errors import InvalidInput, Refused
 from agentstate.runs.log import Event, get_run, list_events
@@ -76,7 +77,15 @@ class Proposal:
     needs_approval: list[str] = field(default_factory=list)
     draft: bool = True  # a candidate in the registry's work tree, not a release
     # The trial of the steps in a scratch copy: one entry per step (step, command, status).
-    trial: list[dict] = field(default_factory=list)
+    trial: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Scratch:
+    """A temp file or folder of the source run, as the candidate names it."""
+
+    placeholder: str  # {tmp_dir}/scratchN
+    folder: bool
 
 
 class _Stripper:
@@ -92,17 +101,18 @@ class _Stripper:
         self.home = os.path.expanduser("~")
         self.params: dict[str, str] = {}  # name → description
         self._by_value: dict[str, str] = {}
-        # A temp file or folder of the source run → [its placeholder path, is a folder].
-        self.temp: dict[str, list] = {}
+        # A temp file or folder of the source run → its placeholder path, and whether it is
+        # a folder (learnt late: a path below it shows it was one).
+        self.temp: dict[str, _Scratch] = {}
 
     def _temp(self, original: str, inside: bool) -> str:
         """The stable `{tmp_dir}/scratchN` standing for one temp file or folder of the run."""
         if original not in self.temp:
-            self.temp[original] = [f"{{tmp_dir}}/scratch{len(self.temp) + 1}",
-                                   os.path.isdir(original)]
+            self.temp[original] = _Scratch(f"{{tmp_dir}}/scratch{len(self.temp) + 1}",
+                                           os.path.isdir(original))
         if inside:  # a path below it: it was a folder
-            self.temp[original][1] = True
-        return str(self.temp[original][0])
+            self.temp[original].folder = True
+        return self.temp[original].placeholder
 
     def _param(self, base: str, value: str, description: str) -> str:
         if value in self._by_value:
@@ -239,7 +249,8 @@ def _with_makers(store: Store, stripper: _Stripper,
                  ) -> list[tuple[list[str], Event | None]]:
     """Insert, before the first step that uses a temp file or folder, a step making it."""
     out = list(steps)
-    for placeholder, folder in stripper.temp.values():
+    for scratch in stripper.temp.values():
+        placeholder, folder = scratch.placeholder, scratch.folder
         first = next((i for i, (argv, _) in enumerate(out)
                       if any(a == placeholder or placeholder + "/" in a
                              or a.endswith("=" + placeholder) for a in argv)), None)
@@ -260,7 +271,7 @@ def _scratch_copy(work_tree: Path, dest: Path) -> None:
     shutil.copytree(work_tree, dest, symlinks=True, ignore=ignore)
 
 
-def _trial(store: Store, name: str, steps: list[list[str]]) -> list[dict]:
+def _trial(store: Store, name: str, steps: list[list[str]]) -> list[dict[str, Any]]:
     """Run the proposed steps, in order, through the tool layer in a scratch copy of the
     work tree. Refused (naming the step) at the first that fails; steps that need an input
     only a person can give are not run."""
@@ -268,7 +279,7 @@ def _trial(store: Store, name: str, steps: list[list[str]]) -> list[dict]:
     from agentstate.tools.excerpt import telling_line
     from agentstate.tools.runner import run_tool
 
-    trial: list[dict] = []
+    trial: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix=f"agentstate-propose-{name}-") as scratch:
         repo, tmp = Path(scratch) / "repo", Path(scratch) / "tmp"
         tmp.mkdir()
@@ -328,7 +339,7 @@ def propose_from_run(store: Store, run_ref: str, name: str, *, trial: bool = Tru
         raise InvalidInput(f"{run.ref} has no successful tool calls to distil (run commands "
                            "through `agentstate exec` so they are logged)")
     steps = _with_makers(store, stripper, steps)
-    made = {str(placeholder) for placeholder, _ in stripper.temp.values()}
+    made = {scratch.placeholder for scratch in stripper.temp.values()}
 
     def uses_temp(argv: list[str]) -> bool:
         # An acceptance command runs on its own, with a fresh {tmp_dir}: a file an earlier

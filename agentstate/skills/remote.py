@@ -66,12 +66,12 @@ class RemoteResult:
     notes: list[str] = field(default_factory=list)  # drafts refreshed, candidates renumbered
 
 
-def _rows(store: Store) -> dict[tuple[str, int], dict]:
+def _rows(store: Store) -> dict[tuple[str, int], dict[str, Any]]:
     return {(r["name"], r["version"]): r for r in store.rows(
         "SELECT * FROM skill_versions ORDER BY name, version")}
 
 
-def _shipped(row: dict) -> bool:
+def _shipped(row: dict[str, Any]) -> bool:
     return json.loads(row["provenance"] or "{}").get("origin") == "shipped"
 
 
@@ -116,7 +116,7 @@ def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = Fals
         tags = registry.tag_commits(path)
         records = rg.list_refs(path, rg.LOCAL_REVOKED)
         send: dict[str, str] = {}  # remote ref → local ref
-        to_record: list[tuple[str, dict]] = []  # revoked rows with no record yet
+        to_record: list[tuple[str, dict[str, Any]]] = []  # revoked rows with no record yet
         conflicts: list[tuple[str, str]] = []
         for row in _rows(store).values():
             if row["status"] == "candidate":
@@ -179,7 +179,7 @@ class _Incoming:
 @dataclass
 class _Plan:
     releases: list[_Incoming] = field(default_factory=list)
-    revocations: list[tuple[str, int, dict, str]] = field(default_factory=list)
+    revocations: list[tuple[str, int, dict[str, Any], str]] = field(default_factory=list)
     records: dict[str, str] = field(default_factory=dict)  # local record refs to create
     conflicts: list[tuple[str, str]] = field(default_factory=list)  # (ref, what differs)
 
@@ -227,7 +227,7 @@ def _copy_accepted(path: Path, quarantine: Path, plan: _Plan) -> None:
     rg.copy_accepted(path, quarantine, objects)
 
 
-def _same_release(row: dict, commit: str) -> bool:
+def _same_release(row: dict[str, Any], commit: str) -> bool:
     """Is `commit` (the remote's) the one this row's release came from? A pulled release is
     kept as a single-skill commit of its own; its provenance names the remote's commit."""
     if row["commit_sha"] == commit:
@@ -328,7 +328,7 @@ def _release_name(tag: str) -> tuple[str, int] | None:
 
 
 def _incoming_records(path: Path, result: RemoteResult
-                      ) -> tuple[dict[str, tuple[dict, str]], set[str]]:
+                      ) -> tuple[dict[str, tuple[dict[str, Any], str]], set[str]]:
     """{NAME/vN: (record, record commit)} of the remote's readable revocation records, and
     the NAME/vN of those that cannot be read (each listed in `refused`)."""
     found, unreadable = {}, set()
@@ -358,7 +358,8 @@ def _incoming_records(path: Path, result: RemoteResult
 
 def _check_release(store: Store, quarantine: Path, source: rg.Remote, name: str,
                    version: int, commit: str,
-                   tree: str, rows: dict, record: tuple[dict, str] | None, approve: bool,
+                   tree: str, rows: dict[tuple[str, int], dict[str, Any]],
+                   record: tuple[dict[str, Any], str] | None, approve: bool,
                    who: tuple[str, bool], result: RemoteResult) -> _Incoming | None:
     """The publish gate's checks on a pulled release; None (and a Refusal) when it fails."""
     from agentstate.skills.authoring import scaffold_leftovers

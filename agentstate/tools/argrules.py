@@ -12,6 +12,7 @@ and an allowed interpreter (`python -c`, `node -e`) can run anything. See docs/s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from agentstate.tools.normalise import program_name
 
@@ -162,7 +163,8 @@ def _find(args: list[str]) -> str | None:
     return None
 
 
-def _long_options(program: str, rule: str, options: tuple[str, ...], short: str = ""):
+def _long_options(program: str, rule: str, options: tuple[str, ...], short: str = ""
+                  ) -> Callable[[list[str]], str | None]:
     def check(args: list[str]) -> str | None:
         for word in args:
             if word == "--":
