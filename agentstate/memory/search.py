@@ -421,8 +421,18 @@ def search_events(
     if limit < 1:
         raise InvalidInput("limit must be at least 1")
     plan = plan_query(store, query, EVENTS, max_terms or MAX_TERMS)
-    conn = store.conn
-    conditions, values = [], []
+    conditions, values = _event_conditions(run_id, exclude_run_id, kinds)
+    combined, plan = _event_scores(store.conn, plan, conditions, values, limit)
+    if not combined:
+        return []
+    return _event_hits(store.conn, plan, combined, limit)
+
+
+def _event_conditions(run_id: str | None, exclude_run_id: str | None,
+                      kinds: list[str] | tuple[str, ...] | None) -> tuple[list[str], list[Any]]:
+    """SQL conditions on `events e` (and their values) narrowing an event search."""
+    conditions: list[str] = []
+    values: list[Any] = []
     if run_id:
         conditions.append("e.run = ?")
         values.append(run_id.removeprefix("run:"))
@@ -432,15 +442,23 @@ def search_events(
     if kinds:
         conditions.append(f"e.kind IN ({','.join('?' * len(kinds))})")
         values.extend(kinds)
+    return conditions, values
+
+
+def _joined(table: str) -> str:
+    return (f"JOIN event_search_map m ON m.row = {table}.rowid "
+            "JOIN events e ON e.id = m.event_id")
+
+
+def _event_scores(conn: Any, plan: QueryPlan, conditions: list[str], values: list[Any],
+                  limit: int) -> tuple[dict[int, float], QueryPlan]:
+    """{search row: score} from the word index (widened when the rarer terms find too
+    few), the trigram index and the short-CJK scan; else from word fragments. Also the
+    plan the scores came from."""
     cap = max(limit * 2, 100)
-
-    def joined(table: str) -> str:
-        return (f"JOIN event_search_map m ON m.row = {table}.rowid "
-                "JOIN events e ON e.id = m.event_id")
-
     where, bound = " AND ".join(conditions), tuple(values)
     words = _normalised(
-        _match_words(conn, EVENTS, plan, cap, joined(EVENTS.words), where, bound)
+        _match_words(conn, EVENTS, plan, cap, _joined(EVENTS.words), where, bound)
     )
     if len(words) < limit and (plan.common or plan.costly):
         # The rarer terms found too few events to fill what was asked for: widen the query
@@ -450,27 +468,31 @@ def search_events(
         wide = widened(plan)
         floor = WIDENED_WEIGHT * min(words.values(), default=1.0)
         extra = _normalised(
-            _match_words(conn, EVENTS, wide, cap, joined(EVENTS.words), where, bound)
+            _match_words(conn, EVENTS, wide, cap, _joined(EVENTS.words), where, bound)
         )
         for row, value in extra.items():
             words.setdefault(row, floor * value)
         plan = wide
     grams = _normalised(
-        _match_trigrams(conn, EVENTS, plan, cap, joined(EVENTS.trigrams), where, bound)
+        _match_trigrams(conn, EVENTS, plan, cap, _joined(EVENTS.trigrams), where, bound)
     )
     scan: dict[int, float] = {}
     if plan.short_cjk or plan.cjk_pieces:
-        where = (" WHERE " + " AND ".join(conditions)) if conditions else ""
+        scan_where = f" WHERE {where}" if where else ""
         sql = (f"SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id"
-               f"{where} ORDER BY m.row DESC LIMIT ?")
+               f"{scan_where} ORDER BY m.row DESC LIMIT ?")
         scan = _substring_scan(conn, sql, values, plan.short_cjk + plan.cjk_pieces)
     combined = _combine(words, grams, scan)
     if not combined:
         combined = _normalised(
-            _match_fragments(conn, EVENTS, plan, cap, joined(EVENTS.trigrams), where, bound)
+            _match_fragments(conn, EVENTS, plan, cap, _joined(EVENTS.trigrams), where, bound)
         )
-    if not combined:
-        return []
+    return combined, plan
+
+
+def _event_hits(conn: Any, plan: QueryPlan, combined: dict[int, float], limit: int
+                ) -> list[EventHit]:
+    """The best `limit` of the scored rows as hits, scores adjusted by query coverage."""
     marks = ",".join("?" * len(combined))
     rows = {
         r[0]: r

@@ -237,12 +237,26 @@ def _same_release(row: dict[str, Any], commit: str) -> bool:
 
 def _plan_pull(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
                result: RemoteResult) -> _Plan:
-    path = store.skills_path
     plan = _Plan()
     rows = _rows(store)
-    tags = registry.tag_commits(path)
     records, unreadable = _incoming_records(quarantine, result)
-    principal, may_approve = principal_name(store)
+    who = principal_name(store)
+    _plan_releases(store, quarantine, source, approve, result, plan, rows, records,
+                   unreadable, who)
+    # The records left were not taken in with a release above: revocations of releases
+    # this registry may already hold.
+    _plan_revocations(store, result, plan, rows, records, who[0])
+    return plan
+
+
+def _plan_releases(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
+                   result: RemoteResult, plan: _Plan,
+                   rows: dict[tuple[str, int], dict[str, Any]],
+                   records: dict[str, tuple[dict[str, Any], str]], unreadable: set[str],
+                   who: tuple[str, bool]) -> None:
+    """The remote's releases: unchanged, conflicting, refused, or to take in (each checked
+    by the publish gate, with its revocation record if the remote has one)."""
+    tags = registry.tag_commits(store.skills_path)
     for tag, sha in sorted(rg.list_refs(quarantine, rg.INCOMING_TAGS).items()):
         parsed = _release_name(tag)
         commit = rg.commit_of(quarantine, sha)
@@ -283,11 +297,19 @@ def _plan_pull(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
                                         f"{tree[:12]}"))
             continue
         item = _check_release(store, quarantine, source, name, version, commit, tree, rows,
-                              record, approve, (principal, may_approve), result)
+                              record, approve, who, result)
         if item is not None:
             plan.releases.append(item)
             if record is not None:
                 plan.records[rg.LOCAL_REVOKED + tag] = record[1]
+
+
+def _plan_revocations(store: Store, result: RemoteResult, plan: _Plan,
+                      rows: dict[tuple[str, int], dict[str, Any]],
+                      records: dict[str, tuple[dict[str, Any], str]], principal: str) -> None:
+    """The remote's revocation records of releases this registry has: applied only where
+    the principal pulling may revoke that version itself."""
+    path = store.skills_path
     local_records = rg.list_refs(path, rg.LOCAL_REVOKED)
     for tag, (revocation, sha) in sorted(records.items()):
         name, version = revocation["name"], revocation["version"]
@@ -317,7 +339,6 @@ def _plan_pull(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
         if row["status"] == "revoked":
             continue
         plan.revocations.append((name, version, revocation, sha))
-    return plan
 
 
 def _release_name(tag: str) -> tuple[str, int] | None:
