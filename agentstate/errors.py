@@ -8,6 +8,8 @@ envelope or a stderr line, is agentstate.cli.boundary).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AgentStateError(Exception):
     """Base of every error a user can cause or see. Message is one line."""
@@ -15,7 +17,7 @@ class AgentStateError(Exception):
     exit_code = 1
     code = "error"
 
-    def __init__(self, message: str, *, details: dict | None = None) -> None:
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
         # Messages often quote the offending argument ("unknown kind 'x'"); when that argument
         # is a secret pasted in the wrong place, the message must not echo it. Imported on
         # the first error, not with this module: the scanner compiles its patterns when

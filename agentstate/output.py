@@ -37,7 +37,7 @@ _INVISIBLE = re.compile(
 )
 
 
-def _escape(match: re.Match) -> str:
+def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
@@ -102,11 +102,12 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def envelope_ok(command: str, data: Any) -> dict:
+def envelope_ok(command: str, data: Any) -> dict[str, Any]:
     return {"ok": True, "version": ENVELOPE_VERSION, "command": command, "data": to_jsonable(data)}
 
 
-def envelope_error(command: str, code: str, message: str, details: dict | None = None) -> dict:
+def envelope_error(command: str, code: str, message: str,
+                   details: dict[str, Any] | None = None) -> dict[str, Any]:
     error = {"code": code, "message": message}
     if details:
         error["details"] = to_jsonable(details)
@@ -127,7 +128,7 @@ def json_text(obj: Any, **options: Any) -> str:
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def print_json(obj: dict) -> None:
+def print_json(obj: dict[str, Any]) -> None:
     sys.stdout.write(json_text(obj, indent=2, sort_keys=False) + "\n")
     sys.stdout.flush()
 

@@ -513,7 +513,7 @@ def redact_secrets(text: str, mask: str = "[REDACTED]") -> str:
 REDACT_PASSES = 4  # each pass is linear; glued secrets need one pass per layer
 
 
-def _masked(text: str, findings: list, mask: str) -> str:
+def _masked(text: str, findings: list[Finding], mask: str) -> str:
     out, last = [], 0
     for f in findings:
         if f.start < last:

@@ -193,7 +193,19 @@ def write_report(sections: list[tuple[str, str, float]], seconds: float,
     body = []
     for title, text, took in sections:
         body += [f"## {title}", "", f"({took:.0f} s)", "", "```", text.rstrip(), "```", ""]
-    out.write_text("\n".join(head + body), encoding="utf-8")
+    out.write_text("\n".join(head + body + _kept_mutation_section(out)), encoding="utf-8")
+
+
+def _kept_mutation_section(out: Path) -> list[str]:
+    """The section `make mutation` wrote into an earlier report (bench/mutation.py): a bench
+    run does not measure it, so it is carried over rather than lost."""
+    from bench.mutation import section_span
+
+    if not out.exists():
+        return []
+    old = out.read_text(encoding="utf-8").splitlines()
+    span = section_span(old)
+    return old[span[0]:span[1]] if span is not None else []
 
 
 if __name__ == "__main__":

@@ -273,7 +273,7 @@ def reject_impossible(argv: list[str]) -> None:
                                details={"argument": position})
 
 
-def _is_file_name(path: os.PathLike | str) -> bool:
+def _is_file_name(path: os.PathLike[str] | str) -> bool:
     """Any bytes the file system allows, but not a surrogate that came from no byte (only
     possible through the Python API, never from a real command line)."""
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, overload
+from typing import TYPE_CHECKING, Annotated, TypeVar, overload
 
 import typer
 
@@ -17,6 +17,7 @@ from agentstate.cli.boundary import command_name, store_override
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from agentstate.runs.log import Run
     from agentstate.store.db import Store
 
 __all__ = ["AsOption", "JsonOption", "RunOption", "cli_store",
@@ -42,7 +43,7 @@ RunOption = Annotated[
 
 
 @contextmanager
-def cli_store(migrate: bool = True) -> Iterator[Any]:
+def cli_store(migrate: bool = True) -> Iterator[Store]:
     """Open the store named by --dir / AGENTSTATE_DIR / the working directory."""
     from agentstate.maintenance.join import open_or_join
     from agentstate.output import info
@@ -64,7 +65,7 @@ def cli_store(migrate: bool = True) -> Iterator[Any]:
         store.close()
 
 
-def _current_run(store: Store) -> Any:
+def _current_run(store: Store) -> Run | None:
     """The current run, or None (also for a store whose schema is not there yet)."""
     import sqlite3
 
@@ -76,27 +77,32 @@ def _current_run(store: Store) -> Any:
         return None
 
 
-def _say_if_current_run_changed(before: Any, after: Any) -> None:
+def _say_if_current_run_changed(before: Run | None, after: Run | None) -> None:
     """Whichever command moved the current run (an import creating a run, a hook starting
     one) says so on stderr: the next `log` goes there. `run start` prints the new run's ref
     itself; after `run end` there is no current run (another active run never takes over)."""
     from agentstate.output import info
 
-    if (before and before.ref) == (after and after.ref) or command_name() == "run start" \
-            or (after is None and command_name() == "run end"):
+    before_ref = before.ref if before is not None else None
+    if before_ref == (after.ref if after is not None else None) \
+            or command_name() == "run start" or (after is None and command_name() == "run end"):
         return
     if after is None:
-        info(f"there is no current run now (was {before.ref})")
+        info(f"there is no current run now (was {before_ref})")
     else:
         was = f", was {before.ref}" if before else ""
         info(f"the current run is now {after.ref}{was}: {after.goal[:60]}")
 
 
+# What a command hands `emit`: its `human` renderer is checked against the same type.
+T = TypeVar("T")
+
+
 def emit(
-    data: Any,
+    data: T,
     *,
     as_json: bool,
-    human: Callable[[Console, Any], None] | None = None,
+    human: Callable[[Console, T], None] | None = None,
 ) -> None:
     """Print a command's result: the success envelope (named like the error envelopes, by
     `command_name`) or, for people, through `human`."""

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import AsOption, JsonOption, cli_store, emit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstate.context.assemble import ContextPack
+    from agentstate.context.trace import TraceNode
+    from agentstate.store.db import Store
 
 
 @app.command("context")
@@ -86,7 +93,7 @@ def context(
         _print_allocation(stdout_console(), pack)
 
 
-def _record(store, pack) -> None:
+def _record(store: Store, pack: ContextPack) -> None:
     """Record the pack (its ref is how `trace` finds it later). A read-only store (a CI
     checkout, a mounted volume) still gets its context: the record is skipped with a
     warning and the pack has no ref."""
@@ -104,7 +111,7 @@ def _record(store, pack) -> None:
         warn("the store is read-only: the pack is printed but not recorded (no pack ref)")
 
 
-def _print_allocation(console, pack) -> None:
+def _print_allocation(console: Console, pack: ContextPack) -> None:
     from rich.table import Table
 
     table = Table(title=f"{pack.ref} allocation: {pack.tokens} of {pack.budget} tokens "
@@ -149,11 +156,11 @@ def trace_cmd(
     with cli_store() as store:
         root = trace(store, ref, principal)
 
-    def human(console, node):
+    def human(console: Console, node: TraceNode) -> None:
         # Plain lines (not rich.Tree): long summaries must wrap, never be cut off.
         lines = [f"{node.ref}  {node.summary}"]
 
-        def walk(children, prefix):
+        def walk(children: list[TraceNode], prefix: str) -> None:
             for n, child in enumerate(children):
                 last = n == len(children) - 1
                 lines.append(f"{prefix}{'└── ' if last else '├── '}{child.relation}: "

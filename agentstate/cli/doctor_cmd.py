@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import JsonOption, command_name, emit, store_override
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
 
@@ -55,7 +58,7 @@ def doctor(
         print_json(envelope)
         raise typer.Exit(1)
 
-    def human(console, _):
+    def human(console: Console, _: object) -> None:
         console.print(f"store: {report.store}", markup=False)
         if repair:
             console.print(f"repaired: {len(repaired) or 'nothing to repair'}", markup=False)

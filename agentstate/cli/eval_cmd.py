@@ -5,12 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import JsonOption, emit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstate.evals.measure import LocomoReport
+    from agentstate.evals.scenario_measure import ScenarioReport
 
 eval_app = typer.Typer(help="Measure the system against ablations, offline (nothing is "
                             "written to your store).", no_args_is_help=True)
@@ -94,7 +100,7 @@ PROGRESS_AFTER_S = 1.5
 
 
 @contextmanager
-def _progress() -> Iterator[dict]:
+def _progress() -> Iterator[dict[str, Any]]:
     """A progress bar on stderr, only on a terminal (piped, stderr stays clean) and only once
     the run has taken over PROGRESS_AFTER_S (a quick run shows none); yields the callbacks the
     measuring functions take."""
@@ -125,7 +131,7 @@ def _progress() -> Iterator[dict]:
         progress.stop()
 
 
-def _render(console, report) -> None:
+def _render(console: Console, report: LocomoReport) -> None:
     from rich.table import Table
 
     from agentstate.evals.locomo import CATEGORIES
@@ -167,7 +173,7 @@ def _render(console, report) -> None:
     _render_misses(console, report)
 
 
-def _render_misses(console, report) -> None:
+def _render_misses(console: Console, report: LocomoReport) -> None:
     """Why evidence turns were not in the pack: never retrieved, or the manifest's reason."""
     from rich.table import Table
 
@@ -261,7 +267,7 @@ HEADINGS = {"constraints": "constr.", "recall": "recall", "stale": "stale↓",
             "composition": "compose", "revoked": "revoked↓"}
 
 
-def _render_scenarios(console, report) -> None:
+def _render_scenarios(console: Console, report: ScenarioReport) -> None:
     from rich.table import Table
 
     def cell(value: float | None) -> str:

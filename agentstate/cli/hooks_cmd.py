@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import JsonOption, emit, store_override
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TARGETS = ("claude-code", "codex", "agents-md", "git")
 hooks_app = typer.Typer(
@@ -77,7 +80,7 @@ def _change(target: str, scope: str, install: bool, trust: bool = False) -> dict
     return data
 
 
-def _after_install(agent: str, scope: str, root: Path, path: Path, trust: bool) -> dict:
+def _after_install(agent: str, scope: str, root: Path, path: Path, trust: bool) -> dict[str, Any]:
     """What the client needs before the hooks run, and whether the command resolves."""
     import shutil
 
@@ -125,7 +128,7 @@ def _check_owner(root: Path) -> None:
                       "own shell as the owner")
 
 
-def _show_change(console, data: dict) -> None:
+def _show_change(console: Console, data: dict[str, Any]) -> None:
     verb = "installed" if data.get("install") else "removed"
     if not data["changed"]:
         state = "already installed" if data.get("install") else "not installed"
@@ -140,7 +143,7 @@ def _show_change(console, data: dict) -> None:
         console.print(f"  command: {data['command']}", markup=False)
 
 
-def _show_install(console, data: dict) -> None:
+def _show_install(console: Console, data: dict[str, Any]) -> None:
     _show_change(console, data)
     trust = data.get("trust")
     if trust is not None:
@@ -220,7 +223,7 @@ def hooks_status(as_json: JsonOption = False) -> None:
             "agents_md": agent_config.agents_md_status(root), "git": git,
             "errors": last_hook_errors(store_dir if store_dir.is_dir() else None)}
 
-    def human(console, d):
+    def human(console: Console, d: dict[str, Any]) -> None:
         for entry in d["agents"]:
             if entry.get("error"):
                 state = f"unreadable: {entry['error']}"
@@ -258,7 +261,8 @@ def hooks_status(as_json: JsonOption = False) -> None:
     emit(data, as_json=as_json, human=human)
 
 
-def _will_run(agent: str, scope: str, root: Path, path: Path, entry: dict) -> dict:
+def _will_run(agent: str, scope: str, root: Path, path: Path, entry: dict[str, Any]
+              ) -> dict[str, Any]:
     """Whether the client will actually run our installed hooks, and if not why."""
     if not entry.get("events"):
         return {"will_run": False, "reasons": ["not installed"]}

@@ -6,13 +6,21 @@ transcripts (agentstate/integrations/). All three go through the one import path
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import JsonOption, cli_store, emit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstate.integrations.transcripts import TranscriptImport
+    from agentstate.store.db import Store
 
 import_app = typer.Typer(help="Import events from files.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -49,55 +57,25 @@ def import_jsonl(
     exit 3 for a secret) and nothing is imported.
     """
     from agentstate.errors import InvalidInput, UsageError
-    from agentstate.output import stderr_console, warn
-    from agentstate.runs.importer import import_events, read_jsonl
-    from agentstate.runs.worktree import snapshot
+    from agentstate.runs.importer import import_jsonl_file, jsonl_file
+    from agentstate.store.principals import resolve_principal
 
     if run and goal:
         raise UsageError("pass either --run or --goal, not both")
-    path = file.expanduser()
-    if not path.exists():
-        raise InvalidInput(f"no such file: {file}")
-    if not path.is_file():
-        raise InvalidInput(f"not a regular file: {file}")
-    size = path.stat().st_size
+    path = jsonl_file(file)
     from agentstate.integrations.transcripts import AGENT_LABELS, sniff
 
     agent = sniff(path)
     if agent:
         raise InvalidInput(f"{file} looks like {AGENT_LABELS[agent]}, not the generic JSONL "
                            f"format; import it with `agentstate import {agent} {file}`")
-    from agentstate.store.principals import resolve_principal
-
-    with cli_store() as store:
-        who = resolve_principal(store)
-        progress = None
-        on_bytes = None
-        console = stderr_console()
-        # A progress bar only on a terminal: piped or redirected, stderr stays clean.
-        if size >= PROGRESS_BYTES and console.is_terminal:
-            from rich.progress import Progress
-
-            progress = Progress(console=console, transient=True)
-            task = progress.add_task(f"importing {path.name}", total=size)
-
-            def on_bytes(n: int) -> None:
-                progress.advance(task, n)
-
-            progress.start()
-        try:
-            result = import_events(
-                store, read_jsonl(path, on_bytes), run_ref=run, goal=goal,
-                origin=str(path.resolve()), strict=strict, label="line",
-                worktree=snapshot(store.work_tree) if not run else None, claimed_by=who,
-            )
-        finally:
-            if progress is not None:
-                progress.stop()
+    with cli_store() as store, _progress(path) as on_bytes:
+        result = import_jsonl_file(store, file, run_ref=run, goal=goal, strict=strict,
+                                   claimed_by=resolve_principal(store), on_bytes=on_bytes)
     bad = result.malformed + result.refused
-    if result.nothing_accepted:
-        _nothing_imported(file, result)
     if bad:
+        from agentstate.output import warn
+
         shown = ", ".join(f"line {r.position}: {r.reason}" for r in result.rejected[:WARN_LINES])
         more = f" (and {bad - WARN_LINES} more)" if bad > WARN_LINES else ""
         warn(f"skipped {result.malformed} malformed and {result.refused} refused line(s): "
@@ -110,7 +88,7 @@ def import_jsonl(
                      for r in result.rejected],
     }
 
-    def human(console, d):
+    def human(console: Console, d: dict[str, Any]) -> None:
         console.print(d["run"] or "(no run: nothing to import)", markup=False)
         console.print(f"  imported {d['imported']}, duplicates {d['duplicates']}, "
                       f"malformed {d['malformed']}, refused {d['refused']}"
@@ -122,17 +100,25 @@ def import_jsonl(
     emit(data, as_json=as_json, human=human)
 
 
-def _nothing_imported(file: Path, result) -> None:
-    """Every record was rejected: an error (exit 1), with the first reasons and the counts."""
-    from agentstate.errors import InvalidInput
+@contextmanager
+def _progress(path: Path) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr for a large file, only on a terminal (piped or redirected,
+    stderr stays clean): yields the callback that advances it by bytes read, or None."""
+    from agentstate.output import stderr_console
 
-    shown = "; ".join(f"line {r.position}: {r.reason}" for r in result.rejected[:3])
-    raise InvalidInput(
-        f"nothing imported from {file}: {result.malformed} malformed and {result.refused} "
-        f"refused line(s) ({shown})",
-        details={"malformed": result.malformed, "refused": result.refused,
-                 "skipped": result.skipped},
-    )
+    console = stderr_console()
+    if path.stat().st_size < PROGRESS_BYTES or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress
+
+    progress = Progress(console=console, transient=True)
+    task = progress.add_task(f"importing {path.name}", total=path.stat().st_size)
+    progress.start()
+    try:
+        yield lambda n: progress.advance(task, n)
+    finally:
+        progress.stop()
 
 
 TranscriptArg = Annotated[Path, typer.Argument(help="A transcript file, or a folder of them "
@@ -211,84 +197,42 @@ def import_codex_cmd(
                                                include_reasoning=include_reasoning))
 
 
-COUNTS = ("observations", "tool_events", "checkpoints", "notes", "skipped", "duplicates",
-          "malformed", "refused")
-
-
 def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, strict: bool,
-                 as_json: bool, all_projects: bool, make_current: bool, one) -> None:
+                 as_json: bool, all_projects: bool, make_current: bool,
+                 one: Callable[[Store, Path], TranscriptImport]) -> None:
     """Import one transcript or a folder of them; report per file and in total."""
-    from agentstate.errors import InvalidInput, UsageError
-    from agentstate.integrations.paths import inside
-    from agentstate.integrations.transcripts import (
-        LOGGED_BY_HOOK,
-        session_cwd,
-        transcript_files,
-    )
+    from agentstate.errors import UsageError
+    from agentstate.integrations.transcripts import files_to_import, import_transcripts
     from agentstate.output import warn
 
     if run and goal:
         raise UsageError("pass either --run or --goal, not both")
     path = path.expanduser()
-    if not path.exists():
-        raise InvalidInput(f"no such file or folder: {path}")
-    files = transcript_files(path)
-    if path.is_dir():
-        if goal:
-            raise UsageError("--goal names one run; a folder holds one run per session "
-                             "(import a single file with --goal, or use --run)")
-        if not files:
-            raise InvalidInput(f"no *.jsonl files under {path}")
-        # Subagent transcripts last, so a session's run is named after its main transcript.
-        files.sort(key=lambda f: (f.name.startswith("agent-") or "subagents" in f.parts, f))
-    reports = []
-    foreign: list[dict[str, str | None]] = []
+    files = files_to_import(path, goal=goal)
     with cli_store() as store:
-        if path.is_dir() and not all_projects:
-            # Other projects' sessions stay out of this repository's store: counted, named.
-            mine = []
-            for file in files:
-                cwd = session_cwd(file)
-                if inside(cwd, store.work_tree):
-                    mine.append(file)
-                else:
-                    foreign.append({"file": str(file), "cwd": cwd})
-            files = mine
-        for file in files:
-            reports.append(one(store, file))
-        if make_current:
-            from agentstate.runs.log import set_current_run
-
-            last = next((r.result.run for r in reversed(reports) if r.result.run), None)
-            if last:
-                set_current_run(store, last)
-    total = {key: sum(r.as_dict()[key] for r in reports) for key in ("imported", *COUNTS)}
-    for report in reports:
+        batch = import_transcripts(store, path, files, one, all_projects=all_projects,
+                                   make_current=make_current)
+    for report in batch.reports:
         result = report.result
         if result.malformed or result.refused:
             shown = ", ".join(f"line {r.position}: {r.reason}"
                               for r in result.rejected[:WARN_LINES])
             warn(f"{report.path}: skipped {result.malformed} malformed and {result.refused} "
                  f"refused line(s): {shown}")
-    non_empty = [r for r in reports if Path(r.path).stat().st_size > 0]
-    hooked = sum(r.result.skipped_reasons.get(LOGGED_BY_HOOK, 0) for r in reports)
-    if non_empty and not (total["imported"] or total["duplicates"] or hooked):
-        first = next((r for r in non_empty if r.result.rejected), None)
-        reason = (f"line {first.result.rejected[0].position}: {first.result.rejected[0].reason}"
-                  if first else "no messages, tool calls or summaries in it")
-        where = path if len(reports) == 1 else f"{len(non_empty)} file(s) under {path}"
-        raise InvalidInput(f"nothing imported from {where} ({reason})",
-                           details={"files": [r.as_dict() for r in reports], "total": total})
-    total["other_projects"] = len(foreign)
-    data = {"files": [r.as_dict() for r in reports], "total": total,
-            "other_projects": foreign}
+    batch.check_something_imported()
+    total = {**batch.total, "other_projects": len(batch.foreign)}
+    data = {"files": [r.as_dict() for r in batch.reports], "total": total,
+            "other_projects": batch.foreign}
 
-    def human(console, d):
+    def human(console: Console, d: dict[str, Any]) -> None:
+        from agentstate.integrations.transcripts import COUNTS
+
         for f in d["files"]:
             session = f" session {f['session']}" if f["session"] else ""
             console.print(f"{f['run'] or '(no run: nothing to import)'}{session} ← {f['file']}"
                           + (" (new run)" if f["created_run"] else ""), markup=False)
-            console.print("  " + ", ".join(f"{key.replace('_', ' ')} {f[key]}" for key in COUNTS))
+            console.print("  " + ", ".join(f"{key.replace('_', ' ')} {f[key]}"
+                                           for key in COUNTS))
         if d["other_projects"]:
             shown = d["other_projects"][:WARN_LINES]
             names = ", ".join(f"{Path(o['file']).name} ({o['cwd'] or 'no cwd'})" for o in shown)

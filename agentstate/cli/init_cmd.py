@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import JsonOption, emit, store_override
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @app.command()
@@ -44,7 +47,7 @@ def init(
     # `context` or `resume --budget`, which are meant to be quick.
     warm_count_cache()
 
-    def human(console, data):
+    def human(console: Console, data: object) -> None:
         if result.changed:
             console.print(f"Initialised agentstate store in {result.path}")
             for item in result.created:

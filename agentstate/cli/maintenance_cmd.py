@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import JsonOption, cli_store, emit, store_override
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstate.maintenance.backup import BackupResult
+    from agentstate.maintenance.gc import GcResult
+    from agentstate.maintenance.restore import RestoreResult
 
 
 def _size(n: int) -> str:
@@ -36,7 +43,7 @@ def backup(
     with cli_store() as store:
         result = make_backup(store, out)
 
-    def human(console, r):
+    def human(console: Console, r: BackupResult) -> None:
         console.print(f"backup: {r.path} ({_size(r.bytes)}; database {_size(r.db_bytes)}, "
                       f"{r.skills_refs} skills refs, schema {r.migrations[-1]}) in "
                       f"{r.seconds:.1f} s", markup=False)
@@ -74,7 +81,7 @@ def restore(
                         ignore_live_purges=ignore_live_purges, clock=clock_from_env(),
                         ids=ids_from_env())
 
-    def human(console, r):
+    def human(console: Console, r: RestoreResult) -> None:
         console.print(f"restored {r.store} from {r.backup} (made {r.backup_created[:19]})",
                       markup=False)
         if r.kept_aside:
@@ -123,13 +130,13 @@ def gc(
     with cli_store() as store:
         result = run_gc(store, dry_run=dry_run)
 
-    def human(console, r):
+    def human(console: Console, r: GcResult) -> None:
         if not r.configured:
             console.print("retention is not configured ([retention] keep_events_days = 0 "
                           "keeps every event): nothing removed", markup=False)
             return
         verb = "would remove" if r.dry_run else "removed"
-        console.print(f"events of finished runs before {r.cutoff[:19]} "
+        console.print(f"events of finished runs before {(r.cutoff or '')[:19]} "
                       f"(keep_events_days = {r.keep_events_days}): {r.candidates}", markup=False)
         console.print(f"  {verb}: {r.removed}; bodies {'to collect' if r.dry_run else 'collected'}"
                       f" (cited, kept as ref + hash): {r.collected}"

@@ -3,7 +3,7 @@ and `run distill` (registered on the run sub-app)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,15 @@ from agentstate.memory.status import MemoryStatus
 from agentstate.output import info, shorten, warn
 from agentstate.runs.status import RunStatus
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstate.memory.distill import DistillResult
+    from agentstate.memory.forget import ForgetResult
+    from agentstate.memory.model import HistoryEntry, Memory
+    from agentstate.memory.recall import RecallResult
+    from agentstate.memory.versions import WriteResult
+
 memory_app = typer.Typer(
     help="Inspect and correct long-term memory (list, show, history, correct, confirm).",
     no_args_is_help=True,
@@ -22,7 +31,7 @@ app.add_typer(memory_app, name="memory")
 
 
 
-def _say(console, text: str) -> None:
+def _say(console: Console, text: str) -> None:
     """Print user text literally: memory text may contain [brackets] rich would eat."""
     console.print(text, markup=False, highlight=False)
 
@@ -37,7 +46,7 @@ _ACTIONS = {
 }
 
 
-def _write_human(console, result) -> None:
+def _write_human(console: Console, result: WriteResult) -> None:
     said = _ACTIONS.get(result.action, result.action)
     status = "" if result.status in said else f" ({result.status})"
     _say(console, f"{result.ref} {said}{status}")
@@ -136,7 +145,7 @@ def recall_cmd(
                         scopes=_split(scope) or None, principal=principal,
                         include=_split([include] if include else None), context=context)
 
-    def human(console, r) -> None:
+    def human(console: Console, r: RecallResult) -> None:
         if r.matched_nothing:
             _say(console, f"nothing matched {r.query!r}")
         for hit in r.hits:
@@ -194,7 +203,7 @@ def forget_cmd(
     if not as_json and result.purge and result.wal_truncated is False:
         warn("another process is reading the store; the WAL could not be truncated fully")
 
-    def human(console, r) -> None:
+    def human(console: Console, r: ForgetResult) -> None:
         verb = ("would purge" if r.purge else "would forget") if r.dry_run else (
             "purged" if r.purge else "forgot")
         _say(console, f"{verb} {len(r.targets)} version(s): {', '.join(r.targets)}")
@@ -240,7 +249,7 @@ def memory_list(
         found = list_memories(store, status=status, kind=kind, scope=scope, limit=limit,
                               principal=principal)
 
-    def human(console, memories) -> None:
+    def human(console: Console, memories: list[Memory]) -> None:
         if not memories:
             _say(console, "no memories")
         for m in memories:
@@ -267,7 +276,7 @@ def memory_show(
         chain = get_chain(store, ref)
     data = {"ref": focus.ref, "current": focus, "versions": chain}
 
-    def human(console, _) -> None:
+    def human(console: Console, _: object) -> None:
         _say(console, f"{focus.chain_ref}: {len(chain)} version(s); showing {focus.ref}")
         for m in chain:
             marker = "→" if m.ref == focus.ref else " "
@@ -299,7 +308,7 @@ def memory_history(
         entries = get_history(store, ref)
         check_readable(store, get_memory(store, ref), principal)
 
-    def human(console, rows) -> None:
+    def human(console: Console, rows: list[HistoryEntry]) -> None:
         for h in rows:
             # "hmac-sha256:<hex>" (keyed) or a bare sha256 from before hashes were keyed.
             kind, _, hexdigest = (h.text_hash or "").rpartition(":")
@@ -361,7 +370,7 @@ def run_distill(
     if not as_json and result.run_status == RunStatus.ACTIVE:
         info(f"note: {result.run} is still active; distil again when it is done")
 
-    def human(console, r) -> None:
+    def human(console: Console, r: DistillResult) -> None:
         if not r.proposals:
             _say(console, f"nothing in {r.run} to keep beyond the run")
         for i, p in enumerate(r.proposals):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,12 @@ from agentstate.cli.common import (
     parse_key_values,
 )
 from agentstate.output import shorten
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstate.runs.log import Event, Run
+    from agentstate.store.db import Store
 
 run_app = typer.Typer(help="Start, list, show and end runs.", no_args_is_help=True)
 app.add_typer(run_app, name="run")
@@ -47,7 +53,7 @@ def run_start(
                                      source=default_source(who), claimed_by=who)
     data = {"run": run, "constraints": [e.ref for e in constraints]}
 
-    def human(console, _):
+    def human(console: Console, _: object) -> None:
         console.print(run.ref)
         where = f"{run.branch or '(no branch)'} @ {(run.head or '(no commit)')[:12]}"
         dirty = f", {len(run.dirty_files)} uncommitted file(s)" if run.dirty_files else ""
@@ -122,7 +128,7 @@ def run_list(
         for r in runs
     ]
 
-    def human(console, rows):
+    def human(console: Console, rows: list[dict[str, Any]]) -> None:
         if not rows:
             console.print("no runs yet; start one with `agentstate run start GOAL`")
             return
@@ -140,7 +146,7 @@ def run_list(
     emit(data, as_json=as_json, human=human)
 
 
-def _read_run(store, ref):
+def _read_run(store: Store, ref: str | None) -> Run:
     """The run a read command shows; says so on stderr when it is not the current one."""
     from agentstate.output import info
     from agentstate.runs.log import run_to_read
@@ -152,7 +158,7 @@ def _read_run(store, ref):
     return run
 
 
-def _run_dict(run) -> dict:
+def _run_dict(run: Run) -> dict[str, Any]:
     from agentstate.output import to_jsonable
 
     return to_jsonable(run)
@@ -185,7 +191,7 @@ def run_show(
         "recorded_version": {"since": since, **recorded.as_dict()},
     }
 
-    def human(console, _):
+    def human(console: Console, _: object) -> None:
         console.print(f"{run.ref} ({run.status})", markup=False)
         console.print(f"  goal: {run.goal}", markup=False)
         console.print(f"  created {run.created}, updated {run.updated}"
@@ -261,7 +267,7 @@ def events(
         found = readable_events(store, list_events(store, run_ref, kind=kind, limit=limit),
                                 principal, run_ref)
 
-    def human(console, rows):
+    def human(console: Console, rows: list[Event]) -> None:
         if not rows:
             console.print("no events")
             return
@@ -302,7 +308,7 @@ def checkpoint(
         cp = create_checkpoint(store, run, note, worktree=snapshot(store.work_tree),
                                source=default_source(who), claimed_by=who)
 
-    def human(console, _):
+    def human(console: Console, _: object) -> None:
         s = cp.state
         console.print(cp.ref)
         console.print(
@@ -344,7 +350,7 @@ def resume(
         pack = build_pack(store, ref, budget=budget,
                           principal=resolve_principal(store, principal))
 
-    def human(console, _):
+    def human(console: Console, _: object) -> None:
         import sys
 
         sys.stdout.write(pack.text)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,7 +22,20 @@ from agentstate.output import shorten
 from agentstate.skills.status import SkillStatus
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from agentstate.config import ToolSettings
+    from agentstate.skills.acceptance import AcceptanceReport
+    from agentstate.skills.authoring import NewSkill
+    from agentstate.skills.catalog import CatalogEntry, SkillMatch
+    from agentstate.skills.export import ExportResult
+    from agentstate.skills.history import SkillHistory
+    from agentstate.skills.load import LoadedSkill, SkillRun
+    from agentstate.skills.propose import Proposal
+    from agentstate.skills.publishing import PublishResult
+    from agentstate.skills.remote import RemoteResult
+    from agentstate.skills.revocation import RevokeResult
+    from agentstate.store.db import Store
 
 skill_app = typer.Typer(
     help="Skills as versioned releases: new, validate, propose, test, publish, revoke, list, "
@@ -40,7 +54,7 @@ ParamOption = Annotated[
 
 
 @contextmanager
-def _optional_store():
+def _optional_store() -> Iterator[Store | None]:
     """The store when there is one; None otherwise (validate works without one)."""
     from agentstate.errors import StoreMissing
     from agentstate.maintenance.join import open_or_join
@@ -103,7 +117,7 @@ def skill_new(
         with cli_store() as store:
             result = new_skill(store, name, description=description)
 
-    def human(console, r):
+    def human(console: Console, r: NewSkill) -> None:
         console.print(f"{r.name}: draft written to {r.path} (no version until it is "
                       "published)", markup=False)
         for file in r.files:
@@ -196,7 +210,7 @@ def skill_validate(
                     console.print(str(problem), markup=False, highlight=False)
         raise InvalidInput(message, details={"reports": data})
 
-    def human(console, rows):
+    def human(console: Console, rows: list[dict[str, Any]]) -> None:
         if not rows:
             console.print("no skills to validate")
         for report, row in zip(reports, rows, strict=True):
@@ -232,7 +246,7 @@ def skill_propose(
     with cli_store() as store:
         proposal = propose_from_run(store, from_run, name)
 
-    def human(console, p):
+    def human(console: Console, p: Proposal) -> None:
         console.print(f"{p.name}: candidate written to {p.path}, from {p.run} (no version "
                       "until it is published)", markup=False)
         console.print("steps:")
@@ -287,13 +301,13 @@ def skill_test(
     emit(report, as_json=as_json, human=_print_test)
 
 
-def _jsonable(value):
+def _jsonable(value: object) -> Any:
     from agentstate.output import to_jsonable
 
     return to_jsonable(value)
 
 
-def _print_test(console, report) -> None:
+def _print_test(console: Console, report: AcceptanceReport) -> None:
     for result in report.results:
         mark = "ok  " if result.ok else "FAIL"
         where = result.event or f"tool call {result.tool_call}"
@@ -332,7 +346,7 @@ def skill_publish(
         result = publish_skill(store, target, approve=approve, run_ref=run,
                                params=parse_key_values(param, "--param"))
 
-    def human(console, r):
+    def human(console: Console, r: PublishResult) -> None:
         console.print(f"{r.ref} published (commit {r.commit[:12]}, tag {r.tag}, "
                       f"tree {r.tree[:12]})", markup=False)
         if r.approver:
@@ -359,7 +373,7 @@ def skill_revoke(
     with cli_store() as store:
         result = revoke_skill(store, target, reason)
 
-    def human(console, r):
+    def human(console: Console, r: RevokeResult) -> None:
         console.print(f"revoked {', '.join(r.revoked)}: {r.reason}", markup=False)
         console.print(f"current version now: {r.current or 'none (out of the catalog)'}",
                       markup=False)
@@ -390,7 +404,7 @@ def skill_list(
     with cli_store() as store:
         entries = list_catalog(store, include_all=all_)
 
-    def human(console, rows):
+    def human(console: Console, rows: list[CatalogEntry]) -> None:
         if not rows:
             console.print("no published skills (see `agentstate skill new`, `skill propose`)")
             return
@@ -421,7 +435,7 @@ def skill_match(
     with cli_store() as store:
         matches = match_skills(store, task, limit=limit)
 
-    def human(console, rows):
+    def human(console: Console, rows: list[SkillMatch]) -> None:
         if not rows:
             console.print("no published skill matches")
             return
@@ -448,7 +462,7 @@ def skill_load(
         loaded = load_skill(store, target, run_ref=run)
         work_tree = str(store.work_tree)
 
-    def human(console, s):
+    def human(console: Console, s: LoadedSkill) -> None:
         trust = f"approved by {s.approver}" if s.approver else "published"
         console.print(f"<!-- agentstate {s.ref} · {trust} · tree {s.tree[:12]} -->",
                       markup=False, highlight=False)
@@ -488,7 +502,7 @@ def skill_run(
         result = run_skill_steps(store, target, step=step,
                                  params=parse_key_values(param, "--param"), run_ref=run)
 
-    def human(console, r):
+    def human(console: Console, r: SkillRun) -> None:
         for s in r.steps:
             mark = "ok  " if s.ok else "FAIL"
             console.print(f"{mark} step {s.step}: $ {s.command} → {s.status} "
@@ -518,7 +532,7 @@ def skill_history_cmd(
     with cli_store() as store:
         history = skill_history(store, name)
 
-    def human(console, h):
+    def human(console: Console, h: SkillHistory) -> None:
         for v in h.versions:
             line = f"{v.ref}  {v.status:<9}  "
             if v.commit:
@@ -575,7 +589,7 @@ def skill_export(
     with cli_store() as store:
         result = export_skills(store, target)
 
-    def human(console, r):
+    def human(console: Console, r: ExportResult) -> None:
         console.print(f"exported to {r.path}", markup=False)
         for ref in r.written:
             console.print(f"  wrote {ref}", markup=False)
@@ -608,8 +622,8 @@ SkipConflictsOption = Annotated[
 ]
 
 
-def _print_remote(verb: str):
-    def human(console, r):
+def _print_remote(verb: str) -> Callable[[Console, RemoteResult], None]:
+    def human(console: Console, r: RemoteResult) -> None:
         moved = r.pushed if verb == "push" else r.pulled
         head = "would " + verb if r.dry_run else verb + "ed"
         console.print(f"{head} {len(moved)} release(s) and {len(r.revoked)} revocation(s) "

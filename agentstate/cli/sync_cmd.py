@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import AsOption, JsonOption, cli_store, emit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstate.sync import SyncResult
 
 
 @app.command("sync")
@@ -54,7 +59,7 @@ def sync_command(
                       dry_run=dry_run, include_candidates=include_candidates,
                       include_quarantined=include_quarantined, principal=principal)
 
-    def human(console, data):
+    def human(console: Console, data: SyncResult) -> None:
         for line in data.summary_lines(exported=not import_only, imported=not export_only):
             console.print(line, markup=False)
 

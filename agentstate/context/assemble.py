@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstate.config import MAX_BUDGET, ContextSettings
 from agentstate.context import sources as src
-from agentstate.context.budgeter import allocate, class_order, room_below
+from agentstate.context.budgeter import CountMany, allocate, class_order, room_below
 from agentstate.context.candidates import Candidate, ClassAllocation, ManifestEntry
 from agentstate.errors import InvalidInput, UsageError
 from agentstate.store.db import Store
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from agentstate.runs.log import Run
 
 
 @dataclass
@@ -115,9 +120,9 @@ def build_context(
     `answer_lines=False` makes an evidence item's one-line form the matched sentence alone
     (no completing sentence, short turns cut too). The CLI never turns them off.
     """
+    from agentstate.context.essentials import WHAT
     from agentstate.memory.model import resolve_principal
-    from agentstate.runs.log import current_run, get_run
-    from agentstate.runs.lookups import newest_events
+    from agentstate.skills.records import any_published
     from agentstate.tokens import counter_for
 
     settings = store.settings.context
@@ -125,21 +130,122 @@ def build_context(
     order = class_order(settings.classes)
     who = resolve_principal(store, principal)
     if query is not None:
-        if not query.strip():
-            raise InvalidInput("--query is empty")
-        from agentstate.safety import refuse_secrets
-        from agentstate.store.limits import MAX_QUERY_CHARS, check_length
-
-        check_length(query, MAX_QUERY_CHARS, "--query")
-        refuse_secrets(query, "the query")  # it is stored with the pack's manifest
-        from agentstate.memory.terms import split_query
-
-        if split_query(query) == ([], []):
-            raise InvalidInput(f"the query {query!r} has no words to search for")
+        _check_query(query)
     # The system file is read (and rejected if missing or not text) before anything else.
     system_path = system_file if system_file is not None else settings.system_file
     system_base = store.work_tree if system_file is None else _cwd()
     system = src.read_system_file(system_path, system_base) if system_path else None
+    the_run = _target_run(store, run, no_run=no_run, query=query)
+
+    candidates: list[Candidate] = []
+    if system is not None:
+        cand = src.system_candidate(*system)
+        if cand:
+            candidates.append(cand)
+    task = _task_part(store, the_run, who.name, settings, budget_n, trajectory=trajectory,
+                      query=query)
+    candidates += task.candidates
+    skip = {c.ref for c in candidates}  # refs already shown elsewhere (evidence duplicates)
+    query = task.query
+    assert query is not None  # a run's query is made from its goal; without a run, checked
+
+    # Catalog: tool definitions from the config, skills matching the query (metadata only).
+    catalog, more_skills = _catalog(store, query, settings)
+    candidates += catalog
+
+    # Evidence: gated memories and past events of every run, ranked for the query.
+    counter = counter_for(store.settings.tokens)
+    memories: list[Candidate] = []
+    withheld: dict[str, int] = {}
+    if retrieval:
+        memories, withheld = _evidence(store, query, who.name, task.scope, skip, candidates,
+                                       (budget_n, order, counter.count_many), gate=read_gate,
+                                       switches=EvidenceSwitches(dense, speakers, answer_lines))
+    candidates += src.index_hints(
+        query=query, run_ref=the_run.ref if the_run else None, task_more=task.task_more,
+        older_events=task.older_events, more_skills=more_skills and any_published(store),
+        more_memories=not retrieval or len(memories) >= settings.evidence_memories,
+    )
+
+    _link_duplicates(candidates, order)
+    reserve = min(settings.index_reserve, budget_n // 20)
+    what = WHAT if the_run is not None else "the pinned instructions and preferences"
+    if system is not None:
+        what = f"the system instructions and {what}"
+    allocation = allocate(candidates, budget_n, counter.count, order=order,
+                          index_reserve=reserve, count_many=counter.count_many, what=what)
+    return _finish(store, ContextPack(
+        ref=None, run=the_run.ref if the_run else None, principal=who.name, query=query,
+        budget=budget_n, tokens=allocation.tokens, minimum=allocation.minimum,
+        text=allocation.text,
+        text_hash=hashlib.sha256(allocation.text.encode("utf-8")).hexdigest(),
+        created=store.now(), manifest=_manifest(allocation.candidates, order),
+        allocation=allocation.classes, withheld=withheld,
+    ), save=save)
+
+
+def _finish(store: Store, pack: ContextPack, *, save: bool) -> ContextPack:
+    """Record the pack (its ref is how `trace` finds it) unless `save` is off."""
+    if save:
+        from agentstate.context.manifest import save_pack
+
+        pack.ref = save_pack(store, pack)
+    return pack
+
+
+@dataclass(frozen=True)
+class EvidenceSwitches:
+    """The event search's parts an ablation may turn off (see build_context)."""
+
+    dense: bool = True
+    speakers: bool = True
+    answer_lines: bool = True
+
+
+def _evidence(store: Store, query: str, principal: str, scope: dict[str, Any] | None,
+              skip: set[str], candidates: list[Candidate],
+              sizing: tuple[int, tuple[str, ...], CountMany], *, gate: bool,
+              switches: EvidenceSwitches
+              ) -> tuple[list[Candidate], dict[str, int]]:
+    """Add the evidence candidates (memories through the read gate, then past events) to
+    `candidates`; return the memory hits and what the read gate withheld. `sizing` is what
+    sizes the event search: (budget, class order, the counter)."""
+    budget, order, count_many = sizing
+    settings = store.settings.context
+    mem_cands, withheld = _memory_evidence(store, query, principal, scope, settings, skip,
+                                           gate=gate)
+    candidates += mem_cands
+    # A hit that is also one of the run's own fragments (trajectory, task state) gives
+    # way to it; any other repeat is dropped only when its copy is in the text
+    # (`_link_duplicates`, decided in allocation). The search is sized by the room the
+    # classes allocated before evidence leave.
+    room = room_below("evidence", candidates, budget, order, count_many)
+    candidates += _event_evidence(store, query, settings, room, gate=gate,
+                                  dense=switches.dense, speakers=switches.speakers,
+                                  answer_lines=switches.answer_lines)
+    return [c for c in mem_cands if c.ref.startswith("mem:")], withheld
+
+
+def _check_query(query: str) -> None:
+    """A query must have words to search for and no secret (it is stored with the pack's
+    manifest)."""
+    from agentstate.memory.terms import split_query
+    from agentstate.safety import refuse_secrets
+    from agentstate.store.limits import MAX_QUERY_CHARS, check_length
+
+    if not query.strip():
+        raise InvalidInput("--query is empty")
+    check_length(query, MAX_QUERY_CHARS, "--query")
+    refuse_secrets(query, "the query")
+    if split_query(query) == ([], []):
+        raise InvalidInput(f"the query {query!r} has no words to search for")
+
+
+def _target_run(store: Store, run: str | None, *, no_run: bool, query: str | None
+                ) -> Run | None:
+    """The run the pack is for: --run, else the current run unless --no-run; None needs a
+    query."""
+    from agentstate.runs.log import current_run, get_run
 
     if run and no_run:
         raise UsageError("--run and --no-run contradict each other; give one")
@@ -151,110 +257,75 @@ def build_context(
     if the_run is None and not query:
         raise InvalidInput("no run to assemble context for: pass --run REF, start a run, "
                            "or give --query TEXT for a pack without a run")
+    return the_run
 
-    candidates: list[Candidate] = []
-    if system is not None:
-        cand = src.system_candidate(*system)
-        if cand:
-            candidates.append(cand)
 
-    skip: set[str] = set()  # refs already shown elsewhere (evidence duplicates)
-    task_more: dict[str, str] = {}
-    older_events = 0
-    # The task's essentials, the same as `resume` keeps (context/essentials.py); without a run,
-    # only the user's pinned preferences.
-    from agentstate.context.essentials import WHAT, gather
+@dataclass
+class _TaskPart:
+    """The run's own fragments: its essentials, task state, failing tool results and recent
+    trajectory (without a run, only the user's pinned preferences)."""
 
-    ess = gather(store, the_run, principal=who.name)
-    candidates += src.essential_candidates(ess.items)
-    scope_context = ess.scope
-    if the_run is not None:
-        assert ess.state is not None
-        task, task_more = src.task_candidates(ess.state, the_run.ref, the_run.goal,
-                                              _last_checkpoint(store, the_run))
-        if budget_n < RESTATE_GOAL_FROM:
-            task = [c for c in task if c.kind != "goal-restated"]
-        candidates += task
-        candidates += src.failing_tool_candidates(ess.failures)
-        skip |= {c.ref for c in candidates}
-        if trajectory:
-            # The window always covers the events kept whole.
-            window = max(settings.trajectory_window, settings.recent_full_events)
-            rows, older_events = newest_events(store, the_run.id, window)
-            recent = src.trajectory_candidates(rows, the_run.ref, settings.recent_full_events)
-            candidates += recent
-            skip |= {c.ref for c in recent}
-        if not query:
-            # Bounded: the goal and the newest few open questions (a run with hundreds of
-            # open questions must not turn into a query of thousands of terms).
-            questions = ess.state.open_questions
-            newest = questions[-settings.query_questions:] if settings.query_questions else []
-            query = _bounded_query([the_run.goal] + [q.text for q in reversed(newest)],
-                                   settings.query_words)
-    else:
-        skip |= {c.ref for c in candidates}
-    assert query is not None
+    candidates: list[Candidate]
+    scope: dict[str, Any] | None  # what preferences and memories apply to (run, branch…)
+    query: str | None  # the query given, else one made from the run's goal and questions
+    task_more: dict[str, str] = field(default_factory=dict)
+    older_events: int = 0
 
-    # Catalog: tool definitions from the config, skills matching the query (metadata only).
-    candidates += src.tool_candidates(store.settings.tools.definitions)
+
+def _task_part(store: Store, the_run: Run | None, principal: str, settings: ContextSettings,
+               budget: int, *, trajectory: bool, query: str | None) -> _TaskPart:
+    from agentstate.context.essentials import gather
+    from agentstate.runs.lookups import newest_events
+
+    # The task's essentials, the same as `resume` keeps (context/essentials.py).
+    ess = gather(store, the_run, principal=principal)
+    part = _TaskPart(src.essential_candidates(ess.items), ess.scope, query)
+    if the_run is None:
+        return part
+    assert ess.state is not None
+    task, part.task_more = src.task_candidates(ess.state, the_run.ref, the_run.goal,
+                                               _last_checkpoint(store, the_run))
+    if budget < RESTATE_GOAL_FROM:
+        task = [c for c in task if c.kind != "goal-restated"]
+    part.candidates += task
+    part.candidates += src.failing_tool_candidates(ess.failures)
+    if trajectory:
+        # The window always covers the events kept whole.
+        window = max(settings.trajectory_window, settings.recent_full_events)
+        rows, part.older_events = newest_events(store, the_run.id, window)
+        part.candidates += src.trajectory_candidates(rows, the_run.ref,
+                                                     settings.recent_full_events)
+    if not query:
+        # Bounded: the goal and the newest few open questions (a run with hundreds of
+        # open questions must not turn into a query of thousands of terms).
+        questions = ess.state.open_questions
+        newest = questions[-settings.query_questions:] if settings.query_questions else []
+        part.query = _bounded_query([the_run.goal] + [q.text for q in reversed(newest)],
+                                    settings.query_words)
+    return part
+
+
+def _catalog(store: Store, query: str, settings: ContextSettings
+             ) -> tuple[list[Candidate], bool]:
+    """Tool definitions and the skills matching the query; and whether more skills than
+    shown may match (the index then says how to list them)."""
     from agentstate.skills.catalog import match_skills
-    from agentstate.skills.records import any_published
 
+    candidates = src.tool_candidates(store.settings.tools.definitions)
     skills = match_skills(store, query, limit=settings.catalog_skills + 1) \
         if settings.catalog_skills else []
     more_skills = len(skills) > settings.catalog_skills or not skills
     candidates += src.skill_candidates(skills[: settings.catalog_skills])
+    return candidates, more_skills
 
-    # Evidence: gated memories and past events of every run, ranked for the query.
-    counter = counter_for(store.settings.tokens)
-    mem_cands: list[Candidate] = []
-    withheld: dict[str, int] = {}
-    if retrieval:
-        mem_cands, withheld = _memory_evidence(store, query, who.name, scope_context,
-                                               settings, skip, gate=read_gate)
-        candidates += mem_cands
-        # A hit that is also one of the run's own fragments (trajectory, task state) gives
-        # way to it; any other repeat is dropped only when its copy is in the text
-        # (`_link_duplicates`, decided in allocation). The search is sized by the room the
-        # classes allocated before evidence leave.
-        room = room_below("evidence", candidates, budget_n, order, counter.count_many)
-        candidates += _event_evidence(store, query, settings, room, gate=read_gate,
-                                      dense=dense, speakers=speakers,
-                                      answer_lines=answer_lines)
 
-    memories = [c for c in mem_cands if c.ref.startswith("mem:")]
-    candidates += src.index_hints(
-        query=query, run_ref=the_run.ref if the_run else None, task_more=task_more,
-        older_events=older_events, more_skills=more_skills and any_published(store),
-        more_memories=not retrieval or len(memories) >= settings.evidence_memories,
-    )
-
-    _link_duplicates(candidates, order)
-    reserve = min(settings.index_reserve, budget_n // 20)
-    what = WHAT if the_run is not None else "the pinned instructions and preferences"
-    if system is not None:
-        what = f"the system instructions and {what}"
-    allocation = allocate(candidates, budget_n, counter.count, order=order,
-                          index_reserve=reserve, count_many=counter.count_many, what=what)
-    text = allocation.text
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    manifest = [
+def _manifest(candidates: list[Candidate], order: tuple[str, ...]) -> list[ManifestEntry]:
+    return [
         ManifestEntry(ref=c.ref, cls=c.cls, score=c.score, tokens=c.tokens,
                       decision=c.decision, reason=c.reason, position=c.position,
                       kind=c.kind, flags=list(c.flags), note=c.note, form=c.form)
-        for c in _manifest_order(allocation.candidates, order)
+        for c in _manifest_order(candidates, order)
     ]
-    pack = ContextPack(
-        ref=None, run=the_run.ref if the_run else None, principal=who.name, query=query,
-        budget=budget_n, tokens=allocation.tokens, minimum=allocation.minimum, text=text,
-        text_hash=digest, created=store.now(), manifest=manifest,
-        allocation=allocation.classes, withheld=withheld,
-    )
-    if save:
-        from agentstate.context.manifest import save_pack
-
-        pack.ref = save_pack(store, pack)
-    return pack
 
 
 def _bounded_query(parts: list[str], max_words: int) -> str:
@@ -313,7 +384,7 @@ def _pair(one: Candidate, other: Candidate) -> None:
         other.twins.append(one)
 
 
-def _cwd():
+def _cwd() -> Path:
     from pathlib import Path
 
     return Path.cwd()
@@ -407,7 +478,7 @@ def _query_stems(query: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(stem(w) for w in words[:64]))
 
 
-def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict | None,
+def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict[str, Any] | None,
                      settings: ContextSettings, skip: set[str], *, gate: bool = True
                      ) -> tuple[list[Candidate], dict[str, int]]:
     """Memories through the read gate (`recall`), as evidence candidates.

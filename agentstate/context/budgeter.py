@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from agentstate.context.candidates import CLASSES, SECTION_TITLES, Candidate, ClassAllocation
 from agentstate.context.placement import assign_positions
@@ -48,7 +49,7 @@ def class_order(configured: list[str] | tuple[str, ...] | None) -> tuple[str, ..
     return tuple(dict.fromkeys(order))
 
 
-def priority_key(order: tuple[str, ...]) -> Callable[[Candidate], tuple]:
+def priority_key(order: tuple[str, ...]) -> Callable[[Candidate], tuple[int, float, str, str]]:
     rank = {c: i for i, c in enumerate(order)}
     return lambda c: (rank[c.cls], -round(c.score, 9), c.ref, c.section)
 
@@ -88,7 +89,34 @@ def allocate(
         raise InvalidInput(f"the budget must be a positive number of tokens, got {budget}")
     headers = headers or {}
     count = _memoised(count)
-    key = priority_key(order)
+    pinned = _fix_pinned(candidates)
+    pinned_text = render(pinned, headers)
+    if count_many is not None:
+        count.prime([pinned_text, *_likely_counted(candidates, headers)], count_many)
+    minimum = count(pinned_text)
+    if minimum > budget:
+        raise BudgetTooSmall(budget, minimum, what)
+
+    hints, ranked = _visit_order(candidates, priority_key(order))
+    packer = _Packer(count, headers, used=minimum,
+                     limit=budget - max(0, min(index_reserve, budget - minimum)),
+                     open_sections={c.section for c in pinned})
+    waiting = _place_ranked(packer, ranked)
+    # Index class: the reserve is released; every token of the budget may now be used.
+    packer.limit = budget
+    _place_index(packer, hints, waiting)
+
+    # Demotion order: the reverse of allocation — pointers last placed go first, then the
+    # lowest-priority whole or compressed fragments.
+    demotable = [*reversed(waiting), *reversed(hints), *reversed(ranked)]
+    text, tokens = _demote_until_within(candidates, demotable, headers, count, budget)
+    _settle(candidates, count)
+    return Allocation(text, tokens, minimum, candidates, summarise(candidates, order))
+
+
+def _fix_pinned(candidates: list[Candidate]) -> list[Candidate]:
+    """Step 1: pinned fragments as they are, essentials in their short form (the full one
+    replaces it later when the budget allows). Returns them: the fixed pack."""
     pinned = [c for c in candidates if c.cls == "pinned" or c.floor is not None]
     for cand in pinned:
         if cand.cls == "pinned":
@@ -97,73 +125,90 @@ def allocate(
             cand.decision, cand.reason, cand.form = "included", "essential", cand.floor
         else:  # the short form until the full one is given room
             cand.decision, cand.reason, cand.form = "compressed", "budget", cand.floor
-    pinned_text = render(pinned, headers)
-    if count_many is not None:
-        count.prime([pinned_text, *_likely_counted(candidates, headers)], count_many)
-    minimum = count(pinned_text)
-    if minimum > budget:
-        raise BudgetTooSmall(budget, minimum, what)
+    return pinned
 
-    def header_cost(section: str) -> int:
-        return count(headers.get(section, SECTION_TITLES[section]) + "\n\n")
 
-    open_sections = {c.section for c in pinned}
-    open_groups: set = set()  # group header lines, and (group, label tail) pairs shown
-    used = minimum
+def _visit_order(candidates: list[Candidate], key: Callable[[Candidate], tuple[Any, ...]]
+                 ) -> tuple[list[Candidate], list[Candidate]]:
+    """The candidates still to decide, in priority order: (index hints, the rest)."""
     # Candidates pre-dropped by a gate (permission, superseded, duplicate…) keep their reason.
     live = [c for c in candidates if c.cls != "pinned" and (
         not c.decision or (c.floor is not None and c.form != c.full))]
     live_ids = {id(c) for c in live}
 
-    def visit_key(cand: Candidate) -> tuple:
+    def visit_key(cand: Candidate) -> tuple[int | float | str, ...]:
         # A fragment that gives way to a twin is decided right after it.
         if cand.after is not None and id(cand.after) in live_ids:
             return (*key(cand.after), 1)
         return (*key(cand), 0)
 
     live.sort(key=visit_key)
-    hints = [c for c in live if c.cls == "index"]
-    ranked = [c for c in live if c.cls != "index"]
-    waiting: list[Candidate] = []  # did not fit whole or compressed: pointer candidates
+    return [c for c in live if c.cls == "index"], [c for c in live if c.cls != "index"]
 
-    limit = budget - max(0, min(index_reserve, budget - minimum))
 
-    def try_place(cand: Candidate, form: str, section: str) -> bool:
-        nonlocal used
+class _Packer:
+    """The running cost of the text being built: tokens used, the limit they may reach, and
+    which section headers and group lines are already paid for."""
+
+    def __init__(self, count: _memoised, headers: dict[str, str], *, used: int, limit: int,
+                 open_sections: set[str]) -> None:
+        self.count = count
+        self.headers = headers
+        self.used = used
+        self.limit = limit
+        self.open_sections = open_sections
+        # Group header lines, and (group, label tail) pairs shown.
+        self.open_groups: set[str | tuple[str, str]] = set()
+
+    def fits_extra(self, extra: int) -> bool:
+        """Take `extra` tokens if they fit (an essential's full form over its short one)."""
+        if self.used + extra > self.limit:
+            return False
+        self.used += extra
+        return True
+
+    def place(self, cand: Candidate, form: str, section: str) -> bool:
+        """Place `cand` as `form` in `section` if its cost (with any header it opens) fits."""
+        count = self.count
         group = cand.group if section == cand.section else ""
-        if group and cand.tail and (group, cand.tail) in open_groups:
+        if group and cand.tail and (group, cand.tail) in self.open_groups:
             # The group prints a repeated label part once (see rendering): an item whose
             # kind and date another item of its group already shows is costed without it.
             form_cost = form.replace(f"{cand.ref}{cand.tail}]", f"{cand.ref}]", 1)
         else:
             form_cost = form
-        cost = count(form_cost + "\n") + (form_cost != form) + (0 if section in open_sections
-                                          else header_cost(section))
-        if group and group not in open_groups:
+        cost = count(form_cost + "\n") + (form_cost != form) + (
+            0 if section in self.open_sections
+            else count(self.headers.get(section, SECTION_TITLES[section]) + "\n\n"))
+        if group and group not in self.open_groups:
             cost += count(group + "\n")
-        if used + cost > limit:
+        if self.used + cost > self.limit:
             return False
-        used += cost
-        open_sections.add(section)
+        self.used += cost
+        self.open_sections.add(section)
         if group:
-            open_groups.update((group, (group, cand.tail)))
+            self.open_groups.update((group, (group, cand.tail)))
         cand.form = form
         return True
 
+
+def _place_ranked(packer: _Packer, ranked: list[Candidate]) -> list[Candidate]:
+    """Step 2 above the index: each candidate whole, else compressed; returns those that
+    got neither (pointer candidates), in order."""
+    waiting: list[Candidate] = []
     for cand in ranked:
         if cand.floor is not None:  # an essential: its full form, if that fits
             assert cand.full is not None
-            extra = count(cand.full + "\n") - count(cand.floor + "\n")
-            if used + extra <= limit:
-                used += extra
+            if packer.fits_extra(packer.count(cand.full + "\n")
+                                 - packer.count(cand.floor + "\n")):
                 cand.decision, cand.reason, cand.form = "included", "essential", cand.full
             continue
         if _drop_if_twin_placed(cand):
             continue
         compress_only = cand.full is None  # policy: older trajectory events are one line
-        if cand.full is not None and try_place(cand, cand.full, cand.section):
+        if cand.full is not None and packer.place(cand, cand.full, cand.section):
             cand.decision, cand.reason = "included", "fits"
-        elif cand.compressed and cand.compressed != cand.full and try_place(
+        elif cand.compressed and cand.compressed != cand.full and packer.place(
             cand, cand.compressed, cand.section
         ):
             cand.decision = "compressed"
@@ -173,10 +218,14 @@ def allocate(
                 if compress_only else "budget"
         else:
             waiting.append(cand)
-    # Index class: generic fetch hints first (one line covers many items), then pointers.
-    limit = budget
+    return waiting
+
+
+def _place_index(packer: _Packer, hints: list[Candidate], waiting: list[Candidate]) -> None:
+    """The index class: generic fetch hints first (one line covers many items), then a
+    pointer line for each waiting candidate, else it is dropped for budget."""
     for cand in hints:
-        if cand.full and try_place(cand, cand.full, "index"):
+        if cand.full and packer.place(cand, cand.full, "index"):
             cand.decision, cand.reason = "included", "fits"
         else:
             cand.drop("budget")
@@ -184,19 +233,20 @@ def allocate(
         if _drop_if_twin_placed(cand):
             continue
         cand.decision = "pointer"  # placed_section is now `index`
-        if cand.pointer and try_place(cand, cand.pointer, "index"):
+        if cand.pointer and packer.place(cand, cand.pointer, "index"):
             cand.reason = "budget"
             cand.order = (1, n)
         else:
             cand.drop("budget")
 
+
+def _demote_until_within(candidates: list[Candidate], demotable: list[Candidate],
+                         headers: dict[str, str], count: Count, budget: int
+                         ) -> tuple[str, int]:
+    """Step 3: render and measure; while over budget, demote the lowest-priority placed
+    fragment one step (an essential to its short form, never further)."""
     text = render(candidates, headers)
     tokens = count(text)
-    # Demotion order: the reverse of allocation — pointers last placed go first, then the
-    # lowest-priority whole or compressed fragments.
-    demotable = [c for c in reversed(waiting)] + [c for c in reversed(hints)] + list(
-        reversed(ranked)
-    )
     while tokens > budget:
         victim = next((c for c in demotable if c.form is not None
                        and c.decision != "dropped" and c.form != c.floor), None)
@@ -212,7 +262,11 @@ def allocate(
             victim.drop("budget")
         text = render(candidates, headers)
         tokens = count(text)
+    return text, tokens
 
+
+def _settle(candidates: list[Candidate], count: Count) -> None:
+    """Step 4 and the manifest: duplicate reasons that no longer hold, positions, tokens."""
     for cand in candidates:
         # A twin demoted out of the text after its partner was dropped as its duplicate: the
         # partner was left out for want of room, not because the text already says it.
@@ -223,7 +277,6 @@ def allocate(
     for cand in candidates:
         source = cand.form if cand.form is not None else (cand.full or cand.compressed or "")
         cand.tokens = count(source) if source else 0
-    return Allocation(text, tokens, minimum, candidates, summarise(candidates, order))
 
 
 def _placed(cand: Candidate) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentstate.config import CONTEXT_CLASSES
 from agentstate.context.essentials import TITLES as ESSENTIAL_TITLES
@@ -63,7 +64,9 @@ class Candidate:
     full: str | None                    # the whole fragment; None when pre-dropped
     compressed: str | None = None       # one extractive line that keeps the ref
     pointer: str | None = None          # an index line saying how to fetch it
-    order: tuple = ()                   # placement key inside its section
+    # Sort keys: their parts differ by class ((0, n), (-score, ref), (seq,)), compared only
+    # within one section or group, hence tuple[Any, ...].
+    order: tuple[Any, ...] = ()         # placement key inside its section
     kind: str = ""                      # memory/event kind, "skill", "tool", …
     flags: list[str] = field(default_factory=list)  # contested, untrusted, unconfirmed …
     decision: str = ""
@@ -83,7 +86,7 @@ class Candidate:
     after: Candidate | None = field(default=None, compare=False, repr=False)
     note: str = ""                      # why it ranks where it does / what it duplicates
     group: str = ""                     # a header line shared by items of one run and source
-    chrono: tuple = ()                  # order inside its group (time, ref)
+    chrono: tuple[Any, ...] = ()        # order inside its group (time, ref)
     tail: str = ""                      # label part a group prints once while it repeats
 
     @property

@@ -408,15 +408,32 @@ def render_pack(
         return
     if minimum > budget:
         raise BudgetTooSmall(budget, minimum, WHAT)
-    # Candidates for the room left, in priority order: optional parts and the essentials
-    # whose full form is longer than their floor.
-    rank = {name: n for n, name in enumerate(PRIORITY)}
     upgrades = [p for p in essentials if p.lines != p.floor]
     optional = [p for p in parts if p.floor is None]
+    wide = _greedy_choice(upgrades, optional, {p.section for p in essentials},
+                          room=budget - minimum, count=count, run_ref=run_ref)
+    text = _fit(parts, wide, optional, budget, count, run_ref)
+    while text is None:
+        wide.pop()  # the lowest priority chosen so far; with none, the essentials fit
+        text = _fit(parts, wide, optional, budget, count, run_ref)
+    kept = {id(p) for p in wide}
+    pack.text = text
+    pack.omitted = [p.ref for p in optional if id(p) not in kept]
+    pack.compressed = [p.ref for p in upgrades if id(p) not in kept]
+    pack.budget = {"budget": budget, "tokens": count(text), "minimum": minimum,
+                   "pinned_tokens": minimum}
+    _keep_only_shown(pack, {p.ref for p in wide})
+
+
+def _greedy_choice(upgrades: list[_Part], optional: list[_Part], sections: set[str], *,
+                   room: int, count: Callable[[str], int], run_ref: str) -> list[_Part]:
+    """The parts to show beyond the essentials' floors, chosen greedily in priority order
+    on per-part estimates (tokenising the whole text per candidate would be quadratic):
+    optional parts and the essentials whose full form is longer than their floor. `room`
+    is the budget less the floors; `sections` are those the floors already open (changed)."""
+    rank = {name: n for n, name in enumerate(PRIORITY)}
     ordered = sorted(upgrades + optional, key=lambda p: rank.get(p.section, len(rank)))
-    # Greedy on per-part estimates (tokenising the whole text per candidate would be
-    # quadratic), then exact checks of the composed text, dropping the lowest-priority part
-    # while it does not fit.
+
     def cost(lines: list[str] | None) -> int:
         return count("\n".join(lines or [])) + 2
 
@@ -427,8 +444,7 @@ def render_pack(
     ref_cost = {id(p): count(p.ref + ", ") for p in optional}
     refs_left = sum(ref_cost.values())
     optional_left = len(optional)
-    sections = {p.section for p in essentials}
-    used = minimum
+    used = 0
     wide: list[_Part] = []
     for part in ordered:
         extra = cost(part.lines) - (cost(part.floor) if part.floor is not None else 0)
@@ -437,46 +453,40 @@ def render_pack(
         after_refs = refs_left - ref_cost.get(id(part), 0)
         after_left = optional_left - (part.floor is None)
         listing = min(after_refs, count_mode) + omitted_header if after_left else 0
-        if used + extra + listing <= budget:
+        if used + extra + listing <= room:
             wide.append(part)
             used += extra
             refs_left, optional_left = after_refs, after_left
             sections.add(part.section)
+    return wide
 
-    def fit(chosen: list[_Part]) -> str | None:
-        """The exact text for this selection if it fits: every omitted ref listed, or as
-        many as fit (binary search) with a count of the rest, or no omitted list."""
-        ids = {id(p) for p in chosen}
-        dropped = [p for p in optional if id(p) not in ids]
-        text = _compose(parts, ids, dropped, None, run_ref)
-        if count(text) <= budget:
-            return text
-        best = _compose(parts, ids, dropped, 0, run_ref)
-        if count(best) > budget:
-            bare = _compose(parts, ids, dropped, -1, run_ref)
-            return bare if count(bare) <= budget else None
-        low, high = 0, len(dropped) - 1  # invariant: `low` refs fit
-        while low < high:
-            middle = (low + high + 1) // 2
-            attempt = _compose(parts, ids, dropped, middle, run_ref)
-            if count(attempt) <= budget:
-                low, best = middle, attempt
-            else:
-                high = middle - 1
-        return best
 
-    text = fit(wide)
-    while text is None:
-        wide.pop()  # the lowest priority chosen so far; with none, the essentials fit
-        text = fit(wide)
-    kept = {id(p) for p in wide}
-    pack.text = text
-    pack.omitted = [p.ref for p in optional if id(p) not in kept]
-    pack.compressed = [p.ref for p in upgrades if id(p) not in kept]
-    pack.budget = {"budget": budget, "tokens": count(text), "minimum": minimum,
-                   "pinned_tokens": minimum}
-    # The structured lists describe what the text holds.
-    refs = {p.ref for p in wide}
+def _fit(parts: list[_Part], chosen: list[_Part], optional: list[_Part], budget: int,
+         count: Callable[[str], int], run_ref: str) -> str | None:
+    """The exact text for this selection if it fits: every omitted ref listed, or as many
+    as fit (binary search) with a count of the rest, or no omitted list."""
+    ids = {id(p) for p in chosen}
+    dropped = [p for p in optional if id(p) not in ids]
+    text = _compose(parts, ids, dropped, None, run_ref)
+    if count(text) <= budget:
+        return text
+    best = _compose(parts, ids, dropped, 0, run_ref)
+    if count(best) > budget:
+        bare = _compose(parts, ids, dropped, -1, run_ref)
+        return bare if count(bare) <= budget else None
+    low, high = 0, len(dropped) - 1  # invariant: `low` refs fit
+    while low < high:
+        middle = (low + high + 1) // 2
+        attempt = _compose(parts, ids, dropped, middle, run_ref)
+        if count(attempt) <= budget:
+            low, best = middle, attempt
+        else:
+            high = middle - 1
+    return best
+
+
+def _keep_only_shown(pack: ResumePack, refs: set[str]) -> None:
+    """The structured lists describe what the text holds: drop what the budget left out."""
     pack.diagnoses = [i for i in pack.diagnoses if i.ref in refs]
     pack.failed_verifications = [i for i in pack.failed_verifications if i.ref in refs]
     pack.hypotheses = [i for i in pack.hypotheses if i.ref in refs]

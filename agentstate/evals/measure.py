@@ -21,12 +21,31 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from agentstate.errors import AgentStateError
 from agentstate.evals.arms import Arms, check_arms
-from agentstate.evals.locomo import CATEGORIES, Conversation, imported, load_conversations
+from agentstate.evals.locomo import (
+    CATEGORIES,
+    Conversation,
+    Question,
+    imported,
+    load_conversations,
+)
 
 DEFAULT_BUDGETS = (1000, 2000, 4000, 8000)
+
+
+class _ArmAtBudget(Protocol):
+    """What find_result needs of a result (LoCoMo's and the scenarios')."""
+
+    @property
+    def arm(self) -> str: ...
+    @property
+    def budget(self) -> int: ...
+
+
+R = TypeVar("R", bound=_ArmAtBudget)
 
 
 @dataclass
@@ -242,8 +261,8 @@ def _conversation_tallies(conv: Conversation, arms: Sequence[str], budgets: Sequ
     return tallies, rejected
 
 
-def _measure_one(arms: Arms, arm: str, budget: int, question, refs_by_turn, tally: _Tally,
-                 texts: dict[str, str]) -> None:
+def _measure_one(arms: Arms, arm: str, budget: int, question: Question,
+                 refs_by_turn: dict[str, set[str]], tally: _Tally, texts: dict[str, str]) -> None:
     try:
         pack = arms.pack(arm, question.question, budget)
     except AgentStateError:
@@ -286,7 +305,7 @@ def cost(tokens: list[int], seconds: list[float]) -> tuple[float, float]:
             round(statistics.median(seconds) * 1000, 2) if seconds else 0.0)
 
 
-def find_result(results: list, arm: str, budget: int):
+def find_result(results: Sequence[R], arm: str, budget: int) -> R:
     return next(r for r in results if r.arm == arm and r.budget == budget)
 
 

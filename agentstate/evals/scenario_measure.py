@@ -295,7 +295,7 @@ class _scenario_store:
         self.base = Path(tempfile.mkdtemp(prefix="agentstate-eval-"))
         self.store: Store | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> tuple[Store, Scenario]:
         from agentstate.evals.scenario_skills import declare_tool, publish_skills
         from agentstate.maintenance.init import init_store
         from agentstate.store.clock import Clock, IdSource
@@ -317,7 +317,7 @@ class _scenario_store:
             self.__exit__(None, None, None)
             raise
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.store is not None:
             self.store.close()
         shutil.rmtree(self.base, ignore_errors=True)

@@ -156,7 +156,7 @@ def read_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def _our_handlers(groups: list, agent: str) -> list[dict[str, Any]]:
+def _our_handlers(groups: list[Any], agent: str) -> list[dict[str, Any]]:
     return [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
             for h in g["hooks"] if isinstance(h, dict) and is_our_command(agent, h.get("command"))]
 
@@ -175,7 +175,7 @@ def write_atomic(path: Path, text: str) -> None:
             temp.unlink()
 
 
-def _dump(data: dict) -> str:
+def _dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

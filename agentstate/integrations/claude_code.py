@@ -133,22 +133,10 @@ def _records(path: Path, include_thinking: bool, first_ts: str | None, cursor: R
         kind = obj["type"]
         ts = timestamp(obj.get("timestamp"))
         last_ts = ts or last_ts
-        meta: dict[str, Any] = {"agent": AGENT}
-        if isinstance(obj.get("uuid"), str):
-            meta["uuid"] = obj["uuid"]
-        if obj.get("isSidechain"):
-            meta["sidechain"] = True
+        meta = _record_meta(obj)
         uuid = obj.get("uuid") or f"line{number}"
         if kind == "summary":
-            text = obj.get("summary")
-            if not isinstance(text, str) or not text.strip():
-                yield ImportLine(number, error="summary record without a summary")
-                continue
-            leaf = obj.get("leafUuid")
-            # Summary records carry no time: they sit where the session was at that line.
-            yield ImportLine(number, record(
-                "checkpoint", text, "model", last_ts, f"summary:{leaf or number}",
-                {**meta, "compaction": "summary", **({"leaf": leaf} if leaf else {})}))
+            yield _summary(number, obj, meta, last_ts)
             continue
         if kind == "system":
             if obj.get("subtype") == "compact_boundary":
@@ -180,46 +168,81 @@ def _records(path: Path, include_thinking: bool, first_ts: str | None, cursor: R
         if obj.get("isMeta"):
             yield ImportLine(number, skip="harness message")
             continue
-        if isinstance(content, str):
-            blocks: list[Any] = [{"type": "text", "text": content}]
-        elif isinstance(content, list):
-            blocks = content
-        else:
+        blocks = _blocks(content)
+        if blocks is None:
             yield ImportLine(number, error=f"{kind} message without content")
             continue
-        source = "user" if kind == "user" else "model"
         for index, block in enumerate(blocks):
-            btype = block.get("type") if isinstance(block, dict) else None
-            if btype == "text":
-                text = block.get("text")
-                if not isinstance(text, str) or not text.strip():
-                    continue
-                if kind == "user" and is_harness_text(text):
-                    yield ImportLine(number, skip="harness text")
-                    continue
-                yield ImportLine(number, record("observation", text, source, ts,
-                                                f"{uuid}:{index}", meta))
-            elif btype == "thinking":
-                thought = block.get("thinking")
-                if include_thinking and isinstance(thought, str) and thought.strip():
-                    yield ImportLine(number, record("note", thought, "model", ts,
-                                                    f"{uuid}:{index}", {**meta, "thinking": True}))
-                else:
-                    yield ImportLine(number, skip="thinking (not stored)")
-            elif btype == "tool_use" and isinstance(block.get("id"), str):
-                pending[block["id"]] = [number, str(block.get("name") or "tool"),
-                                        block.get("input")]
-            elif btype == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                yield ImportLine(number, _tool(block, pending, ts, meta))
-            elif btype == "tool_result":
-                yield ImportLine(number, error="tool_result without a tool_use_id")
-            else:
-                yield ImportLine(number, skip=f"{btype or 'unknown'} block")
+            line = _block(number, kind, block, f"{uuid}:{index}", ts, meta, include_thinking,
+                          pending)
+            if line is not None:
+                yield line
     state.update(compaction=compaction, last_ts=last_ts)
     yield from unanswered(pending)
 
 
-def _tool(block: dict, pending: dict[str, Any], ts: str | None,
+def _record_meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"agent": AGENT}
+    if isinstance(obj.get("uuid"), str):
+        meta["uuid"] = obj["uuid"]
+    if obj.get("isSidechain"):
+        meta["sidechain"] = True
+    return meta
+
+
+def _blocks(content: Any) -> list[Any] | None:
+    """A message's content blocks (a plain string is one text block); None if neither."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return content
+    return None
+
+
+def _summary(number: int, obj: dict[str, Any], meta: dict[str, Any], last_ts: str | None
+             ) -> ImportLine:
+    """A `summary` record: a checkpoint where the session was at that line."""
+    text = obj.get("summary")
+    if not isinstance(text, str) or not text.strip():
+        return ImportLine(number, error="summary record without a summary")
+    leaf = obj.get("leafUuid")
+    # Summary records carry no time: they sit where the session was at that line.
+    return ImportLine(number, record(
+        "checkpoint", text, "model", last_ts, f"summary:{leaf or number}",
+        {**meta, "compaction": "summary", **({"leaf": leaf} if leaf else {})}))
+
+
+def _block(number: int, kind: str, block: Any, identity: str, ts: str | None,
+           meta: dict[str, Any], include_thinking: bool, pending: dict[str, Any]
+           ) -> ImportLine | None:
+    """One content block of a user or assistant message: a record, a skip or an error;
+    None for an empty text and for a tool call (kept in `pending` until its result)."""
+    btype = block.get("type") if isinstance(block, dict) else None
+    if btype == "text":
+        text = block.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return None
+        if kind == "user" and is_harness_text(text):
+            return ImportLine(number, skip="harness text")
+        source = "user" if kind == "user" else "model"
+        return ImportLine(number, record("observation", text, source, ts, identity, meta))
+    if btype == "thinking":
+        thought = block.get("thinking")
+        if include_thinking and isinstance(thought, str) and thought.strip():
+            return ImportLine(number, record("note", thought, "model", ts, identity,
+                                             {**meta, "thinking": True}))
+        return ImportLine(number, skip="thinking (not stored)")
+    if btype == "tool_use" and isinstance(block.get("id"), str):
+        pending[block["id"]] = [number, str(block.get("name") or "tool"), block.get("input")]
+        return None
+    if btype == "tool_result" and isinstance(block.get("tool_use_id"), str):
+        return ImportLine(number, _tool(block, pending, ts, meta))
+    if btype == "tool_result":
+        return ImportLine(number, error="tool_result without a tool_use_id")
+    return ImportLine(number, skip=f"{btype or 'unknown'} block")
+
+
+def _tool(block: dict[str, Any], pending: dict[str, Any], ts: str | None,
           meta: dict[str, Any]) -> dict[str, Any]:
     call = block["tool_use_id"]
     # A result whose call is not in the file (the transcript starts mid-session) is still

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,7 @@ def import_codex(
                       already_logged=already_logged, make_current=make_current)
 
 
-def _message_text(payload: dict) -> str:
+def _message_text(payload: dict[str, Any]) -> str:
     content = payload.get("content")
     if isinstance(content, str):
         return content
@@ -121,7 +122,7 @@ def read_session(path: Path) -> tuple[Session, bool]:
     return session, has_items
 
 
-def _arguments(payload: dict) -> Any:
+def _arguments(payload: dict[str, Any]) -> Any:
     if payload.get("type") == "local_shell_call":
         action = payload.get("action")
         return {"command": action.get("command")} if isinstance(action, dict) else None
@@ -185,64 +186,87 @@ def _records(path: Path, include_reasoning: bool, has_items: bool, cursor: ReadC
             continue
         kind, payload = obj["type"], obj["payload"]
         ts = timestamp(obj.get("timestamp"))
-        identity = f"line{number}"
-        meta = {"agent": AGENT}
-        ptype = payload.get("type")
+        at = _At(number, ts, f"line{number}")
+        line: ImportLine | None
         if kind in ("session_meta", "turn_context"):
-            yield ImportLine(number, skip="session metadata")
+            line = ImportLine(number, skip="session metadata")
         elif kind == "compacted":
             text = payload.get("message")
             if not isinstance(text, str) or not text.strip():
                 text = "conversation compacted (no readable summary)"
-            yield ImportLine(number, record("checkpoint", text, "model", ts, identity,
-                                            {**meta, "compaction": "compacted"}))
+            line = ImportLine(number, record("checkpoint", text, "model", ts, at.identity,
+                                             {"agent": AGENT, "compaction": "compacted"}))
         elif kind == "event_msg":
-            if not has_items and ptype in ("user_message", "agent_message") and isinstance(
-                    payload.get("message"), str) and payload["message"].strip():
-                text = payload["message"]
-                if ptype == "user_message" and is_harness_text(text):
-                    yield ImportLine(number, skip="harness text")
-                else:
-                    source = "user" if ptype == "user_message" else "model"
-                    yield ImportLine(number, record("observation", text, source, ts, identity,
-                                                    meta))
-            else:
-                yield ImportLine(number, skip="event message")
+            line = _event_message(at, payload, has_items)
         elif kind != "response_item":
-            yield ImportLine(number, skip=f"{kind} record")
-        elif ptype == "message":
-            role = payload.get("role")
-            text = _message_text(payload)
-            if role not in ("user", "assistant") or not text.strip():
-                yield ImportLine(number, skip=f"{role or 'unknown'} message")
-            elif role == "user" and is_harness_text(text):
-                yield ImportLine(number, skip="harness text")
-            else:
-                source = "user" if role == "user" else "model"
-                yield ImportLine(number, record("observation", text, source, ts, identity, meta))
-        elif ptype == "reasoning":
-            parts = [b.get("text", "") for key in ("summary", "content")
-                     for b in (payload.get(key) or []) if isinstance(b, dict)]
-            text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
-            if include_reasoning and text:
-                yield ImportLine(number, record("note", text, "model", ts, identity,
-                                                {**meta, "reasoning": True}))
-            else:
-                yield ImportLine(number, skip="reasoning (not stored)")
-        elif ptype in _CALLS and isinstance(payload.get("call_id"), str):
-            name = "shell" if ptype == "local_shell_call" else str(payload.get("name") or "tool")
-            pending[payload["call_id"]] = [number, name, _arguments(payload)]
-        elif ptype in _OUTPUTS and isinstance(payload.get("call_id"), str):
-            call = payload["call_id"]
-            _, name, arguments = pending.pop(call, [0, "tool", None])
-            output, exit_code, failed = parse_output(payload.get("output"))
-            # Codex never marks a failure by itself (True only for `success: false`).
-            yield ImportLine(number, tool_record(AGENT, name, arguments, output,
-                                                 error=True if failed else None,
-                                                 exit_code=exit_code, ts=ts,
-                                                 identity=f"call:{call}"))
-        elif ptype in _CALLS | _OUTPUTS:
-            yield ImportLine(number, error=f"{ptype} without a call_id")
+            line = ImportLine(number, skip=f"{kind} record")
         else:
-            yield ImportLine(number, skip=f"{ptype or 'unknown'} item")
+            line = _response_item(at, payload, include_reasoning, pending)
+        if line is not None:
+            yield line
     yield from unanswered(pending)
+
+
+@dataclass(frozen=True)
+class _At:
+    """Where a record is: its line, its time, and the identity its import key uses."""
+
+    number: int
+    ts: str | None
+    identity: str
+
+
+def _event_message(at: _At, payload: dict[str, Any], has_items: bool) -> ImportLine:
+    """An `event_msg`: the user's and the agent's messages, for rollouts that have no
+    response items; everything else skipped."""
+    ptype = payload.get("type")
+    if not has_items and ptype in ("user_message", "agent_message") and isinstance(
+            payload.get("message"), str) and payload["message"].strip():
+        text = payload["message"]
+        if ptype == "user_message" and is_harness_text(text):
+            return ImportLine(at.number, skip="harness text")
+        source = "user" if ptype == "user_message" else "model"
+        return ImportLine(at.number, record("observation", text, source, at.ts, at.identity,
+                                            {"agent": AGENT}))
+    return ImportLine(at.number, skip="event message")
+
+
+def _response_item(at: _At, payload: dict[str, Any], include_reasoning: bool,
+                   pending: dict[str, Any]) -> ImportLine | None:
+    """A `response_item`: a message, reasoning, a call (kept in `pending`, None) or its
+    output (a tool event with the call's name and arguments)."""
+    number, ts, meta = at.number, at.ts, {"agent": AGENT}
+    ptype = payload.get("type")
+    if ptype == "message":
+        role = payload.get("role")
+        text = _message_text(payload)
+        if role not in ("user", "assistant") or not text.strip():
+            return ImportLine(number, skip=f"{role or 'unknown'} message")
+        if role == "user" and is_harness_text(text):
+            return ImportLine(number, skip="harness text")
+        source = "user" if role == "user" else "model"
+        return ImportLine(number, record("observation", text, source, ts, at.identity, meta))
+    if ptype == "reasoning":
+        parts = [b.get("text", "") for key in ("summary", "content")
+                 for b in (payload.get(key) or []) if isinstance(b, dict)]
+        text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
+        if include_reasoning and text:
+            return ImportLine(number, record("note", text, "model", ts, at.identity,
+                                             {**meta, "reasoning": True}))
+        return ImportLine(number, skip="reasoning (not stored)")
+    if ptype in _CALLS and isinstance(payload.get("call_id"), str):
+        name = "shell" if ptype == "local_shell_call" else str(payload.get("name") or "tool")
+        pending[payload["call_id"]] = [number, name, _arguments(payload)]
+        return None
+    if ptype in _OUTPUTS and isinstance(payload.get("call_id"), str):
+        call = payload["call_id"]
+        _, name, arguments = pending.pop(call, [0, "tool", None])
+        output, exit_code, failed = parse_output(payload.get("output"))
+        # Codex never marks a failure by itself (True only for `success: false`).
+        return ImportLine(number, tool_record(AGENT, name, arguments, output,
+                                              error=True if failed else None,
+                                              exit_code=exit_code, ts=ts,
+                                              identity=f"call:{call}"))
+    if ptype in _CALLS | _OUTPUTS:
+        return ImportLine(number, error=f"{ptype} without a call_id")
+    return ImportLine(number, skip=f"{ptype or 'unknown'} item")

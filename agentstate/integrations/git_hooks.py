@@ -16,7 +16,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput
 
@@ -131,7 +131,7 @@ def uninstall_git_hooks(root: Path) -> list[str]:
 # ---------------------------------------------------------------- recording
 
 
-def git_event(root: Path, hook: str, args: list[str]) -> tuple[str, dict] | None:
+def git_event(root: Path, hook: str, args: list[str]) -> tuple[str, dict[str, Any]] | None:
     """(text, meta) of the event for one git hook call, or None when there is nothing to say."""
     # A rebase replays commits and checks out detached heads: one event per step is noise.
     if "rebase" in os.environ.get("GIT_REFLOG_ACTION", ""):
@@ -176,7 +176,7 @@ def record_git_hook(store: Store, hook: str, args: list[str]) -> str | None:
     return event.ref
 
 
-def import_shared(store, hook: str, args: list[str]) -> dict | None:
+def import_shared(store: Store, hook: str, args: list[str]) -> dict[str, Any] | None:
     """After a merge (pull) or a branch switch, import the shared folder as `agentstate sync
     --import-only` does, as the environment's principal. None when there is nothing to do.
     A failure is the hook runner's to log: the git command has already succeeded."""

@@ -301,7 +301,7 @@ def tool_record(payload: HookPayload, problems: list[str] | None = None
     event, a runner's summary — else `outcome unknown`."""
     from agentstate.integrations import tool_outcome as oc
     from agentstate.store.sources import tool_source
-    from agentstate.tools.excerpt import excerpt, output_excerpt, redact, telling_line
+    from agentstate.tools.excerpt import excerpt, output_excerpt, redact
 
     noted = problems if problems is not None else []
     data = payload.data
@@ -310,7 +310,6 @@ def tool_record(payload: HookPayload, problems: list[str] | None = None
         noted.append("no tool_name")
         name = "tool"
     tool_input = data.get("tool_input")
-    response = data.get("tool_response")
     error = data.get("error") if isinstance(data.get("error"), str) else None
     # The client's own word: a failure event or an error; Claude Code sends every failed
     # call as PostToolUseFailure, so its PostToolUse is a success report. Codex has no
@@ -320,31 +319,15 @@ def tool_record(payload: HookPayload, problems: list[str] | None = None
         client_failed = True
     elif payload.agent == "claude-code":
         client_failed = False
-    stdout = stderr = ""
-    exit_code: int | None = None
-    if isinstance(response, dict):
-        stdout = _text(response.get("stdout") or response.get("output")
-                       or response.get("aggregated_output"))
-        stderr = _text(response.get("stderr"))
-        for key in ("exit_code", "exitCode", "returncode"):
-            if isinstance(response.get(key), int) and not isinstance(response.get(key), bool):
-                exit_code = response[key]
-        if response.get("interrupted") is True or response.get("is_error") is True:
-            client_failed = True
-        if not (stdout or stderr) and response and not {
-                "stdout", "stderr", "output", "aggregated_output"} & set(response):
-            stdout = json.dumps(response, ensure_ascii=False)[:4000]
-    elif response is not None:
-        if not isinstance(response, str | list):
-            noted.append(f"tool_response is a {type(response).__name__}")
-        stdout = _text(response)
-    elif payload.event == "PostToolUse":
-        noted.append("no tool_response")
+    out = _response_output(payload, data.get("tool_response"), noted)
+    if out.interrupted:
+        client_failed = True
     if tool_input is not None and not isinstance(tool_input, dict):
         noted.append(f"tool_input is a {type(tool_input).__name__}, not an object")
     # Codex's text starts with its header ("… Process exited with code 1 … Output:"),
     # Claude Code's error with "Exit code 1": the code is taken, the wrapper dropped.
-    stdout, text_code = oc.strip_client_wrapper(stdout)
+    stdout, text_code = oc.strip_client_wrapper(out.stdout)
+    stderr, exit_code = out.stderr, out.exit_code
     error_text = ""
     if error:
         error_text, error_code = oc.strip_claude_exit(error)
@@ -355,48 +338,18 @@ def tool_record(payload: HookPayload, problems: list[str] | None = None
     if exit_code is not None:
         failed: bool | None = exit_code != 0 or bool(client_failed)
     else:
-        # Only the kept, bounded output is examined (signature_verdict reads the tail).
-        verdict = oc.signature_verdict("\n".join((stdout, stderr, error_text)),
-                                       strong_only=client_failed is False)
-        if client_failed:
-            failed, how = True, oc.CLIENT_EVENT
-        elif verdict is not None:
-            failed, how = verdict, oc.SIGNATURE
-        elif client_failed is False:
-            failed, how = False, oc.CLIENT_EVENT
-        else:
-            failed, how = None, oc.UNKNOWN
+        failed, how = _judged_outcome("\n".join((stdout, stderr, error_text)), client_failed)
     if error_text.strip() and not (stdout.strip() or stderr.strip()):
         # Claude Code's `error` is the command's whole output, not its stderr.
         excerpt_text = excerpt(error_text)
     else:
         excerpt_text = output_excerpt(stdout, "\n".join(x for x in (stderr, error_text)
                                                         if x.strip()))
-    command = file_path = None
-    if isinstance(tool_input, dict):
-        raw_command = tool_input.get("command") or tool_input.get("cmd")
-        if isinstance(raw_command, list):
-            raw_command = " ".join(str(part) for part in raw_command)
-        command = raw_command if isinstance(raw_command, str) else None
-        raw_path = tool_input.get("file_path") or tool_input.get("path")
-        file_path = raw_path if isinstance(raw_path, str) else None
+    command, file_path = _input_target(tool_input)
     status = oc.Outcome(exit_code, failed, how, "").status
-    shown = None
-    if command:
-        shown = " ".join(redact(command[:4 * HEADLINE_COMMAND_CHARS]).split())
-        if len(shown) > HEADLINE_COMMAND_CHARS:
-            shown = shown[: HEADLINE_COMMAND_CHARS - 1] + "…"
-    what = f"$ {shown}" if shown else redact(file_path[:1000]) if file_path else None
-    if failed:
-        # The failure first: resume shows the first ~100 characters of a line.
-        reason = telling_line(excerpt_text) if excerpt_text else ""
-        headline = f"{name} {status}" + (f": {reason}" if reason else "") + (
-            f" ({what})" if what else "")
-    else:
-        headline = f"{name}: {what} → {status}" if what else f"{name} → {status}"
     # The excerpt lives in the meta, as for `exec` and the importers: resume and context show
     # it under the headline (in the text too, it was shown twice).
-    text = headline
+    text = _tool_headline(name, status, failed, excerpt_text, command, file_path)
     call_id = data.get("tool_use_id") or data.get("call_id")
     meta = _meta(payload, tool=name,
                  command=redact(command[:4000]) if command else None,
@@ -410,6 +363,84 @@ def tool_record(payload: HookPayload, problems: list[str] | None = None
     meta["failed"] = failed
     meta["outcome"] = how
     return text, tool_source(str(name)), meta
+
+
+@dataclass
+class _ToolOutput:
+    """What a tool_response says, in whichever of the clients' shapes it came."""
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    interrupted: bool = False  # the response itself says the call failed or was cut short
+
+
+def _response_output(payload: HookPayload, response: Any, noted: list[str]) -> _ToolOutput:
+    out = _ToolOutput()
+    if isinstance(response, dict):
+        out.stdout = _text(response.get("stdout") or response.get("output")
+                           or response.get("aggregated_output"))
+        out.stderr = _text(response.get("stderr"))
+        for key in ("exit_code", "exitCode", "returncode"):
+            if isinstance(response.get(key), int) and not isinstance(response.get(key), bool):
+                out.exit_code = response[key]
+        out.interrupted = response.get("interrupted") is True or response.get("is_error") is True
+        if not (out.stdout or out.stderr) and response and not {
+                "stdout", "stderr", "output", "aggregated_output"} & set(response):
+            out.stdout = json.dumps(response, ensure_ascii=False)[:4000]
+    elif response is not None:
+        if not isinstance(response, str | list):
+            noted.append(f"tool_response is a {type(response).__name__}")
+        out.stdout = _text(response)
+    elif payload.event == "PostToolUse":
+        noted.append("no tool_response")
+    return out
+
+
+def _judged_outcome(output: str, client_failed: bool | None) -> tuple[bool | None, str]:
+    """(failed, how) when no exit code was stated: the client's failure event, else a
+    runner's summary in the output, else the client's success report, else unknown."""
+    from agentstate.integrations import tool_outcome as oc
+
+    # Only the kept, bounded output is examined (signature_verdict reads the tail).
+    verdict = oc.signature_verdict(output, strong_only=client_failed is False)
+    if client_failed:
+        return True, oc.CLIENT_EVENT
+    if verdict is not None:
+        return verdict, oc.SIGNATURE
+    if client_failed is False:
+        return False, oc.CLIENT_EVENT
+    return None, oc.UNKNOWN
+
+
+def _input_target(tool_input: Any) -> tuple[str | None, str | None]:
+    """(command, file path) named by a tool_input, when it is an object that names them."""
+    if not isinstance(tool_input, dict):
+        return None, None
+    raw_command = tool_input.get("command") or tool_input.get("cmd")
+    if isinstance(raw_command, list):
+        raw_command = " ".join(str(part) for part in raw_command)
+    raw_path = tool_input.get("file_path") or tool_input.get("path")
+    return (raw_command if isinstance(raw_command, str) else None,
+            raw_path if isinstance(raw_path, str) else None)
+
+
+def _tool_headline(name: str, status: str, failed: bool | None, excerpt_text: str,
+                   command: str | None, file_path: str | None) -> str:
+    from agentstate.tools.excerpt import redact, telling_line
+
+    shown = None
+    if command:
+        shown = " ".join(redact(command[:4 * HEADLINE_COMMAND_CHARS]).split())
+        if len(shown) > HEADLINE_COMMAND_CHARS:
+            shown = shown[: HEADLINE_COMMAND_CHARS - 1] + "…"
+    what = f"$ {shown}" if shown else redact(file_path[:1000]) if file_path else None
+    if failed:
+        # The failure first: resume shows the first ~100 characters of a line.
+        reason = telling_line(excerpt_text) if excerpt_text else ""
+        return f"{name} {status}" + (f": {reason}" if reason else "") + (
+            f" ({what})" if what else "")
+    return f"{name}: {what} → {status}" if what else f"{name} → {status}"
 
 
 def _text(value: Any) -> str:

@@ -109,7 +109,8 @@ class StoreService:
         except Exception:  # a warm-up only saves time; a real call will report the problem
             pass
 
-    def envelope(self, command: str, work: Callable[[Any], Done]) -> tuple[dict, Done | None]:
+    def envelope(self, command: str, work: Callable[[Store], Done]
+                 ) -> tuple[dict[str, Any], Done | None]:
         """Run `work(store)` and wrap it in the result envelope (on the worker thread). A
         failure goes through the one error boundary (error_boundary.classify): our errors
         keep their code and message; a bug becomes `internal`, its traceback redacted in the
@@ -130,7 +131,8 @@ class StoreService:
         finally:
             save_counts()  # the memo's exit hook would run on another thread and save nothing
 
-    async def call(self, command: str, work: Callable[[Any], Done]) -> tuple[dict, Done | None]:
+    async def call(self, command: str, work: Callable[[Store], Done]
+                   ) -> tuple[dict[str, Any], Done | None]:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._worker, self.envelope, command, work)
 
@@ -178,12 +180,21 @@ def _withheld_text(withheld: dict[str, int]) -> str:
 
 
 def build_server(service: StoreService) -> MCPServer:
-    """The MCP server with agentstate's tools and the resume resource."""
-    from agentstate.store.principals import default_source, resolve_principal
-
+    """The MCP server with agentstate's tools and the resume resource (registered in this
+    order, which is the order clients list them in)."""
     # WARNING: the SDK's per-call INFO lines would fill the client's server log.
     server = MCPServer(name="agentstate", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING")
+    _add_pack_tools(server, service)
+    _add_memory_tools(server, service)
+    _add_run_tools(server, service)
+    _add_skill_tools(server, service)
+    _add_trace_and_resource(server, service)
+    return server
+
+
+def _add_pack_tools(server: MCPServer, service: StoreService) -> None:
+    """The packs: `resume` and `context` (their text is what the model reads)."""
     who = service.principal
 
     @server.tool(annotations=READS,
@@ -223,6 +234,12 @@ def build_server(service: StoreService) -> MCPServer:
                         ref=f"{pack.ref}, {pack.tokens}/{pack.budget} tokens")
 
         return await service.tool("context", work)
+
+
+def _add_memory_tools(server: MCPServer, service: StoreService) -> None:
+    """Memory through its gates: `recall` (read gate) and `remember` (write gate)."""
+
+    who = service.principal
 
     @server.tool(annotations=READS,
                  description="Search memory through the read gate (BM25 with recency, "
@@ -288,6 +305,13 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("remember", work)
 
+
+def _add_run_tools(server: MCPServer, service: StoreService) -> None:
+    """The run log: `log_event` and `checkpoint`, written as the server's principal."""
+    from agentstate.store.principals import default_source, resolve_principal
+
+    who = service.principal
+
     @server.tool(annotations=APPENDS,
                  description="Append one typed event to a run (the current run by default): "
                              "observation, decision, diagnosis, hypothesis, question, answer, "
@@ -333,6 +357,11 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("checkpoint", work)
 
+
+def _add_skill_tools(server: MCPServer, service: StoreService) -> None:
+    """Skills: `skill_list` (the catalog) and `skill_load` (recorded against the run)."""
+    who = service.principal
+
     @server.tool(annotations=READS,
                  description="The skill catalog: name, current version ref, status and a "
                              "one-line description of each published skill.")
@@ -363,6 +392,11 @@ def build_server(service: StoreService) -> MCPServer:
 
         return await service.tool("skill_load", work)
 
+
+def _add_trace_and_resource(server: MCPServer, service: StoreService) -> None:
+    """`trace`, and the current run's resume pack as a resource."""
+    who = service.principal
+
     @server.tool(annotations=READS,
                  description="Follow a ref both ways: pack:…, mem:…[@vN], evt:…, "
                              "skill:NAME[@vN] or run:… → what it was built from and what used "
@@ -391,8 +425,6 @@ def build_server(service: StoreService) -> MCPServer:
             raise MCPError(code=jsonrpc_code(error["code"]), message=error["message"],
                            data=envelope)
         return done.text or ""
-
-    return server
 
 
 def serve(directory: str | None, principal: str) -> None:

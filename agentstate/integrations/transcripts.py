@@ -17,15 +17,18 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agentstate.errors import InvalidInput
+from agentstate.integrations.paths import inside
 from agentstate.runs.importer import ImportLine, ImportResult, import_events
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
 from agentstate.store.limits import parse_json
 from agentstate.store.sources import relayed_prompt_source, tool_source
 from agentstate.tools.excerpt import excerpt, redact
+
+T = TypeVar("T")  # what _first passes through
 
 AGENT_LABELS = {"claude-code": "a Claude Code session transcript",
                 "codex": "a Codex CLI rollout file"}
@@ -248,7 +251,7 @@ def sniff(path: Path) -> str | None:
     return best if votes[best] else None
 
 
-def _first(items: Iterator, n: int) -> Iterator:
+def _first(items: Iterator[T], n: int) -> Iterator[T]:
     for count, item in enumerate(items):
         if count >= n:
             return
@@ -488,3 +491,83 @@ def open_transcript(path: Path, agent: str) -> Path:
         raise InvalidInput(f"not a regular file: {path}")
     check_format(path, agent)
     return path
+
+
+# ------------------------------------------------------------------ a file or a folder of them
+
+# Per-file counts an import reports (beside `imported`), in the order they are shown.
+COUNTS = ("observations", "tool_events", "checkpoints", "notes", "skipped", "duplicates",
+          "malformed", "refused")
+
+
+def files_to_import(path: Path, *, goal: str | None) -> list[Path]:
+    """The transcripts `import claude-code|codex PATH` reads: the file, or every *.jsonl
+    under a folder. Refused: a missing path, a folder with none, --goal with a folder."""
+    from agentstate.errors import UsageError
+
+    if not path.exists():
+        raise InvalidInput(f"no such file or folder: {path}")
+    files = transcript_files(path)
+    if path.is_dir():
+        if goal:
+            raise UsageError("--goal names one run; a folder holds one run per session "
+                             "(import a single file with --goal, or use --run)")
+        if not files:
+            raise InvalidInput(f"no *.jsonl files under {path}")
+        # Subagent transcripts last, so a session's run is named after its main transcript.
+        files.sort(key=lambda f: (f.name.startswith("agent-") or "subagents" in f.parts, f))
+    return files
+
+
+@dataclass
+class TranscriptBatch:
+    """What importing a file or a folder of transcripts did, per file and in total."""
+
+    path: Path
+    reports: list[TranscriptImport]
+    foreign: list[dict[str, str | None]]  # sessions of other projects, left out: file, cwd
+    total: dict[str, int]
+
+    def check_something_imported(self) -> None:
+        """Non-empty files of which nothing was imported, duplicate or recorded by a hook:
+        an error (InvalidInput) naming the first reason."""
+        reports, total = self.reports, self.total
+        non_empty = [r for r in reports if Path(r.path).stat().st_size > 0]
+        hooked = sum(r.result.skipped_reasons.get(LOGGED_BY_HOOK, 0) for r in reports)
+        if not non_empty or total["imported"] or total["duplicates"] or hooked:
+            return
+        first = next((r for r in non_empty if r.result.rejected), None)
+        reason = (f"line {first.result.rejected[0].position}: {first.result.rejected[0].reason}"
+                  if first else "no messages, tool calls or summaries in it")
+        where = self.path if len(reports) == 1 else f"{len(non_empty)} file(s) under {self.path}"
+        raise InvalidInput(f"nothing imported from {where} ({reason})",
+                           details={"files": [r.as_dict() for r in reports], "total": total})
+
+
+def import_transcripts(store: Store, path: Path, files: list[Path],
+                       one: Callable[[Store, Path], TranscriptImport], *,
+                       all_projects: bool = False, make_current: bool = False
+                       ) -> TranscriptBatch:
+    """Import `files` (from `files_to_import(path)`) one by one with `one`. From a folder,
+    sessions whose cwd is outside this repository stay out unless `all_projects` (counted
+    and named). With `make_current`, the last imported session's run becomes current."""
+    foreign: list[dict[str, str | None]] = []
+    if path.is_dir() and not all_projects:
+        # Other projects' sessions stay out of this repository's store: counted, named.
+        mine = []
+        for file in files:
+            cwd = session_cwd(file)
+            if inside(cwd, store.work_tree):
+                mine.append(file)
+            else:
+                foreign.append({"file": str(file), "cwd": cwd})
+        files = mine
+    reports = [one(store, file) for file in files]
+    if make_current:
+        from agentstate.runs.log import set_current_run
+
+        last = next((r.result.run for r in reversed(reports) if r.result.run), None)
+        if last:
+            set_current_run(store, last)
+    total = {key: sum(r.as_dict()[key] for r in reports) for key in ("imported", *COUNTS)}
+    return TranscriptBatch(path, reports, foreign, total)

@@ -18,7 +18,7 @@ from agentstate.store.integrity import FAIL, OK, WARN, Check, Report, storage_ch
 REPAIR_HINT = "run `agentstate doctor --repair`"
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 

@@ -55,7 +55,7 @@ class DistillResult:
     run_status: RunStatus
     proposals: list[Proposal]
     accepted: list[WriteResult] = field(default_factory=list)
-    rejected: list[dict] = field(default_factory=list)  # proposals the write gate refused
+    rejected: list[dict[str, Any]] = field(default_factory=list)  # proposals the write gate refused
     skipped: dict[str, int] = field(default_factory=dict)  # event kind → count not proposed
 
 

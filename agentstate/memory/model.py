@@ -463,7 +463,7 @@ def list_memories(store: Store, *, status: str | None = None, kind: str | None =
 
 
 def list_user_preferences(store: Store, principal: Principal | str | None = None,
-                          context: dict | None = None) -> list[Memory]:
+                          context: dict[str, Any] | None = None) -> list[Memory]:
     """Active `preference` memories stated by the user, readable by the principal and in
     scope for `context` (run/branch/paths): what the context engine pins."""
     from agentstate.memory.scopes import scope_applies

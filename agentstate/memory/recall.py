@@ -28,7 +28,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput
 from agentstate.memory.model import (
@@ -55,6 +55,7 @@ from agentstate.store.refs import make_ref
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
+    from agentstate.store.principals import Principal
 
 # Re-exported: the context engine imports these from here.
 __all__ = ["MemoryHit", "RecallResult", "get_memory", "lapsed_sources", "list_user_preferences",
@@ -117,7 +118,7 @@ def recall(
     scopes: list[str] | tuple[str, ...] | None = None,
     principal: str | None = None,
     include: list[str] | tuple[str, ...] = (),
-    context: dict | None = None,
+    context: dict[str, Any] | None = None,
     gate: bool = True,
 ) -> RecallResult:
     """Memories relevant to `query` that the principal may read, through the read gate.
@@ -133,23 +134,7 @@ def recall(
     """
     from agentstate.memory.search import MEMORIES, plan_query, search_memory_rows
 
-    if limit < 1:
-        raise InvalidInput("--limit must be at least 1")
-    for kind in kinds or ():
-        if kind not in KINDS:
-            raise InvalidInput(f"unknown memory kind {kind!r}: expected {', '.join(KINDS)}")
-    for status in include:
-        if status not in INCLUDABLE:
-            raise InvalidInput(
-                f"cannot --include {status!r}: expected some of {', '.join(INCLUDABLE)}"
-            )
-    from agentstate.memory.model import validate_scope_filter
-
-    scopes = [validate_scope_filter(store, p) for p in scopes or ()]
-    if context and context.get("run"):
-        from agentstate.runs.log import get_run
-
-        get_run(store, context["run"])  # an unknown run is an error, not "nothing applies"
+    scopes = _checked_filters(store, limit, kinds, include, scopes, context)
     who = resolve_principal(store, principal)
     plan = plan_query(store, query, MEMORIES)
     matches = search_memory_rows(store, query, cap=CANDIDATES, plan=plan)
@@ -171,30 +156,13 @@ def recall(
         if not gate:
             visible.append((row, relevance[row_id], scope_applies(row.scope, context) or 0.0))
             continue
-        if not who.can_read(row.scope):
-            reason = "permission"
-        else:
-            specificity = scope_applies(row.scope, context)
-            memory_status = row_to_memory(row, now).status
-            if specificity is None:
-                reason = "out_of_scope"
-            elif memory_status in CURRENT_STATUSES or memory_status in include:
-                visible.append((row, relevance[row_id], specificity))
-                continue
-            else:
-                reason = memory_status
-        if relevance[row_id] >= min_relevance:
+        reason, specificity = _gate_decision(row, who, context, include, now)
+        if reason is None:
+            visible.append((row, relevance[row_id], specificity))
+        elif relevance[row_id] >= min_relevance:
             withheld[reason] = withheld.get(reason, 0) + 1
 
-    best = max((rel for _, rel, _ in visible), default=0.0)
-    kept = []
-    for row, rel, specificity in visible:
-        scaled = rel / best if best else 0.0
-        if gate and scaled < min_relevance:
-            withheld["low_relevance"] = withheld.get("low_relevance", 0) + 1
-            continue
-        kept.append((row, scaled, specificity))
-
+    kept = _relevant(visible, min_relevance if gate else None, withheld)
     evidence = load_evidence(store, [row.row for row, _, _ in kept])
     hits = [_hit(row, rel, spec, now, evidence[row.row]) for row, rel, spec in kept]
     _flag_contests(store, hits, now)
@@ -206,6 +174,62 @@ def recall(
         withheld={k: withheld[k] for k in sorted(withheld)}, matched_nothing=not hits,
         pruned_terms=plan.stop_words + plan.common,
     )
+
+
+def _checked_filters(store: Store, limit: int, kinds: list[str] | tuple[str, ...] | None,
+                     include: list[str] | tuple[str, ...],
+                     scopes: list[str] | tuple[str, ...] | None,
+                     context: dict[str, Any] | None) -> list[str]:
+    """Refuse a bad limit, kind, include value, scope filter or context run; the scope
+    filters as checked."""
+    from agentstate.memory.model import validate_scope_filter
+
+    if limit < 1:
+        raise InvalidInput("--limit must be at least 1")
+    for kind in kinds or ():
+        if kind not in KINDS:
+            raise InvalidInput(f"unknown memory kind {kind!r}: expected {', '.join(KINDS)}")
+    for status in include:
+        if status not in INCLUDABLE:
+            raise InvalidInput(
+                f"cannot --include {status!r}: expected some of {', '.join(INCLUDABLE)}"
+            )
+    checked = [validate_scope_filter(store, p) for p in scopes or ()]
+    if context and context.get("run"):
+        from agentstate.runs.log import get_run
+
+        get_run(store, context["run"])  # an unknown run is an error, not "nothing applies"
+    return checked
+
+
+def _gate_decision(row: MemoryVersion, who: Principal, context: dict[str, Any] | None,
+                   include: list[str] | tuple[str, ...], now: str) -> tuple[str | None, float]:
+    """The read gate on one row: (None, its scope's specificity) when it may be shown, else
+    (the reason it is withheld, 0)."""
+    if not who.can_read(row.scope):
+        return "permission", 0.0
+    specificity = scope_applies(row.scope, context)
+    memory_status = row_to_memory(row, now).status
+    if specificity is None:
+        return "out_of_scope", 0.0
+    if memory_status in CURRENT_STATUSES or memory_status in include:
+        return None, specificity
+    return memory_status, 0.0
+
+
+def _relevant(visible: list[tuple[MemoryVersion, float, float]], min_relevance: float | None,
+              withheld: dict[str, int]) -> list[tuple[MemoryVersion, float, float]]:
+    """Relevance scaled to the best hit; below `min_relevance` (None: no floor) a hit is
+    withheld as low_relevance."""
+    best = max((rel for _, rel, _ in visible), default=0.0)
+    kept = []
+    for row, rel, specificity in visible:
+        scaled = rel / best if best else 0.0
+        if min_relevance is not None and scaled < min_relevance:
+            withheld["low_relevance"] = withheld.get("low_relevance", 0) + 1
+            continue
+        kept.append((row, scaled, specificity))
+    return kept
 
 
 # Statuses (effective, at read time) of a version that no longer holds: what it says is not

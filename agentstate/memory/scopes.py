@@ -8,13 +8,14 @@ memory: without a branch, `branch:*` memories apply, ranked as neutral.
 from __future__ import annotations
 
 import fnmatch
+from typing import Any
 
 # How specific each scope is when it matches; the read gate ranks specific memories higher.
 SPECIFICITY = {"user": 0.3, "repo": 0.4, "branch": 0.7, "path": 0.85, "run": 1.0}
 NEUTRAL = 0.5
 
 
-def scope_applies(scope: str, context: dict | None) -> float | None:
+def scope_applies(scope: str, context: dict[str, Any] | None) -> float | None:
     """Specificity 0..1 when `scope` applies to `context`, None when it does not."""
     kind, _, value = scope.partition(":")
     if context is None or kind in ("repo", "user"):

@@ -242,7 +242,8 @@ def _normalised(rows: list[tuple[int, float]]) -> dict[int, float]:
 
 
 def _match_words(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
-                 join: str = "", where: str = "", values: tuple = ()) -> list[tuple[int, float]]:
+                 join: str = "", where: str = "", values: tuple[Any, ...] = ()
+                 ) -> list[tuple[int, float]]:
     if not plan.words:
         return []
     expression = f" {plan.operator} ".join(_quote(w) for w in plan.words)
@@ -258,7 +259,7 @@ def _match_words(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
 
 
 def _match_trigrams(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
-                    join: str = "", where: str = "", values: tuple = ()
+                    join: str = "", where: str = "", values: tuple[Any, ...] = ()
                     ) -> list[tuple[int, float]]:
     grams: list[str] = []
     for seg in plan.cjk:
@@ -282,7 +283,7 @@ def _match_trigrams(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
 
 
 def _run_match(conn: Any, table: str, expression: str, cap: int, join: str, where: str,
-               values: tuple, newest: bool = False) -> list[tuple[int, float]]:
+               values: tuple[Any, ...], newest: bool = False) -> list[tuple[int, float]]:
     """Top `cap` rows of one FTS5 index by BM25 (or the newest `cap` matches, which FTS5
     reads straight off the end of its doclists); `join`/`where` narrow them (e.g. by run)."""
     extra = f"AND {where}" if where else ""
@@ -338,7 +339,7 @@ def _fragments(plan: QueryPlan) -> list[str]:
 
 
 def _match_fragments(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
-                     join: str = "", where: str = "", values: tuple = ()
+                     join: str = "", where: str = "", values: tuple[Any, ...] = ()
                      ) -> list[tuple[int, float]]:
     """Fallback when no whole word matched: the words (3+ characters) as substrings, through
     the trigram index — `pytes` finds `pytest`, `config` finds `myconfig.yaml`. The event
@@ -352,7 +353,7 @@ def _match_fragments(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
 
 
 def _match_prefixes(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
-                    join: str = "", where: str = "", values: tuple = ()
+                    join: str = "", where: str = "", values: tuple[Any, ...] = ()
                     ) -> list[tuple[int, float]]:
     """The fragments as word prefixes in the word index (`pytes` → `pytest`), over every
     indexed text: what the event trigram index no longer holds for text without CJK."""
@@ -393,7 +394,7 @@ def _with_coverage(plan: QueryPlan, scores: dict[int, float], texts: dict[int, s
     return {row: value / best for row, value in adjusted.items()} if best > 0 else adjusted
 
 
-def _substring_scan(conn: Any, sql: str, values: list, segments: list[str]
+def _substring_scan(conn: Any, sql: str, values: list[Any], segments: list[str]
                     ) -> dict[int, float]:
     """1-2 character CJK segments (too short for the trigram index): the share of segments
     each of the newest SCAN_LIMIT texts contains."""
@@ -447,8 +448,18 @@ def search_events(
     if limit < 1:
         raise InvalidInput("limit must be at least 1")
     plan = plan_query(store, query, EVENTS, max_terms or MAX_TERMS)
-    conn = store.conn
-    conditions, values = [], []
+    conditions, values = _event_conditions(run_id, exclude_run_id, kinds)
+    combined, plan = _event_scores(store.conn, plan, conditions, values, limit)
+    if not combined:
+        return []
+    return _event_hits(store.conn, plan, combined, limit)
+
+
+def _event_conditions(run_id: str | None, exclude_run_id: str | None,
+                      kinds: list[str] | tuple[str, ...] | None) -> tuple[list[str], list[Any]]:
+    """SQL conditions on `events e` (and their values) narrowing an event search."""
+    conditions: list[str] = []
+    values: list[Any] = []
     if run_id:
         conditions.append("e.run = ?")
         values.append(run_id.removeprefix("run:"))
@@ -458,15 +469,23 @@ def search_events(
     if kinds:
         conditions.append(f"e.kind IN ({','.join('?' * len(kinds))})")
         values.extend(kinds)
+    return conditions, values
+
+
+def _joined(table: str) -> str:
+    return (f"JOIN event_search_map m ON m.row = {table}.rowid "
+            "JOIN events e ON e.id = m.event_id")
+
+
+def _event_scores(conn: Any, plan: QueryPlan, conditions: list[str], values: list[Any],
+                  limit: int) -> tuple[dict[int, float], QueryPlan]:
+    """{search row: score} from the word index (widened when the rarer terms find too
+    few), the trigram index and the short-CJK scan; else from word fragments. Also the
+    plan the scores came from."""
     cap = max(limit * 2, 100)
-
-    def joined(table: str) -> str:
-        return (f"JOIN event_search_map m ON m.row = {table}.rowid "
-                "JOIN events e ON e.id = m.event_id")
-
     where, bound = " AND ".join(conditions), tuple(values)
     words = _normalised(
-        _match_words(conn, EVENTS, plan, cap, joined(EVENTS.words), where, bound)
+        _match_words(conn, EVENTS, plan, cap, _joined(EVENTS.words), where, bound)
     )
     if len(words) < limit and (plan.common or plan.costly):
         # The rarer terms found too few events to fill what was asked for: widen the query
@@ -476,13 +495,13 @@ def search_events(
         wide = widened(plan)
         floor = WIDENED_WEIGHT * min(words.values(), default=1.0)
         extra = _normalised(
-            _match_words(conn, EVENTS, wide, cap, joined(EVENTS.words), where, bound)
+            _match_words(conn, EVENTS, wide, cap, _joined(EVENTS.words), where, bound)
         )
         for row, value in extra.items():
             words.setdefault(row, floor * value)
         plan = wide
     grams = _normalised(
-        _match_trigrams(conn, EVENTS, plan, cap, joined(EVENTS.trigrams), where, bound)
+        _match_trigrams(conn, EVENTS, plan, cap, _joined(EVENTS.trigrams), where, bound)
     )
     scan: dict[int, float] = {}
     if plan.short_cjk or plan.cjk_pieces:
@@ -494,15 +513,19 @@ def search_events(
         # the newest SCAN_LIMIT texts by substring (`config` inside `myconfig.yaml`; older
         # ASCII texts are not in the trigram index since m015 — the price of its size).
         combined = _combine(
-            _normalised(_match_fragments(conn, EVENTS, plan, cap, joined(EVENTS.trigrams),
+            _normalised(_match_fragments(conn, EVENTS, plan, cap, _joined(EVENTS.trigrams),
                                          where, bound)),
-            _normalised(_match_prefixes(conn, EVENTS, plan, cap, joined(EVENTS.words),
+            _normalised(_match_prefixes(conn, EVENTS, plan, cap, _joined(EVENTS.words),
                                         where, bound)),
             _substring_scan(conn, _newest_events_sql(conditions, folded=True), values,
                             _fragments(plan)) if _fragments(plan) else {},
         )
-    if not combined:
-        return []
+    return combined, plan
+
+
+def _event_hits(conn: Any, plan: QueryPlan, combined: dict[int, float], limit: int
+                ) -> list[EventHit]:
+    """The best `limit` of the scored rows as hits, scores adjusted by query coverage."""
     marks = ",".join("?" * len(combined))
     rows = {
         r[0]: r
@@ -626,14 +649,14 @@ def _fused(store: Any, lexical: list[EventHit], near: list[tuple[str, float]],
     weight = weight if lexical else 1.0
     dense = {eid: weight * (sim - low) / span for eid, sim in near}
     by_id = {h.ref.removeprefix("evt:"): h for h in lexical}
-    by_id.update(_event_hits(store, [eid for eid in dense if eid not in by_id]))
+    by_id.update(_dense_only_hits(store, [eid for eid in dense if eid not in by_id]))
     scores = {eid: max(h.score, dense.get(eid, 0.0)) for eid, h in by_id.items()}
     place = {eid: n for n, eid in enumerate(by_id)}
     order = sorted(scores, key=lambda eid: (-scores[eid], place[eid]))[:limit]
     return [replace(by_id[eid], score=round(scores[eid], 4)) for eid in order]
 
 
-def _event_hits(store: Any, ids: list[str]) -> dict[str, EventHit]:
+def _dense_only_hits(store: Any, ids: list[str]) -> dict[str, EventHit]:
     """EventHits (score 0) for event ids found by the dense signal alone."""
     if not ids:
         return {}

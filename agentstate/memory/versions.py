@@ -16,7 +16,7 @@ key+scope differs from the current one:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import (
     Memory,
@@ -55,7 +55,7 @@ class WriteResult:
     replaced: str | None = None  # the version this one superseded
     contests: str | None = None  # the current version this one contests
     evidence_added: list[str] = field(default_factory=list)
-    possible_duplicates: list[dict] = field(default_factory=list)
+    possible_duplicates: list[dict[str, Any]] = field(default_factory=list)
 
 
 def bounded(value: float) -> float:

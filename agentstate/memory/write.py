@@ -22,7 +22,7 @@ Every decision that stores something writes a history row with its reason.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, Refused, a_or_an
 from agentstate.memory.evidence import require_about, self_authored
@@ -113,16 +113,8 @@ def remember(
     # No source named: the principal's own word (user, or model for the agent).
     source = validate_source(source or default_source(who), allow_event=True)
     valid_until = parse_validity(store, ttl, until)
-    refs = [validate_evidence(store, e) for e in dict.fromkeys(evidence)]
-    # The source itself is evidence when it is the user, an event or a file at a commit.
-    if source == "user":
-        refs.insert(0, ("user", "user"))
-    elif source.startswith("evt:"):
-        refs.insert(0, validate_evidence(store, source))
-    elif source.startswith("file:"):
-        source = check_file_at_commit(store, source)
-        refs.insert(0, (source, "file"))
-    refs = list(dict.fromkeys(refs))
+    source, refs = _with_source_evidence(
+        store, source, [validate_evidence(store, e) for e in dict.fromkeys(evidence)])
     if not who.can_write(scope):
         raise Refused(f"principal {who.name!r} may not write scope {scope!r} "
                       f"(write: {', '.join(who.write) or 'nothing'})")
@@ -131,34 +123,7 @@ def remember(
         who.check_claim("user", "evidence")
     # Evidence must be about the fact (its key words or value), whoever cites it.
     require_about(store, text, refs, "the memory text")
-
-    status, reason = "active", "passed the write gate"
-    # Rules for the agent ("always skip the tests") are the user's to set: from any other
-    # source they count as instructions too.
-    phrases = find_injection(text, from_user=source == "user")
-    if phrases:
-        status = "quarantined"
-        reason = (f"text from {source} reads as instructions to the agent "
-                  f"({len(phrases)} instruction-like phrase(s)); kept out of reads, never "
-                  "served as trusted")
-    elif kind in ("fact", "procedure") and not refs:
-        status = "candidate"
-        reason = (f"{a_or_an(kind)} without evidence (an event, a file at a commit, or the user as "
-                  "source) is a candidate until `memory confirm` adds evidence")
-    elif kind in ("fact", "procedure") and len(guessed := guesses(store, refs)) == len(refs):
-        status = "candidate"
-        reason = (f"{a_or_an(kind)} whose only evidence is a guess or an open question "
-                  f"({', '.join(guessed)}) is a candidate until `memory confirm` adds evidence "
-                  "from a tool, a file at a commit or the user")
-    elif kind in ("fact", "procedure") and not outside_evidence(store, refs):
-        status = "candidate"
-        reason = (f"{a_or_an(kind)} whose evidence the writer could have produced itself (the "
-                  "model's own events, or a user prompt relayed by an agent client, unverified) "
-                  "is a candidate until `memory confirm` adds evidence from a tool, a file at a "
-                  "commit or the user")
-    elif kind == "preference" and not any(k == "user" for _, k in refs):
-        status = "candidate"
-        reason = "only the user states preferences; a candidate until the user confirms it"
+    status, reason = _gate_status(store, text, kind, source, refs)
 
     with store.transaction():
         duplicate = _find_duplicate(store, text, kind, key, scope, status)
@@ -182,6 +147,52 @@ def remember(
                             valid_until, who.name, refs)
         result.possible_duplicates = similar
         return result
+
+
+def _with_source_evidence(store: Store, source: str, refs: list[tuple[str, str]]
+                          ) -> tuple[str, list[tuple[str, str]]]:
+    """The source itself is evidence when it is the user, an event or a file at a commit
+    (put first; a file source is checked and normalised). Returns (source, refs), deduped."""
+    if source == "user":
+        refs.insert(0, ("user", "user"))
+    elif source.startswith("evt:"):
+        refs.insert(0, validate_evidence(store, source))
+    elif source.startswith("file:"):
+        source = check_file_at_commit(store, source)
+        refs.insert(0, (source, "file"))
+    return source, list(dict.fromkeys(refs))
+
+
+def _gate_status(store: Store, text: str, kind: str, source: str,
+                 refs: list[tuple[str, str]]) -> tuple[str, str]:
+    """(status, reason) the write gate gives a memory: active, quarantined (reads as
+    instructions) or candidate (a fact or procedure without outside evidence, a preference
+    not from the user)."""
+    # Rules for the agent ("always skip the tests") are the user's to set: from any other
+    # source they count as instructions too.
+    phrases = find_injection(text, from_user=source == "user")
+    if phrases:
+        return "quarantined", (f"text from {source} reads as instructions to the agent "
+                               f"({len(phrases)} instruction-like phrase(s)); kept out of "
+                               "reads, never served as trusted")
+    if kind in ("fact", "procedure") and not refs:
+        return "candidate", (f"{a_or_an(kind)} without evidence (an event, a file at a "
+                             "commit, or the user as source) is a candidate until `memory "
+                             "confirm` adds evidence")
+    if kind in ("fact", "procedure") and len(guessed := guesses(store, refs)) == len(refs):
+        return "candidate", (f"{a_or_an(kind)} whose only evidence is a guess or an open "
+                             f"question ({', '.join(guessed)}) is a candidate until `memory "
+                             "confirm` adds evidence from a tool, a file at a commit or the "
+                             "user")
+    if kind in ("fact", "procedure") and not outside_evidence(store, refs):
+        return "candidate", (f"{a_or_an(kind)} whose evidence the writer could have produced "
+                             "itself (the model's own events, or a user prompt relayed by an "
+                             "agent client, unverified) is a candidate until `memory confirm` "
+                             "adds evidence from a tool, a file at a commit or the user")
+    if kind == "preference" and not any(k == "user" for _, k in refs):
+        return "candidate", ("only the user states preferences; a candidate until the user "
+                             "confirms it")
+    return "active", "passed the write gate"
 
 
 def guesses(store: Store, refs: list[tuple[str, str]]) -> list[str]:
@@ -281,7 +292,7 @@ def _new_version(store: Store, chain: list[MemoryVersion], text: str, kind: str,
                        contests=contests, evidence_added=[r for r, _ in refs])
 
 
-def _similar(store: Store, text: str, kind: str, scope: str) -> list[dict]:
+def _similar(store: Store, text: str, kind: str, scope: str) -> list[dict[str, Any]]:
     """Keyless close matches in the same scope and kind: reported, never merged."""
     from agentstate.memory.search import search_memory_rows
     from agentstate.memory.terms import tokens

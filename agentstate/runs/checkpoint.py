@@ -82,7 +82,7 @@ class Checkpoint:
     worktree: WorkTree
 
 
-def _item(row: dict) -> StateItem:
+def _item(row: dict[str, Any]) -> StateItem:
     return StateItem(
         ref=make_ref("evt", row["id"]),
         kind=row["kind"],
@@ -157,7 +157,7 @@ def _group_rows(conn: Any, run_id: str, group: str, condition: tuple[str, str],
     sql = (f"SELECT {_COLUMNS}, {_LATEST_RESULT if group == 'failed_verifications' else 'NULL'}"
            f" FROM events e WHERE e.run = ? AND e.kind = ? AND {_live('e')} AND {where} "
            f"ORDER BY e.seq DESC")
-    params: tuple = (run_id, kind)
+    params: tuple[Any, ...] = (run_id, kind)
     if limit is not None:
         sql += " LIMIT ?"
         params += (limit + 1,)
@@ -198,7 +198,7 @@ def more_label(n: int) -> str:
 # ---------------------------------------------------------------- checkpoints
 
 
-def _row_to_checkpoint(row: dict) -> Checkpoint:
+def _row_to_checkpoint(row: dict[str, Any]) -> Checkpoint:
     return Checkpoint(
         ref=make_ref("evt", row["id"]),
         run=make_ref("run", row["run"]),

@@ -32,7 +32,7 @@ from typing import Any
 from agentstate.errors import AgentStateError, InvalidInput, Refused
 from agentstate.runs.log import USER_KINDS, Run, append_event, get_run, start_run
 from agentstate.runs.status import RunStatus
-from agentstate.runs.worktree import WorkTree
+from agentstate.runs.worktree import WorkTree, snapshot
 from agentstate.safety import refuse_secrets
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
@@ -98,7 +98,7 @@ class ImportResult:
         return not (self.imported or self.duplicates) and bool(self.malformed or self.refused)
 
 
-def import_key(position: int | str, data: dict) -> str:
+def import_key(position: int | str, data: dict[str, Any]) -> str:
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     digest = hashlib.sha256(f"{position}\0{canonical}".encode()).hexdigest()
     return digest[:32]
@@ -120,6 +120,42 @@ def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Ite
                 yield ImportLine(number, error=exc.message.removeprefix("the line is "))
                 continue
             yield ImportLine(number, data)
+
+
+def jsonl_file(file: Path) -> Path:
+    """The file `import jsonl` reads (user-expanded): it must exist and be a regular file.
+    Checked before the store is opened, so a typo creates nothing."""
+    path = file.expanduser()
+    if not path.exists():
+        raise InvalidInput(f"no such file: {file}")
+    if not path.is_file():
+        raise InvalidInput(f"not a regular file: {file}")
+    return path
+
+
+def import_jsonl_file(store: Store, file: Path, *, run_ref: str | None = None,
+                      goal: str | None = None, strict: bool = False,
+                      claimed_by: Principal | None = None,
+                      on_bytes: Callable[[int], None] | None = None) -> ImportResult:
+    """`agentstate import jsonl`: the file's records through `import_events`, its absolute
+    path as the origin (so importing it again adds nothing). A new run records the work
+    tree's version. A file whose every record was rejected is an error (InvalidInput naming
+    the first reasons), not an empty success."""
+    path = jsonl_file(file)
+    result = import_events(
+        store, read_jsonl(path, on_bytes), run_ref=run_ref, goal=goal,
+        origin=str(path.resolve()), strict=strict, label="line",
+        worktree=snapshot(store.work_tree) if not run_ref else None, claimed_by=claimed_by,
+    )
+    if result.nothing_accepted:
+        shown = "; ".join(f"line {r.position}: {r.reason}" for r in result.rejected[:3])
+        raise InvalidInput(
+            f"nothing imported from {file}: {result.malformed} malformed and "
+            f"{result.refused} refused line(s) ({shown})",
+            details={"malformed": result.malformed, "refused": result.refused,
+                     "skipped": result.skipped},
+        )
+    return result
 
 
 def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
@@ -164,7 +200,7 @@ def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) 
     return {"kind": kind, "text": text, "ts": ts, "source": source, "meta": meta}
 
 
-def _links(data: dict, id_map: dict[str, str]) -> dict[str, str | None]:
+def _links(data: dict[str, Any], id_map: dict[str, str]) -> dict[str, str | None]:
     """The record's resolves/supersedes as event refs (an earlier record's id, or evt:…)."""
     links: dict[str, str | None] = {}
     for how in ("resolves", "supersedes"):
@@ -182,7 +218,7 @@ def _links(data: dict, id_map: dict[str, str]) -> dict[str, str | None]:
 
 def import_events(
     store: Store,
-    records: Iterable[ImportLine | dict],
+    records: Iterable[ImportLine | dict[str, Any]],
     *,
     run_ref: str | None = None,
     goal: str | None = None,
@@ -228,7 +264,6 @@ def import_events(
     """
     if run_ref and goal:
         raise InvalidInput("pass either a run ref or a goal, not both")
-    result = ImportResult(run=None)
     run: Run | None = get_run(store, run_ref) if run_ref else None
     if run is not None and run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); import into an active run")
@@ -236,118 +271,59 @@ def import_events(
         else None
     if run is None and origin_key:
         run = _earlier_run(store, origin_key, goal)
-    id_map: dict[str, str] = {}
-    bound: list[bool] = []
+    title = goal or default_goal or f"imported from {origin or 'records'}"
+    job = _Import(store, run, _ImportOptions(
+        goal=goal, origin_key=origin_key, title=title, strict=strict, worktree=worktree,
+        label=label, extra_kinds=extra_kinds, bind_origin=bind_origin, claimed_by=claimed_by,
+        relay_user_as=relay_user_as, make_current=make_current))
+    try:
+        # --strict: everything in one transaction, so the first bad record undoes it all.
+        with store.transaction() if strict else nullcontext():
+            job.run_batches(records, batch_size, on_record)
+    except _Abort as exc:
+        raise exc.error from None
+    job.result.run = job.run.ref if job.run is not None else None
+    return job.result
 
-    def ensure_run() -> Run:
-        nonlocal run
-        if run is None and origin_key:
-            # Asked again inside the write transaction: a simultaneous import of the same
-            # file may have created the run since the look-up above.
-            run = _earlier_run(store, origin_key, goal)
-        if run is None:
-            title = goal or default_goal or f"imported from {origin or 'records'}"
-            run, _ = start_run(store, title, worktree=worktree, make_current=make_current)
-            result.created_run = True
-            if origin_key:
-                store.conn.execute(
-                    "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-                    "SET value = excluded.value", (origin_key, run.id),
-                )
-        elif bind_origin and origin_key and not bound:
-            bound.append(True)
-            store.conn.execute("INSERT OR IGNORE INTO kv (key, value) VALUES (?, ?)",
-                               (origin_key, run.id))
-        return run
 
-    def prepare(item: Any, ordinal: int) -> tuple[Any, ...]:
-        """Parse and check one record outside the write transaction: (position, data,
-        checked record or None, the error it raised or None, why it was skipped or None,
-        the id of the event it duplicates or None)."""
-        if isinstance(item, ImportLine):
-            if item.skip is not None:
-                return item.position, None, None, None, item.skip, None
-            position, data, error = item.position, item.data, item.error
-        else:
-            position, data, error = ordinal, item, None
-        if error is None and run is not None and isinstance(data, dict):
-            # The key first: what the run already holds is not scanned again.
-            try:
-                key = import_key(data.get("id", position), data)
-            except (TypeError, ValueError):
-                key = None  # not canonical JSON: _check_record names the problem
-            if key is not None:
-                found = store.value("SELECT id FROM events WHERE run = ? AND import_key = ?",
-                                    (run.id, key))
-                if found:
-                    return position, data, None, None, None, found
-        try:
-            if error is not None:
-                raise InvalidInput(error)
-            return position, data, _check_record(data, kinds=extra_kinds), None, None, None
-        except AgentStateError as exc:
-            return position, data, None, exc, None, None
+@dataclass(frozen=True)
+class _ImportOptions:
+    """What import_events was asked, as its steps need it (see import_events)."""
 
-    def one(position: int | str, data: dict, record: dict) -> None:
-        record = {**record, **_links(data, id_map)}
-        if relay_user_as is not None and record["source"] == "user":
-            record["source"] = relay_user_as
-        if claimed_by is not None and not claimed_by.can_claim(record["source"]):
-            record["meta"] = {**(record["meta"] or {}), "claimed_source": record["source"]}
-            record["source"] = "model"
-            result.downgraded += 1
-        key = import_key(data.get("id", position), data)
-        target = ensure_run()
-        existing = store.conn.execute(
-            "SELECT id FROM events WHERE run = ? AND import_key = ?", (target.id, key)
-        ).fetchone()
-        if not existing and target.status != RunStatus.ACTIVE:
-            raise _Abort(InvalidInput(
-                f"{target.ref} (from an earlier import of this file) has ended; import the new "
-                f"records with --run REF or --goal TEXT"))
-        if existing:
-            result.duplicates += 1
-            event_ref = make_ref("evt", existing[0])
-        elif record["kind"] == "checkpoint":
-            from agentstate.runs.checkpoint import create_checkpoint, recorded_version
+    goal: str | None
+    origin_key: str | None  # the kv key naming the run this origin imports into
+    title: str  # the goal of a run the import creates
+    strict: bool
+    worktree: WorkTree | None
+    label: str
+    extra_kinds: frozenset[str]
+    bind_origin: bool
+    claimed_by: Principal | None
+    relay_user_as: str | None
+    make_current: bool
 
-            checkpoint = create_checkpoint(
-                store, target.ref, record["text"], source=record["source"], ts=record["ts"],
-                meta=record["meta"], import_key=key,
-                worktree=recorded_version(store, target)[0],
-            )
-            result.imported += 1
-            result.kinds["checkpoint"] = result.kinds.get("checkpoint", 0) + 1
-            result.events.append(checkpoint.ref)
-            event_ref = checkpoint.ref
-        else:
-            event = append_event(
-                store, target.ref, record["kind"], record["text"], source=record["source"],
-                meta=record["meta"], resolves=record["resolves"],
-                supersedes=record["supersedes"], ts=record["ts"], import_key=key,
-                allow_system_kinds=record["kind"] == "tool", scanned=True,
-            )
-            result.imported += 1
-            result.kinds[event.kind] = result.kinds.get(event.kind, 0) + 1
-            result.events.append(event.ref)
-            event_ref = event.ref
-        if "id" in data:
-            id_map[str(data["id"])] = event_ref
 
-    def reject(position: int | str, exc: AgentStateError) -> None:
-        if isinstance(exc, Refused):
-            if strict:
-                raise Refused(f"{label} {position}: {exc.message}; nothing imported") from exc
-            result.refused += 1
-            result.rejected.append(Rejected(position, exc.message, refused=True))
-            return
-        if strict:
-            raise InvalidInput(f"{label} {position}: {exc.message}; nothing imported "
-                               f"(--strict)") from exc
-        result.malformed += 1
-        result.rejected.append(Rejected(position, exc.message))
+# One record after the checks that run outside the write transaction: (position, data,
+# checked record or None, the error it raised or None, why it was skipped or None, the id
+# of the event it duplicates or None).
+_Prepared = tuple[int | str, Any, dict[str, Any] | None, AgentStateError | None, str | None,
+                  Any]
 
-    def loop() -> None:
+
+class _Import:
+    """One import's state: the target run (created on the first stored record), the ids of
+    the records stored so far (for links to them) and the counts."""
+
+    def __init__(self, store: Store, run: Run | None, options: _ImportOptions) -> None:
+        self.store = store
+        self.run = run
+        self.o = options
+        self.result = ImportResult(run=None)
+        self.id_map: dict[str, str] = {}
+        self.bound = False
+
+    def run_batches(self, records: Iterable[ImportLine | dict[str, Any]], batch_size: int,
+                    on_record: Callable[[], None] | None) -> None:
         # Short locks: each batch is read, parsed and checked (secret scan included) before
         # its write transaction opens, so other writers wait for inserts only.
         iterator = iter(records)
@@ -356,37 +332,157 @@ def import_events(
             batch = []
             for item in itertools.islice(iterator, batch_size):
                 ordinal += 1
-                batch.append(prepare(item, ordinal))
+                batch.append(self.prepare(item, ordinal))
             if not batch:
                 return
-            with store.transaction():  # one transaction per batch
-                for position, data, record, error, skip, duplicate in batch:
-                    if duplicate is not None:
-                        result.duplicates += 1
-                        if "id" in data:
-                            id_map[str(data["id"])] = make_ref("evt", duplicate)
-                    elif skip is not None:
-                        result.skipped += 1
-                        result.skipped_reasons[skip] = result.skipped_reasons.get(skip, 0) + 1
-                    elif error is not None:
-                        reject(position, error)
-                    else:
-                        try:
-                            # append_event is atomic on its own (a savepoint).
-                            one(position, data, record)
-                        except AgentStateError as exc:
-                            reject(position, exc)
+            with self.store.transaction():  # one transaction per batch
+                for prepared in batch:
+                    self.write(prepared)
                     if on_record:
                         on_record()
 
-    try:
-        # --strict: everything in one transaction, so the first bad record undoes it all.
-        with store.transaction() if strict else nullcontext():
-            loop()
-    except _Abort as exc:
-        raise exc.error from None
-    result.run = run.ref if run is not None else None
-    return result
+    def prepare(self, item: ImportLine | dict[str, Any], ordinal: int) -> _Prepared:
+        """Parse and check one record outside the write transaction."""
+        if isinstance(item, ImportLine):
+            if item.skip is not None:
+                return item.position, None, None, None, item.skip, None
+            position, data, error = item.position, item.data, item.error
+        else:
+            position, data, error = ordinal, item, None
+        if error is None and self.run is not None and isinstance(data, dict):
+            # The key first: what the run already holds is not scanned again.
+            found = self._held(self.run, position, data)
+            if found:
+                return position, data, None, None, None, found
+        try:
+            if error is not None:
+                raise InvalidInput(error)
+            return position, data, _check_record(data, kinds=self.o.extra_kinds), None, None, \
+                None
+        except AgentStateError as exc:
+            return position, data, None, exc, None, None
+
+    def _held(self, run: Run, position: int | str, data: dict[str, Any]) -> Any:
+        """The id of the event of `run` this record was imported as, if any."""
+        try:
+            key = import_key(data.get("id", position), data)
+        except (TypeError, ValueError):
+            return None  # not canonical JSON: _check_record names the problem
+        return self.store.value("SELECT id FROM events WHERE run = ? AND import_key = ?",
+                                (run.id, key))
+
+    def write(self, prepared: _Prepared) -> None:
+        """One prepared record, inside the batch's transaction."""
+        position, data, record, error, skip, duplicate = prepared
+        result = self.result
+        if duplicate is not None:
+            result.duplicates += 1
+            if "id" in data:
+                self.id_map[str(data["id"])] = make_ref("evt", duplicate)
+        elif skip is not None:
+            result.skipped += 1
+            result.skipped_reasons[skip] = result.skipped_reasons.get(skip, 0) + 1
+        elif error is not None:
+            self.reject(position, error)
+        else:
+            assert record is not None  # prepared without error, skip or duplicate
+            try:
+                # append_event is atomic on its own (a savepoint).
+                self.store_record(position, data, record)
+            except AgentStateError as exc:
+                self.reject(position, exc)
+
+    def ensure_run(self) -> Run:
+        store, o = self.store, self.o
+        if self.run is None and o.origin_key:
+            # Asked again inside the write transaction: a simultaneous import of the same
+            # file may have created the run since the look-up before the import.
+            self.run = _earlier_run(store, o.origin_key, o.goal)
+        if self.run is None:
+            self.run, _ = start_run(store, o.title, worktree=o.worktree,
+                                    make_current=o.make_current)
+            self.result.created_run = True
+            if o.origin_key:
+                store.conn.execute(
+                    "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+                    "SET value = excluded.value", (o.origin_key, self.run.id),
+                )
+        elif o.bind_origin and o.origin_key and not self.bound:
+            self.bound = True
+            store.conn.execute("INSERT OR IGNORE INTO kv (key, value) VALUES (?, ?)",
+                               (o.origin_key, self.run.id))
+        return self.run
+
+    def _attributed(self, data: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+        """The record with its links resolved and its source as this importer may record it."""
+        record = {**record, **_links(data, self.id_map)}
+        if self.o.relay_user_as is not None and record["source"] == "user":
+            record["source"] = self.o.relay_user_as
+        claimed_by = self.o.claimed_by
+        if claimed_by is not None and not claimed_by.can_claim(record["source"]):
+            record["meta"] = {**(record["meta"] or {}), "claimed_source": record["source"]}
+            record["source"] = "model"
+            self.result.downgraded += 1
+        return record
+
+    def store_record(self, position: int | str, data: dict[str, Any],
+                     record: dict[str, Any]) -> None:
+        record = self._attributed(data, record)
+        key = import_key(data.get("id", position), data)
+        target = self.ensure_run()
+        existing = self.store.conn.execute(
+            "SELECT id FROM events WHERE run = ? AND import_key = ?", (target.id, key)
+        ).fetchone()
+        if not existing and target.status != RunStatus.ACTIVE:
+            raise _Abort(InvalidInput(
+                f"{target.ref} (from an earlier import of this file) has ended; import the new "
+                f"records with --run REF or --goal TEXT"))
+        if existing:
+            self.result.duplicates += 1
+            event_ref = make_ref("evt", existing[0])
+        else:
+            event_ref = self._append(target, record, key)
+        if "id" in data:
+            self.id_map[str(data["id"])] = event_ref
+
+    def _append(self, target: Run, record: dict[str, Any], key: str) -> str:
+        """Store a new record as an event (a checkpoint for `checkpoint`); its ref."""
+        store = self.store
+        if record["kind"] == "checkpoint":
+            from agentstate.runs.checkpoint import create_checkpoint, recorded_version
+
+            checkpoint = create_checkpoint(
+                store, target.ref, record["text"], source=record["source"], ts=record["ts"],
+                meta=record["meta"], import_key=key,
+                worktree=recorded_version(store, target)[0],
+            )
+            kind, ref = "checkpoint", checkpoint.ref
+        else:
+            event = append_event(
+                store, target.ref, record["kind"], record["text"], source=record["source"],
+                meta=record["meta"], resolves=record["resolves"],
+                supersedes=record["supersedes"], ts=record["ts"], import_key=key,
+                allow_system_kinds=record["kind"] == "tool", scanned=True,
+            )
+            kind, ref = event.kind, event.ref
+        self.result.imported += 1
+        self.result.kinds[kind] = self.result.kinds.get(kind, 0) + 1
+        self.result.events.append(ref)
+        return ref
+
+    def reject(self, position: int | str, exc: AgentStateError) -> None:
+        result, label = self.result, self.o.label
+        if isinstance(exc, Refused):
+            if self.o.strict:
+                raise Refused(f"{label} {position}: {exc.message}; nothing imported") from exc
+            result.refused += 1
+            result.rejected.append(Rejected(position, exc.message, refused=True))
+            return
+        if self.o.strict:
+            raise InvalidInput(f"{label} {position}: {exc.message}; nothing imported "
+                               f"(--strict)") from exc
+        result.malformed += 1
+        result.rejected.append(Rejected(position, exc.message))
 
 
 def _earlier_run(store: Store, origin_key: str, goal: str | None) -> Run | None:

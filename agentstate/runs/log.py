@@ -89,7 +89,7 @@ class Event:
         return self.ref.split(":", 1)[1]
 
 
-def row_to_run(row: dict) -> Run:
+def row_to_run(row: dict[str, Any]) -> Run:
     return Run(
         ref=make_ref("run", row["id"]),
         goal=row["goal"],
@@ -104,7 +104,7 @@ def row_to_run(row: dict) -> Run:
     )
 
 
-def row_to_event(row: dict) -> Event:
+def row_to_event(row: dict[str, Any]) -> Event:
     return Event(
         ref=make_ref("evt", row["id"]),
         run=make_ref("run", row["run"]),
@@ -290,7 +290,7 @@ SQLITE_MAX_INT = 2**63 - 1
 
 def list_runs(store: Store, status: str | None = None, limit: int | None = None) -> list[Run]:
     sql = "SELECT * FROM runs"
-    params: list = []
+    params: list[Any] = []
     if status:
         if status not in RUN_STATUSES:
             raise InvalidInput(f"invalid status {status!r}: expected {', '.join(RUN_STATUSES)}")
@@ -333,7 +333,7 @@ def event_exists(store: Store, ref: str) -> bool:
     return store.row("SELECT 1 AS x FROM events WHERE id = ?", (parsed.id,)) is not None
 
 
-def validate_meta(meta: dict | None) -> dict:
+def validate_meta(meta: dict[str, Any] | None) -> dict[str, Any]:
     if meta is None:
         return {}
     if not isinstance(meta, dict):
@@ -348,7 +348,7 @@ def append_event(
     text: str,
     *,
     source: str = "user",
-    meta: dict | None = None,
+    meta: dict[str, Any] | None = None,
     resolves: str | None = None,
     supersedes: str | None = None,
     ts: str | None = None,

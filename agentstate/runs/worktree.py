@@ -45,7 +45,7 @@ class WorkTree:
                 "dirty_files": list(self.dirty_files)}
 
 
-def _snapshot(path: Path) -> dict | None:
+def _snapshot(path: Path) -> dict[str, Any] | None:
     """The snapshot from ONE `git status --porcelain=v2 --branch` call; None outside git.
 
     One subprocess instead of four keeps `resume` fast: branch, HEAD and the changed files

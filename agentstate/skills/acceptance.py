@@ -10,6 +10,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.runs.lookups import run_of_event
@@ -49,7 +50,7 @@ class AcceptanceReport:
 
 
 def fill_params(argv: list[str], values: dict[str, str]) -> list[str]:
-    def sub(match: re.Match) -> str:
+    def sub(match: re.Match[str]) -> str:
         return values.get(match.group(1), match.group(0))
 
     return [mf.PARAM_RE.sub(sub, arg) for arg in argv]
@@ -166,7 +167,7 @@ class SkillTest:
 _TEST_COLUMNS = "SELECT id, tree, passed, ts FROM skill_tests WHERE name = ?"
 
 
-def _test(row: dict) -> SkillTest:
+def _test(row: dict[str, Any]) -> SkillTest:
     return SkillTest(id=row["id"], tree=row["tree"], passed=bool(row["passed"]), ts=row["ts"])
 
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
@@ -145,7 +145,7 @@ def score_skill(
     return round(total, 4)
 
 
-def _current_rows(store: Store) -> list[dict]:
+def _current_rows(store: Store) -> list[dict[str, Any]]:
     if not store.has_table("skill_versions"):
         return []
     return store.rows(_CURRENT_SQL)
@@ -195,7 +195,7 @@ def tool_problem(tools: ToolSettings, tool: str, base: Path) -> str | None:
     return f"required tool {tool!r} is " + " and ".join(why)
 
 
-def unavailable_reasons(store: Store, rows: list[dict]) -> dict[tuple[str, int], str]:
+def unavailable_reasons(store: Store, rows: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
     """(name, version) → why that version cannot run here, for the rows that cannot.
 
     Each distinct tool is checked once (a few stat calls and the policy): cheap enough for

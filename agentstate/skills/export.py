@@ -12,6 +12,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentstate.errors import InvalidInput
 from agentstate.output import warn
@@ -40,7 +41,7 @@ def target_dir(store: Store, target: str) -> Path:
     return store.work_tree / TARGETS[target]
 
 
-def _read_manifest(dest: Path) -> dict:
+def _read_manifest(dest: Path) -> dict[str, Any]:
     path = dest / MANIFEST
     if not path.exists():
         return {}

@@ -18,9 +18,14 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentstate.config import SkillSettings, ToolSettings
 from agentstate.skills.folder_layout import SKILL_MD, SKILL_TOML
+
+if TYPE_CHECKING:
+    # skill_file imports this module at run time; the collector is named for the checker only.
+    from agentstate.skills.skill_file import ProblemCollector
 
 
 def _policy_programs(policy: ToolSettings) -> set[str]:
@@ -55,7 +60,7 @@ def _leaves(folder: Path, link: Path) -> str | None:
 
 
 def check_files(folder: Path, files: list[Path], policy: ToolSettings,
-                limits: SkillSettings, out) -> None:
+                limits: SkillSettings, out: ProblemCollector) -> None:
     """Report every problem of `files` (the skill's files, see skill_file.skill_files) to `out`
     (a skill_file.ProblemCollector)."""
     from agentstate.safety import find_injection, find_secrets, scannable_text

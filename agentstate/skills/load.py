@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, current_run, resolve_run
@@ -18,6 +19,7 @@ from agentstate.runs.status import RunStatus
 from agentstate.skills import registry
 from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
+    SkillVersion,
     current_release,
     get_version,
     parse_target,
@@ -39,14 +41,14 @@ class LoadedSkill:
     body: str
     folder: str  # where the release's files are checked out
     resources: list[str] = field(default_factory=list)
-    steps: list[dict] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
     approver: str | None = None
     event: str | None = None
     run: str | None = None
     load_id: str = ""
 
 
-def _pick_version(store: Store, target: str):
+def _pick_version(store: Store, target: str) -> SkillVersion:
     name, version = parse_target(target)
     if version is not None:
         row = get_version(store, name, version)
@@ -69,7 +71,7 @@ def _pick_version(store: Store, target: str):
     raise InvalidInput(f"skill {name!r} has no published version yet (publish it first)")
 
 
-def _refuse_unavailable(store: Store, row) -> None:
+def _refuse_unavailable(store: Store, row: SkillVersion) -> None:
     """A version whose required tools cannot run here is refused (exit 3), saying why: its
     procedure would only fail at the first step that needs the missing tool."""
     from agentstate.skills.catalog import unavailable_reasons

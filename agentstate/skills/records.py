@@ -53,7 +53,7 @@ class SkillVersion:
     loads: int = 0
 
 
-def row_to_version(row: dict, loads: int = 0) -> SkillVersion:
+def row_to_version(row: dict[str, Any], loads: int = 0) -> SkillVersion:
     return SkillVersion(
         name=row["name"], version=row["version"], status=SkillStatus(row["status"]),
         ref=make_ref("skill", row["name"], row["version"]), commit=row["commit_sha"],

@@ -14,8 +14,12 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentstate.errors import AgentStateError, CorruptStore, NotFound
+
+if TYPE_CHECKING:
+    from git import Repo  # for annotations only: importing GitPython costs start-up time
 
 IGNORED = ("__pycache__", ".DS_Store")
 CACHE_DIR = ".releases"  # released versions checked out for load/run/test (not content)
@@ -60,7 +64,7 @@ def _ensure_exclude(path: Path) -> None:
         pass  # a read-only registry still validates and loads
 
 
-def _repo(path: Path):
+def _repo(path: Path) -> Repo:
     import git
 
     if not (path / ".git").exists():
@@ -412,8 +416,10 @@ def materialize(path: Path, name: str, version: int, dest: Path, *,
         raise NotFound(f"no release {tag_name(name, version)} in the registry") from exc
     staging = dest.with_name(dest.name + ".tmp-agentstate")
     shutil.rmtree(staging, ignore_errors=True)
+    from git.objects import Blob
+
     blobs = {Path(b.path).relative_to(name).as_posix(): (b.mode, b.data_stream.read())
-             for b in tree.traverse() if b.type == "blob"}
+             for b in tree.traverse() if isinstance(b, Blob)}
     files = []
     for rel, (mode, data) in blobs.items():
         if mode == 0o120000 and not links:
@@ -452,11 +458,17 @@ def diff_versions(path: Path, name: str, va: int, vb: int) -> str:
         raise explain_git_error(path, exc, what) from exc
 
 
+def _text(message: str | bytes) -> str:
+    """A commit message as text: GitPython gives bytes when it could not decode one."""
+    return message if isinstance(message, str) else message.decode("utf-8", "replace")
+
+
 def log_commits(path: Path, name: str) -> list[dict[str, str]]:
     """Commits that touched the skill's folder, newest first."""
     repo = _repo(path)
     return [
-        {"commit": c.hexsha, "message": c.message.strip(), "date": c.committed_datetime.isoformat()}
+        {"commit": c.hexsha, "message": _text(c.message).strip(),
+         "date": c.committed_datetime.isoformat()}
         for c in repo.iter_commits(paths=f"{name}/")
     ]
 

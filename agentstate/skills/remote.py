@@ -66,12 +66,12 @@ class RemoteResult:
     notes: list[str] = field(default_factory=list)  # drafts refreshed, candidates renumbered
 
 
-def _rows(store: Store) -> dict[tuple[str, int], dict]:
+def _rows(store: Store) -> dict[tuple[str, int], dict[str, Any]]:
     return {(r["name"], r["version"]): r for r in store.rows(
         "SELECT * FROM skill_versions ORDER BY name, version")}
 
 
-def _shipped(row: dict) -> bool:
+def _shipped(row: dict[str, Any]) -> bool:
     return json.loads(row["provenance"] or "{}").get("origin") == "shipped"
 
 
@@ -116,7 +116,7 @@ def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = Fals
         tags = registry.tag_commits(path)
         records = rg.list_refs(path, rg.LOCAL_REVOKED)
         send: dict[str, str] = {}  # remote ref → local ref
-        to_record: list[tuple[str, dict]] = []  # revoked rows with no record yet
+        to_record: list[tuple[str, dict[str, Any]]] = []  # revoked rows with no record yet
         conflicts: list[tuple[str, str]] = []
         for row in _rows(store).values():
             if row["status"] == "candidate":
@@ -179,7 +179,7 @@ class _Incoming:
 @dataclass
 class _Plan:
     releases: list[_Incoming] = field(default_factory=list)
-    revocations: list[tuple[str, int, dict, str]] = field(default_factory=list)
+    revocations: list[tuple[str, int, dict[str, Any], str]] = field(default_factory=list)
     records: dict[str, str] = field(default_factory=dict)  # local record refs to create
     conflicts: list[tuple[str, str]] = field(default_factory=list)  # (ref, what differs)
 
@@ -227,7 +227,7 @@ def _copy_accepted(path: Path, quarantine: Path, plan: _Plan) -> None:
     rg.copy_accepted(path, quarantine, objects)
 
 
-def _same_release(row: dict, commit: str) -> bool:
+def _same_release(row: dict[str, Any], commit: str) -> bool:
     """Is `commit` (the remote's) the one this row's release came from? A pulled release is
     kept as a single-skill commit of its own; its provenance names the remote's commit."""
     if row["commit_sha"] == commit:
@@ -237,12 +237,26 @@ def _same_release(row: dict, commit: str) -> bool:
 
 def _plan_pull(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
                result: RemoteResult) -> _Plan:
-    path = store.skills_path
     plan = _Plan()
     rows = _rows(store)
-    tags = registry.tag_commits(path)
     records, unreadable = _incoming_records(quarantine, result)
-    principal, may_approve = principal_name(store)
+    who = principal_name(store)
+    _plan_releases(store, quarantine, source, approve, result, plan, rows, records,
+                   unreadable, who)
+    # The records left were not taken in with a release above: revocations of releases
+    # this registry may already hold.
+    _plan_revocations(store, result, plan, rows, records, who[0])
+    return plan
+
+
+def _plan_releases(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
+                   result: RemoteResult, plan: _Plan,
+                   rows: dict[tuple[str, int], dict[str, Any]],
+                   records: dict[str, tuple[dict[str, Any], str]], unreadable: set[str],
+                   who: tuple[str, bool]) -> None:
+    """The remote's releases: unchanged, conflicting, refused, or to take in (each checked
+    by the publish gate, with its revocation record if the remote has one)."""
+    tags = registry.tag_commits(store.skills_path)
     for tag, sha in sorted(rg.list_refs(quarantine, rg.INCOMING_TAGS).items()):
         parsed = _release_name(tag)
         commit = rg.commit_of(quarantine, sha)
@@ -283,11 +297,19 @@ def _plan_pull(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
                                         f"{tree[:12]}"))
             continue
         item = _check_release(store, quarantine, source, name, version, commit, tree, rows,
-                              record, approve, (principal, may_approve), result)
+                              record, approve, who, result)
         if item is not None:
             plan.releases.append(item)
             if record is not None:
                 plan.records[rg.LOCAL_REVOKED + tag] = record[1]
+
+
+def _plan_revocations(store: Store, result: RemoteResult, plan: _Plan,
+                      rows: dict[tuple[str, int], dict[str, Any]],
+                      records: dict[str, tuple[dict[str, Any], str]], principal: str) -> None:
+    """The remote's revocation records of releases this registry has: applied only where
+    the principal pulling may revoke that version itself."""
+    path = store.skills_path
     local_records = rg.list_refs(path, rg.LOCAL_REVOKED)
     for tag, (revocation, sha) in sorted(records.items()):
         name, version = revocation["name"], revocation["version"]
@@ -317,7 +339,6 @@ def _plan_pull(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
         if row["status"] == "revoked":
             continue
         plan.revocations.append((name, version, revocation, sha))
-    return plan
 
 
 def _release_name(tag: str) -> tuple[str, int] | None:
@@ -328,7 +349,7 @@ def _release_name(tag: str) -> tuple[str, int] | None:
 
 
 def _incoming_records(path: Path, result: RemoteResult
-                      ) -> tuple[dict[str, tuple[dict, str]], set[str]]:
+                      ) -> tuple[dict[str, tuple[dict[str, Any], str]], set[str]]:
     """{NAME/vN: (record, record commit)} of the remote's readable revocation records, and
     the NAME/vN of those that cannot be read (each listed in `refused`)."""
     found, unreadable = {}, set()
@@ -358,7 +379,8 @@ def _incoming_records(path: Path, result: RemoteResult
 
 def _check_release(store: Store, quarantine: Path, source: rg.Remote, name: str,
                    version: int, commit: str,
-                   tree: str, rows: dict, record: tuple[dict, str] | None, approve: bool,
+                   tree: str, rows: dict[tuple[str, int], dict[str, Any]],
+                   record: tuple[dict[str, Any], str] | None, approve: bool,
                    who: tuple[str, bool], result: RemoteResult) -> _Incoming | None:
     """The publish gate's checks on a pulled release; None (and a Refusal) when it fails."""
     from agentstate.skills.authoring import scaffold_leftovers

@@ -234,28 +234,8 @@ def check_front_matter(doc: SkillDoc, folder_name: str, out: ProblemCollector) -
             hint = " (put custom fields under `metadata`, or in skill.toml)"
             out.error(SKILL_MD, lines.get(key), "unknown-key",
                       f"unknown front matter key {key!r}; allowed: {', '.join(SPEC_KEYS)}{hint}")
-    name = front.get("name")
-    if name is None:
-        out.error(SKILL_MD, 2, "name-missing", "front matter has no `name`")
-    elif not isinstance(name, str):
-        out.error(SKILL_MD, lines.get("name"), "name-type", "`name` must be a string")
-    else:
-        check_name(name, out, lines.get("name"))
-        if name != folder_name:
-            out.error(SKILL_MD, lines.get("name"), "name-mismatch",
-                      f"`name` is {name!r} but the folder is {folder_name!r}; they must be equal")
-    description = front.get("description")
-    if description is None:
-        out.error(SKILL_MD, 2, "description-missing", "front matter has no `description`")
-    elif not isinstance(description, str):
-        out.error(SKILL_MD, lines.get("description"), "description-type",
-                  "`description` must be a string")
-    elif not description.strip():
-        out.error(SKILL_MD, lines.get("description"), "description-empty",
-                  "`description` is empty")
-    elif len(description) > DESCRIPTION_MAX:
-        out.error(SKILL_MD, lines.get("description"), "description-length",
-                  f"`description` is {len(description)} characters; at most {DESCRIPTION_MAX}")
+    _check_name_key(front.get("name"), lines.get("name"), folder_name, out)
+    _check_description(front.get("description"), lines.get("description"), out)
     if "license" in front and not (isinstance(front["license"], str) and front["license"].strip()):
         out.error(SKILL_MD, lines.get("license"), "license-type",
                   "`license` must be a non-empty string (a license name or a bundled file)")
@@ -268,16 +248,7 @@ def check_front_matter(doc: SkillDoc, folder_name: str, out: ProblemCollector) -
             out.error(SKILL_MD, lines.get("compatibility"), "compatibility-length",
                       f"`compatibility` is {len(value)} characters; at most {COMPATIBILITY_MAX}")
     if "metadata" in front:
-        value = front["metadata"]
-        if not isinstance(value, dict):
-            out.error(SKILL_MD, lines.get("metadata"), "metadata-type",
-                      "`metadata` must be a mapping of string keys to string values")
-        else:
-            for key, item in value.items():
-                if not isinstance(key, str) or not isinstance(item, str):
-                    out.error(SKILL_MD, lines.get("metadata"), "metadata-type",
-                              f"`metadata` entry {key!r}: keys and values must be strings "
-                              f"(quote {item!r})")
+        _check_metadata(front["metadata"], lines.get("metadata"), out)
     if "allowed-tools" in front and not isinstance(front["allowed-tools"], str):
         out.error(SKILL_MD, lines.get("allowed-tools"), "allowed-tools-type",
                   "`allowed-tools` must be a space-separated string of tool names")
@@ -287,6 +258,43 @@ def check_front_matter(doc: SkillDoc, folder_name: str, out: ProblemCollector) -
     elif doc.body.count("\n") > BODY_LINES_WARN:
         out.warn(SKILL_MD, doc.body_line, "body-long",
                  f"SKILL.md body is over {BODY_LINES_WARN} lines; move detail to references/")
+
+
+def _check_name_key(name: Any, line: int | None, folder_name: str,
+                    out: ProblemCollector) -> None:
+    if name is None:
+        out.error(SKILL_MD, 2, "name-missing", "front matter has no `name`")
+    elif not isinstance(name, str):
+        out.error(SKILL_MD, line, "name-type", "`name` must be a string")
+    else:
+        check_name(name, out, line)
+        if name != folder_name:
+            out.error(SKILL_MD, line, "name-mismatch",
+                      f"`name` is {name!r} but the folder is {folder_name!r}; they must be equal")
+
+
+def _check_description(description: Any, line: int | None, out: ProblemCollector) -> None:
+    if description is None:
+        out.error(SKILL_MD, 2, "description-missing", "front matter has no `description`")
+    elif not isinstance(description, str):
+        out.error(SKILL_MD, line, "description-type", "`description` must be a string")
+    elif not description.strip():
+        out.error(SKILL_MD, line, "description-empty", "`description` is empty")
+    elif len(description) > DESCRIPTION_MAX:
+        out.error(SKILL_MD, line, "description-length",
+                  f"`description` is {len(description)} characters; at most {DESCRIPTION_MAX}")
+
+
+def _check_metadata(value: Any, line: int | None, out: ProblemCollector) -> None:
+    if not isinstance(value, dict):
+        out.error(SKILL_MD, line, "metadata-type",
+                  "`metadata` must be a mapping of string keys to string values")
+        return
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            out.error(SKILL_MD, line, "metadata-type",
+                      f"`metadata` entry {key!r}: keys and values must be strings "
+                      f"(quote {item!r})")
 
 
 def check_name(name: str, out: ProblemCollector | None = None,
@@ -357,7 +365,7 @@ def _command(value: Any, line: int | None, where: str, out: ProblemCollector) ->
     return argv
 
 
-def _str_list(data: dict, key: str, text: str, out: ProblemCollector) -> list[str]:
+def _str_list(data: dict[str, Any], key: str, text: str, out: ProblemCollector) -> list[str]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         out.error(SKILL_TOML, _toml_line(text, key), "contract-type",
@@ -366,7 +374,7 @@ def _str_list(data: dict, key: str, text: str, out: ProblemCollector) -> list[st
     return [v.strip() for v in value]
 
 
-def _params(data: dict, key: str, text: str, out: ProblemCollector) -> list[Param]:
+def _params(data: dict[str, Any], key: str, text: str, out: ProblemCollector) -> list[Param]:
     value = data.get(key, [])
     if not isinstance(value, list):
         out.error(SKILL_TOML, _toml_line(text, key), "contract-type",
@@ -428,12 +436,40 @@ def parse_contract(text: str, out: ProblemCollector) -> Contract | None:
         inputs=_params(data, "inputs", text, out),
         outputs=_params(data, "outputs", text, out),
     )
-    steps = data.get("steps", [])
-    if not isinstance(steps, list):
-        out.error(SKILL_TOML, _toml_line(text, "steps"), "contract-type",
-                  "`steps` must be an array of tables ([[steps]])")
-        steps = []
-    for index, item in enumerate(steps):
+    contract.steps = _steps(_tables(data, "steps", text, out, "`steps` must be an array of "
+                                    "tables ([[steps]])"), text, out)
+    contract.failure = _failures(_tables(
+        data, "failure", text, out,
+        "`failure` must be an array of tables ([[failure]] with `when` and `do`)"), text, out)
+    contract.acceptance = _acceptance(_tables(
+        data, "acceptance", text, out,
+        "`acceptance` must be an array of tables ([[acceptance]] with `run`)"), text, out)
+    provenance = data.get("provenance", {})
+    if not isinstance(provenance, dict):
+        out.error(SKILL_TOML, _toml_line(text, "provenance"), "contract-type",
+                  "`provenance` must be a table")
+        provenance = {}
+    contract.provenance = provenance
+    for command in [s.run for s in contract.steps if s.run] + contract.acceptance:
+        if command.cwd not in ("repo", "skill"):
+            out.error(SKILL_TOML, command.line, "command-cwd",
+                      f"`cwd` must be \"repo\" or \"skill\", not {command.cwd!r}")
+    return contract
+
+
+def _tables(data: dict[str, Any], key: str, text: str, out: ProblemCollector,
+            message: str) -> list[Any]:
+    """An array of tables of skill.toml (empty when absent); anything else is reported."""
+    items = data.get(key, [])
+    if not isinstance(items, list):
+        out.error(SKILL_TOML, _toml_line(text, key), "contract-type", message)
+        return []
+    return items
+
+
+def _steps(items: list[Any], text: str, out: ProblemCollector) -> list[Step]:
+    steps = []
+    for index, item in enumerate(items):
         line = _toml_line(text, "steps", index, table=True)
         if not isinstance(item, dict) or not str(item.get("do", "")).strip():
             out.error(SKILL_TOML, line, "step-do", "each [[steps]] needs a `do` description")
@@ -447,26 +483,26 @@ def parse_contract(text: str, out: ProblemCollector) -> Contract | None:
             argv = _command(item["run"], line, f"step {index + 1}", out)
             if argv:
                 run = Command(argv=argv, line=line, cwd=str(item.get("cwd", "repo")))
-        contract.steps.append(Step(do=str(item["do"]).strip(), run=run, line=line))
-    failure = data.get("failure", [])
-    if not isinstance(failure, list):
-        out.error(SKILL_TOML, _toml_line(text, "failure"), "contract-type",
-                  "`failure` must be an array of tables ([[failure]] with `when` and `do`)")
-        failure = []
-    for index, item in enumerate(failure):
+        steps.append(Step(do=str(item["do"]).strip(), run=run, line=line))
+    return steps
+
+
+def _failures(items: list[Any], text: str, out: ProblemCollector) -> list[dict[str, str]]:
+    failures = []
+    for index, item in enumerate(items):
         line = _toml_line(text, "failure", index, table=True)
         if (not isinstance(item, dict) or not str(item.get("when", "")).strip()
                 or not str(item.get("do", "")).strip()):
             out.error(SKILL_TOML, line, "failure-type",
                       "each [[failure]] needs `when` (the symptom) and `do` (the response)")
             continue
-        contract.failure.append({"when": str(item["when"]), "do": str(item["do"])})
-    acceptance = data.get("acceptance", [])
-    if not isinstance(acceptance, list):
-        out.error(SKILL_TOML, _toml_line(text, "acceptance"), "contract-type",
-                  "`acceptance` must be an array of tables ([[acceptance]] with `run`)")
-        acceptance = []
-    for index, item in enumerate(acceptance):
+        failures.append({"when": str(item["when"]), "do": str(item["do"])})
+    return failures
+
+
+def _acceptance(items: list[Any], text: str, out: ProblemCollector) -> list[Command]:
+    commands = []
+    for index, item in enumerate(items):
         line = _toml_line(text, "acceptance", index, table=True)
         if not isinstance(item, dict) or "run" not in item:
             out.error(SKILL_TOML, line, "acceptance-run", "each [[acceptance]] needs `run`")
@@ -485,21 +521,9 @@ def parse_contract(text: str, out: ProblemCollector) -> Contract | None:
             out.error(SKILL_TOML, line, "contract-type", "`timeout` must be a positive number")
             timeout = None
         if argv:
-            contract.acceptance.append(
-                Command(argv=argv, line=line, cwd=str(item.get("cwd", "repo")),
-                        expect_exit=expect, timeout=timeout)
-            )
-    provenance = data.get("provenance", {})
-    if not isinstance(provenance, dict):
-        out.error(SKILL_TOML, _toml_line(text, "provenance"), "contract-type",
-                  "`provenance` must be a table")
-        provenance = {}
-    contract.provenance = provenance
-    for command in [s.run for s in contract.steps if s.run] + contract.acceptance:
-        if command.cwd not in ("repo", "skill"):
-            out.error(SKILL_TOML, command.line, "command-cwd",
-                      f"`cwd` must be \"repo\" or \"skill\", not {command.cwd!r}")
-    return contract
+            commands.append(Command(argv=argv, line=line, cwd=str(item.get("cwd", "repo")),
+                                    expect_exit=expect, timeout=timeout))
+    return commands
 
 
 # ---------------------------------------------------------------- whole folder
@@ -575,8 +599,6 @@ def validate_folder(
     """Every rule: the spec's front matter rules, the contract, tools (against the `[tools]`
     `policy`), scripts, and every file's safety (skills.file_checks: symlinks, sizes within
     `limits`, tool-name shadowing, secrets and injected instructions in any encoding)."""
-    from agentstate.tools.policy import check_command, program_name
-    from agentstate.tools.runner import tool_availability
 
     display = display or str(path)
     out = ProblemCollector(display)
@@ -596,26 +618,7 @@ def validate_folder(
     folder = load_folder(path, out)
     report.name = folder.name
     if folder.doc is not None:
-        check_front_matter(folder.doc, path.name, out)
-        allowed = folder.doc.front.get("allowed-tools")
-        if isinstance(allowed, str):
-            for prefix in allowed_tool_commands(allowed):
-                try:
-                    argv = shlex.split(prefix)
-                except ValueError:
-                    argv = prefix.split()
-                if argv and not check_command(policy, argv).allowed:
-                    out.error(SKILL_MD, folder.doc.key_lines.get("allowed-tools"),
-                              "allowed-tools-policy",
-                              f"`allowed-tools` pre-approves {prefix!r}, which the [tools] "
-                              "policy does not allow (it would be a way around it)")
-        for index, line in enumerate(folder.doc.body.splitlines()):
-            for link, skill_ref in _BODY_REF.findall(line):
-                ref = link or skill_ref
-                if mf_param(ref) or (path / ref).exists():
-                    continue
-                out.error(SKILL_MD, folder.doc.body_line + index, "resource-missing",
-                          f"SKILL.md refers to {ref!r}, which is not in the folder")
+        _check_skill_md(folder.doc, path, policy, out)
     if spec_only:
         # Just the Agent Skills rules: skill.toml is not part of the spec, so problems that
         # load_folder found in it (e.g. not TOML) do not count here.
@@ -627,62 +630,116 @@ def validate_folder(
         out.error(SKILL_TOML, None, "contract-missing",
                   "the folder has no skill.toml (triggers, steps, acceptance...); "
                   "`agentstate skill new NAME` writes one")
-    contract = folder.contract
-    if contract is not None:
+    if folder.contract is not None:
         toml_text = (path / SKILL_TOML).read_text(encoding="utf-8", errors="replace")
-        if not contract.triggers:
-            out.error(SKILL_TOML, _toml_line(toml_text, "triggers"), "triggers-missing",
-                      "`triggers` is empty: list phrases of tasks this skill is for")
-        if not contract.steps:
-            out.error(SKILL_TOML, None, "steps-missing", "no [[steps]]")
-        if not contract.outputs:
-            out.error(SKILL_TOML, None, "outputs-missing",
-                      "no [[outputs]]: say what the procedure produces")
-        if not contract.failure:
-            out.error(SKILL_TOML, None, "failure-missing",
-                      "no [[failure]] handling: say what to do when a step fails")
-        if not contract.acceptance:
-            out.error(SKILL_TOML, None, "acceptance-missing",
-                      "no [[acceptance]] commands: a skill cannot be tested or published "
-                      "without one")
-        declared = {p.name for p in contract.inputs} | set(BUILTIN_PARAMS)
-        tools = set(contract.required_tools)
-        for tool in contract.required_tools if check_tools else []:
-            for problem in tool_availability(policy, tool).problems:
-                rule = "tool-missing" if "PATH" in problem else "tool-denied"
-                out.error(SKILL_TOML, _toml_line(toml_text, "required_tools"), rule, problem)
-        commands = [("step", s.run) for s in contract.steps if s.run]
-        commands += [("acceptance", c) for c in contract.acceptance]
-        for what, command in commands:
-            for param in sorted(command_params(command.argv) - declared):
-                out.error(SKILL_TOML, command.line, "param-undeclared",
-                          f"{what} command uses {{{param}}}, which is not an [[inputs]] name "
-                          f"or one of {', '.join('{' + b + '}' for b in BUILTIN_PARAMS)}")
-            for ref in _script_refs(command.argv):
-                if PARAM_RE.search(ref) or not (path / ref).exists():
-                    if not PARAM_RE.search(ref):
-                        out.error(SKILL_TOML, command.line, "script-missing",
-                                  f"{what} command uses {ref!r}, which is not in the folder")
-            program = command.argv[0]
-            if _is_script_program(program):
-                continue
-            name = program_name(program)
-            if name not in tools:
-                out.error(SKILL_TOML, command.line, "tool-undeclared",
-                          f"{what} command runs {name!r}; list it in `required_tools`")
-            if not check_command(policy, [PARAM_RE.sub("x", a) for a in command.argv]).allowed:
-                out.error(SKILL_TOML, command.line, "tool-denied",
-                          f"{what} command {command.text!r} is not allowed by the [tools] policy")
-        for ref in contract.resources:
-            res_line = _toml_line(toml_text, "resources")
-            if ref.startswith("/") or ".." in Path(ref).parts:
-                out.error(SKILL_TOML, res_line, "resource-path",
-                          f"resource {ref!r} must be a relative path inside the folder")
-            elif not (path / ref).exists():
-                out.error(SKILL_TOML, res_line, "resource-missing",
-                          f"resource {ref!r} is not in the folder")
+        _check_contract_sections(folder.contract, toml_text, out)
+        _check_contract_tools(folder.contract, toml_text, policy, out, check_tools=check_tools)
+        _check_contract_commands(folder.contract, path, policy, out)
+        _check_contract_resources(folder.contract, path, toml_text, out)
     report.problems = _fix_paths(out.problems, display)
     return report
+
+
+def _check_skill_md(doc: SkillDoc, path: Path, policy: ToolSettings,
+                    out: ProblemCollector) -> None:
+    """SKILL.md: the spec's front matter, `allowed-tools` within the policy, and every file
+    the body refers to present."""
+    from agentstate.tools.policy import check_command
+
+    check_front_matter(doc, path.name, out)
+    allowed = doc.front.get("allowed-tools")
+    if isinstance(allowed, str):
+        for prefix in allowed_tool_commands(allowed):
+            try:
+                argv = shlex.split(prefix)
+            except ValueError:
+                argv = prefix.split()
+            if argv and not check_command(policy, argv).allowed:
+                out.error(SKILL_MD, doc.key_lines.get("allowed-tools"),
+                          "allowed-tools-policy",
+                          f"`allowed-tools` pre-approves {prefix!r}, which the [tools] "
+                          "policy does not allow (it would be a way around it)")
+    for index, line in enumerate(doc.body.splitlines()):
+        for link, skill_ref in _BODY_REF.findall(line):
+            ref = link or skill_ref
+            if mf_param(ref) or (path / ref).exists():
+                continue
+            out.error(SKILL_MD, doc.body_line + index, "resource-missing",
+                      f"SKILL.md refers to {ref!r}, which is not in the folder")
+
+
+def _check_contract_sections(contract: Contract, toml_text: str,
+                             out: ProblemCollector) -> None:
+    """The parts every skill.toml must have."""
+    if not contract.triggers:
+        out.error(SKILL_TOML, _toml_line(toml_text, "triggers"), "triggers-missing",
+                  "`triggers` is empty: list phrases of tasks this skill is for")
+    if not contract.steps:
+        out.error(SKILL_TOML, None, "steps-missing", "no [[steps]]")
+    if not contract.outputs:
+        out.error(SKILL_TOML, None, "outputs-missing",
+                  "no [[outputs]]: say what the procedure produces")
+    if not contract.failure:
+        out.error(SKILL_TOML, None, "failure-missing",
+                  "no [[failure]] handling: say what to do when a step fails")
+    if not contract.acceptance:
+        out.error(SKILL_TOML, None, "acceptance-missing",
+                  "no [[acceptance]] commands: a skill cannot be tested or published "
+                  "without one")
+
+
+def _check_contract_tools(contract: Contract, toml_text: str, policy: ToolSettings,
+                          out: ProblemCollector, *, check_tools: bool) -> None:
+    """Every required tool on PATH and allowed here (unless `check_tools` is off)."""
+    from agentstate.tools.runner import tool_availability
+
+    for tool in contract.required_tools if check_tools else []:
+        for problem in tool_availability(policy, tool).problems:
+            rule = "tool-missing" if "PATH" in problem else "tool-denied"
+            out.error(SKILL_TOML, _toml_line(toml_text, "required_tools"), rule, problem)
+
+
+def _check_contract_commands(contract: Contract, path: Path, policy: ToolSettings,
+                             out: ProblemCollector) -> None:
+    """Step and acceptance commands: placeholders declared, scripts present, programs
+    declared in `required_tools` and allowed by the policy."""
+    from agentstate.tools.policy import check_command, program_name
+
+    declared = {p.name for p in contract.inputs} | set(BUILTIN_PARAMS)
+    tools = set(contract.required_tools)
+    commands = [("step", s.run) for s in contract.steps if s.run]
+    commands += [("acceptance", c) for c in contract.acceptance]
+    for what, command in commands:
+        for param in sorted(command_params(command.argv) - declared):
+            out.error(SKILL_TOML, command.line, "param-undeclared",
+                      f"{what} command uses {{{param}}}, which is not an [[inputs]] name "
+                      f"or one of {', '.join('{' + b + '}' for b in BUILTIN_PARAMS)}")
+        for ref in _script_refs(command.argv):
+            if not PARAM_RE.search(ref) and not (path / ref).exists():
+                out.error(SKILL_TOML, command.line, "script-missing",
+                          f"{what} command uses {ref!r}, which is not in the folder")
+        program = command.argv[0]
+        if _is_script_program(program):
+            continue
+        name = program_name(program)
+        if name not in tools:
+            out.error(SKILL_TOML, command.line, "tool-undeclared",
+                      f"{what} command runs {name!r}; list it in `required_tools`")
+        if not check_command(policy, [PARAM_RE.sub("x", a) for a in command.argv]).allowed:
+            out.error(SKILL_TOML, command.line, "tool-denied",
+                      f"{what} command {command.text!r} is not allowed by the [tools] policy")
+
+
+def _check_contract_resources(contract: Contract, path: Path, toml_text: str,
+                              out: ProblemCollector) -> None:
+    for ref in contract.resources:
+        res_line = _toml_line(toml_text, "resources")
+        if ref.startswith("/") or ".." in Path(ref).parts:
+            out.error(SKILL_TOML, res_line, "resource-path",
+                      f"resource {ref!r} must be a relative path inside the folder")
+        elif not (path / ref).exists():
+            out.error(SKILL_TOML, res_line, "resource-missing",
+                      f"resource {ref!r} is not in the folder")
 
 
 def _fix_paths(problems: list[Problem], display: str) -> list[Problem]:

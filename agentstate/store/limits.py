@@ -101,7 +101,7 @@ def parse_json(text: str | bytes, what: str) -> Any:
     return value
 
 
-def compact_meta(meta: dict, what: str = "the meta") -> str:
+def compact_meta(meta: dict[str, Any], what: str = "the meta") -> str:
     """Meta as stored: key-sorted JSON, checked and within MAX_META_CHARS."""
     check_json(meta, what)
     text = json.dumps(meta, ensure_ascii=False, sort_keys=True, allow_nan=False)

@@ -177,7 +177,7 @@ def _refusal(record: Record, who: Principal) -> str | None:
     return None
 
 
-def _match(store: Store, data: dict) -> MemoryVersion | None:
+def _match(store: Store, data: dict[str, Any]) -> MemoryVersion | None:
     """A version here with the record's content and the same key (a purged one has no
     content left). The key must be equal, not merely compatible: a keyless record matching
     a keyed version (or the reverse) would make the result depend on which came first."""

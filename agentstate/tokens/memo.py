@@ -274,11 +274,11 @@ class CountMemo:
                 return None
         return self._conn
 
-    def _select_in(self, sql: str, keys: list[Any]) -> list[tuple]:
+    def _select_in(self, sql: str, keys: list[Any]) -> list[tuple[Any, ...]]:
         conn = self._db()
         if conn is None:
             return []
-        rows: list[tuple] = []
+        rows: list[tuple[Any, ...]] = []
         try:
             for i in range(0, len(keys), BATCH):
                 chunk = keys[i:i + BATCH]

@@ -12,6 +12,7 @@ and an allowed interpreter (`python -c`, `node -e`) can run anything. See docs/s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from agentstate.tools.normalise import program_name
 
@@ -75,20 +76,33 @@ def _git(args: list[str]) -> str | None:
         word = args[i]
         name, eq, attached = word.partition("=")
         value = attached if eq else (args[i + 1] if i + 1 < len(args) else "")
-        if word == "-c":
-            key, has, setting = value.partition("=")
-            if _git_key_runs(key, setting if has else None):
-                return f"git-config-exec: `git -c {value}` sets a command git would run"
-        elif name == "--config-env":
-            if _git_key_runs(value.partition("=")[0], None):
-                return (f"git-config-exec: `git --config-env {value}` sets a command git "
-                        "would run from an environment variable")
-        elif name == "--exec-path" and eq:
-            return "git-exec-path: `git --exec-path=DIR` runs git's subcommands from DIR"
+        found = _git_global_option(word, name, bool(eq), value)
+        if found:
+            return found
         i += 1 if eq or name not in _GIT_GLOBAL_VALUES else 2
     if i >= len(args):
         return None
-    sub, rest = args[i], args[i + 1:]
+    return _git_subcommand_rule(args[i], args[i + 1:])
+
+
+def _git_global_option(word: str, name: str, attached: bool, value: str) -> str | None:
+    """A git option before the subcommand that makes git run a program: `-c KEY=VALUE`,
+    `--config-env`, `--exec-path=DIR`."""
+    if word == "-c":
+        key, has, setting = value.partition("=")
+        if _git_key_runs(key, setting if has else None):
+            return f"git-config-exec: `git -c {value}` sets a command git would run"
+    elif name == "--config-env":
+        if _git_key_runs(value.partition("=")[0], None):
+            return (f"git-config-exec: `git --config-env {value}` sets a command git "
+                    "would run from an environment variable")
+    elif name == "--exec-path" and attached:
+        return "git-exec-path: `git --exec-path=DIR` runs git's subcommands from DIR"
+    return None
+
+
+def _git_subcommand_rule(sub: str, rest: list[str]) -> str | None:
+    """A git subcommand (with its arguments `rest`) that runs a program."""
     if sub == "filter-branch":
         return "git-runs-command: `git filter-branch` runs its filters as shell commands"
     if sub == "config":
@@ -105,15 +119,21 @@ def _git(args: list[str]) -> str | None:
         if word == "--":
             break
         name = word.split("=", 1)[0]
-        if sub == "clone" and name in ("-c", "--config") or (
-                sub == "clone" and len(name) >= 4 and "--config".startswith(name)):
-            setting = word.split("=", 1)[1] if "=" in word else (
-                rest[index + 1] if index + 1 < len(rest) else "")
-            key, has, value = setting.partition("=")
-            if _git_key_runs(key, value if has else None):
-                return f"git-config-exec: `git clone {name} {setting}` sets a command git would run"
+        if sub == "clone" and (found := _git_clone_config(name, word, rest, index)):
+            return found
         if _git_option_in(word, options):
             return f"git-runs-command: `git {sub} {name}` names a command (or hooks) to run"
+    return None
+
+
+def _git_clone_config(name: str, word: str, rest: list[str], index: int) -> str | None:
+    """`git clone -c/--config KEY=VALUE` (or a prefix of --config) naming a command."""
+    if name in ("-c", "--config") or (len(name) >= 4 and "--config".startswith(name)):
+        setting = word.split("=", 1)[1] if "=" in word else (
+            rest[index + 1] if index + 1 < len(rest) else "")
+        key, has, value = setting.partition("=")
+        if _git_key_runs(key, value if has else None):
+            return f"git-config-exec: `git clone {name} {setting}` sets a command git would run"
     return None
 
 
@@ -162,7 +182,8 @@ def _find(args: list[str]) -> str | None:
     return None
 
 
-def _long_options(program: str, rule: str, options: tuple[str, ...], short: str = ""):
+def _long_options(program: str, rule: str, options: tuple[str, ...], short: str = ""
+                  ) -> Callable[[list[str]], str | None]:
     def check(args: list[str]) -> str | None:
         for word in args:
             if word == "--":
@@ -209,27 +230,36 @@ def _sed(args: list[str]) -> str | None:
             i += 2 if name in ("--line-length",) and not eq else 1
             continue
         if word.startswith("-") and word != "-":
-            j = 1
-            while j < len(word):
-                ch = word[j]
-                if ch == "e":
-                    value = word[j + 1:] or (args[i + 1] if i + 1 < len(args) else "")
-                    scripts.append(value)
-                    i += 0 if word[j + 1:] else 1
-                    break
-                if ch == "f":
-                    return "sed-script-file: a sed script read from a file cannot be checked"
-                if ch in "il":  # -i[SUFFIX], -l N: the rest of the word is their value
-                    if ch == "l" and not word[j + 1:]:
-                        i += 1
-                    break
-                j += 1
-            i += 1
+            taken = _sed_short_bundle(word, args[i + 1] if i + 1 < len(args) else None,
+                                      scripts)
+            if taken is None:
+                return "sed-script-file: a sed script read from a file cannot be checked"
+            i += 1 + taken
             continue
         operands.append(word)
         i += 1
     if not scripts and operands:
         scripts.append(operands[0])
+    return _sed_verdict(scripts)
+
+
+def _sed_short_bundle(word: str, following: str | None, scripts: list[str]) -> int | None:
+    """Read a bundle of short sed options (`-ne SCRIPT`, `-i.bak`): a script of `-e` goes to
+    `scripts`. Returns how many following words it took as a value (0 or 1); None for `-f`
+    (a script file, which cannot be checked)."""
+    for j in range(1, len(word)):
+        ch = word[j]
+        if ch == "e":
+            scripts.append(word[j + 1:] or (following if following is not None else ""))
+            return 0 if word[j + 1:] else 1
+        if ch == "f":
+            return None
+        if ch in "il":  # -i[SUFFIX], -l N: the rest of the word is their value
+            return 1 if ch == "l" and not word[j + 1:] else 0
+    return 0
+
+
+def _sed_verdict(scripts: list[str]) -> str | None:
     for script in scripts:
         verdict = sed_runs_command(script)
         if verdict is None:
@@ -271,6 +301,45 @@ def _to_line_end(s: str, i: int) -> int:
     return i
 
 
+def _sed_addresses(s: str, i: int) -> int:
+    """Skip a command's address or address range and any `!`; the index of the command."""
+    i = _sed_address(s, i)
+    if i < len(s) and s[i] == ",":
+        i = _sed_address(s, i + 1)
+    while i < len(s) and s[i] in " \t!":
+        i += 1
+    return i
+
+
+def _sed_s_flags(s: str, i: int) -> tuple[int, bool]:
+    """The flags after `s/…/…/` from `i`: (the index after them, whether `e` is one)."""
+    while i < len(s) and s[i] not in ";\n}":
+        if s[i] == "e":
+            return i, True
+        if s[i] in "wW":  # the rest of the line is a file name
+            return _to_line_end(s, i), False
+        i += 1
+    return i, False
+
+
+def _sed_arguments(s: str, i: int, command: str) -> int | None:
+    """Skip the arguments of a sed command other than `s` and `e` (from `i`, just after the
+    command letter); None for a command sed does not have."""
+    if command == "y":
+        return _sed_delimited(s, i, 2)
+    if command in "aicrRwW#":
+        return _to_line_end(s, i)
+    if command in ":btTv":
+        while i < len(s) and s[i] not in ";\n":
+            i += 1
+    elif command in "qQlL":
+        while i < len(s) and (s[i].isdigit() or s[i] == " "):
+            i += 1
+    elif command not in "{}=dDgGhHnNpPxzF":
+        return None
+    return i
+
+
 def sed_runs_command(script: str) -> bool | None:
     """Does a (GNU) sed script run a shell command (`e` command or `s///e`)? None: unreadable."""
     s, i = script, 0
@@ -280,11 +349,7 @@ def sed_runs_command(script: str) -> bool | None:
                 i += 1
             if i >= len(s):
                 break
-            i = _sed_address(s, i)
-            if i < len(s) and s[i] == ",":
-                i = _sed_address(s, i + 1)
-            while i < len(s) and s[i] in " \t!":
-                i += 1
+            i = _sed_addresses(s, i)
             if i >= len(s):
                 return None
             command = s[i]
@@ -292,26 +357,14 @@ def sed_runs_command(script: str) -> bool | None:
             if command == "e":
                 return True
             if command == "s":
-                i = _sed_delimited(s, i, 2)
-                while i < len(s) and s[i] not in ";\n}":
-                    if s[i] == "e":
-                        return True
-                    if s[i] in "wW":  # the rest of the line is a file name
-                        i = _to_line_end(s, i)
-                        break
-                    i += 1
-            elif command == "y":
-                i = _sed_delimited(s, i, 2)
-            elif command in "aicrRwW#":
-                i = _to_line_end(s, i)
-            elif command in ":btTv":
-                while i < len(s) and s[i] not in ";\n":
-                    i += 1
-            elif command in "qQlL":
-                while i < len(s) and (s[i].isdigit() or s[i] == " "):
-                    i += 1
-            elif command not in "{}=dDgGhHnNpPxzF":
+                i, runs = _sed_s_flags(s, _sed_delimited(s, i, 2))
+                if runs:
+                    return True
+                continue
+            after = _sed_arguments(s, i, command)
+            if after is None:
                 return None
+            i = after
     except ValueError:
         return None
     return False

@@ -71,13 +71,7 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
         return ""
     if len(text) <= limit:
         return redact(text)
-    cut_note = None
-    if len(text) > BOUND_HEAD_CHARS + BOUND_TAIL_CHARS:
-        # Cut before anything is scanned; the cut is said where it happened.
-        hidden = len(text) - BOUND_HEAD_CHARS - BOUND_TAIL_CHARS
-        head, tail = text[:BOUND_HEAD_CHARS], text[-BOUND_TAIL_CHARS:]
-        cut_note = f"[… {hidden} characters omitted …]"
-        text = head.rsplit("\n", 1)[0] + "\n" + cut_note + "\n" + tail.split("\n", 1)[-1]
+    text, cut_note = _bounded(text)
     text = _mask_key_blocks(text)
     # Each line is redacted as it is chosen (below), before it is clipped: a token cut
     # in half by the clip would no longer be recognised.
@@ -114,18 +108,34 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     for index in range(min(HEAD_LINES, total)):
         if not take(index):
             break
-    out: list[str] = []
-    previous = -1
     if cut_note is not None and cut_note in lines:
         take(lines.index(cut_note))  # the reader must know a part was never looked at
+    return redact(_with_gaps(lines, chosen))
+
+
+def _bounded(text: str) -> tuple[str, str | None]:
+    """A very long text cut to its head and tail before anything is scanned, with the note
+    saying so where the cut is; and the note (None when nothing was cut)."""
+    if len(text) <= BOUND_HEAD_CHARS + BOUND_TAIL_CHARS:
+        return text, None
+    hidden = len(text) - BOUND_HEAD_CHARS - BOUND_TAIL_CHARS
+    head, tail = text[:BOUND_HEAD_CHARS], text[-BOUND_TAIL_CHARS:]
+    cut_note = f"[… {hidden} characters omitted …]"
+    return head.rsplit("\n", 1)[0] + "\n" + cut_note + "\n" + tail.split("\n", 1)[-1], cut_note
+
+
+def _with_gaps(lines: list[str], chosen: set[int]) -> str:
+    """The chosen lines in order, each run of lines left out shown as a count."""
+    out: list[str] = []
+    previous = -1
     for index in sorted(chosen):
         if index > previous + 1:
             out.append(f"[… {index - previous - 1} line(s) omitted …]")
         out.append(lines[index])
         previous = index
-    if previous < total - 1:
-        out.append(f"[… {total - 1 - previous} line(s) omitted …]")
-    return redact("\n".join(out))
+    if previous < len(lines) - 1:
+        out.append(f"[… {len(lines) - 1 - previous} line(s) omitted …]")
+    return "\n".join(out)
 
 
 def _mask_key_blocks(text: str) -> str:

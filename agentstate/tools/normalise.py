@@ -255,13 +255,7 @@ def _inner(argv: list[str], cwd: str | None
     if name in _MULTICALL:
         return ([(args, cwd)] if args and not args[0].startswith("-") else []), False, False
     if name in _SHELLS:
-        for i, word in enumerate(args):
-            if word == "-c" or (word.startswith("-") and not word.startswith("--")
-                                and "c" in word[1:]):
-                return (split_shell(args[i + 1], cwd) if i + 1 < len(args) else []), False, True
-            if not word.startswith("-"):
-                break
-        return [], False, False
+        return _shell_inner(args, cwd)
     if name in _WRAPPERS:
         rest, where, replace = _wrapper(name, args, cwd)
         if name == "xargs" and rest and replace and replace in rest[0]:
@@ -269,40 +263,65 @@ def _inner(argv: list[str], cwd: str | None
                              "input")
         return ([(rest, where)] if rest else []), name == "xargs", False
     if name in ("uv", "uvx"):
-        words = args
-        if name == "uv":
-            if words[:1] == ["run"]:
-                words = words[1:]
-            elif words[:2] == ["tool", "run"]:
-                words = words[2:]
-            else:
-                return [], False, False
-        i = 0
-        while i < len(words) and words[i].startswith("-") and words[i] != "--":
-            i += 2 if _split_option(words[i], _UV_RUN_VALUES)[1] or words[i] in (
-                "-p", "-f", "-P", "-C") else 1
-        if i < len(words) and words[i] == "--":
-            i += 1
-        return ([(words[i:], cwd)] if words[i:] else []), False, False
+        return _uv_inner(name, args, cwd)
     if name in ("npm", "npx"):
-        words = args
-        if name == "npm":
-            if words[:1] not in (["exec"], ["x"]):
-                return [], False, False
-            words = words[1:]
-        if any(w in ("-c", "--call") or w.startswith("--call=") for w in words):
-            raise Unreadable("npm exec -c runs a shell command string agentstate cannot read")
-        i = 0
-        while i < len(words) and words[i].startswith("-") and words[i] != "--":
-            i += 2 if _split_option(words[i], _NPM_EXEC_VALUES)[1] or words[i] in (
-                "-p", "-w") else 1
-        if i < len(words) and words[i] == "--":
-            i += 1
-        return ([(words[i:], cwd)] if words[i:] else []), False, False
+        return _npm_inner(name, args, cwd)
     if name == "tox" and args[:1] == ["exec"] and "--" in args:
         rest = args[args.index("--") + 1:]
         return ([(rest, cwd)] if rest else []), False, False
     return [], False, False
+
+
+_Inner = tuple[list[tuple[list[str], str | None]], bool, bool]  # what _inner returns
+
+
+def _shell_inner(args: list[str], cwd: str | None) -> _Inner:
+    """`sh -c STRING` (or a bundle holding c): the commands of the string."""
+    for i, word in enumerate(args):
+        if word == "-c" or (word.startswith("-") and not word.startswith("--")
+                            and "c" in word[1:]):
+            return (split_shell(args[i + 1], cwd) if i + 1 < len(args) else []), False, True
+        if not word.startswith("-"):
+            break
+    return [], False, False
+
+
+def _after_options(words: list[str], takes_value: tuple[str, ...],
+                   value_options: set[str]) -> list[str]:
+    """The words after the leading options (skipping each option's value) and a `--`."""
+    i = 0
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        i += 2 if _split_option(words[i], value_options)[1] or words[i] in takes_value else 1
+    if i < len(words) and words[i] == "--":
+        i += 1
+    return words[i:]
+
+
+def _uv_inner(name: str, args: list[str], cwd: str | None) -> _Inner:
+    """`uv run` / `uv tool run` / `uvx`: the program they run."""
+    words = args
+    if name == "uv":
+        if words[:1] == ["run"]:
+            words = words[1:]
+        elif words[:2] == ["tool", "run"]:
+            words = words[2:]
+        else:
+            return [], False, False
+    rest = _after_options(words, ("-p", "-f", "-P", "-C"), _UV_RUN_VALUES)
+    return ([(rest, cwd)] if rest else []), False, False
+
+
+def _npm_inner(name: str, args: list[str], cwd: str | None) -> _Inner:
+    """`npm exec` / `npm x` / `npx`: the program they run (`-c STRING` is refused)."""
+    words = args
+    if name == "npm":
+        if words[:1] not in (["exec"], ["x"]):
+            return [], False, False
+        words = words[1:]
+    if any(w in ("-c", "--call") or w.startswith("--call=") for w in words):
+        raise Unreadable("npm exec -c runs a shell command string agentstate cannot read")
+    rest = _after_options(words, ("-p", "-w"), _NPM_EXEC_VALUES)
+    return ([(rest, cwd)] if rest else []), False, False
 
 
 def layers(argv: list[str], depth: int = 0, cwd: str | None = None) -> list[Layer]:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from agentstate.config import ToolSettings
 from agentstate.errors import InvalidInput
@@ -400,7 +400,7 @@ def list_tool_calls(store: Store, run_ref: str | None = None,
                     limit: int = 50) -> list[ToolCall]:
     """Recent tool calls (newest first), optionally of one run."""
     sql = "SELECT * FROM tool_calls"
-    params: list = []
+    params: list[Any] = []
     if run_ref:
         sql += " WHERE run = ?"
         params.append(resolve_run(store, run_ref).id)

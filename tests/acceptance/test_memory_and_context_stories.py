@@ -247,7 +247,7 @@ def test_memory_list_limit_is_checked(cli, initialised, limit):
 
 
 @pytest.mark.parametrize(
-    ("line", "bad", "args", "setting"),
+    "line, bad, args, setting",
     [
         ("default_budget = 8000", 'default_budget = "abc"', ("context",),
          "[context] default_budget"),

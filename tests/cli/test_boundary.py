@@ -63,7 +63,7 @@ def test_the_table_names_every_error_class():
     assert family <= covered, family - covered
 
 
-@pytest.mark.parametrize(("exc", "code", "exit_code", "needle"), FAMILY,
+@pytest.mark.parametrize("exc, code, exit_code, needle", FAMILY,
                          ids=[type(e).__name__ for e, *_ in FAMILY])
 def test_each_error_maps_to_its_exit_code_and_envelope(cli, initialised, monkeypatch,
                                                        exc, code, exit_code, needle):
@@ -206,7 +206,7 @@ UNDECODABLE = [
 ]
 
 
-@pytest.mark.parametrize(("argv", "label"), UNDECODABLE, ids=[a[0].decode() + "-" + lab
+@pytest.mark.parametrize("argv, label", UNDECODABLE, ids=[a[0].decode() + "-" + lab
                                                                for a, lab in UNDECODABLE])
 def test_arguments_that_are_not_utf8_are_invalid_input(initialised, argv, label):
     assert run_agentstate("run", "start", "goal", cwd=initialised).returncode == 0

@@ -286,7 +286,7 @@ def test_structured_arm_keeps_what_the_read_gate_drops(store):
 # ---------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize(("setup", "message"), [
+@pytest.mark.parametrize("setup, message", [
     (lambda d: d / "missing", "no such file or folder"),
     (lambda d: d, "no conversation files"),
     (lambda d: _write(d / "x.json", '{"hello": 1}'), "expected a LoCoMo conversation"),

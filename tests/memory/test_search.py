@@ -36,6 +36,18 @@ def test_event_search_cjk(store):
     assert [h.ref for h in search_events(store, "并发")] == [e.ref]
 
 
+
+def test_a_short_cjk_query_in_one_run_falls_back_to_fragments(store):
+    # A one-character CJK segment makes the search scan recent texts; when nothing matches,
+    # the fallback to word fragments must still narrow by run (its condition was once
+    # rewritten into a WHERE clause by the scan, and the fallback failed with a SQL error).
+    run, _ = start_run(store, "login")
+    other, _ = start_run(store, "elsewhere")
+    e = append_event(store, run.ref, "note", "the login test fails on python")
+    append_event(store, other.ref, "note", "the login page works")
+    assert search_events(store, "中 zzzqqq", run_id=run.id) == []
+    assert [h.ref for h in search_events(store, "中 logi", run_id=run.id)] == [e.ref]
+
 def test_migration_backfills_events_logged_before_it(tmp_path):
     from agentstate.store.db import connect
     from agentstate.store.migrations import apply_migrations

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentstate.errors import Refused
 from agentstate.safety import find_secrets, redact_secrets, refuse_secrets, scannable_text
 from agentstate.tools.excerpt import output_excerpt
 from tests.security.secrets_corpus import NEGATIVES, POSITIVES, PRIVATE_KEY
@@ -102,7 +103,7 @@ def test_private_key_body_lines_never_reach_an_excerpt():
 
 def test_refusal_never_echoes_the_value():
     for _, text, needle in POSITIVES:
-        with pytest.raises(Exception) as caught:
+        with pytest.raises(Refused) as caught:
             refuse_secrets(text, "the note")
         assert needle not in str(caught.value) and caught.value.exit_code == 3
 

@@ -82,7 +82,7 @@ def test_values_are_typed_at_load():
 
 
 @pytest.mark.parametrize(
-    ("toml", "message"),
+    "toml, message",
     [
         ('[memory]\nmin_relevance = "0.3"',
          "[memory] min_relevance must be a number between 0 and 1, got '0.3'"),

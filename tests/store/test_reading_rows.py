@@ -88,7 +88,8 @@ def test_insert_takes_plain_identifiers_only(table, name, row):
 
 
 def test_inserts_inside_a_transaction_roll_back_with_it(table):
-    with pytest.raises(RuntimeError), table.transaction():
+    # The raise must happen inside the transaction: that is what rolls it back.
+    with pytest.raises(RuntimeError), table.transaction():  # noqa: PT012
         table.insert("t", {"name": "gone"})
         raise RuntimeError
     assert table.row("SELECT count(*) AS n FROM t") == {"n": 3}
