@@ -18,14 +18,19 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from agentstate.config import SkillSettings, ToolSettings
 from agentstate.skills.folder_layout import SKILL_MD, SKILL_TOML
 
-if TYPE_CHECKING:
-    # skill_file imports this module at run time; the collector is named for the checker only.
-    from agentstate.skills.skill_file import ProblemCollector
+
+class ProblemSink(Protocol):
+    """Where the checks report (skill_file.ProblemCollector; named by its shape, because
+    skill_file imports this module and the layer test forbids the cycle back)."""
+
+    def error(self, file: str, line: int | None, rule: str, message: str) -> None: ...
+
+    def warn(self, file: str, line: int | None, rule: str, message: str) -> None: ...
 
 
 def _policy_programs(policy: ToolSettings) -> set[str]:
@@ -60,7 +65,7 @@ def _leaves(folder: Path, link: Path) -> str | None:
 
 
 def check_files(folder: Path, files: list[Path], policy: ToolSettings,
-                limits: SkillSettings, out: ProblemCollector) -> None:
+                limits: SkillSettings, out: ProblemSink) -> None:
     """Report every problem of `files` (the skill's files, see skill_file.skill_files) to `out`
     (a skill_file.ProblemCollector)."""
     from agentstate.safety import find_injection, find_secrets, scannable_text

@@ -104,45 +104,68 @@ def environment(guard: Guard) -> Environment:
     return env
 
 
-def create_app(store_dir: str | Path, guard: Guard) -> _Guarded:  # noqa: C901 - closures over one store and guard; mccabe counts their branches here (to split: a routes module)
-    env = environment(guard)
+def create_app(store_dir: str | Path, guard: Guard) -> _Guarded:
+    pages = _Pages(environment(guard), store_dir, guard)
+    return _Guarded(Starlette(routes=_routes(pages)), guard)
 
-    def render(request: Request, template: str, http_status: int = 200, **context: Any
+
+def _q(request: Request, name: str) -> str:
+    return request.query_params.get(name, "").strip()
+
+
+def _before(request: Request) -> int | None:
+    raw = _q(request, "before")
+    if not raw:
+        return None
+    if not raw.isdigit():
+        from agentstate.errors import InvalidInput
+
+        raise InvalidInput(f"before must be an event number, not {raw!r}")
+    return int(raw)
+
+
+class _Pages:
+    """What every page shares: the templates, a store opened per request, one failure page."""
+
+    def __init__(self, env: Any, store_dir: str | Path, guard: Guard) -> None:
+        self.env, self.store_dir, self.guard = env, store_dir, guard
+
+    def render(self, request: Request, template: str, http_status: int = 200, **context: Any
                ) -> HTMLResponse:
-        body = env.get_template(template).render(request=request, path=request.url.path,
-                                                 **context)
+        body = self.env.get_template(template).render(request=request, path=request.url.path,
+                                                      **context)
         return HTMLResponse(body, status_code=http_status)
 
-    def with_store(view: Callable[..., Any]) -> Any:
+    def with_store(self, view: Callable[..., Any]) -> Any:
         from agentstate.store.db import open_store
 
-        store = open_store(store_dir, migrate=False)
+        store = open_store(self.store_dir, migrate=False)
         try:
             store.set_busy_timeout(BUSY_MS)
             return view(store)
         finally:
             store.close()
 
-    def page(template: str, view: Callable[[Any, Request], dict[str, Any]]
+    def page(self, template: str, view: Callable[[Any, Request], dict[str, Any]]
              ) -> Callable[[Request], Any]:
         def endpoint(request: Request) -> Response:
             try:
-                data = with_store(lambda store: {"queue": views.review_counts(store),
-                                                 **view(store, request)})
-                return render(request, template, **data)
-            except Exception as exc:  # every failure becomes a page (see _failure)
-                return _failure(request, exc)
+                data = self.with_store(lambda store: {"queue": views.review_counts(store),
+                                                      **view(store, request)})
+                return self.render(request, template, **data)
+            except Exception as exc:  # every failure becomes a page (see failure)
+                return self.failure(request, exc)
         return endpoint
 
-    def _failure(request: Request, exc: Exception) -> Response:
+    def failure(self, request: Request, exc: Exception) -> Response:
         if _locked(exc):
             # A page retries by itself; a form is not sent twice behind the user's back.
             retry = RETRY_SECONDS if request.method == "GET" else None
-            return render(request, "locked.html", http_status=503, retry=retry)
+            return self.render(request, "locked.html", http_status=503, retry=retry)
         if isinstance(exc, AgentStateError):
             status = 404 if isinstance(exc, NotFound) else 403 if isinstance(exc, Refused) \
                 else 400
-            return render(request, "error.html", http_status=status, message=str(exc))
+            return self.render(request, "error.html", http_status=status, message=str(exc))
         import traceback
 
         from agentstate.output import warn
@@ -150,25 +173,12 @@ def create_app(store_dir: str | Path, guard: Guard) -> _Guarded:  # noqa: C901 -
         # The terminal gets the whole story (it is the developer's); the page, one line.
         warn(f"ui: {request.url.path}: {type(exc).__name__}: {exc}\n"
              + "".join(traceback.format_exception(exc)))
-        return render(request, "error.html", http_status=500,
-                      message=f"internal error ({type(exc).__name__}); see the terminal")
+        return self.render(request, "error.html", http_status=500,
+                           message=f"internal error ({type(exc).__name__}); see the terminal")
 
-    def q(request: Request, name: str) -> str:
-        return request.query_params.get(name, "").strip()
-
-    def before(request: Request) -> int | None:
-        raw = q(request, "before")
-        if not raw:
-            return None
-        if not raw.isdigit():
-            from agentstate.errors import InvalidInput
-
-            raise InvalidInput(f"before must be an event number, not {raw!r}")
-        return int(raw)
-
-    async def memory_post(request: Request) -> Response:
+    async def memory_post(self, request: Request) -> Response:
         form = await request.form()
-        if not guard.csrf_ok(str(form.get("csrf") or "")):
+        if not self.guard.csrf_ok(str(form.get("csrf") or "")):
             return PlainTextResponse("refused: the form's CSRF token is missing or wrong", 403)
         action = request.path_params["action"]
         ref = request.path_params["ref"]
@@ -178,12 +188,15 @@ def create_app(store_dir: str | Path, guard: Guard) -> _Guarded:  # noqa: C901 -
             return views.memory_action(store, action, ref, reason=str(form.get("reason") or ""),
                                        evidence=str(form.get("evidence") or ""))
         try:
-            said = await run_in_threadpool(with_store, act)
+            said = await run_in_threadpool(self.with_store, act)
         except Exception as exc:
-            return _failure(request, exc)
+            return self.failure(request, exc)
         return RedirectResponse("/memory?" + urlencode({"done": said}), status_code=303)
 
-    routes = [
+
+def _routes(pages: _Pages) -> list[Route | Mount]:
+    page, q, before = pages.page, _q, _before
+    return [
         Route("/", lambda r: RedirectResponse("/runs", status_code=302)),
         # Browsers ask for it on every site; no icon, and no 404 in the console.
         Route("/favicon.ico", lambda r: Response(status_code=204)),
@@ -205,7 +218,7 @@ def create_app(store_dir: str | Path, guard: Guard) -> _Guarded:  # noqa: C901 -
             s, r.path_params["ref"]))),
         Route("/memory", page("memory.html", lambda s, r: {**views.memory_page(
             s, status=q(r, "status"), scope=q(r, "scope")), "done": q(r, "done")})),
-        Route("/memory/{ref:path}/{action}", memory_post, methods=["POST"]),
+        Route("/memory/{ref:path}/{action}", pages.memory_post, methods=["POST"]),
         Route("/memory/{ref:path}", page("memory_detail.html", lambda s, r: views.memory_detail(
             s, r.path_params["ref"]))),
         Route("/skills", page("skills.html", lambda s, r: views.skills_page(s))),
@@ -214,8 +227,6 @@ def create_app(store_dir: str | Path, guard: Guard) -> _Guarded:  # noqa: C901 -
         Route("/eval", page("eval.html", lambda s, r: {})),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes)
-    return _Guarded(app, guard)
 
 
 def _locked(exc: BaseException) -> bool:
