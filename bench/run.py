@@ -114,6 +114,16 @@ def evals() -> list[tuple[str, str]]:
 
 def main() -> int:
     args = sys.argv[1:]
+    if {"-h", "--help"} & set(args):
+        print(__doc__)
+        return 0
+    known = {p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py")} | {"eval"}
+    unknown = [a for a in args if not a.startswith("-") and a not in known
+               and (a != args[args.index("--out") + 1] if "--out" in args else True)]
+    if unknown:
+        print(f"bench/run.py: no benchmark named {', '.join(unknown)} "
+              f"(known: {', '.join(sorted(known))})", file=sys.stderr)
+        return 2
     out = REPORT
     if "--out" in args:
         at = args.index("--out")
