@@ -23,7 +23,7 @@ PYTEST_ARGS ?= $(PYTEST_DEFAULT)
 # xdist workers; the CLI's subprocesses are not traced). The floor sits just under the measured
 # figure (docs/development.md); raise it as the figure grows. Only a whole-suite run
 # (PYTEST_ARGS default or empty) is measured: a part would fall under the floor.
-COV_FLOOR ?= 87
+COV_FLOOR ?= 86
 COV_ARGS ?= $(if $(filter-out $(PYTEST_DEFAULT),$(PYTEST_ARGS)),,--cov=agentstate --cov-branch \
 	--cov-report=term:skip-covered --cov-fail-under=$(COV_FLOOR))
 
