@@ -22,13 +22,16 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agentstate.config import SkillSettings, ToolSettings
 from agentstate.skills.file_checks import check_files
 from agentstate.skills.folder_layout import SKILL_MD, SKILL_TOML
+
+T = TypeVar("T")
 
 CONTRACT_VERSION = 1
 
@@ -539,21 +542,21 @@ def read_text(path: Path, out: ProblemCollector, display: str) -> str | None:
     return None
 
 
+def _parsed_file(folder: Path, name: str, parse: Callable[[str, ProblemCollector], T],
+                 out: ProblemCollector) -> T | None:
+    """One file of the folder parsed, or None when it is absent or cannot be read."""
+    path = folder / name
+    if not path.is_file():
+        return None
+    text = read_text(path, out, name)
+    return None if text is None else parse(text, out)
+
+
 def load_folder(path: Path, out: ProblemCollector | None = None) -> SkillFolder:
     """Parse a skill folder without judging it (problems, if any, go to `out`)."""
     out = out or ProblemCollector(path.name)
-    doc = None
-    md = path / SKILL_MD
-    if md.is_file():
-        text = read_text(md, out, SKILL_MD)
-        if text is not None:
-            doc = parse_skill_md(text, out)
-    contract = None
-    toml_path = path / SKILL_TOML
-    if toml_path.is_file():
-        text = read_text(toml_path, out, SKILL_TOML)
-        if text is not None:
-            contract = parse_contract(text, out)
+    doc = _parsed_file(path, SKILL_MD, parse_skill_md, out)
+    contract = _parsed_file(path, SKILL_TOML, parse_contract, out)
     name = path.name
     if doc and isinstance(doc.front.get("name"), str):
         name = doc.front["name"]
