@@ -6,9 +6,12 @@ command functions so `agentstate --help` stays fast (no GitPython, no tiktoken a
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from typer import _click as click  # the click that typer builds its trees with
 
 from agentstate.distribution import __version__
 
@@ -120,6 +123,28 @@ def load_commands(modules: tuple[str, ...] = ALL_MODULES) -> None:
         importlib.import_module(f"agentstate.cli.{name}")
 
 
+# Click trees built by `command_tree`, by the set of command modules loaded. Building one
+# reads every command's signature and type hints (~0.1 s for the whole tree): once per
+# process is enough, and a process that runs many command lines (the tests, the library
+# face) would otherwise pay it on every call. Commands keep no state between calls.
+_TREES: dict[frozenset[str], click.Command] = {}
+
+
+def command_tree() -> click.Command:
+    """The click tree of the commands loaded so far, built once and watched by the boundary."""
+    import sys
+
+    from agentstate.cli import boundary
+
+    loaded = frozenset(name for name in ALL_MODULES if f"agentstate.cli.{name}" in sys.modules)
+    tree = _TREES.get(loaded)
+    if tree is None:
+        tree = _TREES[loaded] = typer.main.get_command(app)
+        boundary.name_metavars(tree)
+        boundary.watch(tree)
+    return tree
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console entry point: parse and run one command line inside the error boundary
     (agentstate.cli.boundary), then exit with its code."""
@@ -134,12 +159,10 @@ def main(argv: list[str] | None = None) -> None:
     def invoke() -> object:
         boundary.reject_impossible(args)
         load_commands(modules_for(args))
+        command = command_tree()
         # Parsed and invoked here rather than through click's standalone `main()`: that one
         # turns Ctrl-C into a bare exit (or "Aborted!") and prints usage errors itself,
         # before the boundary could answer with the envelope.
-        command = typer.main.get_command(app)
-        boundary.name_metavars(command)
-        boundary.watch(command, invocation)
         with command.make_context(boundary.PROGRAM, list(args)) as ctx:
             return command.invoke(ctx)
 

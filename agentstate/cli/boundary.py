@@ -216,21 +216,20 @@ def _argument_metavar(param: Any) -> Callable[..., str]:
 # ------------------------------------------------------------------ before a command runs
 
 
-def watch(command: Any, invocation: Invocation) -> None:
-    """Have every command of the click tree record its context and check its text arguments
-    once click has parsed them and before the command touches anything.
-
-    `command` is the tree `typer.main.get_command` built for this call (a new one each time),
-    so nothing outlives the invocation."""
+def watch(command: Any) -> None:
+    """Have every command of the click tree record its context into the current invocation
+    (`begin`) and check its text arguments once click has parsed them and before the command
+    touches anything. The tree is built once per process (cli.command_tree) and serves every
+    invocation, so the invocation is looked up when the command runs."""
     subcommands = getattr(command, "commands", None)
     if isinstance(subcommands, dict):
         for sub in subcommands.values():
-            watch(sub, invocation)
+            watch(sub)
         return
     run = command.invoke
 
     def invoke(ctx: Any) -> Any:
-        invocation.context = ctx
+        _current.context = ctx
         reject_undecodable(ctx)
         return run(ctx)
 
