@@ -317,3 +317,10 @@ def m020_event_vectors(db: sqlite_utils.Database) -> None:
         END;
         """,
     )
+
+
+def m031_memories_status_created(db: sqlite_utils.Database) -> None:
+    """Newest first within a status (`memory list`, the ui's memory page and review queue)
+    without sorting every version of that status: the index is read in order and stops at
+    the page's last row."""
+    db.conn.execute("CREATE INDEX memories_status_created ON memories(status, created, row)")

@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, NotFound
-from agentstate.memory.status import CURRENT_STATUSES, STATUSES, MemoryStatus, status_in
+from agentstate.memory.status import CURRENT_STATUSES, STATUSES, MemoryStatus
 from agentstate.memory.stored import (  # noqa: F401 (re-exported for memory's modules and sync)
     MemoryVersion,
     select_versions,
@@ -418,27 +418,26 @@ def record_history(store: Store, memory_id: str, version: int | None, op: str, a
 
 
 def list_memories(store: Store, *, status: str | None = None, kind: str | None = None,
-                  scope: str | None = None, limit: int | None = None,
+                  scope: str | None = None, limit: int | None = None, offset: int = 0,
                   principal: str | None = None) -> list[Memory]:
     """Memory versions, newest first. Default: current (active and contested, not expired);
     `status` may be any stored status, `expired`, or `all`. Only scopes the principal may
-    read are listed."""
+    read are listed. `offset` skips that many of the newest (the ui's pages)."""
     who = resolve_principal(store, principal)
     where: list[str] = []
     params: list[str | int] = []
-    if status in (None, "current"):
-        where.append(status_in(CURRENT_STATUSES))
-    elif status == "expired":
-        where.append(status_in(CURRENT_STATUSES) + " AND valid_until IS NOT NULL "
-                     "AND valid_until <= ?")
-        params.append(store.now())
+    statuses: tuple[str, ...] = ()
+    if status in (None, "current", "expired"):
+        statuses = tuple(s.value for s in CURRENT_STATUSES)
+        if status == "expired":
+            where.append("valid_until IS NOT NULL AND valid_until <= ?")
+            params.append(store.now())
     elif status != "all":
         if status not in STATUSES:
             raise InvalidInput(
                 f"unknown status {status!r}: expected {', '.join(STATUSES)}, expired or all"
             )
-        where.append("status = ?")
-        params.append(status)
+        statuses = (status,)
     if kind:
         validate_kind(kind)
         where.append("kind = ?")
@@ -446,20 +445,39 @@ def list_memories(store: Store, *, status: str | None = None, kind: str | None =
     if scope:
         where.append("scope = ?")
         params.append(validate_scope(store, scope))
-    sql = ""
-    if where:
-        sql += "WHERE " + " AND ".join(where)
-    sql += " ORDER BY created DESC, row DESC"
-    if limit is not None:
-        if limit < 1:
-            raise InvalidInput("--limit must be at least 1")
-        sql += " LIMIT ?"
-        params.append(min(limit, 2**62))  # SQLite integers are 64-bit
-    found = [m for m in memories_from_rows(store, select_versions(store, sql, params))
-             if who.can_read(m.scope)]
+    if limit is not None and limit < 1:
+        raise InvalidInput("--limit must be at least 1")
+    if offset < 0:
+        raise InvalidInput("the offset must be 0 or more")
+    rows = _newest_versions(store, statuses, where, params, limit, offset)
+    found = [m for m in memories_from_rows(store, rows) if who.can_read(m.scope)]
     if status in (None, "current"):
         found = [m for m in found if m.status != "expired"]
     return found
+
+
+def _newest_versions(store: Store, statuses: tuple[str, ...], where: list[str],
+                     params: list[str | int], limit: int | None, offset: int
+                     ) -> list[MemoryVersion]:
+    """Newest first, `offset` skipped, at most `limit`. Over several statuses, one query
+    per status, each read in index order (memories_status_created) and merged here: SQLite
+    sorts the whole of `status IN (…)` before it can stop at the limit."""
+    order = " ORDER BY created DESC, row DESC"
+    # SQLite integers are 64-bit; no limit at all is LIMIT -1.
+    wanted = -1 if limit is None else min(limit + offset, 2**62)
+    if len(statuses) <= 1:
+        conditions = [*(["status = ?"] if statuses else []), *where]
+        sql = ("WHERE " + " AND ".join(conditions) if conditions else "") + order + \
+            " LIMIT ? OFFSET ?"
+        return select_versions(store, sql, [*statuses, *params,
+                                            -1 if limit is None else min(limit, 2**62),
+                                            offset])
+    merged: list[MemoryVersion] = []
+    for one in statuses:
+        sql = "WHERE " + " AND ".join(["status = ?", *where]) + order + " LIMIT ?"
+        merged += select_versions(store, sql, [one, *params, wanted])
+    merged.sort(key=lambda v: (v.created, v.row), reverse=True)
+    return merged[offset:] if limit is None else merged[offset:offset + limit]
 
 
 def list_user_preferences(store: Store, principal: Principal | str | None = None,

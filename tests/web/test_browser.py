@@ -81,7 +81,9 @@ def test_click_through_against_the_cli(server, seeded, cli, browser_page):
     page.fill("input[name=budget]", "1500")
     page.fill("input[name=query]", "locale")
     page.click("#pack-form button")
-    page.wait_for_selector("#manifest")
+    # The first paint shows the last recorded pack; the preview at 1500 replaces it.
+    page.wait_for_selector("#preview[data-state=ready] #manifest")
+    page.wait_for_selector("#resume[data-state=ready] #resume-text")
     shown = page.eval_on_selector_all(
         "#manifest tbody tr", "els => els.map(e => [e.dataset.ref, e.dataset.decision])")
     pack = cli.json("context", "--run", seeded["run"], "--budget", "1500", "--query", "locale")
@@ -96,6 +98,7 @@ def test_click_through_against_the_cli(server, seeded, cli, browser_page):
     # Why not X: a memory that was forgotten never becomes a candidate of a pack.
     page.fill("input[name=why]", seeded["gone"])
     page.click("#why-form button")
+    page.wait_for_selector("#preview[data-state=ready] #why-answer")
     assert "not a candidate in this pack" in page.inner_text("#why-answer")
 
     stored = page.locator(f"#stored-packs a.ref[href='/packs/{seeded['pack'][5:]}']")
