@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, NotFound
-from agentstate.memory.status import CURRENT_STATUSES, STATUSES, MemoryStatus
+from agentstate.memory.status import CURRENT_STATUSES, STATUSES, MemoryStatus, status_in
 from agentstate.memory.stored import (  # noqa: F401 (re-exported for memory's modules and sync)
     MemoryVersion,
     select_versions,
@@ -431,7 +431,9 @@ def list_memories(store: Store, *, status: str | None = None, kind: str | None =
         statuses = tuple(s.value for s in CURRENT_STATUSES)
         if status == "expired":
             where.append("valid_until IS NOT NULL AND valid_until <= ?")
-            params.append(store.now())
+        else:  # left out here, not after the limit: a page is never short of current ones
+            where.append("(valid_until IS NULL OR valid_until > ?)")
+        params.append(store.now())
     elif status != "all":
         if status not in STATUSES:
             raise InvalidInput(
@@ -449,7 +451,8 @@ def list_memories(store: Store, *, status: str | None = None, kind: str | None =
         raise InvalidInput("--limit must be at least 1")
     if offset < 0:
         raise InvalidInput("the offset must be 0 or more")
-    rows = _newest_versions(store, statuses, where, params, limit, offset)
+    rows = _newest_versions(store, statuses, where, params, limit, offset,
+                            by_expiry=status == "expired")
     found = [m for m in memories_from_rows(store, rows) if who.can_read(m.scope)]
     if status in (None, "current"):
         found = [m for m in found if m.status != "expired"]
@@ -457,27 +460,34 @@ def list_memories(store: Store, *, status: str | None = None, kind: str | None =
 
 
 def _newest_versions(store: Store, statuses: tuple[str, ...], where: list[str],
-                     params: list[str | int], limit: int | None, offset: int
-                     ) -> list[MemoryVersion]:
-    """Newest first, `offset` skipped, at most `limit`. Over several statuses, one query
-    per status, each read in index order (memories_status_created) and merged here: SQLite
-    sorts the whole of `status IN (…)` before it can stop at the limit."""
+                     params: list[str | int], limit: int | None, offset: int, *,
+                     by_expiry: bool = False) -> list[MemoryVersion]:
+    """Newest first, `offset` skipped, at most `limit`. With a limit, the page is found
+    on the index alone (memories_status_created holds status, created and row: one walk
+    per status, stopped at offset + limit, merged here; SQLite would sort the whole of
+    `status IN (…)` first), then only its rows are read. `by_expiry` walks the expiring
+    index instead (`+status` keeps the planner off the status one): few versions have an
+    expiry, while a status has thousands."""
     order = " ORDER BY created DESC, row DESC"
-    # SQLite integers are 64-bit; no limit at all is LIMIT -1.
-    wanted = -1 if limit is None else min(limit + offset, 2**62)
-    if len(statuses) <= 1:
-        conditions = [*(["status = ?"] if statuses else []), *where]
-        sql = ("WHERE " + " AND ".join(conditions) if conditions else "") + order + \
-            " LIMIT ? OFFSET ?"
-        return select_versions(store, sql, [*statuses, *params,
-                                            -1 if limit is None else min(limit, 2**62),
-                                            offset])
-    merged: list[MemoryVersion] = []
-    for one in statuses:
-        sql = "WHERE " + " AND ".join(["status = ?", *where]) + order + " LIMIT ?"
-        merged += select_versions(store, sql, [one, *params, wanted])
-    merged.sort(key=lambda v: (v.created, v.row), reverse=True)
-    return merged[offset:] if limit is None else merged[offset:offset + limit]
+    if limit is None:  # every row is read anyway: one query, sorted by SQLite
+        conditions = [*([status_in(statuses)] if statuses else []), *where]
+        return select_versions(store, ("WHERE " + " AND ".join(conditions) if conditions
+                                       else "") + order, params)
+    wanted = min(limit + offset, 2**62)  # SQLite integers are 64-bit
+    column = "+status" if by_expiry else "status"
+    keys: list[dict[str, Any]] = []
+    for one in statuses or (None,):
+        conditions = [*([f"{column} = ?"] if one else []), *where]
+        keys += store.rows("SELECT row, created FROM memories"
+                           + (" WHERE " + " AND ".join(conditions) if conditions else "")
+                           + order + " LIMIT ?", [*([one] if one else []), *params, wanted])
+    keys.sort(key=lambda k: (k["created"], k["row"]), reverse=True)
+    page = [k["row"] for k in keys[offset:offset + limit]]
+    if not page:
+        return []
+    found = {v.row: v for v in select_versions(
+        store, f"WHERE row IN ({', '.join('?' * len(page))})", page)}
+    return [found[row] for row in page]
 
 
 def list_user_preferences(store: Store, principal: Principal | str | None = None,
