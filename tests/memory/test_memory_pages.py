@@ -11,13 +11,23 @@ from agentstate.errors import InvalidInput
 from agentstate.memory.forget import forget
 from agentstate.memory.model import list_memories
 from agentstate.memory.write import remember
+from agentstate.runs.log import append_event, start_run
 
 
 @pytest.fixture
 def mixed(store):
-    """Active, candidate, expired and forgotten versions; some written in one clock tick
-    (ties broken by row), the rest minutes apart."""
+    """Active, contested, candidate, expired and forgotten versions, interleaved in time;
+    some written in one clock tick (ties broken by row), the rest minutes apart."""
+    run, _ = start_run(store, "fix the cache")
     for n in range(14):
+        if n % 4 == 3:  # a value observed, then contradicted by the model with evidence
+            seen = append_event(store, run.ref, "observation", f"slot {n} holds blue")
+            remember(store, f"slot {n} holds blue", kind="fact", key=f"slot-{n}",
+                     source=seen.ref)
+            store.clock.advance(timedelta(minutes=2))
+            said = append_event(store, run.ref, "observation", f"slot {n} holds red")
+            remember(store, f"slot {n} holds red", kind="fact", key=f"slot-{n}",
+                     source="model", evidence=[said.ref])
         kwargs = {"source": "model"} if n % 4 == 1 else {}
         if n % 5 == 2:
             kwargs["ttl"] = "1h"
@@ -31,8 +41,8 @@ def mixed(store):
     return store
 
 
-@pytest.mark.parametrize("status", [None, "all", "active", "candidate", "expired",
-                                    "forgotten"])
+@pytest.mark.parametrize("status", [None, "all", "active", "contested", "candidate",
+                                    "expired", "forgotten"])
 def test_pages_put_together_are_the_whole_list(mixed, status):
     whole = list_memories(mixed, status=status)
     assert whole, status
