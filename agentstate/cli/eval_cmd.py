@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, emit
+from agentstate.cli.common import JsonOption, cli_store, emit
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from agentstate.evals.measure import LocomoReport
     from agentstate.evals.scenario_measure import ScenarioReport
 
-eval_app = typer.Typer(help="Measure the system against ablations, offline (nothing is "
-                            "written to your store).", no_args_is_help=True)
+eval_app = typer.Typer(help="Measure the system against ablations, offline, in temporary "
+                            "stores (your store only keeps the report, for `agentstate ui`).",
+                       no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 
 BudgetsOption = Annotated[
@@ -89,11 +90,34 @@ def locomo(
         from agentstate.evals.plot import plot_recall
 
         plot_recall(report, plot)
+    _keep("locomo", report)
     emit(report, as_json=as_json, human=_render)
     if plot is not None and not as_json:
         from agentstate.output import info
 
         info(f"plot written to {plot}")
+
+
+def _keep(kind: str, report: Any) -> None:
+    """Keep the report in this repository's store, when there is one, for the ui's Eval
+    page. The run's result is printed either way: a report that cannot be kept (no store
+    here, a locked or refused write) is said on stderr, never an error after a long run."""
+    from agentstate.errors import AgentStateError, StoreMissing
+    from agentstate.evals.results import keep_report
+    from agentstate.output import info
+
+    try:
+        with cli_store() as store:
+            kept = keep_report(store, kind, report)
+    except StoreMissing:
+        info("no agentstate store here: the report is not kept (the ui's Eval page shows "
+             "the reports of runs made inside a repository with a store)")
+        return
+    except AgentStateError as exc:
+        info(f"the report is not kept: {exc}")
+        return
+    info(f"report kept in the store ({kind} {kept.id}): `agentstate ui` draws it on its "
+         "Eval page")
 
 
 PROGRESS_AFTER_S = 1.5
@@ -253,6 +277,7 @@ def scenarios(
         from agentstate.evals.plot import plot_scenarios
 
         plot_scenarios(report, plot)
+    _keep("scenarios", report)
     emit(report, as_json=as_json, human=_render_scenarios)
     if plot is not None and not as_json:
         from agentstate.output import info

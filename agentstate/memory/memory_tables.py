@@ -317,3 +317,16 @@ def m020_event_vectors(db: sqlite_utils.Database) -> None:
         END;
         """,
     )
+
+
+def m031_memories_status_created(db: sqlite_utils.Database) -> None:
+    """Newest first within a status (`memory list`, the ui's memory page and review queue)
+    without sorting every version of that status: the index is read in order and stops at
+    the page's last row, and holds the expiry the current list leaves out (a page is found
+    without reading the table). And the expired ones without walking every current version: few
+    versions carry an expiry (a partial index holds only those)."""
+    run_script(db, """
+        CREATE INDEX memories_status_created ON memories(status, created, row, valid_until);
+        CREATE INDEX memories_expiring ON memories(valid_until, status)
+            WHERE valid_until IS NOT NULL;
+    """)

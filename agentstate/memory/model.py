@@ -418,27 +418,28 @@ def record_history(store: Store, memory_id: str, version: int | None, op: str, a
 
 
 def list_memories(store: Store, *, status: str | None = None, kind: str | None = None,
-                  scope: str | None = None, limit: int | None = None,
+                  scope: str | None = None, limit: int | None = None, offset: int = 0,
                   principal: str | None = None) -> list[Memory]:
     """Memory versions, newest first. Default: current (active and contested, not expired);
     `status` may be any stored status, `expired`, or `all`. Only scopes the principal may
-    read are listed."""
+    read are listed. `offset` skips that many of the newest (the ui's pages)."""
     who = resolve_principal(store, principal)
     where: list[str] = []
     params: list[str | int] = []
-    if status in (None, "current"):
-        where.append(status_in(CURRENT_STATUSES))
-    elif status == "expired":
-        where.append(status_in(CURRENT_STATUSES) + " AND valid_until IS NOT NULL "
-                     "AND valid_until <= ?")
+    statuses: tuple[str, ...] = ()
+    if status in (None, "current", "expired"):
+        statuses = tuple(s.value for s in CURRENT_STATUSES)
+        if status == "expired":
+            where.append("valid_until IS NOT NULL AND valid_until <= ?")
+        else:  # left out here, not after the limit: a page is never short of current ones
+            where.append("(valid_until IS NULL OR valid_until > ?)")
         params.append(store.now())
     elif status != "all":
         if status not in STATUSES:
             raise InvalidInput(
                 f"unknown status {status!r}: expected {', '.join(STATUSES)}, expired or all"
             )
-        where.append("status = ?")
-        params.append(status)
+        statuses = (status,)
     if kind:
         validate_kind(kind)
         where.append("kind = ?")
@@ -446,20 +447,47 @@ def list_memories(store: Store, *, status: str | None = None, kind: str | None =
     if scope:
         where.append("scope = ?")
         params.append(validate_scope(store, scope))
-    sql = ""
-    if where:
-        sql += "WHERE " + " AND ".join(where)
-    sql += " ORDER BY created DESC, row DESC"
-    if limit is not None:
-        if limit < 1:
-            raise InvalidInput("--limit must be at least 1")
-        sql += " LIMIT ?"
-        params.append(min(limit, 2**62))  # SQLite integers are 64-bit
-    found = [m for m in memories_from_rows(store, select_versions(store, sql, params))
-             if who.can_read(m.scope)]
+    if limit is not None and limit < 1:
+        raise InvalidInput("--limit must be at least 1")
+    if offset < 0:
+        raise InvalidInput("the offset must be 0 or more")
+    rows = _newest_versions(store, statuses, where, params, limit, offset,
+                            by_expiry=status == "expired")
+    found = [m for m in memories_from_rows(store, rows) if who.can_read(m.scope)]
     if status in (None, "current"):
         found = [m for m in found if m.status != "expired"]
     return found
+
+
+def _newest_versions(store: Store, statuses: tuple[str, ...], where: list[str],
+                     params: list[str | int], limit: int | None, offset: int, *,
+                     by_expiry: bool = False) -> list[MemoryVersion]:
+    """Newest first, `offset` skipped, at most `limit`. With a limit, the page is found
+    on the index alone (memories_status_created holds status, created and row: one walk
+    per status, stopped at offset + limit, merged here; SQLite would sort the whole of
+    `status IN (…)` first), then only its rows are read. `by_expiry` walks the expiring
+    index instead (`+status` keeps the planner off the status one): few versions have an
+    expiry, while a status has thousands."""
+    order = " ORDER BY created DESC, row DESC"
+    if limit is None:  # every row is read anyway: one query, sorted by SQLite
+        conditions = [*([status_in(statuses)] if statuses else []), *where]
+        return select_versions(store, ("WHERE " + " AND ".join(conditions) if conditions
+                                       else "") + order, params)
+    wanted = min(limit + offset, 2**62)  # SQLite integers are 64-bit
+    column = "+status" if by_expiry else "status"
+    keys: list[dict[str, Any]] = []
+    for one in statuses or (None,):
+        conditions = [*([f"{column} = ?"] if one else []), *where]
+        keys += store.rows("SELECT row, created FROM memories"
+                           + (" WHERE " + " AND ".join(conditions) if conditions else "")
+                           + order + " LIMIT ?", [*([one] if one else []), *params, wanted])
+    keys.sort(key=lambda k: (k["created"], k["row"]), reverse=True)
+    page = [k["row"] for k in keys[offset:offset + limit]]
+    if not page:
+        return []
+    found = {v.row: v for v in select_versions(
+        store, f"WHERE row IN ({', '.join('?' * len(page))})", page)}
+    return [found[row] for row in page]
 
 
 def list_user_preferences(store: Store, principal: Principal | str | None = None,

@@ -338,3 +338,25 @@ def as_agentstate_error(exc: BaseException) -> AgentStateError | None:
     if isinstance(exc, OSError):
         return AgentStateError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
     return None
+
+
+
+def change_mark(db_path: Path) -> tuple[int, ...]:
+    """A value that changes when anything is committed to the database, by any process:
+    the size and modification time of the database file and of its write-ahead log (in
+    WAL mode every commit appends to the log; a checkpoint rewrites the file). Read from
+    the file system, with no connection: a long-lived connection kept only to watch
+    (`PRAGMA data_version`) would keep a maintenance job in exclusive locking mode out.
+    Not exact: two commits within one tick of the file system's clock that leave the log
+    the same size look like one; a reader that caches on this mark also bounds the age
+    of what it keeps (web/previews.py)."""
+    mark: list[int] = []
+    for path in (Path(db_path), Path(f"{db_path}-wal")):
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            info = None
+        # An empty log holds nothing: SQLite creates and deletes it as connections come and
+        # go (the last one to close checkpoints and removes it), with no change to the data.
+        mark += [info.st_size, info.st_mtime_ns] if info and info.st_size else [-1, -1]
+    return tuple(mark)

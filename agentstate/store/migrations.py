@@ -45,6 +45,7 @@ SCHEMA_MODULES: dict[str, str] = {
     "skills": "agentstate.skills.skill_tables",
     "context": "agentstate.context.pack_tables",
     "sync": "agentstate.sync.shared_tables",
+    "evals": "agentstate.evals.eval_tables",
 }
 
 # (name, domain) in the order every store applies them. Append only.
@@ -66,6 +67,8 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m015_trigram_for_cjk_events", "memory"),  # issue 24: the store near its content
     ("m016_events_lean_indexes", "runs"),
     ("m020_event_vectors", "memory"),  # dense vectors of events (memory/dense.py)
+    ("m030_eval_reports", "evals"),  # issue 25: `eval` reports for the ui's Eval page
+    ("m031_memories_status_created", "memory"),  # the ui's memory page, in index order
 )
 
 

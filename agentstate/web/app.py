@@ -40,8 +40,9 @@ REF = re.compile(r"\b(?:evt|mem|pack|run):[A-Za-z0-9_-]+(?:@v\d+)?|\bskill:[A-Za
                  r"(?:@v\d+)?")
 # What the browser may load: only this server's files; no inline script runs even if a
 # stored text ever reached the page unescaped.
+# connect-src: the page's script fetches the previews of "what the model saw" from here.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+       "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
 
 def ref_url(ref: str) -> str:
@@ -114,13 +115,17 @@ def _q(request: Request, name: str) -> str:
 
 
 def _before(request: Request) -> int | None:
-    raw = _q(request, "before")
+    return _number(request, "before", 0) or None
+
+
+def _number(request: Request, name: str, default: int) -> int:
+    raw = _q(request, name)
     if not raw:
-        return None
+        return default
     if not raw.isdigit():
         from agentstate.errors import InvalidInput
 
-        raise InvalidInput(f"before must be an event number, not {raw!r}")
+        raise InvalidInput(f"{name} must be a number, not {raw!r}")
     return int(raw)
 
 
@@ -128,7 +133,11 @@ class _Pages:
     """What every page shares: the templates, a store opened per request, one failure page."""
 
     def __init__(self, env: Any, store_dir: str | Path, guard: Guard) -> None:
+        from agentstate.store.db import DB_NAME
+        from agentstate.web.previews import Previews
+
         self.env, self.store_dir, self.guard = env, store_dir, guard
+        self.previews = Previews(Path(store_dir) / DB_NAME)
 
     def render(self, request: Request, template: str, http_status: int = 200, **context: Any
                ) -> HTMLResponse:
@@ -195,7 +204,7 @@ class _Pages:
 
 
 def _routes(pages: _Pages) -> list[Route | Mount]:
-    page, q, before = pages.page, _q, _before
+    page, q, before, keep = pages.page, _q, _before, pages.previews.get
     return [
         Route("/", lambda r: RedirectResponse("/runs", status_code=302)),
         # Browsers ask for it on every site; no icon, and no 404 in the console.
@@ -209,7 +218,14 @@ def _routes(pages: _Pages) -> list[Route | Mount]:
             "whole": q(r, "whole") == "1", "limit": WHOLE_CHARS})),
         Route("/saw/{run_id}", page("saw.html", lambda s, r: views.saw_page(
             s, r.path_params["run_id"], budget=q(r, "budget"), query=q(r, "query"),
-            why=q(r, "why"), all_rows=q(r, "rows") == "all"))),
+            why=q(r, "why"), all_rows=q(r, "rows") == "all", now=q(r, "now") == "1",
+            remember=keep))),
+        # The previews the page's script fetches (HTML fragments, no page around them).
+        Route("/saw/{run_id}/pack", page("_saw_pack.html", lambda s, r: views.saw_pack(
+            s, r.path_params["run_id"], budget=q(r, "budget"), query=q(r, "query"),
+            why=q(r, "why"), all_rows=q(r, "rows") == "all", remember=keep))),
+        Route("/saw/{run_id}/resume", page("_saw_resume.html", lambda s, r: views.saw_resume(
+            s, r.path_params["run_id"], remember=keep))),
         Route("/packs/{pack_id}", page("pack.html", lambda s, r: views.pack_page(
             s, r.path_params["pack_id"], why=q(r, "why"), all_rows=q(r, "rows") == "all"))),
         Route("/trace", lambda r: RedirectResponse(
@@ -217,14 +233,15 @@ def _routes(pages: _Pages) -> list[Route | Mount]:
         Route("/trace/{ref:path}", page("trace.html", lambda s, r: views.trace_page(
             s, r.path_params["ref"]))),
         Route("/memory", page("memory.html", lambda s, r: {**views.memory_page(
-            s, status=q(r, "status"), scope=q(r, "scope")), "done": q(r, "done")})),
+            s, status=q(r, "status"), scope=q(r, "scope"), page=_number(r, "page", 1)),
+            "done": q(r, "done")})),
         Route("/memory/{ref:path}/{action}", pages.memory_post, methods=["POST"]),
         Route("/memory/{ref:path}", page("memory_detail.html", lambda s, r: views.memory_detail(
             s, r.path_params["ref"]))),
         Route("/skills", page("skills.html", lambda s, r: views.skills_page(s))),
         Route("/skills/{name}", page("skill.html", lambda s, r: views.skill_page(
             s, r.path_params["name"], a=q(r, "a"), b=q(r, "b")))),
-        Route("/eval", page("eval.html", lambda s, r: {})),
+        Route("/eval", page("eval.html", lambda s, r: views.eval_page(s, report=q(r, "report")))),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
 

@@ -7,6 +7,7 @@ answer, as they answer `events`, `memory list`, `context`, `trace` and `skill hi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound
@@ -26,6 +27,14 @@ LOADS_SHOWN = 50
 # machine). Every row that got in is shown; of the dropped ones the first DROPPED_SHOWN, with
 # the counts by reason above and `rows=all` for the rest.
 DROPPED_SHOWN = 100
+
+
+# How a view keeps what it assembled between requests (web/previews.py): (key, build) → value.
+Remember = Callable[[Hashable, Callable[[], Any]], Any]
+
+
+def _no_keeping(key: Hashable, build: Callable[[], Any]) -> Any:
+    return build()
 
 
 def review_counts(store: Store) -> dict[str, int]:
@@ -75,23 +84,59 @@ def event_view(store: Store, event_id: str) -> dict[str, Any]:
 
 
 def saw_page(store: Store, run_id: str, *, budget: str | None, query: str | None,
-             why: str | None, all_rows: bool = False) -> dict[str, Any]:
+             why: str | None, all_rows: bool = False, now: bool = False,
+             remember: Remember = _no_keeping) -> dict[str, Any]:
+    """The page around the previews. By default the first paint holds what is stored —
+    the run, the stored packs of past turns and the newest one's manifest — and the
+    previews (a context pack at the chosen budget and query, the resume pack) are fetched
+    by the page's script from saw_pack / saw_resume; `now` (the no-JavaScript path)
+    assembles them inline."""
+    from agentstate.context.assemble import parse_budget
+    from agentstate.context.manifest import load_pack, packs_of_run
+    from agentstate.runs.log import get_run
+
+    run = get_run(store, f"run:{run_id}")
+    # A budget that is not a number is said now; one below the pinned floor, by the preview.
+    parse_budget(budget or None, store.settings.context.default_budget)
+    stored = packs_of_run(store, run.ref.removeprefix("run:"), limit=PACKS_SHOWN)
+    data: dict[str, Any] = {"run": run, "budget": budget or "", "query": query or "",
+                            "why": why or "", "stored": stored, "pack": None,
+                            "resume": None, "last": None}
+    if now:
+        return {**data, **saw_pack(store, run_id, budget=budget, query=query, why=why,
+                                   all_rows=all_rows, remember=remember),
+                **saw_resume(store, run_id, remember=remember)}
+    if stored:
+        last = load_pack(store, stored[0].pack)
+        data["last"] = {"pack": last, **_manifest_view(
+            store, [_entry(e) for e in last.items], None, all_rows=False)}
+    return data
+
+
+def saw_pack(store: Store, run_id: str, *, budget: str | None, query: str | None,
+             why: str | None, all_rows: bool = False, remember: Remember = _no_keeping
+             ) -> dict[str, Any]:
+    """A context pack at the chosen budget and query, with its manifest and the why-not
+    answer. A preview, not a turn: it is not recorded (`agentstate context` records the
+    packs a model is given, and those are the stored packs)."""
     from agentstate.context.assemble import build_context
-    from agentstate.context.manifest import packs_of_run
+
+    run_ref = f"run:{run_id}"
+    pack = remember(("pack", run_ref, budget or "", query or ""), lambda: build_context(
+        store, run=run_ref, budget=budget or None, query=query or None, principal=PRINCIPAL,
+        save=False))
+    entries = [_entry(e) for e in pack.manifest]
+    return {"pack": pack, **_manifest_view(store, entries, why, all_rows)}
+
+
+def saw_resume(store: Store, run_id: str, *, remember: Remember = _no_keeping
+               ) -> dict[str, Any]:
     from agentstate.context.resume import build_pack
     from agentstate.runs.log import get_run
 
     run = get_run(store, f"run:{run_id}")
-    resume = build_pack(store, run.ref, principal=PRINCIPAL)
-    # A preview, not a turn: it is not recorded (`agentstate context` records the packs a
-    # model is given, and those are listed below as the stored packs).
-    pack = build_context(store, run=run.ref, budget=budget or None, query=query or None,
-                         principal=PRINCIPAL, save=False)
-    entries = [_entry(e) for e in pack.manifest]
-    return {"run": run, "resume": resume, "pack": pack, "budget": budget or "",
-            "query": query or "",
-            "stored": packs_of_run(store, run.ref.removeprefix("run:"), limit=PACKS_SHOWN),
-            **_manifest_view(store, entries, why, all_rows)}
+    return {"resume": remember(("resume", run.ref), lambda: build_pack(
+        store, run.ref, principal=PRINCIPAL))}
 
 
 def pack_page(store: Store, pack_id: str, *, why: str | None, all_rows: bool = False
@@ -187,18 +232,25 @@ def trace_page(store: Store, ref: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- memory
 
 
-def memory_page(store: Store, *, status: str | None, scope: str | None) -> dict[str, Any]:
+def memory_page(store: Store, *, status: str | None, scope: str | None, page: int = 1
+                ) -> dict[str, Any]:
+    """One page of memories (MEMORIES_SHOWN, newest first; one more is read to know
+    whether an older page exists), the review queue and the expired and forgotten ones
+    apart. Every list is read in index order up to its last row (m031)."""
     from agentstate.memory.model import list_memories
 
+    if page < 1:
+        raise InvalidInput(f"page must be 1 or more, not {page}")
     listed = list_memories(store, status=status or None, scope=scope or None,
-                           limit=MEMORIES_SHOWN, principal=PRINCIPAL)
+                           limit=MEMORIES_SHOWN + 1, offset=(page - 1) * MEMORIES_SHOWN,
+                           principal=PRINCIPAL)
     queue = [m for s in ("contested", "candidate")
              for m in list_memories(store, status=s, limit=REVIEW_SHOWN, principal=PRINCIPAL)]
     apart = {s: list_memories(store, status=s, limit=APART_SHOWN, principal=PRINCIPAL)
              for s in ("expired", "forgotten")}
-    return {"memories": listed, "review": queue, "apart": apart, "status": status or "",
-            "shown": MEMORIES_SHOWN, "cut": len(listed) == MEMORIES_SHOWN,
-            "scope": scope or "",
+    return {"memories": listed[:MEMORIES_SHOWN], "review": queue, "apart": apart,
+            "status": status or "", "shown": MEMORIES_SHOWN, "page": page,
+            "older": len(listed) > MEMORIES_SHOWN, "scope": scope or "",
             "statuses": ["current", "active", "contested", "candidate", "quarantined",
                          "superseded", "forgotten", "expired", "all"]}
 
@@ -262,3 +314,17 @@ def skill_page(store: Store, name: str, *, a: str | None, b: str | None) -> dict
              for v in history.versions}
     return {"history": history, "versions": versions, "a": a or "", "b": b or "",
             "diff": diff, "loads": loads}
+
+
+# ---------------------------------------------------------------- eval
+
+
+def eval_page(store: Store, *, report: str | None) -> dict[str, Any]:
+    """The newest kept report of each kind drawn as --plot draws it (or the one asked
+    for), and the list of every kept report."""
+    from agentstate.evals.results import get_report, latest_reports, list_reports
+    from agentstate.web.charts import figure
+
+    shown = [get_report(store, report)] if report else latest_reports(store)
+    return {"reports": [{"stored": s, "figure": figure(s.kind, s.report)} for s in shown],
+            "history": list_reports(store)}

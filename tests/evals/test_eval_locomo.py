@@ -83,19 +83,46 @@ def test_import_keeps_dia_id_text_and_session_date_and_removes_the_store():
     assert not root.exists()
 
 
-def test_eval_writes_nothing_to_the_users_store(initialised, cli, tmp_path, monkeypatch):
-    def snapshot():
-        return {p.name: p.read_bytes() for p in (initialised / ".agentstate").glob("state.db*")}
+def test_eval_keeps_only_its_report_in_the_users_store(initialised, cli, tmp_path,
+                                                      monkeypatch):
+    """The measuring happens in temporary stores; the user's store gains the report (the
+    same JSON --json prints, for the ui's Eval page) and nothing else."""
+    import sqlite3
+
+    from agentstate.evals.results import latest_reports
+    from agentstate.store.db import open_store
+
+    def dump():
+        conn = sqlite3.connect(initialised / ".agentstate" / "state.db")
+        try:
+            return [line for line in conn.iterdump() if "eval_reports" not in line]
+        finally:
+            conn.close()
 
     # A temporary folder of this test's own: other tests (in parallel) run evals too.
     private = tmp_path / "tmp"
     private.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(private))
-    before = snapshot()
+    before = dump()
     left = set(Path(tempfile.gettempdir()).glob("agentstate-eval-*"))
-    cli.ok("eval", "locomo", str(TINY), "--budget", "500", "--arm", "full")
-    assert snapshot() == before
+    result = cli.ok("eval", "locomo", str(TINY), "--budget", "500", "--arm", "full", "--json")
+    assert dump() == before
     assert set(Path(tempfile.gettempdir()).glob("agentstate-eval-*")) == left
+    assert "report kept in the store" in result.stderr
+    store = open_store(initialised / ".agentstate")
+    try:
+        kept = latest_reports(store)
+    finally:
+        store.close()
+    assert [k.kind for k in kept] == ["locomo"]
+    assert kept[0].report == result.json()["data"]
+    assert kept[0].arms == ["full"] and kept[0].budgets == [500]
+
+
+def test_eval_outside_a_store_says_the_report_is_not_kept(cli, repo):
+    result = cli.ok("eval", "locomo", str(TINY), "--budget", "500", "--arm", "full")
+    assert "the report is not kept" in result.stderr
+    assert not (repo / ".agentstate").exists()
 
 
 # ---------------------------------------------------------------- metrics

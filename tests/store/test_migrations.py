@@ -39,6 +39,8 @@ SHIPPED = [
     "m015_trigram_for_cjk_events",
     "m016_events_lean_indexes",
     "m020_event_vectors",
+    "m030_eval_reports",
+    "m031_memories_status_created",
 ]
 
 

@@ -81,7 +81,9 @@ def test_click_through_against_the_cli(server, seeded, cli, browser_page):
     page.fill("input[name=budget]", "1500")
     page.fill("input[name=query]", "locale")
     page.click("#pack-form button")
-    page.wait_for_selector("#manifest")
+    # The first paint shows the last recorded pack; the preview at 1500 replaces it.
+    page.wait_for_selector("#preview[data-state=ready] #manifest")
+    page.wait_for_selector("#resume[data-state=ready] #resume-text")
     shown = page.eval_on_selector_all(
         "#manifest tbody tr", "els => els.map(e => [e.dataset.ref, e.dataset.decision])")
     pack = cli.json("context", "--run", seeded["run"], "--budget", "1500", "--query", "locale")
@@ -96,6 +98,7 @@ def test_click_through_against_the_cli(server, seeded, cli, browser_page):
     # Why not X: a memory that was forgotten never becomes a candidate of a pack.
     page.fill("input[name=why]", seeded["gone"])
     page.click("#why-form button")
+    page.wait_for_selector("#preview[data-state=ready] #why-answer")
     assert "not a candidate in this pack" in page.inner_text("#why-answer")
 
     stored = page.locator(f"#stored-packs a.ref[href='/packs/{seeded['pack'][5:]}']")
@@ -166,3 +169,70 @@ def test_runs_page_pages_a_long_run(server, seeded, cli, browser_page, initialis
     page.click("#newer")
     assert rows(page, "#timeline li.event") == first
     assert page.problems == []  # type: ignore[attr-defined]
+
+
+def plotted(page, kind: str, metric: str) -> dict[tuple[str, int], float]:
+    """(arm, budget) → value of every point drawn in one panel of the Eval page."""
+    points = page.eval_on_selector_all(
+        f"#eval-{kind} svg[data-metric={metric}] circle",
+        "els => els.map(c => [c.closest('g').dataset.arm, +c.dataset.budget, "
+        "+c.dataset.value])")
+    return {(arm, budget): value for arm, budget, value in points}
+
+
+def test_eval_page_draws_the_kept_reports_as_the_cli_printed_them(server, cli, browser_page):
+    """Each `eval` run keeps its report; the Eval page draws the newest of each kind as
+    --plot does (scenarios: recall and leakage; LoCoMo: recall), offline, in inline SVG."""
+    page = browser_page
+    page.goto(server.url)
+    page.click("nav a[href='/eval']")
+    assert page.locator("#eval-none").is_visible()
+    scenarios = cli.json("eval", "scenarios", "--scenarios", "1", "--budget", "1000",
+                         "--budget", "4000", "--arm", "full", "--arm", "no-memory")
+    locomo = cli.json("eval", "locomo", str(ROOT / "tests" / "fixtures" / "locomo" /
+                                            "tiny.json"), "--budget", "500", "--budget",
+                      "1000", "--arm", "full", "--arm", "raw-history")
+    page.reload()
+    for kind, data, metrics in (("scenarios", scenarios, ("recall", "leak")),
+                                ("locomo", locomo, ("recall",))):
+        for metric in metrics:
+            expected = {(r["arm"], r["budget"]): r[metric] for r in data["results"]
+                        if r[metric] is not None}
+            assert expected  # the run measured something to draw
+            assert plotted(page, kind, metric) == pytest.approx(expected)
+        legend = page.eval_on_selector_all(f"#eval-{kind} .legend li",
+                                           "els => els.map(e => e.textContent.trim())")
+        assert legend == data["arms"]
+    # Nothing but this server's own files was asked for (no CDN, no web font).
+    assert page.evaluate("performance.getEntriesByType('resource')"
+                         ".every(e => e.name.startsWith(location.origin))")
+    no_script_ran(page)
+    shoot(page, "eval")
+    assert page.problems == []  # type: ignore[attr-defined]
+
+
+def test_what_the_model_saw_without_javascript(server, seeded, cli):
+    """The first paint holds the newest stored pack's manifest; without the script that
+    fetches the preview, a link assembles it in the page."""
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_context(java_script_enabled=False).new_page()
+            page.goto(server.url)
+            page.goto(f"{server.base}/saw/{seeded['run'][4:]}?budget=1500&query=locale")
+            assert page.get_attribute("#preview", "data-state") == "loading"
+            newest = cli.json("trace", seeded["pack2"])  # recorded after seeded["pack"]
+            assert rows(page, "#preview #manifest tbody tr") == [
+                c["ref"] for c in newest["children"]][:len(rows(page, "#manifest tbody tr"))]
+            assert seeded["pack2"] in page.inner_text("#preview h2")
+            page.click("#preview-wait a")
+            assert page.get_attribute("#preview", "data-state") == "ready"
+            pack = cli.json("context", "--run", seeded["run"], "--budget", "1500", "--query",
+                            "locale")
+            assert rows(page, "#preview #manifest tbody tr") == [
+                e["ref"] for e in pack["manifest"]]
+            resume = cli.json("resume", seeded["run"])
+            assert page.inner_text("#resume-text").strip() == resume["text"].strip()
+            shoot(page, "what-the-model-saw-no-js")
+        finally:
+            browser.close()

@@ -146,8 +146,15 @@ def test_bad_input_answers_a_page_not_a_traceback(server, seeded):
         "/runs/nosuchrun": 404,
         f"/runs/{run_id}?kind=nonsense": 400,
         f"/runs/{run_id}?before=abc": 400,
-        f"/saw/{run_id}?budget=-5": 400,
-        f"/saw/{run_id}?budget=3": 403,  # below the pinned floor: refused (exit 3's family)
+        f"/saw/{run_id}?budget=-5": 400,  # the page checks the number before any assembly
+        f"/saw/{run_id}/pack?budget=-5": 400,
+        # Below the pinned floor: refused (exit 3's family) where the pack is assembled.
+        f"/saw/{run_id}/pack?budget=3": 403,
+        f"/saw/{run_id}?budget=3&now=1": 403,
+        "/saw/nosuchrun/resume": 404,
+        "/memory?page=0": 400,
+        "/memory?page=x": 400,
+        "/eval?report=nope": 404,
         "/trace/nonsense": 400,
         "/memory/mem:nope": 404,
         "/skills/no-such-skill": 404,
@@ -191,8 +198,12 @@ def test_huge_texts_are_cut_with_a_link_to_the_whole(server, seeded, cli):
 def test_why_not_finds_what_words_match_and_where_each_went(server, seeded, cli):
     cookie = login(server)
     run_id = seeded["run"].removeprefix("run:")
-    body = request(server, "GET", f"/saw/{run_id}?budget=1500&why=LANG+locale",
+    # The preview the page's script fetches, and the same inline (now=1, no JavaScript).
+    body = request(server, "GET", f"/saw/{run_id}/pack?budget=1500&why=LANG+locale",
                    headers={"Cookie": cookie}).body
+    inline = request(server, "GET", f"/saw/{run_id}?budget=1500&why=LANG+locale&now=1",
+                     headers={"Cookie": cookie}).body
+    assert body.split('id="why-answer"', 1)[1] in inline
     answer = body.split('id="why-answer"', 1)[1].split("</section>", 1)[0]
     # The fact matches the words; the forgotten preference does not and is not listed.
     assert seeded["fact"] in answer and seeded["gone"] not in answer

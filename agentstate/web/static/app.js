@@ -18,4 +18,34 @@ document.addEventListener("DOMContentLoaded", () => {
       }
     });
   }
+  // "What the model saw": the previews are assembled while the page is already shown.
+  for (const slot of document.querySelectorAll("[data-fragment]")) {
+    loadFragment(slot);
+  }
 });
+
+// Fetch a slot's HTML fragment and put it in place. A locked store (503) is retried, as the
+// whole pages retry themselves; another failure shows the error page's message.
+function loadFragment(slot) {
+  fetch(slot.dataset.fragment, {credentials: "same-origin"})
+    .then((response) => response.text().then((body) => {
+      if (response.status === 503) {
+        window.setTimeout(() => loadFragment(slot), 2000);
+        return;
+      }
+      if (!response.ok) {
+        const page = new DOMParser().parseFromString(body, "text/html");
+        const message = page.querySelector("main");
+        slot.replaceChildren(...(message ? message.childNodes : [document.createTextNode(
+          "could not assemble it (HTTP " + response.status + ")")]));
+        slot.dataset.state = "failed";
+        return;
+      }
+      slot.innerHTML = body;
+      slot.dataset.state = "ready";
+    }))
+    .catch((error) => {
+      slot.dataset.state = "failed";
+      slot.textContent = "could not reach the ui server: " + error;
+    });
+}
