@@ -66,6 +66,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m015_trigram_for_cjk_events", "memory"),  # issue 24: the store near its content
     ("m016_events_lean_indexes", "runs"),
     ("m020_event_vectors", "memory"),  # dense vectors of events (memory/dense.py)
+    ("m021_sync_change_counter", "sync"),  # issue 24: a no-op sync is one read
 )
 
 

@@ -39,6 +39,7 @@ SHIPPED = [
     "m015_trigram_for_cjk_events",
     "m016_events_lean_indexes",
     "m020_event_vectors",
+    "m021_sync_change_counter",
 ]
 
 
