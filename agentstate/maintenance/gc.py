@@ -43,6 +43,7 @@ def gc(store: Store, *, dry_run: bool = False, principal: str | None = None) -> 
     if days <= 0:
         return GcResult(configured=False, keep_events_days=days, cutoff=None, dry_run=dry_run)
     from agentstate.context.manifest import event_refs_in_packs
+    from agentstate.memory.indexes import event_index_set_aside
     from agentstate.memory.model import event_refs_cited
     from agentstate.runs.retention import apply_retention
     from agentstate.store.clock import format_ts
@@ -54,7 +55,7 @@ def gc(store: Store, *, dry_run: bool = False, principal: str | None = None) -> 
     keep = event_refs_cited(store) | event_refs_in_packs(store)
     result = GcResult(configured=True, keep_events_days=days, cutoff=cutoff, dry_run=dry_run,
                       cited=len(keep), bytes_before=_db_bytes(store))
-    counts = apply_retention(store, cutoff, keep, dry_run=dry_run)
+    counts = apply_retention(store, cutoff, keep, dry_run=dry_run, bulk=event_index_set_aside)
     result.candidates, result.removed = counts.candidates, counts.removed
     result.collected, result.already_collected = counts.collected, counts.already_collected
     result.body_bytes = counts.body_bytes

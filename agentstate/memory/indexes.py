@@ -5,6 +5,8 @@ purge, the integrity check `doctor` runs, and the rebuild `doctor --repair` runs
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.memory_tables import CJK_GLOB
@@ -58,14 +60,56 @@ def rebuild_indexes(store: Store) -> None:
     with store.transaction():
         for name in ("memories_fts", "memories_tri"):
             conn.execute(f"INSERT INTO {name}({name}) VALUES ('rebuild')")
-        for name in ("events_fts", "events_tri"):
-            conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
-        conn.execute("INSERT INTO event_search_map(event_id) SELECT e.id FROM events e "
-                     "WHERE NOT EXISTS (SELECT 1 FROM event_search_map m "
-                     "WHERE m.event_id = e.id) ORDER BY e.ts, e.run, e.seq")
-        conn.execute("DELETE FROM event_search_map WHERE event_id NOT IN (SELECT id FROM events)")
-        # The trigram index holds only texts with CJK (m015): what its triggers insert.
-        for name, only in (("events_fts", ""), ("events_tri", " WHERE e.text GLOB ?")):
-            conn.execute(f"INSERT INTO {name}(rowid, text) SELECT m.row, e.text "
-                         f"FROM event_search_map m JOIN events e ON e.id = m.event_id{only}",
-                         (CJK_GLOB,) if only else ())
+        _refill_event_index(conn)
+
+
+def _refill_event_index(conn: Any, cjk_rows: str | None = None) -> None:
+    """Empty the event index and fill it again from `events` (inside the caller's
+    transaction). `cjk_rows`: a table of the index rows known to hold CJK text (the
+    trigram index's rows before the change), so the costly CJK pattern is tried on those
+    alone; None (a repair) tries it on every text."""
+    for name in ("events_fts", "events_tri"):
+        conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
+    conn.execute("INSERT INTO event_search_map(event_id) SELECT e.id FROM events e "
+                 "WHERE NOT EXISTS (SELECT 1 FROM event_search_map m "
+                 "WHERE m.event_id = e.id) ORDER BY e.ts, e.run, e.seq")
+    conn.execute("DELETE FROM event_search_map WHERE event_id NOT IN (SELECT id FROM events)")
+    conn.execute("INSERT INTO events_fts(rowid, text) SELECT m.row, e.text "
+                 "FROM event_search_map m JOIN events e ON e.id = m.event_id")
+    # The trigram index holds only texts with CJK (m015): what its triggers insert.
+    known = f"{cjk_rows} t JOIN event_search_map m ON m.row = t.row" if cjk_rows else (
+        "event_search_map m")
+    conn.execute(f"INSERT INTO events_tri(rowid, text) SELECT m.row, e.text FROM {known} "
+                 "JOIN events e ON e.id = m.event_id WHERE e.text GLOB ?", (CJK_GLOB,))
+
+
+# The triggers that keep the event index in step with each changed row (m102, m105, m015).
+_ROW_TRIGGERS = ("events_search_ad", "events_search_au")
+
+
+@contextmanager
+def event_index_set_aside(conn: Any) -> Iterator[None]:
+    """For a delete of most of the run log (gc): the index's per-row triggers are dropped
+    for the block and the index is refilled from the rows that remain afterwards, then the
+    triggers are put back as they were (their SQL is read from the store's own schema).
+
+    Why: the index is contentless, so every deleted row is tokenized again to take its
+    terms out — about as dear as indexing it. Removing 90% of the rows row by row cost ~50×
+    a copy of the database (issue 24); refilling tokenizes only the 10% that stay. Must run
+    inside the caller's transaction: an error rolls the dropped triggers back with the rest.
+    """
+    if not conn.in_transaction:
+        raise RuntimeError("event_index_set_aside needs an open transaction")
+    saved = conn.execute(
+        f"SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN "
+        f"({', '.join('?' * len(_ROW_TRIGGERS))})", _ROW_TRIGGERS).fetchall()
+    for name, _ in saved:
+        conn.execute(f"DROP TRIGGER {name}")
+    yield
+    # The rows that stay keep their index row numbers (event_search_map), so the trigram
+    # index's rows before the change say which of them can hold CJK text.
+    conn.execute("CREATE TEMP TABLE event_index_cjk AS SELECT rowid AS row FROM events_tri")
+    _refill_event_index(conn, "temp.event_index_cjk")
+    conn.execute("DROP TABLE temp.event_index_cjk")
+    for _, sql in saved:
+        conn.execute(sql)

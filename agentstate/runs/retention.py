@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from agentstate.store.db import Store
@@ -35,10 +36,19 @@ class RetentionCounts:
     body_bytes: int = 0        # bytes of text and meta removed (or that would be)
 
 
+BulkChange = Callable[[sqlite3.Connection], AbstractContextManager[None]]
+
+
 def apply_retention(store: Store, cutoff: str, keep_refs: Iterable[str], *,
-                    dry_run: bool = False) -> RetentionCounts:
+                    dry_run: bool = False, bulk: BulkChange | None = None
+                    ) -> RetentionCounts:
     """Remove (or, with `dry_run`, count) the events of finished runs older than `cutoff`;
-    the ones named in `keep_refs` (`evt:…`) or linked from a kept row are collected."""
+    the ones named in `keep_refs` (`evt:…`) or linked from a kept row are collected.
+
+    `bulk`: wraps the changes when they remove more rows than stay (gc passes the event
+    index's set-aside, memory/indexes.py: refilling the index from the rows that stay is
+    then cheaper than taking each removed row out of it). A smaller removal goes row by row
+    through the triggers, in time proportional to what it removes."""
     counts = RetentionCounts()
     conn = store.conn
     with store.transaction():
@@ -57,18 +67,28 @@ def apply_retention(store: Store, cutoff: str, keep_refs: Iterable[str], *,
                   "), 0) FROM events WHERE collected_at IS NULL AND id IN (SELECT id FROM "
                   "temp.gc_old)")
         if not dry_run:
-            from agentstate.store.keys import keyed_hash
-
-            conn.create_function("gc_body_hash", 2, lambda text, meta: keyed_hash(
-                store.root, json.dumps([text, meta], ensure_ascii=False)))
-            conn.execute(f"UPDATE events SET body_hash = gc_body_hash(text, meta), text = '', "
-                         f"meta = '{{}}', collected_at = ? WHERE rowid IN (SELECT rowid "
-                         f"{collect})", (store.now(),))
-            conn.execute("DELETE FROM events WHERE id IN (SELECT id FROM temp.gc_old) AND "
-                         "id NOT IN (SELECT id FROM temp.gc_keep)")
+            stay = _one(conn, "SELECT count(*) FROM events") - counts.removed
+            with (bulk(conn) if bulk and counts.removed > stay else nullcontext()):
+                _collect_and_delete(store, collect)
         conn.execute("DROP TABLE temp.gc_old")
         conn.execute("DROP TABLE temp.gc_keep")
     return counts
+
+
+def _collect_and_delete(store: Store, collect: str) -> None:
+    """Collect the kept candidates' bodies, then delete the others (set-based: one
+    statement each)."""
+    from agentstate.store.keys import keyed_hasher
+
+    conn = store.conn
+    hasher = keyed_hasher(store.root)
+    conn.create_function("gc_body_hash", 2, lambda text, meta: hasher(
+        json.dumps([text, meta], ensure_ascii=False)))
+    conn.execute(f"UPDATE events SET body_hash = gc_body_hash(text, meta), text = '', "
+                 f"meta = '{{}}', collected_at = ? WHERE rowid IN (SELECT rowid "
+                 f"{collect})", (store.now(),))
+    conn.execute("DELETE FROM events WHERE id IN (SELECT id FROM temp.gc_old) AND "
+                 "id NOT IN (SELECT id FROM temp.gc_keep)")
 
 
 def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> None:

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 KEY_FILE = "history.key"
@@ -52,4 +53,11 @@ def _ignore(root: Path) -> None:
 
 
 def keyed_hash(root: Path, text: str) -> str:
-    return PREFIX + hmac.new(store_key(root), text.encode("utf-8"), hashlib.sha256).hexdigest()
+    return keyed_hasher(root)(text)
+
+
+def keyed_hasher(root: Path) -> Callable[[str], str]:
+    """keyed_hash with the key read once: for hashing many texts (gc collects thousands of
+    events, and reading the key file for each cost more than the hashing)."""
+    key = store_key(root)
+    return lambda text: PREFIX + hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()

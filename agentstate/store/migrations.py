@@ -69,6 +69,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m020_event_vectors", "memory"),  # dense vectors of events (memory/dense.py)
     ("m030_eval_reports", "evals"),  # issue 25: `eval` reports for the ui's Eval page
     ("m031_memories_status_created", "memory"),  # the ui's memory page, in index order
+    ("m032_sync_change_counter", "sync"),  # issue 24: a no-op sync is one read
 )
 
 

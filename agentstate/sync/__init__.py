@@ -82,7 +82,8 @@ def nothing_new(store: Store, *, include_candidates: bool = False,
 
     path = shared_path(store)
     flags = _flags(include_candidates, include_quarantined, principal)
-    if stored_digest(store) != nothing_new_digest(store, path, flags):
+    digest = nothing_new_digest(store, path, flags)
+    if digest is None or stored_digest(store) != digest:
         return None
     result = SyncResult(folder=str(path), dry_run=False)
     warning = ignore_warning(store.work_tree, path)
@@ -150,8 +151,9 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
                 or result.removed_lines or result.files_written or result.imported
                 or result.contested or result.tombstoned or result.skipped
                 or result.pending_tombstones)
-    if full and idle:
-        keep_digest(store, nothing_new_digest(store, path, flags))
+    digest = nothing_new_digest(store, path, flags) if full and idle else None
+    if digest is not None:
+        keep_digest(store, digest)
     warning = ignore_warning(store.work_tree, path)
     if warning:
         result.warnings.append(warning)

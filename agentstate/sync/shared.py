@@ -72,19 +72,25 @@ def purged_record_ids(store: Store) -> set[str]:
     return {rid for key, ids in mapped_ids(store).items() if key in purged for rid in ids}
 
 
-def nothing_new_digest(store: Store, folder: Path, flags: str) -> str:
-    """What a sync depends on, in one hash: the memories and their evidence (memory's
-    digest), this table, the shared files' names, sizes and modification times, the
-    config file's (principals and scopes live there) and the options of the call. Equal
-    digests before and after: the sync would change nothing."""
+def change_count(store: Store) -> int | None:
+    """How many changes the triggers of m032 have counted on the tables a sync reads
+    (memories, their evidence, this package's mappings); None when the counter row is gone."""
+    return store.value("SELECT changes FROM sync_changes WHERE id = 1")
+
+
+def nothing_new_digest(store: Store, folder: Path, flags: str) -> str | None:
+    """What a sync depends on, in one hash: the change counter of the tables it reads (one
+    indexed read, whatever the store's size), the shared files' names, sizes and
+    modification times, the config file's (principals and scopes live there) and the
+    options of the call. Equal digests before and after: the sync would change nothing.
+    None when the counter is missing: then nothing can be known, the full sync runs."""
     import hashlib
 
-    from agentstate.memory.digest import memory_digest
-
-    digest = hashlib.sha256(flags.encode())
-    for row in store.conn.execute("SELECT record_id, memory, version, origin, rel FROM "
-                                  "shared_records ORDER BY record_id"):
-        digest.update(repr(row).encode())
+    changes = change_count(store)
+    if changes is None:
+        return None
+    # "counter:" keeps a digest of the earlier, row-hashing kind from ever matching.
+    digest = hashlib.sha256(f"counter:{changes}\0{flags}\0".encode())
     files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     for file in [*files, Path(store.root) / "config.toml"]:
         try:
@@ -92,7 +98,7 @@ def nothing_new_digest(store: Store, folder: Path, flags: str) -> str:
         except FileNotFoundError:
             continue
         digest.update(f"{file.name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-    return memory_digest(store, digest)
+    return digest.hexdigest()
 
 
 def stored_digest(store: Store) -> str | None:

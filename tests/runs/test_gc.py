@@ -27,6 +27,16 @@ def _indexed(store, word: str) -> int:
                               (word,)).fetchone()[0]
 
 
+def _in_pack(store, ref: str) -> None:
+    """A stored pack that lists `ref` (dropped): it keeps the event's row."""
+    store.conn.execute("INSERT INTO packs (id, run, principal, query, budget, tokens, "
+                       "text_hash, created) VALUES ('p1', NULL, 'owner', 'q', 10, 1, 'h', ?)",
+                       (store.now(),))
+    store.conn.execute("INSERT INTO pack_items (pack, seq, ref, class, score, tokens, decision, "
+                       "reason) VALUES ('p1', 0, ?, 'evidence', 1, 1, 'dropped', 'test')",
+                       (ref,))
+
+
 def _old_run(store, goal: str, texts: list[str], status: str = "done") -> list:
     run, _ = start_run(store, goal)
     events = [append_event(store, run.ref, "observation", text) for text in texts]
@@ -43,12 +53,7 @@ def test_gc_keeps_every_cited_event_as_ref_kind_and_hash(store):
     abandoned = _old_run(store, "abandoned work", ["foxtrot abandoned note"], "abandoned")
     remember(store, "bravo fact", kind="fact", evidence=[old[1].ref])
     remember(store, "charlie fact", kind="fact", source=old[2].ref)
-    store.conn.execute("INSERT INTO packs (id, run, principal, query, budget, tokens, "
-                       "text_hash, created) VALUES ('p1', NULL, 'owner', 'q', 10, 1, 'h', ?)",
-                       (store.now(),))
-    store.conn.execute("INSERT INTO pack_items (pack, seq, ref, class, score, tokens, decision, "
-                       "reason) VALUES ('p1', 0, ?, 'evidence', 1, 1, 'dropped', 'test')",
-                       (old[3].ref,))
+    _in_pack(store, old[3].ref)
     store.clock.advance(timedelta(days=35))  # a young event of the same run resolves `echo`
     resolver = append_event(store, run.ref, "answer", "golf resolves echo",
                             resolves=old[4].ref)
@@ -177,3 +182,68 @@ def test_property_cited_events_always_survive_and_nothing_young_or_active_change
                                      and c == "none")
         assert sqlite3.connect(store.db_path).execute(
             "PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _most_old(store) -> None:
+    """Nine events of a finished run (two with CJK text, one of them in a stored pack),
+    then three young ones (one with CJK): a gc after 30 days removes more rows than stay."""
+    old = _old_run(store, "old work", [
+        *(f"india{n} plain note about the parser" for n in range(6)),
+        "数据库连接超时 removed with its run", "配置文件格式错误 cited, so collected",
+        "juliet cited by memory evidence"])
+    remember(store, "juliet cited by memory evidence", kind="fact", evidence=[old[8].ref])
+    _in_pack(store, old[7].ref)
+    store.clock.advance(timedelta(days=35))
+    _old_run(store, "young work", ["kilo stays", "缓存命中率下降 stays", "lima stays"])
+    configure(store, "retention", keep_events_days=30)
+
+
+def _index_terms(store) -> tuple[list[tuple], list[tuple]]:
+    return (store.conn.execute("SELECT term, doc, cnt FROM events_vocab ORDER BY term"
+                               ).fetchall(),
+            store.conn.execute("SELECT term, doc, cnt FROM events_tri_vocab ORDER BY term"
+                               ).fetchall())
+
+
+def test_a_gc_removing_most_events_refills_the_index_as_row_by_row_would(monkeypatch):
+    """The bulk path (memory/indexes.event_index_set_aside: triggers dropped, index refilled
+    from the rows that stay) ends with the same index terms as the per-row triggers, and
+    puts the triggers back so later writes are indexed again."""
+    import contextlib
+
+    import agentstate.memory.indexes as indexes
+    from agentstate.memory.indexes import check_indexes
+
+    with fresh_store() as bulk, fresh_store() as rows:
+        _most_old(bulk)
+        _most_old(rows)
+        triggers = bulk.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = "
+                                     "'trigger' ORDER BY name").fetchall()
+        used = []
+        real = indexes.event_index_set_aside
+
+        def spy(conn):
+            used.append(1)
+            return real(conn)
+
+        monkeypatch.setattr(indexes, "event_index_set_aside", spy)
+        assert gc(bulk).removed == 7 and used == [1]
+        monkeypatch.setattr(indexes, "event_index_set_aside",
+                            lambda conn: contextlib.nullcontext())
+        assert gc(rows).removed == 7
+        assert _index_terms(bulk) == _index_terms(rows)
+        assert check_indexes(bulk.conn) == []
+        for word, count in (("india0", 0), ("juliet", 0), ("kilo", 1), ("lima", 1)):
+            assert _indexed(bulk, word) == count, word
+        tri = "SELECT count(*) FROM events_tri WHERE events_tri MATCH ?"
+        assert [bulk.conn.execute(tri, (w,)).fetchone()[0]
+                for w in ("连接超", "文件格", "命中率")] == [0, 0, 1]
+        assert bulk.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = "
+                                 "'trigger' ORDER BY name").fetchall() == triggers
+        # The triggers work again: a new event is found, deleting it takes it out.
+        later, _ = start_run(bulk, "later work")
+        new = append_event(bulk, later.ref, "observation", "mike 新的记录文本")
+        assert _indexed(bulk, "mike") == 1
+        assert bulk.conn.execute(tri, ("记录文",)).fetchone()[0] == 1
+        bulk.conn.execute("DELETE FROM events WHERE id = ?", (new.id,))
+        assert _indexed(bulk, "mike") == 0

@@ -41,6 +41,7 @@ SHIPPED = [
     "m020_event_vectors",
     "m030_eval_reports",
     "m031_memories_status_created",
+    "m032_sync_change_counter",
 ]
 
 

@@ -30,7 +30,7 @@ OWNERS: dict[str, str] = {
     # only by the one tool layer.
     "tool_calls": "tools",
     **dict.fromkeys(("packs", "pack_items"), "context"),
-    "shared_records": "sync",
+    **dict.fromkeys(("shared_records", "sync_changes"), "sync"),
     "eval_reports": "evals",
     "_migrations": "store",
 }
