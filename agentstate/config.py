@@ -20,7 +20,6 @@ compares). Writing uses tomlkit so comments survive edits; it is imported only t
 from __future__ import annotations
 
 import math
-import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -29,6 +28,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentstate.errors import InvalidInput
+from agentstate.lazy_re import LazyPattern
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -136,13 +136,13 @@ def _rules(value: Any) -> tuple[str, ...]:
 # Variables `[tools] env` may not hand to commands: each makes a program load or run other
 # code, or choose its editor, pager, password prompt or configuration (git's identity
 # variables are only names and dates). PATH is always the `[tools] path`.
-_TOOL_ENV_REFUSED = re.compile(
+_TOOL_ENV_REFUSED = LazyPattern(
     r"^(PATH|LD_\w*|DYLD_\w*|GIT_(?!(AUTHOR|COMMITTER)_(NAME|EMAIL|DATE)$)\w*|BASH_FUNC_.*"
     r"|\w*_ASKPASS|\w*_WRAPPER|EDITOR|VISUAL|PAGER|MANPAGER|BROWSER|PYTHONSTARTUP"
     r"|PYTHONINSPECT|BASH_ENV|ENV|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|NODE_OPTIONS|MAKEFLAGS"
     r"|MFLAGS|GNUMAKEFLAGS|PERL5OPT|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|GOFLAGS|RUSTC"
     r"|RUSTDOC|RUSTC_\w*|CARGO_BUILD_\w*|CARGO_TARGET_\w*|npm_config_\w*|NPM_CONFIG_\w*)$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def tool_env_refused(name: str) -> bool:

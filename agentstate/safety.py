@@ -11,6 +11,7 @@ import unicodedata
 from functools import cache
 
 from agentstate.errors import Refused
+from agentstate.lazy_re import LazyPattern
 
 # redact_secrets lives with the scanner so errors.py can redact messages without importing
 # this module (which raises errors.Refused): no cycle between the two.
@@ -132,7 +133,7 @@ _RULE_ANCHORS: tuple[tuple[str, ...], ...] = (
     ("a partir de ahora", "adelante"), ("现在", "現在", "今后", "以后"),
     ("今後", "これから", "以後"),
 )
-_SPACES = re.compile(r"\s+")
+_SPACES = LazyPattern(r"\s+")
 
 
 # A pattern runs only when one of its words is in the lower-cased text (as for secrets: a
@@ -187,9 +188,9 @@ def find_injection(text: str, *, from_user: bool = True) -> list[str]:
 
 # ---------------------------------------------------------------- files of any encoding
 
-_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t]{4,}")
-_UTF16LE_RUN = re.compile(rb"(?:[\x20-\x7e]\x00){4,}")
-_UTF16BE_RUN = re.compile(rb"(?:\x00[\x20-\x7e]){4,}")
+_PRINTABLE_RUN = LazyPattern(rb"[\x20-\x7e\t]{4,}")
+_UTF16LE_RUN = LazyPattern(rb"(?:[\x20-\x7e]\x00){4,}")
+_UTF16BE_RUN = LazyPattern(rb"(?:\x00[\x20-\x7e]){4,}")
 
 
 def scannable_text(data: bytes) -> tuple[str, bool]:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from agentstate.lazy_re import LazyPattern
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -42,8 +44,8 @@ class Finding:
 
 # Format, zero-width and bidi characters: removed before matching, so `ghp_` + U+200B + the
 # rest is still a GitHub token. Spans are mapped back to the original text.
-_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
-                        "\u2066-\u2069\ufeff]")
+_INVISIBLE = LazyPattern("[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+                         "\u2066-\u2069\ufeff]")
 
 # Token characters: a look-behind on these keeps a pattern from starting mid-token.
 _T = r"A-Za-z0-9_\-"
@@ -157,29 +159,34 @@ _KNOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 # `NAME<sep>value`: the NAME's components decide (see _sensitive_name).
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = LazyPattern(
     # The look-ahead rejects, inside the regex engine, names without a sensitive part.
     r"(?<![A-Za-z0-9_.\-])(?=[A-Za-z0-9_.\-]{0,60}?(?i:pass|pwd|secret|token|key|cred|sas))"
     r"([A-Za-z][A-Za-z0-9_.\-]{0,63})(\\?[\"']?)[ \t]{0,8}(?::=|=>|[:=])"
     r"[ \t]{0,8}(?=(\\?[\"'`]?)([^\s\"'`,;]{1,512}))"
 )
-_PROSE = re.compile(
+# Words one of which _ASSIGNMENT's look-ahead needs (lower case; the scan runs on text whose
+# look-alike letters were folded to ASCII first, so a lower-cased substring test is enough).
+_ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key", "cred", "sas")
+_PROSE = LazyPattern(
     r"(?i)(?<![a-z0-9])(pass(?:word|phrase)s?|passwd|pwd|secret(?:\s+key)?|api\s+key|"
     r"access\s+key|private\s+key|token|credentials?)"
     r"(?:\s{1,4}(?:for|of|to)\s{1,4}[^\s]{1,40})?\s{1,4}(?:is|was|are|=|:|->|reads)\s{1,4}"
     r"[\"'`“]?([^\s\"'`”]{6,256})"
 )
+# Every word _PROSE starts with contains one of these (each also an _ASSIGNMENT_WORDS hit).
+_PROSE_WORDS = ("pass", "pwd", "secret", "key", "token", "credential")
 # `scheme://TOKEN@host` with no password: a DSN (Sentry) or a token used as the user name.
-_URL_TOKEN = re.compile(r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{0,31}://([A-Za-z0-9_\-]{20,256})@")
-_JSON_ESCAPE = re.compile(r'\\[nrt"]')
+_URL_TOKEN = LazyPattern(r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{0,31}://([A-Za-z0-9_\-]{20,256})@")
+_JSON_ESCAPE = LazyPattern(r'\\[nrt"]')
 # Candidate tokens for the entropy layer.
-_CANDIDATE = re.compile(r"[A-Za-z0-9+/=_\-]{16,}")
-_HEXISH = re.compile(r"[0-9a-fA-F\-]+")
-_SENSITIVE_NEAR = re.compile(
+_CANDIDATE = LazyPattern(r"[A-Za-z0-9+/=_\-]{16,}")
+_HEXISH = LazyPattern(r"[0-9a-fA-F\-]+")
+_SENSITIVE_NEAR = LazyPattern(
     r"(?i)(?<![a-z0-9])(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[ _\-]?key|apikey|"
     r"(?:access|private|signing|encryption|master|account|deploy|session|license)[ _\-]?key|"
     r"credentials?|auth)(?![a-z])")
-_HASH_NEAR = re.compile(
+_HASH_NEAR = LazyPattern(
     r"(?i)(?<![a-z0-9])(?:sha\d{0,3}|md5|blake\w{0,3}|commit|digest|hash|checksum|tree|head|"
     r"rev|revision|blob|etag|uuid|ref|tag|id|object)(?![a-z])")
 _NEAR = 40  # characters before a token looked at for a sensitive or a hash word
@@ -196,7 +203,7 @@ _NOT_THE_VALUE = {"file", "path", "dir", "env", "name", "names", "id", "len", "l
                   "max", "hint", "prompt", "field", "type", "policy", "reset", "url", "count",
                   "expiry", "expires", "ttl", "header", "param", "required", "regex", "hash",
                   "hashed", "digest", "format", "kind", "size", "limit", "budget", "label"}
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = LazyPattern(
     r"(?i)(?:\$\{?[a-z_][a-z0-9_]*\}?|<[^>]*>?|\{\{?.*|%\(?[a-z_]*\)?s?|x{3,}|\*{3,}|\.{3,}|"
     r"\[redacted\]|redacted|null|none|nil|true|false|required|optional|string|str|int|"
     r"undefined|changeme_in_prod|example|your[_\-].*|env\(.*|os\.environ.*|process\.env.*|"
@@ -209,14 +216,16 @@ def _compiled(source: str) -> re.Pattern[str]:
     return re.compile(source)
 
 
-_PRIVATE_KEY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-_PUTTY_KEY = re.compile(r"PuTTY-User-Key-File-\d: ")
+_PRIVATE_KEY = LazyPattern(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PUTTY_KEY = LazyPattern(r"PuTTY-User-Key-File-\d: ")
 
 
 def _private_keys(text: str) -> list[Finding]:
     """A key block from its BEGIN line to its END line (or the end of the text when cut)."""
     found = []
-    for pattern in (_PRIVATE_KEY, _PUTTY_KEY):
+    for pattern, marker in ((_PRIVATE_KEY, "-----BEGIN"), (_PUTTY_KEY, "PuTTY-User-Key-File-")):
+        if marker not in text:  # what every match starts with: most texts compile neither
+            continue
         pos = 0
         while True:
             m = pattern.search(text, pos)
@@ -349,11 +358,15 @@ def _scan(text: str) -> list[Finding]:
             if (_HEXISH.fullmatch(userinfo) and len(userinfo) >= 32) \
                     or _looks_generated(userinfo):
                 findings.append(Finding("credential in URL", m.start(1), m.end(1)))
-    for m in _ASSIGNMENT.finditer(text):
+    # The assignment and prose rules only match around one of their words: a text without
+    # any skips them (and never compiles them).
+    assigns = any(word in lower for word in _ASSIGNMENT_WORDS)
+    for m in _ASSIGNMENT.finditer(text) if assigns else ():
         verdict = _sensitive_name(m.group(1))
         if verdict and _plausible_value(m.group(4), strict=verdict == "token"):
             findings.append(Finding("password assignment", m.start(4), m.end(4)))
-    for m in _PROSE.finditer(text):
+    prose = assigns and any(word in lower for word in _PROSE_WORDS)
+    for m in _PROSE.finditer(text) if prose else ():
         value = _clean_value(m.group(2))
         kinds = {_char_class(c) if c.isascii() else 3 for c in value}
         if len(value) >= 6 and len(kinds) >= 2 and not _PLACEHOLDER.fullmatch(value) \
@@ -389,7 +402,8 @@ def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
 
 def remove_invisible(text: str) -> str:
     """`text` without zero-width, soft-hyphen and bidi-control characters."""
-    return _INVISIBLE.sub("", text) if _INVISIBLE.search(text) else text
+    # Every invisible character is outside ASCII: an ASCII text never compiles the pattern.
+    return text if text.isascii() or not _INVISIBLE.search(text) else _INVISIBLE.sub("", text)
 
 
 # Letters from other scripts drawn like Latin ones (Cyrillic, Greek): folded to Latin before
@@ -401,7 +415,7 @@ _CONFUSABLES = str.maketrans(
 # A line break inside a value: `\` continuations and indentation around the break go too.
 # Also the break as JSON writes it (`\n`, `\\\n`): event meta and shared records are scanned
 # as JSON text. Only a break between two token characters can split a value.
-_LINE_JOIN = re.compile(r"(?<=[A-Za-z0-9_+/=\-]{8})[ \t]{0,64}\\{0,2}(?:\r?\n|(?:\\r)?\\n)"
+_LINE_JOIN = LazyPattern(r"(?<=[A-Za-z0-9_+/=\-]{8})[ \t]{0,64}\\{0,2}(?:\r?\n|(?:\\r)?\\n)"
                         r"[ \t]{0,64}(?=[A-Za-z0-9_+/=\-]{8})")
 _JOIN_REACH = 600  # characters scanned on each side of a removed break (a value is ≤ 512)
 
@@ -409,7 +423,7 @@ _JOIN_REACH = 600  # characters scanned on each side of a removed break (a value
 def _folded(text: str) -> tuple[str, list[int]] | None:
     """`text` with invisible characters removed and look-alike letters folded, and for each
     character of the result the index of the character it came from; None if nothing changes."""
-    if text.isascii() and not _INVISIBLE.search(text):
+    if text.isascii():  # nothing to remove (every invisible character is non-ASCII) or fold
         return None
     out: list[str] = []
     origin: list[int] = []

@@ -112,12 +112,28 @@ def measure(client: str, binary: Path, events: int) -> dict[str, list[float]]:
         return found
 
 
+def python_floor() -> float:
+    """p50 of `python -c pass` (this interpreter, whole processes): the floor a hook's cost is
+    read against on a shared machine, measured in the same run."""
+    import time
+
+    times = []
+    for _ in range(scaled(9, 1)):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def main() -> None:
     from tests.e2e.clients import CLIENTS
     from tests.e2e.conftest import CACHE
 
     print(f"hook cost inside the real clients: p50 seconds per event, {SESSIONS} sessions, "
-          f"empty store vs {STORE_EVENTS:,} events")
+          f"empty store vs {STORE_EVENTS:,} events; load average "
+          f"{os.getloadavg()[0]:.1f} at the start")
+    floor = python_floor()
+    print(f"python -c pass: {floor:.3f} s (p50); x: an event's p50 on the large store over it")
     for name, client in CLIENTS.items():
         binary = CACHE / client.cache_name / "node_modules" / ".bin" / client.binary
         if not binary.exists():
@@ -133,12 +149,14 @@ def main() -> None:
             small = measure(name, binary, 0)
             large = measure(name, binary, STORE_EVENTS)
         print(f"{name} {client.version}")
-        print(f"  {'event':22} {'empty':>7} {'large':>7} {'ratio':>6}")
+        print(f"  {'event':22} {'empty':>7} {'large':>7} {'ratio':>6} {'x':>5}")
         for event in sorted(set(small) | set(large)):
             a = statistics.median(small[event]) if small.get(event) else float("nan")
             b = statistics.median(large[event]) if large.get(event) else float("nan")
             flag = "" if b <= TARGET_S else f"  (over {TARGET_S} s)"
-            print(f"  {event:22} {a:7.3f} {b:7.3f} {b / a:6.2f}{flag}")
+            print(f"  {event:22} {a:7.3f} {b:7.3f} {b / a:6.2f} {b / floor:5.1f}{flag}")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end; python -c pass again: "
+          f"{python_floor():.3f} s")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 # Bottom first. A unit may import units of lower layers only; units sharing a layer do not
 # import each other.
 LAYERS: list[set[str]] = [
+    {"lazy_re"},
     {"distribution", "secret_scan", "output"},
     {"errors"},
     {"safety", "config"},

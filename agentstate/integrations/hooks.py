@@ -253,9 +253,11 @@ def _ensure_run(store: Store, payload: HookPayload, goal: str | None) -> tuple[R
 
 
 def _prompt(store: Store, payload: HookPayload, outcome: HookOutcome) -> None:
+    # `redact` from the excerpt module, where it lives: importing it through the runner
+    # loaded the tool policy, its argument rules and the sandbox on every prompt.
     from agentstate.runs.log import append_event
     from agentstate.store.sources import relayed_prompt_source
-    from agentstate.tools.runner import redact
+    from agentstate.tools.excerpt import redact
 
     prompt = payload.data.get("prompt")
     if not isinstance(prompt, str):

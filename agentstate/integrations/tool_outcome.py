@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from agentstate.lazy_re import LazyPattern
+
 # How an outcome was known (meta `outcome`): the order is the order of trust.
 EXIT_CODE = "exit code"  # a field of the payload or record
 CLIENT_TEXT = "client text"  # the client's own words: "Process exited with code 1"
@@ -30,15 +32,15 @@ HEADER_LINES = 12  # Codex's header is a handful of lines before `Output:`
 
 # Codex's header before the command's output ("Chunk ID: …", "Wall time: 0.5 seconds",
 # "Process exited with code 1", "Original token count: 12", "Exit code: 1", then "Output:").
-_HEADER_LINE = re.compile(
+_HEADER_LINE = LazyPattern(
     r"^(?:Chunk ID:|Wall time:|Process exited with code -?\d+|Process running with session"
     r"|Original token count:|Total output lines:|Exit code:? -?\d+)")
-_CLIENT_EXIT = re.compile(r"^(?:Process exited with code|Exit code:?) (-?\d+)\s*$")
+_CLIENT_EXIT = LazyPattern(r"^(?:Process exited with code|Exit code:?) (-?\d+)\s*$")
 # Claude Code's failed command: "Exit code 1" (then the output) at the start of `error`.
-_CLAUDE_EXIT = re.compile(r"\AExit code (-?\d+)[ \t]*(?:\r?\n|\Z)")
+_CLAUDE_EXIT = LazyPattern(r"\AExit code (-?\d+)[ \t]*(?:\r?\n|\Z)")
 
 # Failure signatures: each names a run that failed, whatever the exit code was.
-_FAILED = re.compile(
+_FAILED = LazyPattern(
     r"^=+ .*\b\d+ (?:failed|errors?)\b.* in [\d.]+s"  # pytest's closing line
     r"|^\d+ failed(?:, \d+ \w+)* in [\d.]+s"  # pytest -q
     r"|^(?:FAILED|ERROR) \S+::"  # pytest's short summary
@@ -55,9 +57,9 @@ _FAILED = re.compile(
     re.MULTILINE)
 # Weaker: a traceback can be printed by a command that then succeeds (a logged exception),
 # so it decides only when the client said nothing.
-_FAILED_WEAK = re.compile(r"^Traceback \(most recent call last\):", re.MULTILINE)
+_FAILED_WEAK = LazyPattern(r"^Traceback \(most recent call last\):", re.MULTILINE)
 # Success signatures: a runner's summary saying everything passed.
-_PASSED = re.compile(
+_PASSED = LazyPattern(
     r"^=+ (?:\d+ (?:passed|skipped|xfailed|xpassed|deselected|warnings?)(?:, )?)+ in [\d.]+s"
     r"|^\d+ passed(?:, \d+ (?:skipped|xfailed|xpassed|deselected|warnings?))* in [\d.]+s"
     r"|^Ran \d+ tests? in [\d.]+s\s*\n\s*\nOK(?: \(.*\))?$"  # unittest

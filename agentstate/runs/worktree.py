@@ -7,13 +7,16 @@ work tree every field is None and drift is reported as unknown.
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 
 def _git(cwd: Path, *args: str) -> str | None:
+    # Imported here: the run log imports this module for WorkTree, and a hook that records a
+    # tool call into an existing run runs no git at all.
+    import subprocess
+
     try:
         out = subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, check=False,
@@ -183,6 +186,8 @@ def drift(path: Path, recorded: WorkTree) -> Drift:
         result.head_moved = True
         old, new = recorded.head, now["head"]
         if old and new:
+            import subprocess
+
             is_ancestor = subprocess.run(
                 ["git", "merge-base", "--is-ancestor", old, new], cwd=path,
                 capture_output=True, check=False,

@@ -9,12 +9,14 @@ builds them from the environment so subprocess tests can fix them too:
 from __future__ import annotations
 
 import os
-import random
-import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput
+
+if TYPE_CHECKING:
+    import random
 
 # Crockford-style base32 without ambiguous letters: easy to read aloud and type.
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -67,14 +69,17 @@ class IdSource:
 
     def __post_init__(self) -> None:
         if self.seed is not None:
+            import random  # only for seeded ids (tests): every hook opens a store with ids
+
             self._rng = random.Random(self.seed)
 
     def new(self) -> str:
         if self._rng is not None:
             return "".join(self._rng.choice(_ALPHABET) for _ in range(ID_LENGTH))
         # One urandom call per id (not one per character): bulk imports create thousands.
-        # 32 divides 256, so `byte & 31` is uniform over the alphabet.
-        return "".join(_ALPHABET[b & 31] for b in secrets.token_bytes(ID_LENGTH))
+        # 32 divides 256, so `byte & 31` is uniform over the alphabet. os.urandom is what
+        # secrets.token_bytes calls; importing `secrets` (hmac, hashlib) cost every hook.
+        return "".join(_ALPHABET[b & 31] for b in os.urandom(ID_LENGTH))
 
 
 def clock_from_env() -> Clock:

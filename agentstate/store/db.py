@@ -8,9 +8,7 @@ processes write at once) and foreign keys on.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.config import CONFIG_NAME, Settings, load_settings
 from agentstate.errors import AgentStateError, CorruptStore, StoreMissing
+from agentstate.lazy_re import LazyPattern
 from agentstate.store.clock import Clock, IdSource, clock_from_env, ids_from_env
 
 if TYPE_CHECKING:
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 
 # Query parameters: positional (a sequence) or named (a mapping), as sqlite3 takes them.
 Params = Sequence[Any] | Mapping[str, Any]
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*")
 
 STORE_DIR = ".agentstate"
 DB_NAME = "state.db"
@@ -212,6 +211,8 @@ def find_store(start: Path | None = None, override: str | Path | None = None) ->
 
 def init_location(start: Path | None = None) -> Path:
     """Where `init` puts the store: the git work-tree root, or the directory itself."""
+    import subprocess  # here: opening a store (every hook) never runs a process
+
     here = (start or Path.cwd()).resolve()
     try:
         out = subprocess.run(

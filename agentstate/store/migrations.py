@@ -76,12 +76,15 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
 def all_migrations() -> list[Migration]:
     """The migration functions in `MIGRATION_ORDER` (each looked up in its domain's table
     module, `SCHEMA_MODULES`)."""
+    return [(name, _migration_function(name, domain)) for name, domain in MIGRATION_ORDER]
+
+
+def _migration_function(name: str, domain: str) -> Callable[[sqlite_utils.Database], None]:
     import importlib
 
-    return [
-        (name, getattr(importlib.import_module(SCHEMA_MODULES[domain]), name))
-        for name, domain in MIGRATION_ORDER
-    ]
+    function: Callable[[sqlite_utils.Database], None] = getattr(
+        importlib.import_module(SCHEMA_MODULES[domain]), name)
+    return function
 
 
 def backup_database(conn: sqlite3.Connection, target: Path) -> None:
@@ -108,8 +111,11 @@ def applied_migrations(db: sqlite_utils.Database) -> list[str]:
 
 
 def pending_migrations(db: sqlite_utils.Database) -> list[Migration]:
+    # Names first: a store that is up to date (every hook, every command) imports none of
+    # the domains' table modules, which are a dozen modules of schema code.
     done = set(applied_migrations(db))
-    return [m for m in all_migrations() if m[0] not in done]
+    return [(name, _migration_function(name, domain)) for name, domain in MIGRATION_ORDER
+            if name not in done]
 
 
 def apply_migrations(db: sqlite_utils.Database, upto: str | None = None,

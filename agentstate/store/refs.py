@@ -6,21 +6,21 @@ reported as a malformed ref rather than as "not found".
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from agentstate.errors import InvalidInput, a_or_an
+from agentstate.lazy_re import LazyPattern
 
 KINDS = ("run", "evt", "mem", "pack", "skill")
 
 _ID = r"[0-9a-z]{4,32}"
 _SKILL = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _PATTERNS = {
-    "run": re.compile(rf"^run:({_ID})$"),
-    "evt": re.compile(rf"^evt:({_ID})$"),
-    "mem": re.compile(rf"^mem:({_ID})(?:@v([1-9][0-9]*))?$"),
-    "pack": re.compile(rf"^pack:({_ID})$"),
-    "skill": re.compile(rf"^skill:({_SKILL})(?:@v([1-9][0-9]*))?$"),
+    "run": LazyPattern(rf"^run:({_ID})$"),
+    "evt": LazyPattern(rf"^evt:({_ID})$"),
+    "mem": LazyPattern(rf"^mem:({_ID})(?:@v([1-9][0-9]*))?$"),
+    "pack": LazyPattern(rf"^pack:({_ID})$"),
+    "skill": LazyPattern(rf"^skill:({_SKILL})(?:@v([1-9][0-9]*))?$"),
 }
 
 

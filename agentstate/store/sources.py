@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 
 from agentstate.errors import InvalidInput
+from agentstate.lazy_re import LazyPattern
 
-_TOOL = re.compile(r"^tool:[A-Za-z0-9_.\-/]{1,100}$")
-_FILE = re.compile(r"^file:[^@\s][^@]*@[0-9A-Za-z_.\-/]{1,64}$")
-_EVT = re.compile(r"^evt:[0-9a-z]{4,32}$")
-_PROMPT = re.compile(r"^prompt:[a-z0-9][a-z0-9\-]{0,39}$")
+_TOOL = LazyPattern(r"^tool:[A-Za-z0-9_.\-/]{1,100}$")
+_FILE = LazyPattern(r"^file:[^@\s][^@]*@[0-9A-Za-z_.\-/]{1,64}$")
+_EVT = LazyPattern(r"^evt:[0-9a-z]{4,32}$")
+_PROMPT = LazyPattern(r"^prompt:[a-z0-9][a-z0-9\-]{0,39}$")
 
 AUTHORITY = {"user": 3, "file": 2, "tool": 2, "evt": 2, "model": 1, "prompt": 1}
 SOURCE_FORMS = "user, model, tool:NAME, file:PATH@COMMIT, prompt:AGENT"

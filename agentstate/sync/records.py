@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.errors import InvalidInput
+from agentstate.lazy_re import LazyPattern
 
 FORMAT = 1  # the `"v"` this agentstate writes and reads
 SHARED_DIR = "shared"
@@ -35,8 +36,8 @@ ID_LENGTH = 32
 SHAREABLE_KINDS = ("repo", "branch", "path")  # scope kinds that may leave the machine
 HELD = ("candidate", "quarantined")
 RELS = ("supersedes", "contests")
-_ID = re.compile(r"^[0-9a-f]{32}$")
-_EVIDENCE = re.compile(r"^(?:user|evt:[0-9a-z]{4,32}|file:[^@\s][^@]*@[0-9A-Za-z_.\-/]{1,64})$")
+_ID = LazyPattern(r"^[0-9a-f]{32}$")
+_EVIDENCE = LazyPattern(r"^(?:user|evt:[0-9a-z]{4,32}|file:[^@\s][^@]*@[0-9A-Za-z_.\-/]{1,64})$")
 
 # Fields of each record type and the JSON types they may hold (None: null allowed).
 _STR, _OPT = (str,), (str, type(None))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from agentstate.lazy_re import LazyPattern
 from agentstate.safety import find_secrets, redact_secrets
 
 EXCERPT_CHARS = 3000
@@ -36,13 +37,13 @@ HEAD_LINES = 3
 MASK = "***"  # short on purpose: "[REDACTED]" after "password=" would itself look like one
 WITHHELD = "(withheld: contains what looks like a secret)"
 
-_ERROR_LINE = re.compile(
+_ERROR_LINE = LazyPattern(
     r"\b(?:error|errors|failed|failure|fatal|panic|exception|traceback)\b|\bFAIL(?:ED)?\b"
     r"|^E\s{2,}|^\s*assert\b|AssertionError|Exit code [1-9]",
     re.IGNORECASE,
 )
 # `ValueError: bad`, `pkg.errors.Boom`, `AssertionError` alone: a raised exception's line.
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?")
+_EXCEPTION_LINE = LazyPattern(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?")
 
 
 def is_error_line(line: str) -> bool:
@@ -169,11 +170,11 @@ def output_excerpt(stdout: str, stderr: str = "", limit: int = EXCERPT_CHARS) ->
 FAILURE_LINE_CHARS = 160
 # Lines that name the failure itself rank above wrapper lines ("make: *** Error 2"), which
 # rank above summaries ("1 failed, 3 passed").
-_HINTS = (re.compile(r"^E\s+\S"),  # pytest's own line for the exception: the shortest form
-          re.compile(r"(FAILED|FAIL:|AssertionError|panicked|Traceback)"),
-          re.compile(r"(ERROR|Error\b|Error:|Exception|fatal:)"),
-          re.compile(r"(fail|error)", re.IGNORECASE))
-EXIT_IN_TEXT = re.compile(r"[Ee]xit (?:code|status)[: ]+(\d+)")
+_HINTS = (LazyPattern(r"^E\s+\S"),  # pytest's own line for the exception: the shortest form
+          LazyPattern(r"(FAILED|FAIL:|AssertionError|panicked|Traceback)"),
+          LazyPattern(r"(ERROR|Error\b|Error:|Exception|fatal:)"),
+          LazyPattern(r"(fail|error)", re.IGNORECASE))
+EXIT_IN_TEXT = LazyPattern(r"[Ee]xit (?:code|status)[: ]+(\d+)")
 
 
 def telling_line(excerpt: str) -> str:

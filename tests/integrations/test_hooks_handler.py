@@ -197,25 +197,57 @@ def test_locked_store_gives_up_quickly(initialised):
     assert proc.returncode == 0 and "busy" in proc.stderr
 
 
-def test_write_hooks_import_nothing_heavy(initialised):
-    """Hooks run on every tool call: no tokenizer, no sqlite_utils, no rich and not even the
-    CLI framework on that path (the console entry point goes straight to the handler). The
-    first prompt starts the run, so starting a run is on that path too."""
+# What a hook call must not load. The libraries: the CLI framework and its printer, the
+# config writer, GitPython, the tokenizer, sqlite_utils. Then what cost every hook before the
+# hook path was trimmed (docs/development.md, "Hook cost"): `secrets` (hmac and hashlib, for
+# ids that os.urandom gives), the domains' table modules (only a store with a migration
+# pending needs them) and `subprocess` (git runs only when a run starts or a checkpoint
+# snapshots the work tree, not for a tool call into an existing run), and the tool runner
+# with its policy (a prompt's redaction once came through it).
+HEAVY = ("typer", "click", "rich", "tomlkit", "git", "tiktoken", "sqlite_utils", "secrets",
+         "agentstate.memory.memory_tables", "agentstate.skills.skill_tables", "agentstate.cli",
+         "agentstate.tools.runner", "agentstate.tools.policy")
+HOOK_PROBE = ("import sys; names = sys.argv[2].split(',')\n"
+              "sys.argv = ['agentstate', 'hook', sys.argv[1]]\n"
+              "from agentstate.entry import main\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\n"
+              "print('LOADED', sorted(m for m in names if m in sys.modules))")
+
+
+def _loaded_by_hook(agent: str, data: dict, cwd: Path, modules: tuple[str, ...]) -> list[str]:
     import subprocess
     import sys
 
-    for name in ("user_prompt_submit", "post_tool_use_bash", "post_tool_use_failure_bash",
-                 "stop"):
-        code = ("import sys; sys.argv = ['agentstate', 'hook', 'claude-code']\n"
-                "from agentstate.entry import main\n"
-                "try:\n    main()\nexcept SystemExit:\n    pass\n"
-                "print('HEAVY', sorted(m for m in ('git', 'tiktoken', 'sqlite_utils', 'rich', "
-                "'typer', 'click') "
-                "if m in sys.modules))")
-        proc = subprocess.run([sys.executable, "-c", code], cwd=initialised, text=True,
-                              input=json.dumps(payload("claude-code", name, initialised)),
-                              capture_output=True, timeout=60)
-        assert proc.stderr == "" and proc.stdout.strip().splitlines()[-1] == "HEAVY []", name
+    proc = subprocess.run([sys.executable, "-c", HOOK_PROBE, agent, ",".join(modules)],
+                          cwd=cwd, text=True, input=json.dumps(data), capture_output=True,
+                          timeout=60)
+    assert proc.stderr == "", proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("LOADED ")
+    return json.loads(last.removeprefix("LOADED ").replace("'", '"'))
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_hooks_import_nothing_heavy(initialised, cli, agent):
+    """Hooks run on every prompt and tool call, each a whole process the agent waits for:
+    none of HEAVY on that path. The first prompt starts the run, so starting a run is on it
+    too; PreToolUse (not installed, but a client may send it) is answered the same way."""
+    prompt = payload(agent, "user_prompt_submit", initialised)
+    tool = payload(agent, "post_tool_use_bash", initialised)
+    pre_tool = {k: v for k, v in tool.items() if k != "tool_response"}
+    pre_tool["hook_event_name"] = "PreToolUse"
+    calls = [("UserPromptSubmit", prompt), ("PreToolUse", pre_tool), ("PostToolUse", tool),
+             ("Stop", payload(agent, "stop", initialised))]
+    if agent == "claude-code":
+        calls.insert(3, ("PostToolUseFailure",
+                         payload(agent, "post_tool_use_failure_bash", initialised)))
+    for event, data in calls:
+        # The run exists after the first prompt: a tool call into it runs no git either.
+        extra = ("subprocess",) if event in ("PreToolUse", "PostToolUse") else ()
+        assert _loaded_by_hook(agent, data, initialised, HEAVY + extra) == [], event
+    # They did their work (an early failure would have been reported on stderr too).
+    kinds = [e["kind"] for e in events(cli)]
+    assert "observation" in kinds and "tool" in kinds
 
 
 def _line(kind: str, uuid: str, content, ts: str, parent: str | None = None) -> str:

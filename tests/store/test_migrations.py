@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import sqlite3
 import subprocess
+import sys
+import types
 
 import pytest
 import sqlite_utils
@@ -178,9 +180,13 @@ def test_a_failing_migration_leaves_nothing_behind(tmp_path, monkeypatch):
         db.conn.execute("CREATE TABLE half_done (x)")
         raise sqlite3.OperationalError("boom")
 
-    real = migrations.all_migrations
-    monkeypatch.setattr(migrations, "all_migrations",
-                        lambda: [*real(), ("m999_broken", broken)])
+    # Looked up by name like a real one: a module holding it, and an entry naming it.
+    holder = types.ModuleType("broken_migration_holder")
+    holder.m999_broken = broken
+    monkeypatch.setitem(sys.modules, holder.__name__, holder)
+    monkeypatch.setitem(migrations.SCHEMA_MODULES, "broken", holder.__name__)
+    monkeypatch.setattr(migrations, "MIGRATION_ORDER",
+                        (*migrations.MIGRATION_ORDER, ("m999_broken", "broken")))
     db = _fresh(tmp_path / "x.db")
     with pytest.raises(sqlite3.OperationalError):
         apply_migrations(db)
