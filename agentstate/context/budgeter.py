@@ -6,7 +6,9 @@
 2. Every other candidate is visited in priority order — class first (the config's class
    order), then score, then ref (so ties are deterministic) — and gets the best form that
    still fits: whole, else its one-line compression, else (later, at index priority) a
-   pointer line in the index, else it is dropped for budget.
+   pointer line in the index, else it is dropped for budget. An evidence item with an
+   answer line is compressed to its shorter line first; the answer line's extra tokens
+   come at half the item's score in that order (`_Upgrades`, ANSWER_LINE_SHARE).
 3. Cost estimates are per fragment; the final answer is measured on the rendered text with the
    project's tokenizer. While that measurement is over budget, the lowest-priority placed
    fragment is demoted one step and the text measured again. The budget can therefore never
