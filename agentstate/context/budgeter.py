@@ -6,7 +6,9 @@
 2. Every other candidate is visited in priority order — class first (the config's class
    order), then score, then ref (so ties are deterministic) — and gets the best form that
    still fits: whole, else its one-line compression, else (later, at index priority) a
-   pointer line in the index, else it is dropped for budget.
+   pointer line in the index, else it is dropped for budget. An evidence item with an
+   answer line is compressed to its shorter line first; the answer line's extra tokens
+   come at half the item's score in that order (`_Upgrades`, ANSWER_LINE_SHARE).
 3. Cost estimates are per fragment; the final answer is measured on the rendered text with the
    project's tokenizer. While that measurement is over budget, the lowest-priority placed
    fragment is demoted one step and the text measured again. The budget can therefore never
@@ -19,7 +21,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,15 +103,18 @@ def allocate(
     packer = _Packer(count, headers, used=minimum,
                      limit=budget - max(0, min(index_reserve, budget - minimum)),
                      open_sections={c.section for c in pinned})
-    waiting = _place_ranked(packer, ranked)
+    waiting, upgraded = _place_ranked(packer, ranked)
     # Index class: the reserve is released; every token of the budget may now be used.
     packer.limit = budget
     _place_index(packer, hints, waiting)
 
     # Demotion order: the reverse of allocation — pointers last placed go first, then the
     # lowest-priority whole or compressed fragments.
+    # Answer lines go back to their shorter lines before any item above the index is
+    # demoted: they were only ever given room no item wanted.
     demotable = [*reversed(waiting), *reversed(hints), *reversed(ranked)]
-    text, tokens = _demote_until_within(candidates, demotable, headers, count, budget)
+    text, tokens = _demote_until_within(candidates, demotable, headers, count, budget,
+                                        upgraded=upgraded[::-1])
     _settle(candidates, count)
     return Allocation(text, tokens, minimum, candidates, summarise(candidates, order))
 
@@ -192,11 +197,15 @@ class _Packer:
         return True
 
 
-def _place_ranked(packer: _Packer, ranked: list[Candidate]) -> list[Candidate]:
-    """Step 2 above the index: each candidate whole, else compressed; returns those that
-    got neither (pointer candidates), in order."""
+def _place_ranked(packer: _Packer, ranked: list[Candidate]
+                  ) -> tuple[list[Candidate], list[Candidate]]:
+    """Step 2 above the index: each candidate whole, else compressed (its shorter line
+    first, see `_Upgrades`); returns those that got neither (pointer candidates), in order,
+    and those given their answer line."""
     waiting: list[Candidate] = []
+    upgrades = _Upgrades(packer)
     for cand in ranked:
+        upgrades.before(cand)
         if cand.floor is not None:  # an essential: its full form, if that fits
             assert cand.full is not None
             if packer.fits_extra(packer.count(cand.full + "\n")
@@ -209,16 +218,54 @@ def _place_ranked(packer: _Packer, ranked: list[Candidate]) -> list[Candidate]:
         if cand.full is not None and packer.place(cand, cand.full, cand.section):
             cand.decision, cand.reason = "included", "fits"
         elif cand.compressed and cand.compressed != cand.full and packer.place(
-            cand, cand.compressed, cand.section
+            cand, cand.short or cand.compressed, cand.section
         ):
             cand.decision = "compressed"
             # One line by policy: an older trajectory event, or an evidence hit past the
             # strongest few (or a neighbour); otherwise for want of room.
             cand.reason = ("older" if cand.cls == "trajectory" else "one line") \
                 if compress_only else "budget"
+            upgrades.offer(cand)
         else:
             waiting.append(cand)
-    return waiting
+    upgrades.before(None)
+    return waiting, upgrades.done
+
+
+# An item placed as its shorter line gets its answer line (the matched sentence and what
+# completes it) as if that were a candidate of the item's class scored this share of the
+# item's score: a strong hit's answer line comes before the weak tail of the ranking (the
+# two-away neighbours, the last hits), never before an item scoring above this share of
+# it. 0.5 is the weight of a hit's next turn (sources.NEIGHBOUR_WEIGHT): the words that
+# complete a hit are worth what the turn after it is.
+ANSWER_LINE_SHARE = 0.5
+
+
+class _Upgrades:
+    """Answer lines waiting for their turn in the priority order (see ANSWER_LINE_SHARE)."""
+
+    def __init__(self, packer: _Packer) -> None:
+        self.packer = packer
+        self.queue: list[Candidate] = []   # in priority order: scores only fall
+        self.done: list[Candidate] = []
+
+    def offer(self, cand: Candidate) -> None:
+        if cand.short is not None and cand.form == cand.short \
+                and cand.compressed not in (None, cand.short):
+            self.queue.append(cand)
+
+    def before(self, nxt: Candidate | None) -> None:
+        """Give the answer lines that rank above `nxt` (every one left at the end: None)
+        their extra tokens, where those fit."""
+        while self.queue and (nxt is None or self.queue[0].cls != nxt.cls
+                              or ANSWER_LINE_SHARE * self.queue[0].score >= nxt.score):
+            cand = self.queue.pop(0)
+            assert cand.compressed is not None and cand.short is not None
+            extra = self.packer.count(cand.compressed + "\n") \
+                - self.packer.count(cand.short + "\n")
+            if cand.form == cand.short and self.packer.fits_extra(extra):
+                cand.form = cand.compressed
+                self.done.append(cand)
 
 
 def _place_index(packer: _Packer, hints: list[Candidate], waiting: list[Candidate]) -> None:
@@ -241,19 +288,26 @@ def _place_index(packer: _Packer, hints: list[Candidate], waiting: list[Candidat
 
 
 def _demote_until_within(candidates: list[Candidate], demotable: list[Candidate],
-                         headers: dict[str, str], count: Count, budget: int
+                         headers: dict[str, str], count: Count, budget: int, *,
+                         upgraded: Sequence[Candidate] = ()
                          ) -> tuple[str, int]:
     """Step 3: render and measure; while over budget, demote the lowest-priority placed
-    fragment one step (an essential to its short form, never further)."""
+    fragment one step (an essential to its short form, never further). Answer lines given
+    in step 2b (`upgraded`, lowest priority first) go back to their shorter lines once the
+    index lines are gone and before any other item is demoted."""
     text = render(candidates, headers)
     tokens = count(text)
     while tokens > budget:
         victim = next((c for c in demotable if c.form is not None
                        and c.decision != "dropped" and c.form != c.floor), None)
+        if victim is None or not (victim.cls == "index" or victim.decision == "pointer"):
+            victim = next((c for c in upgraded if c.form == c.compressed), victim)
         if victim is None:  # only the fixed part left: cannot happen, minimum <= budget
             raise BudgetTooSmall(budget, tokens)
         if victim.floor is not None:
             victim.decision, victim.reason, victim.form = "compressed", "budget", victim.floor
+        elif victim.short is not None and victim.form == victim.compressed:
+            victim.form = victim.short  # an answer line back to its shorter line
         elif victim.decision == "included" and victim.compressed and \
                 victim.compressed != victim.form and victim.cls != "index":
             victim.decision, victim.reason, victim.form = "compressed", "budget", \
@@ -315,7 +369,7 @@ def _likely_counted(candidates: list[Candidate], headers: dict[str, str]) -> lis
     reported in the manifest, and the section headers."""
     texts = [headers.get(s, title) + "\n\n" for s, title in SECTION_TITLES.items()]
     for cand in candidates:
-        for form in (cand.full, cand.compressed, cand.pointer):
+        for form in (cand.full, cand.compressed, cand.pointer, cand.short):
             if form:
                 texts += (form, form + "\n")
     return texts

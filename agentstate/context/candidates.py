@@ -88,6 +88,11 @@ class Candidate:
     group: str = ""                     # a header line shared by items of one run and source
     chrono: tuple[Any, ...] = ()        # order inside its group (time, ref)
     tail: str = ""                      # label part a group prints once while it repeats
+    # A shorter one-line form placed first where `compressed` is an evidence item's answer
+    # line (the matched sentence and what completes it): the longer line replaces it only
+    # in room no other item wanted (budgeter, `_upgrade_lines`), so an answer line never
+    # costs the pack an evidence item. None: `compressed` is placed as it is.
+    short: str | None = None
 
     @property
     def placed_section(self) -> str:
@@ -97,9 +102,9 @@ class Candidate:
         # The pack is read by a model and often shown on a terminal: stored control
         # characters and escape sequences are written out visibly (output.visible) in every
         # form, before anything is measured, so the budget holds for the text as printed.
-        self.full, self.compressed, self.pointer = (
+        self.full, self.compressed, self.pointer, self.short = (
             None if form is None else visible(form)
-            for form in (self.full, self.compressed, self.pointer))
+            for form in (self.full, self.compressed, self.pointer, self.short))
 
     def drop(self, reason: str) -> None:
         self.decision, self.reason, self.form, self.position = "dropped", reason, None, None

@@ -366,8 +366,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
     the sources of memories that expired, were superseded or forgotten, dropped as stale like
     a resolved question. Without the `gate` (an ablation), superseded and stale hits are kept
     too. `answer_lines` (the default): a one-line form carries what completes the matched
-    sentence, and a short turn is its own line (compression.evidence_line); off (an
-    ablation), the matched sentence or a neighbour's first one alone."""
+    sentence, and a short turn is its own line (compression.evidence_line) — placed only
+    in room left once every item that fits has its shorter line (`short`: the matched
+    sentence or a neighbour's first one); off (an ablation), that shorter line alone."""
     best = max((h.score for h in hits), default=0.0) or 1.0
     whole, chars = one_line_forms(room)
     short = WHOLE_TURN_CHARS if answer_lines else 0
@@ -384,13 +385,17 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         # nothing and costs tokens on every date; every other kind is named.
         tail = f" · {hit.ts[:10]}" if kind == UNMARKED_KIND else f" · {kind} · {hit.ts[:10]}"
         label = f"{hit.ref}{tail}"
+        # The matched sentence alone (a neighbour's first one): the line placed first; the
+        # answer line replaces it where the budget has room left (budgeter).
+        matched = compress_line(label, hit.text, chars) if near \
+            else focus_line(label, hit.text, stems, chars)
         cand = Candidate(
             ref=hit.ref, cls="evidence", section="evidence", score=score,
             full=None if near or rank >= whole else f"- [{label}] {_indent(hit.text)}",
             compressed=(evidence_line(label, hit.text, (), chars, short) if near
                         else evidence_line(label, hit.text, stems, chars, short))
-            if answer_lines else compress_line(label, hit.text, chars) if near
-            else focus_line(label, hit.text, stems, chars),
+            if answer_lines else matched,
+            short=matched if answer_lines else None,
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
             group=event_group(hit.run, hit.source, hit.text), tail=tail,
