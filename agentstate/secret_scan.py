@@ -527,6 +527,12 @@ def redact_secrets(text: str, mask: str = "[REDACTED]") -> str:
 REDACT_PASSES = 4  # each pass is linear; glued secrets need one pass per layer
 
 
+def mask_key_blocks(text: str, mask: str = "[REDACTED]") -> str:
+    """Replace each private key block whole: its body lines alone do not look secret, so an
+    excerpt that keeps some of them must have the block masked before lines are chosen."""
+    return _masked(text, sorted(_private_keys(text), key=lambda f: f.start), mask)
+
+
 def _masked(text: str, findings: list[Finding], mask: str) -> str:
     out, last = [], 0
     for f in findings:

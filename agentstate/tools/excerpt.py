@@ -143,20 +143,9 @@ def _mask_key_blocks(text: str) -> str:
     """Mask private key blocks whole (their body lines alone do not look secret)."""
     if "PRIVATE KEY" not in text and "PuTTY-User-Key-File" not in text:
         return text
-    from agentstate.secret_scan import _private_keys  # the scanner's own key-block finder
+    from agentstate.secret_scan import mask_key_blocks
 
-    spans = _private_keys(text)
-    if not spans:
-        return text
-    out, last = [], 0
-    for found in sorted(spans, key=lambda f: f.start):
-        if found.start < last:
-            continue
-        out.append(text[last:found.start])
-        out.append(MASK)
-        last = found.end
-    out.append(text[last:])
-    return "".join(out)
+    return mask_key_blocks(text, MASK)
 
 
 def output_excerpt(stdout: str, stderr: str = "", limit: int = EXCERPT_CHARS) -> str:
