@@ -259,7 +259,7 @@ def test_store_imports_no_domain():
     """Storage below the domains: agentstate/store/ imports none of them."""
     import ast
 
-    allowed = {"store", "config", "errors", "tokens"}
+    allowed = {"store", "config", "errors", "tokens", "lazy_re"}  # lazy_re: the bottom layer
     root = ROOT / "agentstate" / "store"
     offenders = []
     for file in root.glob("*.py"):
