@@ -27,6 +27,7 @@ from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
+from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for, load_encoding
 
 WORDS = ["login", "test", "fixture", "timeout", "database", "flaky", "retry", "cache", "parser",
@@ -89,7 +90,8 @@ def build_store(root: Path, runs, memories, system):
         last = run
     for kind, text, source, key in memories:
         evidence = ["user"] if source == "user" else []
-        remember(store, text, kind=kind, source=source, key=key, evidence=evidence)
+        remember(store, text, kind=kind, source=source, key=key, evidence=evidence,
+                 principal=resolve_principal(store))
     system_path = None
     if system is not None:
         system_path = root / "system.md"
@@ -133,7 +135,7 @@ def test_budget_pinned_manifest_and_determinism(case):
         from agentstate.runs.checkpoint import working_state
 
         pinned = [c.text for c in working_state(store, run).constraints]
-        pinned += [p.text for p in list_user_preferences(store)]
+        pinned += [p.text for p in list_user_preferences(store, resolve_principal(store))]
         if system is not None and system.strip():
             pinned.append(system)
         for text in pinned:
