@@ -531,3 +531,19 @@ def test_skill_new_writes_an_unversioned_draft_and_an_unedited_scaffold_is_refus
     author_scaffold(initialised / ".agentstate" / "skills" / "nodesc")
     refused = cli("skill", "publish", "nodesc")
     assert refused.exit_code == 3 and "placeholder description" in refused.stderr
+
+
+def test_a_version_whose_maker_was_not_recorded_is_not_the_agents_to_revoke(store, demo):
+    """Revoking another principal's version is the owner-only action `revoke`; a version
+    with no maker recorded (a release written before makers were kept, or a provenance
+    lost in a repair) counts as someone else's, never as the revoker's own."""
+    publish_skill(store, "demo", principal="owner")
+    with store.transaction():
+        store.conn.execute("UPDATE skill_versions SET provenance = "
+                           "json_remove(provenance, '$.principal') WHERE name = 'demo'")
+    with pytest.raises(Refused, match="made by an unrecorded principal"):
+        revoke_skill(store, "demo@v1", "the agent wants it gone", principal="agent")
+    assert published_rows(store, "demo")[0]["status"] == "published"
+    # The owner, who may perform `revoke`, withdraws it.
+    assert revoke_skill(store, "demo@v1", "withdrawn by the owner",
+                        principal="owner").revoked == ["skill:demo@v1"]
