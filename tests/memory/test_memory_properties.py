@@ -166,11 +166,14 @@ WORKER = """
 import sys
 from agentstate.store.db import open_store
 from agentstate.memory.write import remember
+from agentstate.store.principals import resolve_principal
 store = open_store()
+who = resolve_principal(store)  # this script is its own entry point
 for i in range(int(sys.argv[2])):
-    remember(store, f"worker {sys.argv[1]} remembers item number {i}", kind="event")
+    remember(store, f"worker {sys.argv[1]} remembers item number {i}", kind="event",
+             principal=who)
     remember(store, f"value from worker {sys.argv[1]} round {i}", kind="fact", key="shared",
-             source="tool:w{}".format(sys.argv[1]), evidence=["user"])
+             source="tool:w{}".format(sys.argv[1]), evidence=["user"], principal=who)
 store.close()
 """
 
