@@ -129,8 +129,7 @@ def load_skill(store: Store, target: str, *, principal: Who,
     """Load a published skill (`NAME` or `NAME@vN`): body, resources, trust; the load is
     recorded against `run` (default: the current run). Revoked versions are refused. The
     principal is checked as for `list_skills`."""
-    resolve_principal(store, principal)
-    return load_a_skill(store, target, run_ref=run)
+    return load_a_skill(store, target, run_ref=run, principal=resolve_principal(store, principal))
 
 
 def _name(store: Store, principal: Who) -> str:

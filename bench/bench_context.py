@@ -34,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agentstate.store.principals import resolve_principal
 from bench.data import SMOKE, Texts, cached, scaled
 
 # Smoke mode runs the smallest size only (one store: every line is still printed, the
@@ -141,7 +142,7 @@ def _in_process(path: Path) -> tuple[float, int]:
 
     start = time.perf_counter()
     store = open_store(start=path)
-    pack = build_context(store, budget=BUDGET)
+    pack = build_context(store, budget=BUDGET, principal=resolve_principal(store))
     store.close()
     return time.perf_counter() - start, pack.tokens
 

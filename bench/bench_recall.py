@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agentstate.store.principals import resolve_principal
 from bench.data import SMOKE, scaled
 
 SIZES = (1_000, 100_000) if not SMOKE else (50,)  # smoke: the smallest size only
@@ -124,7 +125,7 @@ def _time_inprocess(cwd: Path, query: str) -> float:
     samples = []
     for _ in range(REPEATS):
         start = time.perf_counter()
-        recall(store, query)
+        recall(store, query, principal=resolve_principal(store))
         samples.append(time.perf_counter() - start)
     store.close()
     return statistics.median(samples)

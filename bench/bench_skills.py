@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agentstate.store.principals import resolve_principal
 from bench.data import scaled
 
 REPEATS = scaled(7, 1)
@@ -118,9 +119,10 @@ def main() -> None:
 
         def publish_one() -> None:
             name = f"bench-{next(counter)}"
-            new_skill(store, name, description="A benchmark skill.")
+            new_skill(store, name, description="A benchmark skill.",
+                      principal=resolve_principal(store))
             _author(store.skills_path / name)
-            publish_skill(store, name)
+            publish_skill(store, name, principal=resolve_principal(store))
 
         seconds = _median(publish_one, scaled(5, 1))
         print(f"publish of a scaffold (validate, acceptance via the tool layer, commit+tag+row)"

@@ -22,6 +22,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from agentstate.store.principals import resolve_principal
 from bench.data import REPEATS, python_floor, scaled, verdict, wall
 
 MEMORIES = scaled(10_000, 200)
@@ -113,22 +114,25 @@ def main() -> None:
         rows = []
         floors = {"export": export_floor(a, Path(tmp) / "floor.jsonl")}
         first, took, label = _timed("export, first (all records)",
-                                    lambda: sync(a, do_import=False))
+                                    lambda: sync(a, do_import=False,
+                                                 principal=resolve_principal(a)))
         rows.append((label, took, f"{first.exported:,} memory + "
                                   f"{first.exported_evidence:,} evidence records"))
         ratios = {"export": took / floors["export"]}
         folder = shared_path(a)
         sizes = {p.name: p.stat().st_size for p in sorted(folder.glob("*.jsonl"))}
         snapshot = {name: (folder / name).read_bytes() for name in sizes}
-        _, took, label = _timed("export, nothing new", lambda: sync(a, do_import=False))
+        _, took, label = _timed("export, nothing new", lambda: sync(a, do_import=False,
+                                                                    principal=resolve_principal(a)))
         rows.append((label, took, ""))
         from agentstate.memory.forget import forget
 
         with a.transaction():
             for n in range(TOMBSTONES):
-                forget(a, f"mem:bench{n:05d}", reason="bench")
+                forget(a, f"mem:bench{n:05d}", reason="bench", principal=resolve_principal(a))
         tombs, took, label = _timed(f"export, {TOMBSTONES:,} tombstones",
-                                    lambda: sync(a, do_import=False))
+                                    lambda: sync(a, do_import=False,
+                                                 principal=resolve_principal(a)))
         rows.append((label, took, f"{tombs.exported_tombstones:,} tombstone records"))
         after = {p.name: p.stat().st_size for p in sorted(folder.glob("*.jsonl"))}
 
@@ -141,16 +145,16 @@ def main() -> None:
         floors["import"] = import_floor(a, floor_store)
         floor_store.close()
         got, took, label = _timed("import, first (new versions)",
-                                  lambda: sync(b, do_export=False))
+                                  lambda: sync(b, do_export=False, principal=resolve_principal(b)))
         rows.append((label, took, f"{got.imported:,} versions imported"))
         ratios["import"] = took / floors["import"]
         for name in after:
             (b_folder / name).write_bytes((folder / name).read_bytes())
         got, took, label = _timed(f"import, {TOMBSTONES:,} tombstones",
-                                  lambda: sync(b, do_export=False))
+                                  lambda: sync(b, do_export=False, principal=resolve_principal(b)))
         rows.append((label, took, f"{got.tombstoned:,} versions forgotten"))
         _, took, label = _timed("import, nothing new (each pull)",
-                                lambda: sync(b, do_export=False))
+                                lambda: sync(b, do_export=False, principal=resolve_principal(b)))
         rows.append((label, took, ""))
         for label, took, note in rows:
             print(f"  {label:<34} {took:>7.2f} s  {note}")
@@ -160,8 +164,8 @@ def main() -> None:
               + f" ({total / versions:.0f} bytes a version)")
         # The same with the digest: one full sync that finds nothing to do keeps it, the
         # next one compares it and stops (in process, the domain work alone).
-        sync(a)
-        _, idle, _ = _timed("sync", lambda: sync(a))
+        sync(a, principal=resolve_principal(a))
+        _, idle, _ = _timed("sync", lambda: sync(a, principal=resolve_principal(a)))
         print(f"  sync, nothing new, after the digest is kept (in process): {idle:.3f} s "
               f"(export + import with nothing new above: {rows[1][1] + rows[-1][1]:.2f} s)")
         for what, ratio in ratios.items():

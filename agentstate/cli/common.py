@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
     from agentstate.runs.log import Run
     from agentstate.store.db import Store
+    from agentstate.store.principals import Principal
 
-__all__ = ["AsOption", "JsonOption", "RunOption", "cli_store",
+__all__ = ["AsOption", "JsonOption", "RunOption", "acting_as", "cli_store",
            "command_name", "emit", "from_stdin", "parse_key_values", "read_stdin",
            "store_override"]
 
@@ -40,6 +41,15 @@ AsOption = Annotated[
 RunOption = Annotated[
     str | None, typer.Option("--run", help="Run ref (run:…); default: the current run.")
 ]
+
+
+def acting_as(store: Store, name: str | None = None) -> Principal:
+    """The principal a command acts for: the environment's, narrowed by `--as NAME`.
+    Decided here, once per command, and passed down: below the entry points nothing falls
+    back to the environment (store/principals.py, `acting`)."""
+    from agentstate.store.principals import resolve_principal
+
+    return resolve_principal(store, name)
 
 
 @contextmanager

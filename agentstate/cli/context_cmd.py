@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import AsOption, JsonOption, cli_store, emit
+from agentstate.cli.common import AsOption, JsonOption, acting_as, cli_store, emit
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -72,7 +72,7 @@ def context(
 
     with cli_store() as store:
         pack = build_context(store, run=run, budget=budget, query=query, system_file=system,
-                             principal=principal, no_run=no_run, save=False)
+                             principal=acting_as(store, principal), no_run=no_run, save=False)
         _record(store, pack)
 
     if as_json:
@@ -154,7 +154,7 @@ def trace_cmd(
     from agentstate.context.trace import trace
 
     with cli_store() as store:
-        root = trace(store, ref, principal)
+        root = trace(store, ref, principal=acting_as(store, principal))
 
     def human(console: Console, node: TraceNode) -> None:
         # Plain lines (not rich.Tree): long summaries must wrap, never be cut off.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import JsonOption, cli_store, emit, store_override
+from agentstate.cli.common import JsonOption, acting_as, cli_store, emit, store_override
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,7 +41,7 @@ def backup(
     from agentstate.maintenance.backup import backup as make_backup
 
     with cli_store() as store:
-        result = make_backup(store, out)
+        result = make_backup(store, out, principal=acting_as(store))
 
     def human(console: Console, r: BackupResult) -> None:
         console.print(f"backup: {r.path} ({_size(r.bytes)}; database {_size(r.db_bytes)}, "
@@ -128,7 +128,7 @@ def gc(
     from agentstate.maintenance.gc import gc as run_gc
 
     with cli_store() as store:
-        result = run_gc(store, dry_run=dry_run)
+        result = run_gc(store, dry_run=dry_run, principal=acting_as(store))
 
     def human(console: Console, r: GcResult) -> None:
         if not r.configured:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import AsOption, JsonOption, cli_store, emit, from_stdin
+from agentstate.cli.common import AsOption, JsonOption, acting_as, cli_store, emit, from_stdin
 from agentstate.cli.runs_cmd import run_app
 from agentstate.memory.status import MemoryStatus
 from agentstate.output import info, shorten, warn
@@ -101,7 +101,8 @@ def remember_cmd(
     text = from_stdin(text, "TEXT")
     with cli_store() as store:
         result = remember(store, text, kind=kind, key=key, scope=scope, source=source,
-                          evidence=evidence or [], ttl=ttl, until=until, principal=principal)
+                          evidence=evidence or [], ttl=ttl, until=until,
+                          principal=acting_as(store, principal))
     if not as_json and result.status in (MemoryStatus.QUARANTINED, MemoryStatus.CANDIDATE,
                                            MemoryStatus.CONTESTED):
         warn(f"{result.ref} is {result.status}: it is not in the default read set"
@@ -142,7 +143,7 @@ def recall_cmd(
         context = {"run": run, "branch": branch, "paths": path or []}
     with cli_store() as store:
         result = recall(store, query, limit=limit, kinds=_split(kind) or None,
-                        scopes=_split(scope) or None, principal=principal,
+                        scopes=_split(scope) or None, principal=acting_as(store, principal),
                         include=_split([include] if include else None), context=context)
 
     def human(console: Console, r: RecallResult) -> None:
@@ -198,7 +199,7 @@ def forget_cmd(
         from agentstate.skills.export import TARGETS
 
         result = forget(store, ref, key=key, query=query, scope=scope, reason=reason,
-                        dry_run=dry_run, purge=purge, principal=principal,
+                        dry_run=dry_run, purge=purge, principal=acting_as(store, principal),
                         export_dirs=[store.work_tree / t for t in TARGETS.values()])
     if not as_json and result.purge and result.wal_truncated is False:
         warn("another process is reading the store; the WAL could not be truncated fully")
@@ -247,7 +248,7 @@ def memory_list(
 
     with cli_store() as store:
         found = list_memories(store, status=status, kind=kind, scope=scope, limit=limit,
-                              principal=principal)
+                              principal=acting_as(store, principal))
 
     def human(console: Console, memories: list[Memory]) -> None:
         if not memories:
@@ -272,7 +273,7 @@ def memory_show(
 
     with cli_store() as store:
         focus = get_memory(store, ref)
-        check_readable(store, focus, principal)
+        check_readable(store, focus, acting_as(store, principal))
         chain = get_chain(store, ref)
     data = {"ref": focus.ref, "current": focus, "versions": chain}
 
@@ -306,7 +307,7 @@ def memory_history(
 
     with cli_store() as store:
         entries = get_history(store, ref)
-        check_readable(store, get_memory(store, ref), principal)
+        check_readable(store, get_memory(store, ref), acting_as(store, principal))
 
     def human(console: Console, rows: list[HistoryEntry]) -> None:
         for h in rows:
@@ -331,7 +332,7 @@ def memory_correct(
     from agentstate.memory.corrections import correct
 
     with cli_store() as store:
-        result = correct(store, ref, text, principal=principal, reason=reason)
+        result = correct(store, ref, text, principal=acting_as(store, principal), reason=reason)
     emit(result, as_json=as_json, human=_write_human)
 
 
@@ -348,7 +349,7 @@ def memory_confirm(
     from agentstate.memory.corrections import confirm
 
     with cli_store() as store:
-        result = confirm(store, ref, evidence, principal=principal)
+        result = confirm(store, ref, evidence, principal=acting_as(store, principal))
     emit(result, as_json=as_json, human=_write_human)
 
 
@@ -366,7 +367,7 @@ def run_distill(
     from agentstate.memory.distill import distill
 
     with cli_store() as store:
-        result = distill(store, ref, accept=accept, principal=principal)
+        result = distill(store, ref, accept=accept, principal=acting_as(store, principal))
     if not as_json and result.run_status == RunStatus.ACTIVE:
         info(f"note: {result.run} is still active; distil again when it is done")
 

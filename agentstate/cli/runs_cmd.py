@@ -11,6 +11,7 @@ from agentstate.cli.common import (
     AsOption,
     JsonOption,
     RunOption,
+    acting_as,
     cli_store,
     emit,
     from_stdin,
@@ -265,7 +266,7 @@ def events(
     with cli_store() as store:
         run_ref = None if all_runs else _read_run(store, run).ref
         found = readable_events(store, list_events(store, run_ref, kind=kind, limit=limit),
-                                principal, run_ref)
+                                acting_as(store, principal), run_ref)
 
     def human(console: Console, rows: list[Event]) -> None:
         if not rows:

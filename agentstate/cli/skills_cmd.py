@@ -13,6 +13,7 @@ from agentstate.cli import app
 from agentstate.cli.common import (
     JsonOption,
     RunOption,
+    acting_as,
     cli_store,
     emit,
     parse_key_values,
@@ -112,10 +113,11 @@ def skill_new(
     from agentstate.skills.authoring import new_skill
 
     if path is not None:
-        result = new_skill(None, name, description=description, path=path)
+        result = new_skill(None, name, description=description, path=path, principal=None)
     else:
         with cli_store() as store:
-            result = new_skill(store, name, description=description)
+            result = new_skill(store, name, description=description,
+                               principal=acting_as(store))
 
     def human(console: Console, r: NewSkill) -> None:
         console.print(f"{r.name}: draft written to {r.path} (no version until it is "
@@ -145,7 +147,7 @@ def skill_add(
     from agentstate.skills.authoring import add_skill
 
     with cli_store() as store:
-        result = add_skill(store, path, replace=replace)
+        result = add_skill(store, path, replace=replace, principal=acting_as(store))
     emit(result, as_json=as_json,
          human=lambda c, r: c.print(f"{r.name}: candidate written to {r.path} (no version "
                                     "until it is published); publish with "
@@ -244,7 +246,7 @@ def skill_propose(
     from agentstate.skills.propose import propose_from_run
 
     with cli_store() as store:
-        proposal = propose_from_run(store, from_run, name)
+        proposal = propose_from_run(store, from_run, name, principal=acting_as(store))
 
     def human(console: Console, p: Proposal) -> None:
         console.print(f"{p.name}: candidate written to {p.path}, from {p.run} (no version "
@@ -344,6 +346,7 @@ def skill_publish(
     # error whose details carry `reasons`.
     with cli_store() as store:
         result = publish_skill(store, target, approve=approve, run_ref=run,
+                               principal=acting_as(store),
                                params=parse_key_values(param, "--param"))
 
     def human(console: Console, r: PublishResult) -> None:
@@ -371,7 +374,7 @@ def skill_revoke(
     from agentstate.skills.revocation import revoke_skill
 
     with cli_store() as store:
-        result = revoke_skill(store, target, reason)
+        result = revoke_skill(store, target, reason, principal=acting_as(store))
 
     def human(console: Console, r: RevokeResult) -> None:
         console.print(f"revoked {', '.join(r.revoked)}: {r.reason}", markup=False)
@@ -459,7 +462,7 @@ def skill_load(
     from agentstate.skills.load import load_skill
 
     with cli_store() as store:
-        loaded = load_skill(store, target, run_ref=run)
+        loaded = load_skill(store, target, run_ref=run, principal=acting_as(store))
         work_tree = str(store.work_tree)
 
     def human(console: Console, s: LoadedSkill) -> None:
@@ -688,5 +691,6 @@ def skill_pull(
 
     with cli_store() as store:
         result = pull_skills(store, remote, approve=approve, dry_run=dry_run,
+                                 principal=acting_as(store),
                              skip_conflicts=skip_conflicts)
     emit(result, as_json=as_json, human=_print_remote("pull"))

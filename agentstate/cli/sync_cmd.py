@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentstate.cli import app
-from agentstate.cli.common import AsOption, JsonOption, cli_store, emit
+from agentstate.cli.common import AsOption, JsonOption, acting_as, cli_store, emit
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,7 +57,8 @@ def sync_command(
     with cli_store() as store:
         result = sync(store, do_export=not import_only, do_import=not export_only,
                       dry_run=dry_run, include_candidates=include_candidates,
-                      include_quarantined=include_quarantined, principal=principal)
+                      include_quarantined=include_quarantined,
+                      principal=acting_as(store, principal))
 
     def human(console: Console, data: SyncResult) -> None:
         for line in data.summary_lines(exported=not import_only, imported=not export_only):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from agentstate.runs.log import Run
+    from agentstate.store.principals import Principal
 
 
 @dataclass
@@ -98,7 +99,7 @@ def build_context(
     budget: int | str | None = None,
     query: str | None = None,
     system_file: str | None = None,
-    principal: str | None = None,
+    principal: Principal | str,
     no_run: bool = False,
     save: bool = True,
     retrieval: bool = True,
@@ -121,14 +122,14 @@ def build_context(
     (no completing sentence, short turns cut too). The CLI never turns them off.
     """
     from agentstate.context.essentials import WHAT
-    from agentstate.memory.model import resolve_principal
     from agentstate.skills.records import any_published
+    from agentstate.store.principals import acting
     from agentstate.tokens import counter_for
 
     settings = store.settings.context
     budget_n = parse_budget(budget, settings.default_budget)
     order = class_order(settings.classes)
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     if query is not None:
         _check_query(query)
     # The system file is read (and rejected if missing or not text) before anything else.

@@ -147,7 +147,7 @@ def scope_of(run: Run | None) -> dict[str, Any] | None:
     return {"run": run.ref, "branch": run.branch, "paths": list(run.dirty_files)}
 
 
-def gather(store: Store, run: Run | None, *, principal: Principal | str | None = None,
+def gather(store: Store, run: Run | None, *, principal: Principal | str,
            drift: dict[str, Any] | None = None, per_group: int | None = None,
            count: Callable[[str], int] | None = None) -> Essentials:
     """Everything essential about `run` (None: only the user's preferences), capped to the

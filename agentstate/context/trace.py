@@ -52,13 +52,13 @@ class TraceNode:
     children: list[TraceNode] = field(default_factory=list)
 
 
-def trace(store: Store, ref: str, principal: str | None = None) -> TraceNode:
+def trace(store: Store, ref: str, *, principal: Principal | str) -> TraceNode:
     """The trace of `ref` as `principal` sees it: the read gate applies to every memory it
     prints (a memory the principal may not read is named, its text withheld; tracing one
     directly is refused, as `memory show` refuses it)."""
-    from agentstate.store.principals import resolve_principal
+    from agentstate.store.principals import acting
 
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     parsed = parse_ref(ref)
     if parsed.kind == "pack":
         return _trace_pack(store, str(parsed), who)

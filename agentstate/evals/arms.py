@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from agentstate.errors import UsageError
+from agentstate.store.principals import resolve_principal
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -170,7 +171,7 @@ class Arms:
         from agentstate.context import assemble
 
         pack = assemble.build_context(self.store, query=query, budget=budget, save=False,
-                                      **switches)
+                                      principal=resolve_principal(self.store), **switches)
         events = [e for e in pack.manifest if e.ref.startswith(("evt:", "mem:"))]
         refs = {e.ref for e in events if e.decision in IN_PACK}
         lines = {e.ref: e.form or "" for e in events if e.decision == "compressed"}

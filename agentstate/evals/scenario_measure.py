@@ -39,6 +39,7 @@ from agentstate.evals.scenario_skills import SkillGold, SkillTask
 from agentstate.evals.scenarios import Fact, Scenario, build, start_time
 from agentstate.memory.status import MemoryStatus
 from agentstate.store.db import Store
+from agentstate.store.principals import resolve_principal
 
 DEFAULT_BUDGETS = (1000, 2000, 4000, 8000)
 WARNINGS = {"untrusted", "contested", "unconfirmed"}
@@ -252,7 +253,7 @@ def system_checks(store: Store, scenario: Scenario) -> SystemChecks:
 
     def loads(name: str) -> bool:
         try:
-            load_skill(store, name, run_ref=scenario.run)
+            load_skill(store, name, run_ref=scenario.run, principal=resolve_principal(store))
         except AgentStateError:
             return False
         return True

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentstate.store.principals import resolve_principal
+
 if TYPE_CHECKING:
     from agentstate.store.db import Store
 
@@ -114,7 +116,8 @@ def _publish(store: Store, name: str, description: str, triggers: list[str],
     from agentstate.skills.authoring import new_skill
     from agentstate.skills.publishing import publish_skill
 
-    folder = _author(Path(new_skill(store, name, description=description).path), description)
+    folder = _author(Path(new_skill(store, name, description=description,
+                                    principal=resolve_principal(store)).path), description)
     draft = folder / "skill.toml"
     text = draft.read_text(encoding="utf-8")
     start = text.index("triggers = [")
@@ -125,7 +128,7 @@ def _publish(store: Store, name: str, description: str, triggers: list[str],
         text = text.replace('required_tools = ["python3"]', "required_tools = [" + ", ".join(
             f'"{t}"' for t in ("python3", *tools)) + "]")
     draft.write_text(text, encoding="utf-8")
-    publish_skill(store, name)
+    publish_skill(store, name, principal=resolve_principal(store))
 
 
 def publish_skills(store: Store, seed: int) -> SkillGold:
@@ -139,7 +142,8 @@ def publish_skills(store: Store, seed: int) -> SkillGold:
         _publish(store, name, description, [trigger])
     _publish(store, TOOL_GONE[0], TOOL_GONE[1], [TOOL_GONE[2]], tools=(GONE_TOOL,))
     _publish(store, REPLACEMENT[0], REPLACEMENT[1], [REPLACEMENT[2], "lint the code"])
-    revoke_skill(store, withdrawn[0], "its migration template corrupts data")
+    revoke_skill(store, withdrawn[0], "its migration template corrupts data",
+                 principal=resolve_principal(store))
     gold.published = [one[0], two[0], TOOL_GONE[0], REPLACEMENT[0]]
     gold.revoked = [withdrawn[0]]
     gold.tool_gone = [TOOL_GONE[0]]
@@ -171,11 +175,12 @@ def read_documents(store: Store, log: Callable[..., str], gold: SkillGold, seed:
     log("observation", DOCUMENT.format(page="the release wiki page", name=pasted), "tool:curl")
     attempts = []
     try:
-        add_skill(store, folder)
+        add_skill(store, folder, principal=resolve_principal(store))
         attempts.append(imported)
     except AgentStateError:
         gold.refused.append(imported)
-    draft = _author(Path(new_skill(store, pasted, description="Cut a release in one step.").path),
+    draft = _author(Path(new_skill(store, pasted, description="Cut a release in one step.",
+                                   principal=resolve_principal(store)).path),
                     "Cut a release in one step.")
     with (draft / "SKILL.md").open("a", encoding="utf-8") as out:
         out.write(INJECTED_BODY)
@@ -183,6 +188,7 @@ def read_documents(store: Store, log: Callable[..., str], gold: SkillGold, seed:
     gold.documents = [imported, pasted]
     for name in attempts:
         try:
-            publish_skill(store, name)   # no --approve: the agent acting on the document
+            # no --approve: the agent acting on the document
+            publish_skill(store, name, principal=resolve_principal(store))
         except AgentStateError:
             gold.refused.append(name)

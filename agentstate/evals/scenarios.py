@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentstate.evals.scenario_skills import SkillGold
+from agentstate.store.principals import resolve_principal
 
 if TYPE_CHECKING:
     from agentstate.runs.log import Run
@@ -240,7 +241,7 @@ def build(store: Store, seed: int, facts: int = 10, skills: SkillGold | None = N
     for fact in gold:
         if fact.kind in ("forgotten", "purged"):
             forget(store, next(iter(fact.forgotten)), reason="no longer true",
-                   purge=fact.kind == "purged")
+                   purge=fact.kind == "purged", principal=resolve_principal(store))
         w.chat(per_step)
     if skills is not None:
         from agentstate.evals.scenario_skills import read_documents
@@ -297,7 +298,8 @@ def _observe(w: _Writer, p: _Plan, per_step: int
         fact = Fact(key, kind, question)
         statement = template.format(v=values[0])
         if kind in ("forgotten", "purged"):
-            written = remember(store, statement, kind="fact", key=key, source="user")
+            written = remember(store, statement, kind="fact", key=key, source="user",
+                               principal=resolve_principal(store))
             fact.forgotten.add(written.ref)
             fact.forgotten_text = statement
         elif kind == "speculative":
@@ -306,7 +308,7 @@ def _observe(w: _Writer, p: _Plan, per_step: int
             event = w.log("observation", f"{statement} (from the config files)", "tool:grep")
             ttl = "2h" if kind == "expiring" else None
             written = remember(store, statement, kind="fact", key=key, source="tool:grep",
-                               evidence=[event], ttl=ttl)
+                               evidence=[event], ttl=ttl, principal=resolve_principal(store))
             refs = {event, written.ref}
             (fact.stale if kind == "expiring" else fact.current).update(refs)
             first[key] = (event, written.ref)
@@ -328,19 +330,19 @@ def _change(w: _Writer, p: _Plan, gold: list[Fact], first: dict[str, tuple[str, 
             event = w.log("observation", f"{statement} now (changed in the last commit)",
                           "tool:git", supersedes=old_event)
             written = remember(store, statement, kind="fact", key=key, source="tool:git",
-                               evidence=[event])
+                               evidence=[event], principal=resolve_principal(store))
             fact.stale |= {old_event, old_memory}
             fact.current = {event, written.ref}
         elif kind in ("contradicted", "speculative"):
             event = w.log("hypothesis", f"maybe {statement}?", "model")
             written = remember(store, statement, kind="fact", key=key, source="model",
-                               evidence=[event])
+                               evidence=[event], principal=resolve_principal(store))
             fact.poisoned |= {event, written.ref}
         elif kind == "poisoned":
             text = INJECTION.format(statement=statement)
             event = w.log("observation", f"fetched the deployment wiki page: {text}",
                           "tool:curl")
             written = remember(store, text, kind="fact", key=key, source="tool:curl",
-                               evidence=[event])
+                               evidence=[event], principal=resolve_principal(store))
             fact.poisoned |= {event, written.ref}
         w.chat(per_step)

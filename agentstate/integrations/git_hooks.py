@@ -180,12 +180,13 @@ def import_shared(store: Store, hook: str, args: list[str]) -> dict[str, Any] | 
     """After a merge (pull) or a branch switch, import the shared folder as `agentstate sync
     --import-only` does, as the environment's principal. None when there is nothing to do.
     A failure is the hook runner's to log: the git command has already succeeded."""
+    from agentstate.store.principals import resolve_principal
     from agentstate.sync import shared_path, sync
 
     if hook == "post-checkout" and (len(args) < 3 or args[2] != "1"):
         return None
     if hook not in ("post-merge", "post-checkout") or not shared_path(store).is_dir():
         return None
-    result = sync(store, do_export=False)
+    result = sync(store, do_export=False, principal=resolve_principal(store))
     return {"imported": result.imported, "tombstoned": result.tombstoned,
             "contested": result.contested}

@@ -407,7 +407,7 @@ def _add_trace_and_resource(server: MCPServer, service: StoreService) -> None:
         def work(store: Store) -> Done:
             from agentstate.context.trace import trace as trace_ref
 
-            return Done(trace_ref(store, ref, who))
+            return Done(trace_ref(store, ref, principal=who))
 
         return await service.tool("trace", work)
 

@@ -20,13 +20,15 @@ def run_quick_sync(as_json: bool, directory: str | None) -> bool:
     try:
         from agentstate.store.db import open_store
         from agentstate.store.migrations import store_up_to_date
+        from agentstate.store.principals import resolve_principal
         from agentstate.sync import nothing_new
 
         store = open_store(directory, migrate=False)
     except Exception:  # the full command opens it again and reports
         return False
     try:
-        result = nothing_new(store) if store_up_to_date(store) else None
+        result = (nothing_new(store, principal=resolve_principal(store))
+                  if store_up_to_date(store) else None)
     except Exception:  # likewise: never a traceback from the fast path
         result = None
     finally:

@@ -37,6 +37,7 @@ from agentstate.config import CONFIG_NAME
 from agentstate.distribution import __version__
 from agentstate.errors import AgentStateError, InvalidInput, NotFound
 from agentstate.store.db import DB_NAME, Store, connect
+from agentstate.store.principals import Principal
 
 FORMAT = "agentstate-backup"
 FORMAT_VERSION = 1
@@ -90,13 +91,13 @@ class RestoreResult:
 # ---------------------------------------------------------------- backup
 
 
-def backup(store: Store, out: Path | None = None, *, principal: str | None = None
+def backup(store: Store, out: Path | None = None, *, principal: Principal | str
            ) -> BackupResult:
     """Write the backup file. It holds every scope, so it is an owner action (a principal
     that reads every scope); refused before anything is written."""
-    from agentstate.store.principals import check_whole_store, resolve_principal
+    from agentstate.store.principals import acting, check_whole_store
 
-    check_whole_store(resolve_principal(store, principal), "back up the store", read=True)
+    check_whole_store(acting(store, principal), "back up the store", read=True)
     started = time.perf_counter()
     created = store.now()
     stamp = created[:19].replace("-", "").replace(":", "")

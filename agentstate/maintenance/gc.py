@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 
 
 @dataclass
@@ -32,12 +33,12 @@ class GcResult:
     vacuumed: bool = False
 
 
-def gc(store: Store, *, dry_run: bool = False, principal: str | None = None) -> GcResult:
-    from agentstate.store.principals import check_whole_store, resolve_principal
+def gc(store: Store, *, dry_run: bool = False, principal: Principal | str) -> GcResult:
+    from agentstate.store.principals import acting, check_whole_store
 
     # Removing events of every run is an owner action (a dry run changes nothing).
     if not dry_run:
-        check_whole_store(resolve_principal(store, principal), "collect events (gc)",
+        check_whole_store(acting(store, principal), "collect events (gc)",
                           write=True)
     days = store.settings.retention.keep_events_days
     if days <= 0:

@@ -81,6 +81,7 @@ def join(root: Path) -> Joined:
     from agentstate.config import CONFIG_NAME, load_settings
     from agentstate.maintenance.init import init_store
     from agentstate.store.db import open_store
+    from agentstate.store.principals import environment_principal
     from agentstate.sync import sync
     from agentstate.sync.records import SHARED_DIR, read_folder
 
@@ -99,7 +100,10 @@ def join(root: Path) -> Joined:
         return joined
     store = open_store(root)
     try:
-        result = sync(store, do_export=False)
+        # A fresh clone joins as whoever opens it: the environment's principal, named here
+        # because this runs inside every entry point's store opening, before any --as.
+        result = sync(store, do_export=False,
+                      principal=environment_principal(store).principal)
     except AgentStateError as exc:
         raise _reworded(exc, f"created the store in {root}, but importing "
                              f"{root / SHARED_DIR} failed: {exc.message}; fix that, then run "

@@ -15,13 +15,13 @@ from agentstate.memory.evidence import require_about
 from agentstate.memory.model import (
     Memory,
     MemoryVersion,
+    acting,
     chain_rows,
     confidence_for,
     current_memory_version,
     get_memory,
     norm_hash,
     record_history,
-    resolve_principal,
     validate_evidence,
 )
 from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus
@@ -44,20 +44,21 @@ from agentstate.store.refs import make_ref
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
+    from agentstate.store.principals import Principal
 
 
 def _row(store: Store, memory: Memory) -> MemoryVersion:
     return next(r for r in chain_rows(store, memory.id) if r.row == memory.row)
 
 
-def correct(store: Store, ref: str, text: str, *, principal: str | None = None,
+def correct(store: Store, ref: str, text: str, *, principal: Principal | str,
             reason: str | None = None) -> WriteResult:
     """A user correction: a new version from the user becomes current; others superseded."""
     text = check_text(store, text)
     if reason:
         refuse_secrets(reason, "the reason")
         check_length(reason, MAX_REASON_CHARS, "the reason")
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     target = get_memory(store, ref)
     if target.status == MemoryStatus.FORGOTTEN:
         raise InvalidInput(f"{target.ref} is forgotten; remember the new value instead")
@@ -82,7 +83,7 @@ def correct(store: Store, ref: str, text: str, *, principal: str | None = None,
         why = reason or f"user correction of {target.ref}"
         row = insert_version(
             store, memory_id=target.id, version=version, kind=target.kind, key=target.key,
-            scope=target.scope, text=text, source="user", status="active",
+            scope=target.scope, text=text, source="user", status=MemoryStatus.ACTIVE,
             confidence=confidence_for("user"), valid_until=None,
             supersedes=(cur or rows[-1]).version, principal=who.name, reason=why,
             evidence=[("user", "user")],
@@ -97,14 +98,14 @@ def correct(store: Store, ref: str, text: str, *, principal: str | None = None,
                        replaced=", ".join(replaced) or None, evidence_added=["user"])
 
 
-def confirm(store: Store, ref: str, evidence: list[str], *, principal: str | None = None
+def confirm(store: Store, ref: str, evidence: list[str], *, principal: Principal | str
             ) -> WriteResult:
     """Add evidence to a version. A candidate is promoted (then the authority rule runs
     against the current version); a contested version confirmed this way becomes current."""
     if not evidence:
         raise InvalidInput("confirm needs at least one --evidence REF")
     refuse_secrets(" ".join(evidence), "the evidence")
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     target = get_memory(store, ref)
     if target.status == MemoryStatus.QUARANTINED:
         raise Refused(f"{target.ref} is quarantined (it read as instructions to the agent); "
@@ -139,7 +140,7 @@ def confirm(store: Store, ref: str, evidence: list[str], *, principal: str | Non
                 action, reason, replaced, _ = resolve_conflict(store, row, cur, who.name)
                 action = "confirmed" if action == "superseded" else action
             else:
-                set_status(store, row, "active", "confirmed with evidence",
+                set_status(store, row, MemoryStatus.ACTIVE, "confirmed with evidence",
                            initial_confidence(row.source, row.evidence_count))
                 reason = "candidate promoted: evidence " + ", ".join(added or ["(existing)"])
         elif target.status == MemoryStatus.CONTESTED:

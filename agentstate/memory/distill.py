@@ -28,6 +28,7 @@ from agentstate.runs.status import RunStatus
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
+    from agentstate.store.principals import Principal
 
 _ENTRY = re.compile(r"\b(test|tests|pytest|tox|nox|check|lint|ruff|mypy|build|compile|verify)\b")
 # `pytest --version` succeeding says nothing about the tests passing.
@@ -135,7 +136,7 @@ def _key_for(command: str) -> str | None:
 
 
 def distill(store: Store, run_ref: str, *, accept: bool = False,
-            principal: str | None = None) -> DistillResult:
+            principal: Principal | str) -> DistillResult:
     """Propose memories from a run; with `accept`, pass each through the write gate."""
     from agentstate.memory.write import remember
 

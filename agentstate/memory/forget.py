@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 from agentstate.errors import InvalidInput, NotFound, Refused, UsageError
 from agentstate.memory.model import (
     MemoryVersion,
+    acting,
     chain_rows,
     record_history,
-    resolve_principal,
     with_evidence_refs,
 )
 from agentstate.memory.status import MemoryStatus
@@ -74,7 +74,7 @@ class ForgetResult:
 
 
 def _select_targets(store: Store, ref: str | None, key: str | None, query: str | None,
-                    scope: str | None, principal: str | None) -> list[MemoryVersion]:
+                    scope: str | None, principal: Principal | str) -> list[MemoryVersion]:
     chosen = [x for x in (ref, key, query) if x]
     if len(chosen) != 1:
         raise UsageError("name exactly one of: a memory ref, --key K or --query Q")
@@ -117,7 +117,7 @@ def forget(
     reason: str | None = None,
     dry_run: bool = False,
     purge: bool = False,
-    principal: str | None = None,
+    principal: Principal | str,
     export_dirs: Sequence[Path] = (),
     compact: bool = True,
 ) -> ForgetResult:
@@ -131,7 +131,7 @@ def forget(
             refuse_secrets(value, what)  # before any message could echo it
     check_length(reason, MAX_REASON_CHARS, "the reason")
     why = (reason or "").strip() or ("purged on request" if purge else "forgotten on request")
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     rows = _select_targets(store, ref, key, query, scope, principal)
     denied = sorted({r.scope for r in rows if not who.can_write(r.scope)})
     if denied:

@@ -22,7 +22,14 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, NotFound
-from agentstate.memory.status import CURRENT_STATUSES, STATUSES, MemoryStatus, status_in
+from agentstate.memory.status import (
+    CURRENT_STATUSES,
+    EXPIRED,
+    STATUSES,
+    MemoryStatus,
+    ShownStatus,
+    status_in,
+)
 from agentstate.memory.stored import (  # noqa: F401 (re-exported for memory's modules and sync)
     MemoryVersion,
     select_versions,
@@ -59,7 +66,12 @@ class Evidence:
 
 @dataclass
 class Memory:
-    """One version of a memory."""
+    """One version of a memory as it is shown: `memory show`/`list`, trace, the pinned
+    preferences of a pack, a write's result. Made from a stored `MemoryVersion`
+    (memory/stored.py, what code that decides or changes a version reads) by
+    `row_to_memory`: the status as readers see it (`expired` derived), confidence rounded,
+    `supersedes` as a ref, the evidence loaded. A read-gate answer is a `MemoryHit`
+    (memory/recall.py), which adds how the hit ranked."""
 
     ref: str  # mem:ID@vN
     id: str
@@ -69,8 +81,8 @@ class Memory:
     scope: str
     text: str
     source: str
-    status: str  # effective status (expired is derived)
-    stored_status: str
+    status: ShownStatus  # the stored status, or `expired` (derived from valid_until)
+    stored_status: MemoryStatus
     confidence: float
     valid_until: str | None
     created: str
@@ -243,7 +255,7 @@ def check_file_at_commit(store: Store, ref: str) -> str:
 # memory modules that import them from this module.
 from agentstate.store.principals import (  # noqa: E402, F401
     Principal,
-    resolve_principal,
+    acting,
 )
 
 # ---------------------------------------------------------------- reading back
@@ -253,9 +265,9 @@ def confidence_for(source: str) -> float:
     return BASE_CONFIDENCE.get(source.split(":", 1)[0], 0.5)
 
 
-def effective_status(stored: str, valid_until: str | None, now: str) -> str:
+def effective_status(stored: MemoryStatus, valid_until: str | None, now: str) -> ShownStatus:
     if stored in CURRENT_STATUSES and valid_until and valid_until <= now:
-        return "expired"
+        return EXPIRED
     return stored
 
 
@@ -347,11 +359,11 @@ def get_chain(store: Store, ref: str) -> list[Memory]:
     return memories_from_rows(store, rows)
 
 
-def check_readable(store: Store, memory: Memory, principal: str | None) -> None:
+def check_readable(store: Store, memory: Memory, principal: Principal | str) -> None:
     """For inspection commands: the principal must be allowed to read the memory's scope."""
     from agentstate.errors import Refused
 
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     if not who.can_read(memory.scope):
         raise Refused(f"principal {who.name!r} may not read scope {memory.scope!r}")
 
@@ -419,11 +431,11 @@ def record_history(store: Store, memory_id: str, version: int | None, op: str, a
 
 def list_memories(store: Store, *, status: str | None = None, kind: str | None = None,
                   scope: str | None = None, limit: int | None = None, offset: int = 0,
-                  principal: str | None = None) -> list[Memory]:
+                  principal: Principal | str) -> list[Memory]:
     """Memory versions, newest first. Default: current (active and contested, not expired);
     `status` may be any stored status, `expired`, or `all`. Only scopes the principal may
     read are listed. `offset` skips that many of the newest (the ui's pages)."""
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     where: list[str] = []
     params: list[str | int] = []
     statuses: tuple[str, ...] = ()
@@ -490,13 +502,13 @@ def _newest_versions(store: Store, statuses: tuple[str, ...], where: list[str],
     return [found[row] for row in page]
 
 
-def list_user_preferences(store: Store, principal: Principal | str | None = None,
+def list_user_preferences(store: Store, principal: Principal | str,
                           context: dict[str, Any] | None = None) -> list[Memory]:
     """Active `preference` memories stated by the user, readable by the principal and in
     scope for `context` (run/branch/paths): what the context engine pins."""
     from agentstate.memory.scopes import scope_applies
 
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     rows = select_versions(store, "WHERE kind = 'preference' AND source = 'user' "
                            "AND status = 'active' ORDER BY created, row")
     found = []

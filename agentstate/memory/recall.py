@@ -36,6 +36,7 @@ from agentstate.memory.model import (
     KINDS,
     Evidence,
     MemoryVersion,
+    acting,
     chain_rows,
     current_memory_version,
     effective_status,
@@ -43,12 +44,11 @@ from agentstate.memory.model import (
     list_user_preferences,
     load_evidence,
     memory_evidence,
-    resolve_principal,
     row_to_memory,
     select_versions,
 )
 from agentstate.memory.scopes import scope_applies
-from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus
+from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus, ShownStatus
 from agentstate.safety import redact_secrets
 from agentstate.store.clock import parse_ts
 from agentstate.store.refs import make_ref
@@ -67,7 +67,12 @@ RECENCY_HALF_LIFE_DAYS = 60.0
 
 @dataclass
 class MemoryHit:
-    """One memory version returned by the read gate."""
+    """One memory version returned by the read gate: a `Memory` (made by `row_to_memory`)
+    plus how it ranked (score, relevance, age) and where it stands among rivals (flags,
+    contests, contested_by), with evidence as plain refs. Its own record, not a `Memory`
+    with extra fields, because its fields are the flat object `recall --json` and the MCP
+    `recall` tool have always returned, and a hit never carries the stored-only fields
+    (stored status, principal, status reason) a reader of the gate's answer is not shown."""
 
     ref: str  # mem:ID@vN
     id: str
@@ -79,7 +84,7 @@ class MemoryHit:
     source: str
     evidence: list[str]
     confidence: float
-    status: str
+    status: ShownStatus
     created: str
     last_confirmed: str
     age_days: float
@@ -116,7 +121,7 @@ def recall(
     limit: int = 10,
     kinds: list[str] | tuple[str, ...] | None = None,
     scopes: list[str] | tuple[str, ...] | None = None,
-    principal: str | None = None,
+    principal: Principal | str,
     include: list[str] | tuple[str, ...] = (),
     context: dict[str, Any] | None = None,
     gate: bool = True,
@@ -135,7 +140,7 @@ def recall(
     from agentstate.memory.search import MEMORIES, plan_query, search_memory_rows
 
     scopes = _checked_filters(store, limit, kinds, include, scopes, context)
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     plan = plan_query(store, query, MEMORIES)
     matches = search_memory_rows(store, query, cap=CANDIDATES, plan=plan)
     relevance = dict(matches)

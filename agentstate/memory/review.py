@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from agentstate.memory.status import MemoryStatus, status_in
 from agentstate.store.db import Store
-from agentstate.store.principals import Principal, resolve_principal
+from agentstate.store.principals import Principal, acting
 
 # In the order a person would deal with them: rivals of a fact in use first.
 QUEUE_STATUSES: tuple[MemoryStatus, ...] = (MemoryStatus.CONTESTED, MemoryStatus.CANDIDATE)
 
 
-def review_queue_counts(store: Store, principal: Principal | str | None = None
+def review_queue_counts(store: Store, principal: Principal | str
                         ) -> dict[str, int]:
     """Status → number of versions waiting, among the scopes `principal` may read (only
     statuses with at least one). One grouped query on the status column: cheap enough for
     every resume, which runs on every session start."""
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     counts: dict[str, int] = {}
     for status, scope, n in store.conn.execute(
         f"SELECT status, scope, count(*) FROM memories WHERE {status_in(QUEUE_STATUSES)} "

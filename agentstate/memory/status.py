@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
+from typing import Literal, TypeAlias
 
 
 class MemoryStatus(StrEnum):
@@ -19,6 +20,13 @@ class MemoryStatus(StrEnum):
     SUPERSEDED = "superseded"
     FORGOTTEN = "forgotten"
 
+
+# A status as readers see it: the stored one, or `expired` when a current version's
+# valid_until has passed. Never stored, so not a member: a value of this type that is not
+# EXPIRED is a MemoryStatus member (a StrEnum, so it compares, hashes and prints as its
+# string) — one column of values in the database, one spelling in --json.
+EXPIRED: Literal["expired"] = "expired"
+ShownStatus: TypeAlias = MemoryStatus | Literal["expired"]
 
 STATUSES: tuple[MemoryStatus, ...] = tuple(MemoryStatus)
 # The default read set: the current value of a chain and the rivals shown flagged beside it.

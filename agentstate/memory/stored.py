@@ -38,7 +38,7 @@ class MemoryVersion:
     supersedes: int | None  # version number in the same chain
     principal: str
     status_reason: str
-    prior_status: str | None
+    prior_status: MemoryStatus | None  # the status before a tombstone
     purged: bool
     # Not a column: a purge loads a version's evidence refs here (dataclasses.replace).
     evidence_refs: tuple[str, ...] = ()
@@ -58,6 +58,8 @@ def version_from_row(row: dict[str, Any]) -> MemoryVersion:
     values = {name: row[name] for name in _COLUMNS}
     values["purged"] = bool(values["purged"])
     values["status"] = MemoryStatus(values["status"])
+    if values["prior_status"] is not None:
+        values["prior_status"] = MemoryStatus(values["prior_status"])
     return MemoryVersion(**values)
 
 

@@ -28,7 +28,7 @@ from agentstate.memory.model import (
     norm_hash,
     record_history,
 )
-from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus
+from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus, ShownStatus
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
 
@@ -49,7 +49,7 @@ class WriteResult:
 
     action: str
     ref: str
-    status: str
+    status: ShownStatus
     reason: str
     memory: Memory | None = None
     replaced: str | None = None  # the version this one superseded
@@ -67,7 +67,7 @@ def initial_confidence(source: str, evidence_count: int) -> float:
 
 
 def insert_version(store: Store, *, memory_id: str, version: int, kind: str, key: str | None,
-                   scope: str, text: str, source: str, status: str, confidence: float,
+                   scope: str, text: str, source: str, status: MemoryStatus, confidence: float,
                    valid_until: str | None, supersedes: int | None, principal: str,
                    reason: str, evidence: list[tuple[str, str]]) -> int:
     now = store.now()
@@ -104,7 +104,7 @@ def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor:
     return added
 
 
-def set_status(store: Store, row: MemoryVersion, status: str, reason: str,
+def set_status(store: Store, row: MemoryVersion, status: MemoryStatus, reason: str,
                confidence: float | None = None) -> None:
     store.conn.execute(
         "UPDATE memories SET status = ?, status_reason = ?, confidence = ? WHERE row = ?",
@@ -130,11 +130,11 @@ def make_current(store: Store, new_row: MemoryVersion, rows: list[MemoryVersion]
     for other in rows:
         if other.row == new_row.row or other.status not in CURRENT_STATUSES:
             continue
-        set_status(store, other, "superseded", f"superseded by {vref(new_row)}")
+        set_status(store, other, MemoryStatus.SUPERSEDED, f"superseded by {vref(new_row)}")
         record_history(store, other.id, other.version, "superseded", actor,
                        f"superseded by {vref(new_row)} ({op})", None, by=vref(new_row))
         replaced.append(vref(other))
-    set_status(store, new_row, "active", reason,
+    set_status(store, new_row, MemoryStatus.ACTIVE, reason,
                max(new_row.confidence, confidence_for(new_row.source)))
     return replaced
 
@@ -170,7 +170,7 @@ def contest(store: Store, new_row: MemoryVersion, current: MemoryVersion, actor:
             reason: str) -> None:
     """`new_row` becomes a contested rival of `current`, which stays current with its
     confidence lowered a little (also used when a teammate's value arrives by sync)."""
-    set_status(store, new_row, "contested", reason,
+    set_status(store, new_row, MemoryStatus.CONTESTED, reason,
                confidence_for(new_row.source) * CONTESTED_FACTOR)
     set_status(store, current, current.status, current.status_reason,
                current.confidence * CURRENT_CONTEST_FACTOR)
@@ -210,7 +210,7 @@ def refresh_duplicate(store: Store, row: MemoryVersion, refs: list[tuple[str, st
             action, why, _, _ = resolve_conflict(store, fresh, cur, actor)
         else:
             why = "candidate promoted: the same content arrived with evidence"
-            set_status(store, fresh, "active", why,
+            set_status(store, fresh, MemoryStatus.ACTIVE, why,
                        initial_confidence(fresh.source, fresh.evidence_count))
         record_history(store, row.id, row.version, "promote", actor, why, None)
         reason += "; " + why

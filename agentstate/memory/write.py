@@ -28,6 +28,7 @@ from agentstate.errors import InvalidInput, Refused, a_or_an
 from agentstate.memory.evidence import require_about, self_authored
 from agentstate.memory.model import (
     MemoryVersion,
+    acting,
     chain_rows,
     check_file_at_commit,
     confidence_for,
@@ -36,7 +37,6 @@ from agentstate.memory.model import (
     norm_hash,
     parse_validity,
     record_history,
-    resolve_principal,
     select_versions,
     validate_evidence,
     validate_key,
@@ -59,8 +59,11 @@ from agentstate.store.sources import validate_source
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
+    from agentstate.store.principals import Principal
 
 CANDIDATE_CONFIDENCE = 0.4
+# The gate's verdicts other than active, short for the reasons spelled out beside them.
+CANDIDATE, QUARANTINED = MemoryStatus.CANDIDATE, MemoryStatus.QUARANTINED
 QUARANTINE_CONFIDENCE = 0.1
 SIMILAR = 0.5  # token overlap (Jaccard) at which a keyless match is reported
 # Event kinds that record what is not known: a guess or an open question is never evidence
@@ -93,7 +96,7 @@ def remember(
     evidence: list[str] | tuple[str, ...] = (),
     ttl: str | None = None,
     until: str | None = None,
-    principal: str | None = None,
+    principal: Principal | str,
 ) -> WriteResult:
     """Pass `text` through the write gate; return what was decided and why. Without a
     `source`, the principal's own (`user`, or `model` for one that may not claim it)."""
@@ -109,7 +112,7 @@ def remember(
     kind = validate_kind(kind)
     key = validate_key(key)
     scope = validate_scope(store, scope)
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     # No source named: the principal's own word (user, or model for the agent).
     source = validate_source(source or default_source(who), allow_event=True)
     valid_until = parse_validity(store, ttl, until)
@@ -164,7 +167,7 @@ def _with_source_evidence(store: Store, source: str, refs: list[tuple[str, str]]
 
 
 def _gate_status(store: Store, text: str, kind: str, source: str,
-                 refs: list[tuple[str, str]]) -> tuple[str, str]:
+                 refs: list[tuple[str, str]]) -> tuple[MemoryStatus, str]:
     """(status, reason) the write gate gives a memory: active, quarantined (reads as
     instructions) or candidate (a fact or procedure without outside evidence, a preference
     not from the user)."""
@@ -172,27 +175,27 @@ def _gate_status(store: Store, text: str, kind: str, source: str,
     # source they count as instructions too.
     phrases = find_injection(text, from_user=source == "user")
     if phrases:
-        return "quarantined", (f"text from {source} reads as instructions to the agent "
-                               f"({len(phrases)} instruction-like phrase(s)); kept out of "
-                               "reads, never served as trusted")
+        return QUARANTINED, (f"text from {source} reads as instructions to the agent "
+                             f"({len(phrases)} instruction-like phrase(s)); kept out of "
+                             "reads, never served as trusted")
     if kind in ("fact", "procedure") and not refs:
-        return "candidate", (f"{a_or_an(kind)} without evidence (an event, a file at a "
-                             "commit, or the user as source) is a candidate until `memory "
-                             "confirm` adds evidence")
+        return CANDIDATE, (f"{a_or_an(kind)} without evidence (an event, a file at a "
+                           "commit, or the user as source) is a candidate until `memory "
+                           "confirm` adds evidence")
     if kind in ("fact", "procedure") and len(guessed := guesses(store, refs)) == len(refs):
-        return "candidate", (f"{a_or_an(kind)} whose only evidence is a guess or an open "
-                             f"question ({', '.join(guessed)}) is a candidate until `memory "
-                             "confirm` adds evidence from a tool, a file at a commit or the "
-                             "user")
+        return CANDIDATE, (f"{a_or_an(kind)} whose only evidence is a guess or an open "
+                           f"question ({', '.join(guessed)}) is a candidate until `memory "
+                           "confirm` adds evidence from a tool, a file at a commit or the "
+                           "user")
     if kind in ("fact", "procedure") and not outside_evidence(store, refs):
-        return "candidate", (f"{a_or_an(kind)} whose evidence the writer could have produced "
-                             "itself (the model's own events, or a user prompt relayed by an "
-                             "agent client, unverified) is a candidate until `memory confirm` "
-                             "adds evidence from a tool, a file at a commit or the user")
+        return CANDIDATE, (f"{a_or_an(kind)} whose evidence the writer could have produced "
+                           "itself (the model's own events, or a user prompt relayed by an "
+                           "agent client, unverified) is a candidate until `memory confirm` "
+                           "adds evidence from a tool, a file at a commit or the user")
     if kind == "preference" and not any(k == "user" for _, k in refs):
-        return "candidate", ("only the user states preferences; a candidate until the user "
-                             "confirms it")
-    return "active", "passed the write gate"
+        return CANDIDATE, ("only the user states preferences; a candidate until the user "
+                           "confirms it")
+    return MemoryStatus.ACTIVE, "passed the write gate"
 
 
 def guesses(store: Store, refs: list[tuple[str, str]]) -> list[str]:
@@ -217,7 +220,7 @@ def outside_evidence(store: Store, refs: list[tuple[str, str]]) -> list[str]:
 
 
 def _find_duplicate(store: Store, text: str, kind: str, key: str | None, scope: str,
-                    status: str) -> MemoryVersion | None:
+                    status: MemoryStatus) -> MemoryVersion | None:
     """The same normalised content in the same scope (and kind, and key when both have one).
     Quarantined text only dedupes with quarantined text, so it can never refresh a fact."""
     wanted = ((MemoryStatus.QUARANTINED,) if status == MemoryStatus.QUARANTINED
@@ -242,7 +245,7 @@ def _key_chain(store: Store, key: str, scope: str) -> list[MemoryVersion]:
 
 
 def _new_chain(store: Store, text: str, kind: str, key: str | None, scope: str, source: str,
-               status: str, reason: str, confidence: float, valid_until: str | None,
+               status: MemoryStatus, reason: str, confidence: float, valid_until: str | None,
                actor: str, refs: list[tuple[str, str]]) -> WriteResult:
     memory_id = store.new_id()
     insert_version(store, memory_id=memory_id, version=1, kind=kind, key=key, scope=scope,
@@ -259,7 +262,8 @@ def _new_chain(store: Store, text: str, kind: str, key: str | None, scope: str, 
 
 
 def _new_version(store: Store, chain: list[MemoryVersion], text: str, kind: str, key: str,
-                 scope: str, source: str, status: str, reason: str, valid_until: str | None,
+                 scope: str, source: str, status: MemoryStatus, reason: str,
+                 valid_until: str | None,
                  actor: str, refs: list[tuple[str, str]]) -> WriteResult:
     now = store.now()
     cur = current_memory_version(chain, now)
@@ -273,7 +277,8 @@ def _new_version(store: Store, chain: list[MemoryVersion], text: str, kind: str,
         reason += f"; a new value for key {key!r}, {vref(live)} stays current"
     row = insert_version(
         store, memory_id=memory_id, version=version, kind=kind, key=key, scope=scope,
-        text=text, source=source, status="candidate" if status == "candidate" else "active",
+        text=text, source=source,
+        status=MemoryStatus.CANDIDATE if status == MemoryStatus.CANDIDATE else MemoryStatus.ACTIVE,
         confidence=confidence, valid_until=valid_until,
         supersedes=cur.version if cur else None, principal=actor, reason=reason,
         evidence=refs,

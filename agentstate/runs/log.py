@@ -471,14 +471,14 @@ def list_events(
     return events
 
 
-def readable_events(store: Store, events: list[Event], principal: str | None,
+def readable_events(store: Store, events: list[Event], principal: Principal | str,
                     run_ref: str | None) -> list[Event]:
     """The read gate for the run log: an event is readable when its run's scope is
     (`run:ID`); naming a run the principal may not read is refused."""
     from agentstate.errors import Refused
-    from agentstate.store.principals import resolve_principal
+    from agentstate.store.principals import acting
 
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     if run_ref is not None and not who.can_read(run_ref):
         raise Refused(f"principal {who.name!r} may not read scope {run_ref!r}")
     return [e for e in events if who.can_read(e.run)]

@@ -29,6 +29,7 @@ from agentstate.skills.records import (
     versions_of,
 )
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
 
 # ---------------------------------------------------------------- new
@@ -173,8 +174,10 @@ def write_scaffold(dest: Path, name: str, description: str) -> list[str]:
 
 
 def new_skill(store: Store | None, name: str, *, description: str | None = None,
-              path: Path | None = None) -> NewSkill:
-    """Write a valid scaffold: into the registry as a candidate, or into `path`/NAME."""
+              path: Path | None = None, principal: Principal | str | None) -> NewSkill:
+    """Write a valid scaffold: into the registry as a candidate, or into `path`/NAME.
+    `principal` is recorded as the candidate's maker; None only for a scaffold outside any
+    store (`path`), which records nothing."""
     problems = mf.check_name(name)
     if problems:
         raise InvalidInput(problems[0])
@@ -199,7 +202,9 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
     if dest.exists() or versions_of(store, name):
         raise InvalidInput(f"skill {name!r} already exists (edit {dest} and publish a new "
                            "version, or choose another name)")
-    principal, may_approve = principal_name(store)
+    if principal is None:
+        raise TypeError("new_skill in the registry needs the principal it acts for")
+    principal, may_approve = principal_name(store, principal)
     with registry_lock(store):
         files = write_scaffold(dest, name, description)
         try:
@@ -218,7 +223,8 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
 # ---------------------------------------------------------------- add (import a folder)
 
 
-def add_skill(store: Store, path: Path, *, replace: bool = False) -> NewSkill:
+def add_skill(store: Store, path: Path, *, replace: bool = False,
+              principal: Principal | str) -> NewSkill:
     """Copy a skill folder (e.g. from the repository's own skills/) into the registry as a
     candidate. Its files are untrusted input, so publishing it needs a human --approve."""
     import subprocess
@@ -250,7 +256,7 @@ def add_skill(store: Store, path: Path, *, replace: bool = False) -> NewSkill:
     head = subprocess.run(["git", "-C", str(store.work_tree), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True, check=False).stdout.strip()
     source = f"file:{rel}@{head or 'worktree'}"
-    principal, may_approve = principal_name(store)
+    principal, may_approve = principal_name(store, principal)
     files = [f.relative_to(folder).as_posix() for f in mf.skill_files(folder)]
     with registry_lock(store):
         staging = dest.with_name(dest.name + ".add-agentstate")

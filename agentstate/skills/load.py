@@ -28,6 +28,7 @@ from agentstate.skills.records import (
 )
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal, acting
 
 
 @dataclass
@@ -82,12 +83,20 @@ def _refuse_unavailable(store: Store, row: SkillVersion) -> None:
         raise Refused(f"{row.ref} is unavailable here: {why} (see `agentstate doctor`)")
 
 
-def load_skill(store: Store, target: str, *, run_ref: str | None = None) -> LoadedSkill:
+def load_skill(store: Store, target: str, *, run_ref: str | None = None,
+               principal: Principal | str) -> LoadedSkill:
+    """Load `target` for `principal`. A load is recorded in a run (a `skill_load` event), so
+    the principal must be allowed to write that run's scope (`run:ID`) — the same rule for
+    the CLI, the MCP server and the library, since they all come here."""
+    who = acting(store, principal)
     row = _pick_version(store, target)
     _refuse_unavailable(store, row)
     run = resolve_run(store, run_ref) if run_ref else current_run(store)
     if run is not None and run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); name an active run")
+    if run is not None and not who.can_write(run.ref):
+        raise Refused(f"principal {who.name!r} may not write scope {run.ref!r}: a skill load "
+                      f"is recorded in the run (write: {', '.join(who.write) or 'nothing'})")
     text = registry.read_version_file(store.skills_path, row.name, row.version,
                                       mf.SKILL_MD).decode("utf-8", errors="replace")
     split = mf.split_front_matter(text)

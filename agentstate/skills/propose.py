@@ -49,6 +49,7 @@ from agentstate.skills.records import (
     versions_of,
 )
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 from agentstate.store.sources import is_untrusted
 
 VERIFY_PROGRAMS = {"pytest", "ruff", "mypy", "tox", "nox", "flake8", "eslint", "tsc", "shellcheck"}
@@ -307,8 +308,8 @@ def _trial(store: Store, name: str, steps: list[list[str]]) -> list[dict[str, An
     return trial
 
 
-def propose_from_run(store: Store, run_ref: str, name: str, *, trial: bool = True
-                     ) -> Proposal:
+def propose_from_run(store: Store, run_ref: str, name: str, *, trial: bool = True,
+                     principal: Principal | str) -> Proposal:
     """Distil a candidate from a finished run (see the module's docstring). `trial=False`
     skips running the steps (the Python API, for runs whose commands cannot run here)."""
     run, dest = _proposal_target(store, run_ref, name)
@@ -323,7 +324,7 @@ def propose_from_run(store: Store, run_ref: str, name: str, *, trial: bool = Tru
                  if is_untrusted(event.source)]
     injection = [f"{event.ref} ({event.source}): {phrase!r}" for event in events
                  if event.source != "user" for phrase in find_injection(event.text)]
-    principal, may_approve = principal_name(store)
+    principal, may_approve = principal_name(store, principal)
     goal = " ".join(run.goal.split())
     skill_md = _skill_md(name, run, goal, steps, stripper.params, notes)
     skill_toml = _skill_toml(run, goal, steps, stripper.params, acceptance, used)

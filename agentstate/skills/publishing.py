@@ -34,6 +34,7 @@ from agentstate.skills.records import (
 )
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
 
 
@@ -51,7 +52,8 @@ class PublishResult:
 
 
 def approval_reasons(store: Store, name: str, folder: Path, candidate: SkillVersion | None,
-                     report: mf.ValidationReport | None = None) -> list[str]:
+                     report: mf.ValidationReport | None = None, *,
+                     principal: Principal | str) -> list[str]:
     """Why this draft needs a human --approve (empty: it does not)."""
     reasons: list[str] = []
     current = current_release(store, name)
@@ -60,7 +62,7 @@ def approval_reasons(store: Store, name: str, folder: Path, candidate: SkillVers
             reasons.append("nothing records where this draft came from (not created by "
                            "`skill new` or `skill propose`): treat its files as untrusted")
         else:
-            principal, may_approve = principal_name(store)
+            principal, may_approve = principal_name(store, principal)
             if not may_approve:
                 reasons.append(f"the draft was edited after {current.ref} and is being "
                                f"published by principal {principal!r}, which may not approve "
@@ -95,8 +97,8 @@ def _release_row(folder: mf.SkillFolder, approver: str | None, reasons: list[str
 
 
 def publish_skill(store: Store, target: str, *, approve: bool = False,
-                  run_ref: str | None = None, params: dict[str, str] | None = None
-                  ) -> PublishResult:
+                  run_ref: str | None = None, params: dict[str, str] | None = None,
+                  principal: Principal | str) -> PublishResult:
     """Validate, test (unless this exact tree already passed), check trust, then commit + tag
     + row together. Refused (exit 3) with every reason when anything is missing."""
     name, version = parse_target(target)
@@ -115,11 +117,12 @@ def publish_skill(store: Store, target: str, *, approve: bool = False,
                        f"{name}` or `skill propose`)")
     with registry_lock(store):
         return _publish_locked(store, name, folder_path, approve=approve, run_ref=run_ref,
-                               params=params)
+                               params=params, principal=principal)
 
 
 def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool,
-                    run_ref: str | None, params: dict[str, str] | None) -> PublishResult:
+                    run_ref: str | None, params: dict[str, str] | None,
+                    principal: Principal | str) -> PublishResult:
     # The one check `skill validate` runs too (secrets in files of any encoding included).
     report = mf.validate_folder(folder_path, store.settings.tools, display=f"skills/{name}",
                                 limits=store.settings.skills)
@@ -142,8 +145,9 @@ def _publish_locked(store: Store, name: str, folder_path: Path, *, approve: bool
     # Trust before anything runs: an untrusted candidate's acceptance commands are not
     # executed by publish until a human has approved it.
     candidate = candidate_version(store, name)
-    trust = approval_reasons(store, name, folder_path, candidate, report)
-    principal, may_approve = principal_name(store)
+    trust = approval_reasons(store, name, folder_path, candidate, report,
+                             principal=principal)
+    principal, may_approve = principal_name(store, principal)
     approver = None
     if trust:
         if not approve:

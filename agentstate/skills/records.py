@@ -24,6 +24,7 @@ from agentstate.skills import registry
 from agentstate.skills import skill_file as mf
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
 
 _NAME_AT = re.compile(r"^(?:skill:)?([a-z0-9-]+)(?:@v([0-9]+))?$")
@@ -164,12 +165,12 @@ def registry_lock(store: Store, *, recover: bool = True) -> Iterator[list[str]]:
         os.close(fd)
 
 
-def principal_name(store: Store) -> tuple[str, bool]:
-    """(principal, may approve): the environment's principal (see store.principals); approving
-    is the owner-only action `approve`."""
-    from agentstate.store.principals import resolve_principal
+def principal_name(store: Store, principal: Principal | str) -> tuple[str, bool]:
+    """(principal, may approve): the principal the caller acts for (an entry point resolved
+    it, see store.principals); approving is the owner-only action `approve`."""
+    from agentstate.store.principals import acting
 
-    who = resolve_principal(store)
+    who = acting(store, principal)
     return who.name, who.may("approve")
 
 

@@ -38,11 +38,11 @@ from agentstate.skills.records import (
     candidate_version,
     current_release,
     draft_path,
-    principal_name,
     registry_lock,
 )
 from agentstate.skills.revocation import revocation_refused
 from agentstate.store.db import Store
+from agentstate.store.principals import Principal, acting
 from agentstate.store.refs import make_ref
 
 
@@ -185,7 +185,8 @@ class _Plan:
 
 
 def pull_skills(store: Store, remote: str | None = None, *, approve: bool = False,
-                dry_run: bool = False, skip_conflicts: bool = False) -> RemoteResult:
+                dry_run: bool = False, skip_conflicts: bool = False,
+                principal: Principal | str) -> RemoteResult:
     """Take in every release and revocation the remote has and this registry lacks."""
     path = _registry(store)
     source = rg.resolve_remote(store.work_tree, remote, push=False)
@@ -200,7 +201,8 @@ def pull_skills(store: Store, remote: str | None = None, *, approve: bool = Fals
                 "not a release or revocation name (expected NAME/vN, N of at most nine "
                 "digits): not fetched"]))
         try:
-            plan = _plan_pull(store, quarantine, source, approve, result)
+            plan = _plan_pull(store, quarantine, source, approve, result,
+                              acting(store, principal))
             _conflicts("pull", plan.conflicts, skip_conflicts, result)
             result.pulled = [make_ref("skill", i.name, i.version) for i in plan.releases
                              if i.record is None]
@@ -236,16 +238,16 @@ def _same_release(row: dict[str, Any], commit: str) -> bool:
 
 
 def _plan_pull(store: Store, quarantine: Path, source: rg.Remote, approve: bool,
-               result: RemoteResult) -> _Plan:
+               result: RemoteResult, principal: Principal) -> _Plan:
     plan = _Plan()
     rows = _rows(store)
     records, unreadable = _incoming_records(quarantine, result)
-    who = principal_name(store)
+    who = principal.name, principal.may("approve")
     _plan_releases(store, quarantine, source, approve, result, plan, rows, records,
                    unreadable, who)
     # The records left were not taken in with a release above: revocations of releases
     # this registry may already hold.
-    _plan_revocations(store, result, plan, rows, records, who[0])
+    _plan_revocations(store, result, plan, rows, records, principal)
     return plan
 
 
@@ -306,7 +308,8 @@ def _plan_releases(store: Store, quarantine: Path, source: rg.Remote, approve: b
 
 def _plan_revocations(store: Store, result: RemoteResult, plan: _Plan,
                       rows: dict[tuple[str, int], dict[str, Any]],
-                      records: dict[str, tuple[dict[str, Any], str]], principal: str) -> None:
+                      records: dict[str, tuple[dict[str, Any], str]],
+                      principal: Principal) -> None:
     """The remote's revocation records of releases this registry has: applied only where
     the principal pulling may revoke that version itself."""
     path = store.skills_path

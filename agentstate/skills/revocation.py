@@ -12,12 +12,12 @@ from agentstate.skills.records import (
     current_release,
     get_version,
     parse_target,
-    principal_name,
     versions_of,
 )
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.limits import MAX_REASON_CHARS, check_length
+from agentstate.store.principals import Principal, acting
 from agentstate.store.refs import make_ref
 
 
@@ -29,7 +29,8 @@ class RevokeResult:
     exports_updated: list[str] = field(default_factory=list)
 
 
-def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
+def revoke_skill(store: Store, target: str, reason: str, *,
+                principal: Principal | str) -> RevokeResult:
     """Revoke one version (NAME@vN) or every published version (NAME). History is kept.
 
     After revoking NAME@vN the current version is the highest remaining published one (the
@@ -57,15 +58,15 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
         targets = [r.version for r in rows if r.status == SkillStatus.PUBLISHED]
         if not targets:
             raise InvalidInput(f"skill {name!r} has no published version to revoke")
-    principal, _ = principal_name(store)
-    _check_may_revoke(store, principal, name, targets)
+    who = acting(store, principal)
+    _check_may_revoke(store, who, name, targets)
     now = store.now()
     with store.transaction() as conn:
         for v in targets:
             conn.execute(
                 "UPDATE skill_versions SET status = 'revoked', revoked = ?, revoked_by = ?, "
                 "revoke_reason = ? WHERE name = ? AND version = ? AND status = 'published'",
-                (now, principal, reason, name, v),
+                (now, who.name, reason, name, v),
             )
     current = current_release(store, name)
     from agentstate.skills.export import refresh_existing_exports
@@ -76,7 +77,7 @@ def revoke_skill(store: Store, target: str, reason: str) -> RevokeResult:
                         exports_updated=updated)
 
 
-def revocation_refused(store: Store, principal: str, name: str, version: int) -> str | None:
+def revocation_refused(store: Store, principal: Principal, name: str, version: int) -> str | None:
     """Why `principal` may not revoke NAME@vVERSION (None when it may): the rule of `skill
     revoke`, applied to a revocation that arrives by `skill pull` as well."""
     from agentstate.errors import Refused
@@ -88,16 +89,13 @@ def revocation_refused(store: Store, principal: str, name: str, version: int) ->
     return None
 
 
-def _check_may_revoke(store: Store, principal: str, name: str, versions: list[int]) -> None:
+def _check_may_revoke(store: Store, who: Principal, name: str, versions: list[int]) -> None:
     """Revoking a version another principal made is the owner-only action `revoke`."""
-    from agentstate.store.principals import resolve_principal
-
-    who = resolve_principal(store)
     if who.may("revoke"):
         return
     for v in versions:
         row = get_version(store, name, v)
         maker = (row.provenance or {}).get("principal")
-        if maker != principal:
+        if maker != who.name:
             who.check_action("revoke", f"revoke {row.ref}, made by "
                                        f"{maker or 'an unrecorded principal'}")

@@ -181,6 +181,21 @@ def resolve_principal(store: Store, name: Principal | str | None = None) -> Prin
     return chosen
 
 
+def acting(store: Store, principal: Principal | str) -> Principal:
+    """The principal a domain function acts for, as its caller named it (issue 22).
+
+    Below the entry points (cli/, integrations/, web/, api.py, evals/) nobody falls back to
+    the environment: an entry point decides the principal once (`resolve_principal`) and
+    passes it down. A name is still checked as `--as` is (declared, no broader than the
+    environment's), so a library caller cannot widen its rights by naming the owner. None is
+    a programming error, not "whoever the environment says": that silent fallback is how a
+    path forgot its principal and read as the shell's owner (the MCP resume leak)."""
+    if principal is None:  # an untyped caller; the type says it cannot happen
+        raise TypeError("a principal is required below the entry points: resolve it with "
+                        "store.principals.resolve_principal at the entry point and pass it")
+    return resolve_principal(store, principal)
+
+
 def check_whole_store(principal: Principal, what: str, *, read: bool = False,
                       write: bool = False) -> None:
     """Refuse (exit 3) an action on the whole store to a principal whose scopes do not cover

@@ -16,6 +16,7 @@ from agentstate.sync.records import SHARED_DIR
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
+    from agentstate.store.principals import Principal
 
 
 @dataclass
@@ -66,13 +67,15 @@ def shared_path(store: Store) -> Path:
     return Path(store.root) / SHARED_DIR
 
 
-def _flags(include_candidates: bool, include_quarantined: bool, principal: str | None
+def _flags(include_candidates: bool, include_quarantined: bool, principal: Principal | str
            ) -> str:
-    return f"{include_candidates}|{include_quarantined}|{principal}"
+    # By name: the command line passes the Principal it resolved, the fast path likewise.
+    name = principal if isinstance(principal, str) else principal.name
+    return f"{include_candidates}|{include_quarantined}|{name}"
 
 
 def nothing_new(store: Store, *, include_candidates: bool = False,
-                include_quarantined: bool = False, principal: str | None = None
+                include_quarantined: bool = False, principal: Principal | str
                 ) -> SyncResult | None:
     """The result of a full sync when nothing changed since the last one (same memories,
     mappings, shared files, config and options: the stored digest says so), else None.
@@ -94,7 +97,7 @@ def nothing_new(store: Store, *, include_candidates: bool = False,
 
 def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
          dry_run: bool = False, include_candidates: bool = False,
-         include_quarantined: bool = False, principal: str | None = None) -> SyncResult:
+         include_quarantined: bool = False, principal: Principal | str) -> SyncResult:
     """Export then import (either alone on request). Bad shared files fail before anything
     is written (InvalidInput naming the file and line)."""
     from agentstate.sync.gitsetup import ignore_warning

@@ -48,12 +48,12 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import (
     MemoryVersion,
+    acting,
     chain_rows,
     confidence_for,
     current_memory_version,
     key_chain_id,
     record_history,
-    resolve_principal,
     rows_with_content,
 )
 from agentstate.memory.status import MemoryStatus
@@ -94,9 +94,9 @@ class _Rollback(Exception):
     """Raised at the end of a dry run so the transaction applies nothing."""
 
 
-def import_folder(store: Store, folder: Folder, *, principal: str | None = None,
+def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
                   dry_run: bool = False) -> ImportResult:
-    who = resolve_principal(store, principal)
+    who = acting(store, principal)
     result = ImportResult()
     forgets, purges = folder.targets("forget"), folder.targets("purge")
     dead = forgets | purges
@@ -236,7 +236,7 @@ def _replace_parent(store: Store, record: Record, who: Principal, result: Import
         return
     why = (f"superseded by a teammate's newer value (record {record.id[:12]}"
            + (f", {note})" if note else ")"))
-    set_status(store, row, "superseded", why)
+    set_status(store, row, MemoryStatus.SUPERSEDED, why)
     result.touched.add(row.id)
     record_history(store, row.id, row.version, "superseded", ACTOR, why, None,
                    record=record.id)
@@ -274,16 +274,17 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
     chain_id = parent.memory if parent else (
         key_chain_id(store, data["key"], data["scope"]) if data["key"] else None)
     rows = chain_rows(store, chain_id) if chain_id else []
-    status, reason = "active", f"imported from the shared folder (record {record.id[:12]})"
+    status, reason = (MemoryStatus.ACTIVE,
+                      f"imported from the shared folder (record {record.id[:12]})")
     if data["held"]:
-        status = data["held"]
+        status = MemoryStatus(data["held"])  # checked when the folder was read
     elif find_injection(data["text"]):
-        status = "quarantined"
+        status = MemoryStatus.QUARANTINED
         reason += "; it reads as instructions to the agent, kept out of reads"
     elif data["kind"] == "preference":
         # A teammate's preference (or a line written by hand) is never pinned here by the
         # import alone: the local user confirms it (`memory confirm REF --evidence user`).
-        status = "candidate"
+        status = MemoryStatus.CANDIDATE
         reason += ("; a teammate's preference is a candidate until you confirm it "
                    "(memory confirm REF --evidence user)")
     cur = current_memory_version(rows, store.now()) if rows else None
@@ -417,12 +418,13 @@ def _settle(store: Store, memory_id: str, result: ImportResult) -> None:
         if row.row not in imported:
             continue
         if row.row == winner and row.status != MemoryStatus.ACTIVE:
-            set_status(store, row, "active", "current: the first of rival values from "
+            set_status(store, row, MemoryStatus.ACTIVE, "current: the first of rival values from "
                        "teammates by record id", initial_confidence(row.source, 1))
             record_history(store, row.id, row.version, "promote", ACTOR,
                            "current among rival values from teammates", None)
         elif row.row != winner and row.status == MemoryStatus.ACTIVE:
-            set_status(store, row, "contested", "contested: a rival value from a teammate",
+            set_status(store, row, MemoryStatus.CONTESTED,
+                       "contested: a rival value from a teammate",
                        confidence_for(row.source) * CONTESTED_FACTOR)
             record_history(store, row.id, row.version, "contested", ACTOR,
                            "a rival value from a teammate is current", None)

@@ -226,7 +226,7 @@ def _matching_refs(store: Store, words: str) -> list[str]:
 def trace_page(store: Store, ref: str) -> dict[str, Any]:
     from agentstate.context.trace import trace
 
-    return {"root": trace(store, ref, PRINCIPAL), "ref": ref}
+    return {"root": trace(store, ref, principal=PRINCIPAL), "ref": ref}
 
 
 # ---------------------------------------------------------------- memory

@@ -27,6 +27,7 @@ from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
+from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for, load_encoding
 
 WORDS = ["login", "test", "fixture", "timeout", "database", "flaky", "retry", "cache", "parser",
@@ -89,7 +90,8 @@ def build_store(root: Path, runs, memories, system):
         last = run
     for kind, text, source, key in memories:
         evidence = ["user"] if source == "user" else []
-        remember(store, text, kind=kind, source=source, key=key, evidence=evidence)
+        remember(store, text, kind=kind, source=source, key=key, evidence=evidence,
+                 principal=resolve_principal(store))
     system_path = None
     if system is not None:
         system_path = root / "system.md"
@@ -107,7 +109,8 @@ def test_budget_pinned_manifest_and_determinism(case):
         store, run, system_path = build_store(root, runs, memories, system)
         counter = counter_for(store.settings.tokens)
         kwargs = dict(run=run.ref, budget=budget, query=query,
-                      system_file=str(system_path) if system_path else None)
+                      system_file=str(system_path) if system_path else None,
+                      principal=resolve_principal(store))
         try:
             pack = build_context(store, **kwargs)
         except BudgetTooSmall as exc:
@@ -133,7 +136,7 @@ def test_budget_pinned_manifest_and_determinism(case):
         from agentstate.runs.checkpoint import working_state
 
         pinned = [c.text for c in working_state(store, run).constraints]
-        pinned += [p.text for p in list_user_preferences(store)]
+        pinned += [p.text for p in list_user_preferences(store, resolve_principal(store))]
         if system is not None and system.strip():
             pinned.append(system)
         for text in pinned:
@@ -237,3 +240,30 @@ def test_allocate_never_exceeds_budget_on_synthetic_candidates():
 
     allocation_within_budget()
     assert reached >= {"included", "compressed", "pointer", "dropped", "refused"}, reached
+
+
+def test_an_essential_whose_full_form_exactly_fits_gets_it():
+    # Counted in words, so every token of the text is accounted for: at a budget of exactly
+    # what the pack with the full form costs, the full form fits and is given; one token
+    # less and the short form stays.
+    from agentstate.context.budgeter import allocate
+    from agentstate.context.candidates import Candidate
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    def fresh() -> list[Candidate]:
+        return [Candidate(ref="evt:00000001", cls="task", section="task", score=1.0,
+                          full="- goal: make the parser accept tabs and spaces alike",
+                          floor="- goal: make the parser accept tabs", order=(0,))]
+
+    roomy = fresh()
+    whole = allocate(roomy, 1000, words)
+    assert roomy[0].form == roomy[0].full and whole.minimum < whole.tokens
+    exact = fresh()
+    allocate(exact, whole.tokens, words)
+    assert (exact[0].decision, exact[0].reason, exact[0].form) == (
+        "included", "essential", exact[0].full)
+    short = fresh()
+    allocate(short, whole.tokens - 1, words)
+    assert (short[0].decision, short[0].form) == ("compressed", short[0].floor)

@@ -12,6 +12,7 @@ from agentstate.context.compression import compress_line, first_sentence
 from agentstate.errors import BudgetTooSmall, InvalidInput, NotFound, UsageError
 from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, end_run, start_run
+from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for
 from tests.conftest import configure, run_agentstate
 
@@ -35,8 +36,9 @@ def story(store, repo):
         append_event(store, run.ref, "note", f"step {n}: looked at module login_{n}. "
                      "Nothing unusual there, moving on to the next module in the list.")
     remember(store, "the login test uses a shared session fixture", kind="fact",
-             source="user")
-    remember(store, "answer in short sentences", kind="preference", source="user")
+             source="user", principal=resolve_principal(store))
+    remember(store, "answer in short sentences", kind="preference", source="user",
+             principal=resolve_principal(store))
     (repo / "SYSTEM.md").write_text("You are careful.\nNever invent test results.\n")
     return {"run": run, "constraints": constraints, "obs": obs, "question": q, "verify": v,
             "old": old}
@@ -47,7 +49,8 @@ def sections(text: str) -> list[str]:
 
 
 def test_placement_pinned_first_task_last_evidence_between(store, story):
-    pack = build_context(store, budget=4000, system_file="SYSTEM.md")
+    pack = build_context(store, budget=4000, system_file="SYSTEM.md",
+                         principal=resolve_principal(store))
     heads = sections(pack.text)
     assert heads[:4] == ["## System instructions", "## Goal",
                          "## Constraints (must be respected)", "## User preferences"]
@@ -75,7 +78,8 @@ def test_placement_pinned_first_task_last_evidence_between(store, story):
 
 
 def test_evidence_ordered_by_score_and_from_every_run(store, story):
-    pack = build_context(store, budget=4000, query="parser cache timestamp")
+    pack = build_context(store, budget=4000, query="parser cache timestamp",
+                         principal=resolve_principal(store))
     evidence = [e for e in pack.manifest if e.cls == "evidence" and e.decision != "dropped"]
     assert evidence, pack.manifest
     # Grouped by run and source, in time order inside a group; the group holding the
@@ -91,7 +95,7 @@ def test_evidence_ordered_by_score_and_from_every_run(store, story):
 
 
 def test_trajectory_newest_whole_older_compressed_with_refs(store, story):
-    pack = build_context(store, budget=6000)
+    pack = build_context(store, budget=6000, principal=resolve_principal(store))
     trajectory = [e for e in pack.manifest if e.cls == "trajectory"]
     whole = [e for e in trajectory if e.decision == "included"]
     older = [e for e in trajectory if e.decision == "compressed"]
@@ -119,8 +123,8 @@ def test_trajectory_newest_whole_older_compressed_with_refs(store, story):
 
 
 def test_small_budget_compresses_and_points_but_keeps_refs(store, story):
-    big = build_context(store, budget=6000, save=False)
-    small = build_context(store, budget=260, save=False)
+    big = build_context(store, budget=6000, save=False, principal=resolve_principal(store))
+    small = build_context(store, budget=260, save=False, principal=resolve_principal(store))
     assert small.tokens <= 260 < big.tokens
     decisions = {e.decision for e in small.manifest}
     assert "dropped" in decisions
@@ -136,29 +140,33 @@ def test_small_budget_compresses_and_points_but_keeps_refs(store, story):
 
 def test_budget_below_pinned_minimum_names_it(store, story):
     with pytest.raises(BudgetTooSmall) as info:
-        build_context(store, budget=5, system_file="SYSTEM.md")
+        build_context(store, budget=5, system_file="SYSTEM.md", principal=resolve_principal(store))
     minimum = info.value.minimum
     assert minimum > 5
-    ok = build_context(store, budget=minimum, system_file="SYSTEM.md")
+    ok = build_context(store, budget=minimum, system_file="SYSTEM.md",
+                       principal=resolve_principal(store))
     assert ok.tokens <= minimum
     with pytest.raises(BudgetTooSmall):
-        build_context(store, budget=minimum - 1, system_file="SYSTEM.md")
+        build_context(store, budget=minimum - 1, system_file="SYSTEM.md",
+                      principal=resolve_principal(store))
 
 
 def test_no_run_mode_with_query_only(store, story):
     end_run(store, story["run"].ref, "done")
-    pack = build_context(store, query="login fixture timeout", budget=2000)
+    pack = build_context(store, query="login fixture timeout", budget=2000,
+                         principal=resolve_principal(store))
     assert pack.run is None
     heads = sections(pack.text)
     assert "## Goal" not in heads and "## Task state (restated)" not in heads
     assert not any(h.startswith("## Trajectory") for h in heads)
     assert "the login test uses a shared session fixture" in pack.text
     with pytest.raises(InvalidInput, match="--query"):
-        build_context(store, budget=2000)
+        build_context(store, budget=2000, principal=resolve_principal(store))
 
 
 def test_no_run_flag_ignores_current_run(store, story):
-    pack = build_context(store, query="parser", no_run=True, budget=2000)
+    pack = build_context(store, query="parser", no_run=True, budget=2000,
+                         principal=resolve_principal(store))
     assert pack.run is None and "## Task state" not in pack.text
 
 
@@ -176,21 +184,22 @@ def test_compression_is_extractive_and_deterministic():
 
 def test_parse_budget_errors(store, story):
     with pytest.raises(UsageError):
-        build_context(store, budget="abc")
+        build_context(store, budget="abc", principal=resolve_principal(store))
     for bad in (0, -5, "0", "-1"):
         with pytest.raises(InvalidInput):
-            build_context(store, budget=bad)
+            build_context(store, budget=bad, principal=resolve_principal(store))
 
 
 def test_system_file_missing_or_binary(store, story, repo):
     with pytest.raises(NotFound, match="not found"):
-        build_context(store, budget=1000, system_file="nope.md")
+        build_context(store, budget=1000, system_file="nope.md", principal=resolve_principal(store))
     (repo / "bin.md").write_bytes(b"\x00\x01\x02binary")
     with pytest.raises(InvalidInput, match="not text"):
-        build_context(store, budget=1000, system_file="bin.md")
+        build_context(store, budget=1000, system_file="bin.md", principal=resolve_principal(store))
     (repo / "latin.md").write_bytes("caf\xe9".encode("latin-1"))
     with pytest.raises(InvalidInput, match="UTF-8"):
-        build_context(store, budget=1000, system_file="latin.md")
+        build_context(store, budget=1000, system_file="latin.md",
+                      principal=resolve_principal(store))
 
 
 def test_tool_definitions_and_skills_in_catalog(store, story):
@@ -199,7 +208,7 @@ def test_tool_definitions_and_skills_in_catalog(store, story):
         "INSERT INTO skill_versions (name, version, status, description, triggers, created) "
         "VALUES ('verify-login', 1, 'published', 'Verify the login test is stable', "
         "'[\"login test\"]', '2026-01-01')")
-    pack = build_context(store, budget=4000)
+    pack = build_context(store, budget=4000, principal=resolve_principal(store))
     catalog = pack.text[pack.text.index("## Skills and tools"):]
     assert "tool:pytest — run the test suite" in catalog
     assert "skill:verify-login@v1 — Verify the login test is stable" in catalog
@@ -291,7 +300,8 @@ def test_resolved_and_superseded_events_are_not_evidence(store, story):
                  supersedes=wrong.ref)
     # Push them out of the trajectory window so they compete as evidence only.
     configure(store, "context", trajectory_window=0, recent_full_events=0)
-    pack = build_context(store, budget=4000, query="parser cache reload tmp", save=False)
+    pack = build_context(store, budget=4000, query="parser cache reload tmp", save=False,
+                         principal=resolve_principal(store))
     reasons = {e.ref: e.reason for e in pack.manifest if e.cls == "evidence"}
     assert reasons.get(q.ref) == "stale"
     assert reasons.get(wrong.ref) == "superseded"
@@ -313,28 +323,31 @@ def test_the_source_of_a_memory_that_no_longer_holds_is_not_current_evidence(sto
 
     seen = observe("redis-cli llen staging: 40 jobs waiting in the staging queue", "redis")
     remember(store, "the staging queue holds 40 jobs", kind="fact", source="tool:redis",
-             evidence=[seen], ttl="1h")
+             evidence=[seen], ttl="1h", principal=resolve_principal(store))
     old = observe("grep broker config/staging.toml: broker = RabbitMQ", "grep")
     remember(store, "the staging broker is RabbitMQ", kind="fact", key="staging-broker",
-             source="tool:grep", evidence=[old])
+             source="tool:grep", evidence=[old], principal=resolve_principal(store))
     gone = observe("ssh staging hostname: stg-7 (the staging host)", "ssh")
     forgotten = remember(store, "the staging host is stg-7", kind="fact", source="tool:ssh",
-                         evidence=[gone])
+                         evidence=[gone], principal=resolve_principal(store))
     shared = observe("aws configure get region --profile staging: eu-west", "aws")
     for ttl in ("1h", None):  # one version expires, the other still holds
         remember(store, f"the staging region is eu-west{'' if ttl else ' (checked)'}",
-                 kind="fact", source="tool:aws", evidence=[shared], ttl=ttl)
+                 kind="fact", source="tool:aws", evidence=[shared], ttl=ttl,
+                 principal=resolve_principal(store))
     configure(store, "context", trajectory_window=0, recent_full_events=0)
     query = "staging queue jobs broker host region"
-    before = build_context(store, budget=4000, query=query, save=False)
+    before = build_context(store, budget=4000, query=query, save=False,
+                           principal=resolve_principal(store))
     placed = {e.ref for e in before.manifest if e.decision != "dropped"}
     assert {seen, old, gone, shared} <= placed
     store.clock.advance(timedelta(hours=2))
     new = observe("grep broker config/staging.toml: broker = Redis", "grep")
     remember(store, "the staging broker is Redis", kind="fact", key="staging-broker",
-             source="tool:grep", evidence=[new])
-    forget(store, forgotten.ref, reason="host renamed")
-    pack = build_context(store, budget=4000, query=query, save=False)
+             source="tool:grep", evidence=[new], principal=resolve_principal(store))
+    forget(store, forgotten.ref, reason="host renamed", principal=resolve_principal(store))
+    pack = build_context(store, budget=4000, query=query, save=False,
+                         principal=resolve_principal(store))
     rows = {e.ref: e for e in pack.manifest if e.cls == "evidence"}
     for ref, why in ((seen, "which expired 2026-01-15"), (old, "was superseded"),
                      (gone, "was forgotten")):
@@ -347,8 +360,8 @@ def test_the_source_of_a_memory_that_no_longer_holds_is_not_current_evidence(sto
 
 def test_preferences_pinned_only_for_principals_who_may_read_them(store, story):
     remember(store, "reply in British English", kind="preference", source="user",
-             scope="user")
-    owner = build_context(store, budget=4000, save=False)
+             scope="user", principal=resolve_principal(store))
+    owner = build_context(store, budget=4000, save=False, principal=resolve_principal(store))
     agent = build_context(store, budget=4000, principal="agent", save=False)
     assert "reply in British English" in owner.text
     assert "reply in British English" not in agent.text
@@ -358,11 +371,13 @@ def test_preferences_pinned_only_for_principals_who_may_read_them(store, story):
 
 
 def test_chinese_query_finds_memories_and_events(store, story):
-    remember(store, "数据库迁移必须向后兼容", kind="fact", source="user")
+    remember(store, "数据库迁移必须向后兼容", kind="fact", source="user",
+             principal=resolve_principal(store))
     append_event(store, story["run"].ref, "observation", "数据库迁移脚本在测试环境运行成功",
                  source="tool:migrate")
     configure(store, "context", trajectory_window=0, recent_full_events=0)
-    pack = build_context(store, query="数据库迁移", budget=3000, save=False)
+    pack = build_context(store, query="数据库迁移", budget=3000, save=False,
+                         principal=resolve_principal(store))
     evidence = pack.text[pack.text.index("## Evidence"):]
     assert "数据库迁移必须向后兼容" in evidence
     assert "数据库迁移脚本在测试环境运行成功" in evidence
@@ -371,9 +386,10 @@ def test_chinese_query_finds_memories_and_events(store, story):
 def test_memory_evidence_goes_through_the_packs_principal(store, story):
     """A user-scope fact matching the query is evidence for the owner, never for an agent."""
     remember(store, "the staging wombat cache rotates on fridays", kind="fact",
-             source="user", scope="user")
+             source="user", scope="user", principal=resolve_principal(store))
     query = "when does the staging wombat rotate"
-    owner = build_context(store, budget=4000, query=query, save=False)
+    owner = build_context(store, budget=4000, query=query, save=False,
+                          principal=resolve_principal(store))
     agent = build_context(store, budget=4000, query=query, principal="agent", save=False)
     assert "staging wombat cache rotates" in owner.text
     assert "staging wombat cache rotates" not in agent.text

@@ -19,6 +19,7 @@ from agentstate.memory.write import remember
 from agentstate.runs.checkpoint import create_checkpoint, working_state
 from agentstate.runs.log import append_event, start_run
 from agentstate.runs.worktree import snapshot
+from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for
 from tests.conftest import fresh_store, git
 
@@ -64,7 +65,8 @@ def _fill(store, case):
         if kind == "question":
             last_question = event.ref
     for text in case["preferences"]:
-        remember(store, text, kind="preference", source="user", evidence=["user"])
+        remember(store, text, kind="preference", source="user", evidence=["user"],
+                 principal=resolve_principal(store))
     if case["checkpoint"]:
         create_checkpoint(store, run.ref, "halfway")
     return run
@@ -76,17 +78,19 @@ def test_resume_and_context_refuse_below_the_same_minimum_and_keep_the_essential
     with fresh_store() as store:
         run = _fill(store, case)
         count = counter_for(store.settings.tokens).count
-        essentials = gather(store, run)
+        essentials = gather(store, run, principal=resolve_principal(store))
         expected = count(essentials.text())
         from_resume = _minimum(lambda b: build_pack(store, run.ref, principal="owner",
                                                           budget=b, skills=[]))
         from_context = _minimum(lambda b: build_context(store, run=run.ref, budget=b,
-                                                        save=False))
+                                                        save=False,
+                                                        principal=resolve_principal(store)))
         assert from_resume == from_context == expected
         # At the minimum, and a little above it, both keep every essential.
         for budget in (expected, expected + extra):
             resumed = build_pack(store, run.ref, principal="owner", budget=budget, skills=[])
-            packed = build_context(store, run=run.ref, budget=budget, save=False)
+            packed = build_context(store, run=run.ref, budget=budget, save=False,
+                                   principal=resolve_principal(store))
             for text in (resumed.text, packed.text):
                 assert count(text) <= budget
                 for item in essentials.items:
@@ -95,7 +99,7 @@ def test_resume_and_context_refuse_below_the_same_minimum_and_keep_the_essential
         for build in (lambda: build_pack(store, run.ref, principal="owner",
                                           budget=expected - 1, skills=[]),
                       lambda: build_context(store, run=run.ref, budget=expected - 1,
-                                            save=False)):
+                                            save=False, principal=resolve_principal(store))):
             if expected > 1:
                 with pytest.raises(BudgetTooSmall):
                     build()
@@ -128,9 +132,10 @@ def story(store, repo):
 def test_tight_budgets_keep_the_goal_and_the_drift_summary_or_refuse(store, story, budget):
     run = story["run"]
     count = counter_for(store.settings.tokens).count
-    minimum = count(gather(store, run).text())
+    minimum = count(gather(store, run, principal=resolve_principal(store)).text())
     for build in (lambda: build_pack(store, run.ref, principal="owner", budget=budget),
-                  lambda: build_context(store, budget=budget, save=False)):
+                  lambda: build_context(store, budget=budget, save=False,
+                                        principal=resolve_principal(store))):
         if budget < minimum:
             with pytest.raises(BudgetTooSmall) as refused:
                 build()
@@ -146,8 +151,8 @@ def test_tight_budgets_keep_the_goal_and_the_drift_summary_or_refuse(store, stor
 def test_at_a_budget_with_room_both_keep_everything_essential_and_the_goal_once(store, story):
     run = story["run"]
     count = counter_for(store.settings.tokens).count
-    budget = count(gather(store, run).text()) + 40
-    packed = build_context(store, budget=budget, save=False)
+    budget = count(gather(store, run, principal=resolve_principal(store)).text()) + 40
+    packed = build_context(store, budget=budget, save=False, principal=resolve_principal(store))
     resumed = build_pack(store, run.ref, principal="owner", budget=budget)
     for text in (packed.text, resumed.text):
         assert count(text) <= budget
@@ -187,7 +192,7 @@ def test_drift_names_commits_and_tells_file_kinds_apart(store, repo):
     git(repo, "add", "staged.py")                     # added
     (repo / "old.py").unlink()                        # deleted
     (repo / "scratch.txt").write_text("notes\n")      # untracked
-    essentials = gather(store, run)
+    essentials = gather(store, run, principal=resolve_principal(store))
     drift = essentials.drift
     assert drift["head_moved"] and [c.split(" ", 1)[1] for c in drift["commits"]] == [
         "add the feature"]

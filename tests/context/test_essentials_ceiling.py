@@ -15,6 +15,7 @@ from agentstate.context.resume import build_pack
 from agentstate.memory.model import list_user_preferences
 from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, start_run
+from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for
 from tests.conftest import fresh_store, run_agentstate
 
@@ -41,7 +42,8 @@ def stores(draw):
 def _fill(store, case):
     run, _ = start_run(store, case["goal"], case["constraints"])
     for n, text in enumerate(case["preferences"]):
-        remember(store, f"{text} ({n})", kind="preference", source="user", evidence=["user"])
+        remember(store, f"{text} ({n})", kind="preference", source="user", evidence=["user"],
+                 principal=resolve_principal(store))
     for text in case["questions"]:
         append_event(store, run.ref, "question", text)
     return run
@@ -53,7 +55,7 @@ def test_the_minimum_stays_under_the_bound_and_pinned_items_that_fit_are_in(case
     with fresh_store() as store:
         run = _fill(store, case)
         count = counter_for(store.settings.tokens).count
-        ess = gather(store, run)
+        ess = gather(store, run, principal=resolve_principal(store))
         text = ess.text()
         # What must stay out: the minimum never exceeds the bound, however much is stored.
         assert count(text) <= BOUND
@@ -61,7 +63,7 @@ def test_the_minimum_stays_under_the_bound_and_pinned_items_that_fit_are_in(case
         # have fit beside the pinned items that are shown (pinned text is never cut).
         assert ess.state is not None
         pinned = [(c.ref, c.text) for c in ess.state.constraints]
-        prefs = list_user_preferences(store, None, scope_of(run))
+        prefs = list_user_preferences(store, resolve_principal(store), scope_of(run))
         pinned += [(preference_ref(p), p.text) for p in prefs]
         shown = {i.ref: i for i in ess.items if i.pinned and not i.optional}
         used = sum(count(i.floor) + 1 for i in shown.values())
@@ -82,7 +84,8 @@ def test_the_minimum_stays_under_the_bound_and_pinned_items_that_fit_are_in(case
         minimum = count(text)
         pack = build_pack(store, run.ref, budget=minimum, skills=[], principal="owner")
         for built in (pack.text,
-                      build_context(store, run=run.ref, budget=minimum, save=False).text):
+                      build_context(store, run=run.ref, budget=minimum, save=False,
+                                    principal=resolve_principal(store)).text):
             assert count(built) <= minimum
             for item in ess.items:
                 if not item.optional:  # questions past the ceiling: shown only with room
@@ -96,7 +99,7 @@ def _uncapped(store, run):
     saved = essentials.cap
     essentials.cap = lambda ess, count: ess
     try:
-        return gather(store, run).items
+        return gather(store, run, principal=resolve_principal(store)).items
     finally:
         essentials.cap = saved
 
@@ -109,7 +112,8 @@ def _many_preferences(store, n: int = PREFERENCES) -> None:
         for i in range(n):
             remember(store, f"preference number {i}: always run the linter on module m{i} "
                      "before committing, and keep the changelog entry short",
-                     kind="preference", source="user", evidence=["user"])
+                     kind="preference", source="user", evidence=["user"],
+                     principal=resolve_principal(store))
 
 
 def test_983_pinned_preferences_fit_context_8000_resume_and_session_start(initialised, cli):
@@ -151,8 +155,9 @@ def test_preferences_rank_the_most_specific_then_the_newest_first(store):
     run, _ = start_run(store, "goal")
     _many_preferences(store, 200)
     remember(store, "on this run always write the tests first", kind="preference",
-             source="user", evidence=["user"], scope=f"run:{run.id}")
-    ess = gather(store, run)
+             source="user", evidence=["user"], scope=f"run:{run.id}",
+             principal=resolve_principal(store))
+    ess = gather(store, run, principal=resolve_principal(store))
     shown = [i for i in ess.items if i.section == "preferences" and not i.pointer]
     assert "on this run always write the tests first" in shown[0].floor
     assert "preference number 199:" in shown[1].floor  # the newest repo-wide one next

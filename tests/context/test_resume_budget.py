@@ -11,6 +11,7 @@ from agentstate.context.resume import SkillHit, build_pack
 from agentstate.errors import BudgetTooSmall
 from agentstate.runs.checkpoint import create_checkpoint
 from agentstate.runs.log import append_event, start_run
+from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for
 from tests.conftest import fresh_store
 
@@ -63,7 +64,7 @@ def test_budget_is_never_exceeded_and_pinned_parts_are_kept(contents, budget):
         assert pack.pinned_text == full.pinned_text
         # Every essential is in the text, at least in its short form (which the full one
         # starts with), and the minimum named is the essentials' own size.
-        for item in gather(store, run, drift=DRIFT).items:
+        for item in gather(store, run, drift=DRIFT, principal=resolve_principal(store)).items:
             assert item.floor in pack.text, item
         assert pack.budget["minimum"] == count(full.pinned_text) <= budget
         assert pack.budget["tokens"] == count(pack.text)

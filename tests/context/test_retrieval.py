@@ -10,6 +10,7 @@ from agentstate.errors import AgentStateError
 from agentstate.memory.search import search_events
 from agentstate.memory.terms import stem
 from agentstate.runs.log import append_event, start_run
+from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for
 
 
@@ -40,7 +41,8 @@ def test_a_one_term_query_on_a_big_store_fills_the_evidence_share(store):
         append_event(store, run.ref, "note",
                      f"turn {n}: the garden had tomatoes number {n} and some other words")
     other, _ = start_run(store, "now")  # the conversation is not the current run
-    pack = build_context(store, run=other.ref, query="tomatoes", budget=16000, save=False)
+    pack = build_context(store, run=other.ref, query="tomatoes", budget=16000, save=False,
+                         principal=resolve_principal(store))
     evidence = [e for e in pack.manifest
                 if e.cls == "evidence" and e.decision in ("included", "compressed")]
     assert pack.tokens <= 16000
@@ -61,7 +63,8 @@ def test_hostile_queries_give_a_pack_or_one_error_never_over_budget(store, query
     append_event(store, run.ref, "note", "login fails: NEAR the OR gate \"quoted\" text")
     append_event(store, run.ref, "note", "登录接口 returns an error")
     try:
-        pack = build_context(store, query=query, budget=300, save=False)
+        pack = build_context(store, query=query, budget=300, save=False,
+                             principal=resolve_principal(store))
     except AgentStateError as exc:
         assert "\n" not in str(exc)
         return
@@ -82,7 +85,7 @@ def test_evidence_is_grouped_with_one_header_and_short_labels(store):
         append_event(store, old.ref, "note", f"the parser fails on nested tables, case {n}")
     current, _ = start_run(store, "now")
     pack = build_context(store, run=current.ref, query="parser nested tables", budget=4000,
-                         save=False)
+                         save=False, principal=resolve_principal(store))
     header = f"### {old.ref} · user (trusted)"
     assert pack.text.count(header) == 1
     lines = pack.text.split(header, 1)[1].strip().splitlines()[:6]
@@ -107,7 +110,8 @@ def test_a_duplicate_drop_names_a_ref_that_is_in_the_text(store):
     hit = append_event(store, run.ref, "note", "the zeppelin schedule moved to friday " * 3)
     for budget in (120, 160, 200, 260, 400, 800, 3000):
         try:
-            pack = build_context(store, query="zeppelin schedule", budget=budget, save=False)
+            pack = build_context(store, query="zeppelin schedule", budget=budget, save=False,
+                                 principal=resolve_principal(store))
         except AgentStateError:
             continue
         copies = [e for e in pack.manifest if e.ref == hit.ref]
@@ -130,7 +134,7 @@ def test_evidence_shown_as_one_line_by_policy_says_so(store):
                                              "More detail follows in a second sentence.")
     current, _ = start_run(store, "now")
     pack = build_context(store, run=current.ref, query="parser nested tables", budget=6000,
-                         save=False)
+                         save=False, principal=resolve_principal(store))
     evidence = [e for e in pack.manifest if e.cls == "evidence"]
     one_line = [e for e in evidence if e.decision == "compressed"]
     assert one_line and all(e.reason == "one line" for e in one_line)
@@ -147,8 +151,10 @@ def test_the_event_search_is_sized_by_the_room_left_for_evidence(store):
     for n in range(40):
         append_event(store, busy.ref, "question",
                      f"open question {n}: " + " ".join(f"word{n}x{k}" for k in range(60)))
-    full = build_context(store, run=busy.ref, query="tomatoes", budget=8000, save=False)
-    free = build_context(store, query="tomatoes", budget=8000, save=False, no_run=True)
+    full = build_context(store, run=busy.ref, query="tomatoes", budget=8000, save=False,
+                         principal=resolve_principal(store))
+    free = build_context(store, query="tomatoes", budget=8000, save=False, no_run=True,
+                         principal=resolve_principal(store))
 
     def gathered(pack):
         return sum(e.cls == "evidence" and e.ref.startswith("evt:") for e in pack.manifest)
@@ -164,7 +170,7 @@ def test_an_event_kind_other_than_note_is_named_in_its_label(store):
     append_event(store, old.ref, "note", "the parser fails on nested tables")
     current, _ = start_run(store, "now")
     pack = build_context(store, run=current.ref, query="parser nested tables", budget=4000,
-                         save=False)
+                         save=False, principal=resolve_principal(store))
     labels = [line.split("]")[0] for line in pack.text.splitlines() if line.startswith("- [evt:")]
     assert any(label.endswith("· decision · 2026-01-15") for label in labels)
     assert not any("note" in label for label in labels)
@@ -183,7 +189,7 @@ def test_turns_up_to_two_away_from_a_hit_join_at_a_decaying_weight(store):
     later = append_event(store, talk.ref, "note", "Bob: it hurt for a week though")
     now, _ = start_run(store, "now")
     pack = build_context(store, run=now.ref, query="marathon March", budget=3000,
-                         save=False)
+                         save=False, principal=resolve_principal(store))
     notes = {e.ref: e.note for e in pack.manifest if e.cls == "evidence"}
     assert notes[after.ref] == f"next to {hit.ref} (neighbour, 0.5 × its score)"
     assert notes[later.ref] == f"next to {hit.ref} (neighbour, 0.25 × its score)"
@@ -223,7 +229,7 @@ def test_whole_hits_only_where_the_room_affords_them(store):
 
     def evidence(budget):
         pack = build_context(store, run=current.ref, query="parser nested tables",
-                             budget=budget, save=False)
+                             budget=budget, save=False, principal=resolve_principal(store))
         return pack, [e for e in pack.manifest if e.cls == "evidence"
                       and e.decision in ("included", "compressed")]
 
@@ -243,8 +249,10 @@ def test_whole_hits_only_where_the_room_affords_them(store):
 def test_a_small_pack_does_not_restate_the_goal_and_hints_only_at_more_memories(store):
     run, _ = start_run(store, "fix the parser on nested tables")
     append_event(store, run.ref, "note", "the parser fails on nested tables")
-    small = build_context(store, query="parser", budget=1000, save=False)
-    large = build_context(store, query="parser", budget=4000, save=False)
+    small = build_context(store, query="parser", budget=1000, save=False,
+                          principal=resolve_principal(store))
+    large = build_context(store, query="parser", budget=4000, save=False,
+                          principal=resolve_principal(store))
     assert "goal (restated)" not in small.text and "goal (restated)" in large.text
     assert "## Goal" in small.text  # the goal itself is an essential, at every budget
     # No memory matched: a `recall` hint would point at nothing more.
@@ -252,6 +260,8 @@ def test_a_small_pack_does_not_restate_the_goal_and_hints_only_at_more_memories(
     from agentstate.memory.write import remember
 
     for n in range(store.settings.context.evidence_memories + 1):
-        remember(store, f"the parser needs care with tables, note {n}", kind="fact")
+        remember(store, f"the parser needs care with tables, note {n}", kind="fact",
+                 principal=resolve_principal(store))
     assert "agentstate recall" in build_context(store, query="parser", budget=4000,
-                                                 save=False).text
+                                                 save=False,
+                                                 principal=resolve_principal(store)).text

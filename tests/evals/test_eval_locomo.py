@@ -16,6 +16,7 @@ from agentstate.errors import InvalidInput, NotFound, UsageError
 from agentstate.evals.arms import Arms, PlainSearch, check_arms, or_query
 from agentstate.evals.locomo import imported, load_conversations
 from agentstate.evals.measure import question_recall, run_locomo
+from agentstate.store.principals import resolve_principal
 from agentstate.tokens import TokenCounter
 from tests.conftest import FIXTURES, ROOT, run_agentstate
 
@@ -302,9 +303,10 @@ def test_structured_arm_keeps_what_the_read_gate_drops(store):
     first = append_event(store, run.ref, "note", "the parser rejects tabs in YAML keys")
     append_event(store, run.ref, "note", "tabs are fine", supersedes=first.ref)
     gated = assemble.build_context(store, query="parser tabs YAML", budget=2000, save=False,
-                                   trajectory=False)
+                                   trajectory=False, principal=resolve_principal(store))
     open_ = assemble.build_context(store, query="parser tabs YAML", budget=2000, save=False,
-                                   trajectory=False, read_gate=False)
+                                   trajectory=False, read_gate=False,
+                                   principal=resolve_principal(store))
     decision = {e.ref: e.decision for e in gated.manifest}
     assert decision[first.ref] == "dropped"
     assert {e.ref: e.decision for e in open_.manifest}[first.ref] == "included"
@@ -438,15 +440,17 @@ def test_recall_without_the_read_gate_returns_what_the_gate_withholds(store):
     from agentstate.memory.recall import recall
     from agentstate.memory.write import remember
 
-    stored = remember(store, "the cache lives in /var/cache/app", kind="fact")
-    forget(store, stored.ref)
-    gated = recall(store, "cache lives")
+    stored = remember(store, "the cache lives in /var/cache/app", kind="fact",
+                      principal=resolve_principal(store))
+    forget(store, stored.ref, principal=resolve_principal(store))
+    gated = recall(store, "cache lives", principal=resolve_principal(store))
     assert gated.hits == [] and gated.withheld == {"forgotten": 1}
-    open_ = recall(store, "cache lives", gate=False)
+    open_ = recall(store, "cache lives", gate=False, principal=resolve_principal(store))
     assert [h.text for h in open_.hits] == ["the cache lives in /var/cache/app"]
     assert "included:forgotten" in open_.hits[0].flags
     pack = assemble.build_context(store, query="cache lives", budget=2000, save=False,
-                                  no_run=True, read_gate=False)
+                                  no_run=True, read_gate=False, principal=resolve_principal(store))
     assert "/var/cache/app" in pack.text
     assert "/var/cache/app" not in assemble.build_context(
-        store, query="cache lives", budget=2000, save=False, no_run=True).text
+        store, query="cache lives", budget=2000, save=False, no_run=True,
+        principal=resolve_principal(store)).text

@@ -23,6 +23,7 @@ from agentstate.evals.scenarios import CHANGING, KINDS, Fact, Scenario, plan
 from agentstate.memory.model import get_memory
 from agentstate.runs.log import get_event, list_events
 from agentstate.runs.sessions import session_run
+from agentstate.store.principals import resolve_principal
 
 
 @pytest.fixture(scope="module")
@@ -238,25 +239,28 @@ def test_system_checks_follow_the_store():
         # taken out of the active memories again, the precision is back.
         speculative = next(f for f in scenario.facts if f.kind == "speculative")
         guess = next(r for r in speculative.poisoned if r.startswith("mem:"))
-        confirm(store, guess, ["user"])
+        confirm(store, guess, ["user"], principal=resolve_principal(store))
         after = system_checks(store, scenario)
         assert after.bad_writes_active == active_bad + 1
         assert after.write_precision < before.write_precision
-        forget(store, guess)
+        forget(store, guess, principal=resolve_principal(store))
         assert system_checks(store, scenario).write_precision == before.write_precision
         # A document's skill published with an approval is contamination.
-        publish_skill(store, scenario.skills.documents[1], approve=True)
+        publish_skill(store, scenario.skills.documents[1], approve=True,
+                      principal=resolve_principal(store))
         assert system_checks(store, scenario).contamination == 1
         # A right skill that can no longer be loaded breaks compliance.
         from agentstate.skills.revocation import revoke_skill
 
         # Three right skills load and one revoked is refused: each failure costs a quarter.
-        revoke_skill(store, scenario.skills.tasks[0].right[0], "test")
+        revoke_skill(store, scenario.skills.tasks[0].right[0], "test",
+                     principal=resolve_principal(store))
         assert system_checks(store, scenario).load_compliance == 0.75
         withdrawn = scenario.skills.revoked[0]
         draft = store.skills_path / withdrawn / "SKILL.md"
         draft.write_text(draft.read_text() + "\nFixed.\n")
-        publish_skill(store, withdrawn, approve=True)   # a new version: loads again
+        publish_skill(store, withdrawn, approve=True,
+                      principal=resolve_principal(store))   # a new version: loads again
         assert system_checks(store, scenario).load_compliance == 0.5
 
 

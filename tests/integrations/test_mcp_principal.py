@@ -8,6 +8,7 @@ or write as the owner and fail here."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 import pytest
 
@@ -122,3 +123,58 @@ def test_the_session_start_hook_pack_does_not_show_user_scope(owner_repo):
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "agentstate resume pack" in context
     assert PRIVATE not in context and SHARED in context
+
+
+@pytest.fixture(scope="module")
+def runs_closed_to_agent(tmp_path_factory, token_cache):
+    """A repository whose `agent` principal may not write run scopes (write = ["repo"]): a
+    skill load is recorded in the run, so the agent may not load into it; the owner may."""
+    import subprocess
+
+    home = tmp_path_factory.mktemp("mcp-load-home")
+    repo = tmp_path_factory.mktemp("mcp-load") / "repo"
+    repo.mkdir()
+    env = _env(home, token_cache, AGENTSTATE_PRINCIPAL="owner")
+    (repo / "README.md").write_text("demo\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "README.md"],
+                 ["commit", "-q", "-m", "initial"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    _cli(repo, env, "init")
+    config = repo / ".agentstate" / "config.toml"
+    text = config.read_text()
+    assert text.count('write = ["run:*", "repo"]') == 1
+    config.write_text(text.replace('write = ["run:*", "repo"]', 'write = ["repo"]'))
+    run = _cli(repo, env, "run", "start", "tidy the parser")["run"]["ref"]
+    return repo, env, run
+
+
+def _loads(repo) -> int:
+    import sqlite3
+
+    with sqlite3.connect(repo / ".agentstate" / "state.db") as conn:
+        return conn.execute("SELECT count(*) FROM skill_loads").fetchone()[0]
+
+
+def test_mcp_skill_load_applies_the_clis_permission_agent_refused_owner_loads(
+        runs_closed_to_agent):
+    repo, env, run = runs_closed_to_agent
+    # The CLI as the agent: refused (exit 3), nothing recorded.
+    agent_env = {**env, "AGENTSTATE_PRINCIPAL": "agent"}
+    refused = run_agentstate("skill", "load", "resume-task", "--json", cwd=repo, env=agent_env)
+    assert refused.returncode == 3, refused.stderr
+    cli_error = json.loads(refused.stdout)["error"]
+    assert cli_error["code"] == "refused" and f"may not write scope '{run}'" in \
+        cli_error["message"]
+    assert _loads(repo) == 0
+    # The MCP server as the agent (its default, the shell being the owner's): the same.
+    with contextmanager(connect)(repo, env) as client:
+        error = client.error("skill_load", target="resume-task")
+        assert error["code"] == "refused" and error["message"] == cli_error["message"]
+        assert client.ok("skill_list")["data"]  # the catalog is still readable
+    assert _loads(repo) == 0
+    # The owner, through the server and the CLI, loads it into the run.
+    with contextmanager(connect)(repo, env, "--as", "owner") as client:
+        loaded = client.ok("skill_load", target="resume-task")["data"]
+        assert loaded["run"] == run and loaded["event"].startswith("evt:")
+    assert _cli(repo, env, "skill", "load", "resume-task")["run"] == run
+    assert _loads(repo) == 2

@@ -471,3 +471,19 @@ def test_a_principal_can_be_kept_from_claiming_the_user_as_source(cli, initialis
     # Without --source its words are recorded as the model's.
     assert rem(cli, "tabs over spaces", "--kind", "fact", "--as", "bot")["memory"]["source"] \
         == "model"
+
+
+def test_a_text_of_exactly_max_chars_is_stored_and_one_more_is_refused(store):
+    # In process (the CLI tests above run a subprocess, which mutation testing cannot see
+    # into): the limit is inclusive, so a text that exactly fits is kept.
+    from agentstate.errors import InvalidInput
+    from agentstate.memory.write import remember
+    from tests.conftest import configure
+
+    text = "the lexer reads a tab as four spaces"
+    configure(store, "memory", max_chars=len(text))
+    kept = remember(store, text, kind="preference", source="user", principal="owner")
+    assert kept.memory is not None and kept.memory.text == text
+    with pytest.raises(InvalidInput, match=f"is {len(text) + 1} characters; the limit is "
+                                           f"{len(text)}"):
+        remember(store, text + "!", kind="preference", source="user", principal="owner")

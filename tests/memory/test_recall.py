@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentstate.store.principals import resolve_principal
 from tests.memory.test_memory_gate import rem, start_run
 
 T0 = "2026-01-15T09:00:00Z"
@@ -156,12 +157,14 @@ def test_common_words_are_pruned_not_fatal(store):
     from agentstate.memory.write import remember
 
     for i in range(60):
-        remember(store, f"the project build note number {i} about things", kind="event")
-    remember(store, "the project build uses a zeppelin cache", kind="fact")
-    result = recall(store, "the project build zeppelin")
+        remember(store, f"the project build note number {i} about things", kind="event",
+                 principal=resolve_principal(store))
+    remember(store, "the project build uses a zeppelin cache", kind="fact",
+             principal=resolve_principal(store))
+    result = recall(store, "the project build zeppelin", principal=resolve_principal(store))
     assert result.hits[0].text == "the project build uses a zeppelin cache"
     assert "the" in result.pruned_terms and "project" in result.pruned_terms
-    only_common = recall(store, "the project build")
+    only_common = recall(store, "the project build", principal=resolve_principal(store))
     assert only_common.hits  # all-common queries still answer (terms required together)
 
 
@@ -169,11 +172,15 @@ def test_list_user_preferences_and_get_memory(store):
     from agentstate.memory.recall import get_memory, list_user_preferences, memory_evidence
     from agentstate.memory.write import remember
 
-    mine = remember(store, "answer in English", kind="preference")
-    remember(store, "likes emojis", kind="preference", source="model")
-    remember(store, "on main: no force pushes", kind="preference", scope="branch:main")
-    found = list_user_preferences(store)
+    mine = remember(store, "answer in English", kind="preference",
+                    principal=resolve_principal(store))
+    remember(store, "likes emojis", kind="preference", source="model",
+             principal=resolve_principal(store))
+    remember(store, "on main: no force pushes", kind="preference", scope="branch:main",
+             principal=resolve_principal(store))
+    found = list_user_preferences(store, resolve_principal(store))
     assert [m.ref for m in found][0] == mine.ref and len(found) == 2
-    assert len(list_user_preferences(store, context={"branch": "dev"})) == 1
+    assert len(list_user_preferences(store, context={"branch": "dev"},
+                                     principal=resolve_principal(store))) == 1
     assert get_memory(store, mine.ref.split("@")[0]).ref == mine.ref
     assert [e.ref for e in memory_evidence(store, mine.ref)[mine.ref]] == ["user"]

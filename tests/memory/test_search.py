@@ -10,6 +10,7 @@ from agentstate.errors import InvalidInput
 from agentstate.memory.search import EVENTS, plan_query, search_events
 from agentstate.memory.terms import split_query
 from agentstate.runs.log import append_event, start_run
+from agentstate.store.principals import resolve_principal
 
 
 def test_events_are_indexed_by_trigger_and_filtered_by_run(store):
@@ -171,7 +172,7 @@ def test_index_check_and_rebuild(store):
 
     run, _ = start_run(store, "g")
     append_event(store, run.ref, "note", "the narwhal migration finished")
-    remember(store, "narwhals live in the north", kind="fact")
+    remember(store, "narwhals live in the north", kind="fact", principal=resolve_principal(store))
     assert check_indexes(store.conn) == []
     store.conn.execute("DELETE FROM event_search_map")  # damage: events lose their index rows
     assert any("not indexed" in p for p in check_indexes(store.conn))
@@ -187,10 +188,12 @@ def test_word_fragments_match_when_no_whole_word_does(store):
 
     run, _ = start_run(store, "g")
     event = append_event(store, run.ref, "note", "settings live in myconfig.yaml")
-    stored = remember(store, "run pytest with -x to stop early", kind="procedure")
+    stored = remember(store, "run pytest with -x to stop early", kind="procedure",
+                      principal=resolve_principal(store))
     assert [h.ref for h in search_events(store, "config")] == [event.ref]
-    assert [h.ref for h in recall(store, "pytes").hits] == [stored.ref]
-    assert recall(store, "qzx").matched_nothing
+    assert [h.ref for h in recall(store, "pytes",
+                                  principal=resolve_principal(store)).hits] == [stored.ref]
+    assert recall(store, "qzx", principal=resolve_principal(store)).matched_nothing
 
 
 def test_costly_terms_weigh_through_coverage_and_widening(store, monkeypatch):

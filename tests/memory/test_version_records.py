@@ -17,6 +17,7 @@ from agentstate.memory.model import (
 )
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.write import remember
+from agentstate.store.principals import resolve_principal
 
 
 def test_the_record_names_every_column_of_the_table(store):
@@ -28,8 +29,10 @@ def test_the_record_names_every_column_of_the_table(store):
 
 
 def test_reads_return_frozen_records_with_typed_fields(store):
-    first = remember(store, "the build uses make", kind="fact", key="build", source="user")
-    remember(store, "the build uses just", kind="fact", key="build", source="user")
+    first = remember(store, "the build uses make", kind="fact", key="build", source="user",
+                     principal=resolve_principal(store))
+    remember(store, "the build uses just", kind="fact", key="build", source="user",
+             principal=resolve_principal(store))
     memory_id = first.ref.removeprefix("mem:").split("@")[0]
     rows = chain_rows(store, memory_id)
     assert [type(r) for r in rows] == [MemoryVersion, MemoryVersion]
@@ -46,10 +49,12 @@ def test_reads_return_frozen_records_with_typed_fields(store):
 
 
 def test_a_purge_reads_evidence_into_a_copy_and_leaves_the_record_alone(store):
-    result = remember(store, "the deploy key lives in vault", kind="fact", source="user")
+    result = remember(store, "the deploy key lives in vault", kind="fact", source="user",
+                      principal=resolve_principal(store))
     [row] = all_version_rows(store)
     [loaded] = with_evidence_refs(store.conn, [row])
     assert loaded.evidence_refs == ("user",) and row.evidence_refs == ()
-    forget(store, result.ref, purge=True, reason="secret location")
+    forget(store, result.ref, purge=True, reason="secret location",
+           principal=resolve_principal(store))
     [after] = all_version_rows(store)
     assert after.purged is True and after.text == "" and after.status == "forgotten"

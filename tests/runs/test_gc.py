@@ -14,6 +14,7 @@ from agentstate.context.trace import trace
 from agentstate.maintenance.gc import gc
 from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, end_run, start_run
+from agentstate.store.principals import resolve_principal
 from tests.conftest import configure, fresh_store
 
 
@@ -51,8 +52,10 @@ def test_gc_keeps_every_cited_event_as_ref_kind_and_hash(store):
         "delta listed in a pack")]
     old.append(append_event(store, run.ref, "question", "echo asked, answered later"))
     abandoned = _old_run(store, "abandoned work", ["foxtrot abandoned note"], "abandoned")
-    remember(store, "bravo fact", kind="fact", evidence=[old[1].ref])
-    remember(store, "charlie fact", kind="fact", source=old[2].ref)
+    remember(store, "bravo fact", kind="fact", evidence=[old[1].ref],
+             principal=resolve_principal(store))
+    remember(store, "charlie fact", kind="fact", source=old[2].ref,
+             principal=resolve_principal(store))
     _in_pack(store, old[3].ref)
     store.clock.advance(timedelta(days=35))  # a young event of the same run resolves `echo`
     resolver = append_event(store, run.ref, "answer", "golf resolves echo",
@@ -63,7 +66,7 @@ def test_gc_keeps_every_cited_event_as_ref_kind_and_hash(store):
     fresh = append_event(store, active.ref, "observation", "hotel fresh note")
     configure(store, "retention", keep_events_days=30)
 
-    result = gc(store)
+    result = gc(store, principal=resolve_principal(store))
     ids = {r[0]: r for r in _rows(store)}
     assert result.removed == 2 and result.collected == 4 and result.vacuumed
     assert old[0].id not in ids and abandoned[0].id not in ids
@@ -75,11 +78,11 @@ def test_gc_keeps_every_cited_event_as_ref_kind_and_hash(store):
     for word, count in (("alpha", 0), ("bravo", 0), ("delta", 0), ("foxtrot", 0),
                         ("golf", 1), ("hotel", 1)):
         assert _indexed(store, word) == count, word
-    node = trace(store, old[1].ref)
+    node = trace(store, old[1].ref, principal=resolve_principal(store))
     assert "body collected by gc" in node.summary and node.detail["collected_at"]
     assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
     # A second gc finds them collected already and removes nothing more.
-    again = gc(store)
+    again = gc(store, principal=resolve_principal(store))
     assert (again.removed, again.collected, again.already_collected) == (0, 0, 4)
 
 
@@ -91,11 +94,12 @@ def test_an_event_a_tool_call_or_a_kept_event_points_at_is_collected_not_deleted
     third = append_event(store, run.ref, "observation", "kilo called a tool")
     store.conn.execute("INSERT INTO tool_calls (id, event, run, command, program, allowed, ts) "
                        "VALUES ('t1', ?, ?, '[]', 'true', 1, ?)", (third.id, run.id, store.now()))
-    remember(store, "juliet fact", kind="fact", evidence=[second.ref])
+    remember(store, "juliet fact", kind="fact", evidence=[second.ref],
+             principal=resolve_principal(store))
     end_run(store, run.ref, "done")
     store.clock.advance(timedelta(days=10))
     configure(store, "retention", keep_events_days=1)
-    result = gc(store)
+    result = gc(store, principal=resolve_principal(store))
     ids = {r[0] for r in _rows(store)}
     assert {first.id, second.id, third.id} <= ids and result.removed == 0
     assert result.collected == 3
@@ -105,10 +109,10 @@ def test_dry_run_and_an_unconfigured_period_change_nothing(store):
     _old_run(store, "old", ["lima one", "mike two"])
     store.clock.advance(timedelta(days=400))
     before = _rows(store)
-    unset = gc(store)
+    unset = gc(store, principal=resolve_principal(store))
     assert not unset.configured and unset.removed == 0 and _rows(store) == before
     configure(store, "retention", keep_events_days=30)
-    dry = gc(store, dry_run=True)
+    dry = gc(store, dry_run=True, principal=resolve_principal(store))
     assert dry.dry_run and dry.removed == 2 and dry.body_bytes > 0 and not dry.vacuumed
     assert _rows(store) == before and _indexed(store, "lima") == 1
 
@@ -153,9 +157,11 @@ def test_property_cited_events_always_survive_and_nothing_young_or_active_change
             event = append_event(store, runs[which].ref, "observation", f"event number {n}")
             made.append((event, which, age, cite))
             if cite == "evidence":
-                remember(store, f"event number {n} is a fact", kind="fact", evidence=[event.ref])
+                remember(store, f"event number {n} is a fact", kind="fact", evidence=[event.ref],
+                         principal=resolve_principal(store))
             elif cite == "source":
-                remember(store, f"event number {n} was seen", kind="fact", source=event.ref)
+                remember(store, f"event number {n} was seen", kind="fact", source=event.ref,
+                         principal=resolve_principal(store))
             elif cite == "pack":
                 store.conn.execute(
                     "INSERT OR IGNORE INTO packs (id, principal, query, budget, tokens, "
@@ -168,7 +174,7 @@ def test_property_cited_events_always_survive_and_nothing_young_or_active_change
             end_run(store, run.ref, "done")
         store.clock.fixed = start + timedelta(days=60)
         configure(store, "retention", keep_events_days=keep)
-        result = gc(store)
+        result = gc(store, principal=resolve_principal(store))
         rows = {r[0]: r for r in _rows(store)}
         for event, which, age, cite in made:
             old = which < 3 and age > keep

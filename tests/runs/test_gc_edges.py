@@ -9,6 +9,7 @@ from agentstate.context.trace import trace
 from agentstate.maintenance.gc import gc
 from agentstate.runs.checkpoint import create_checkpoint, last_checkpoint
 from agentstate.runs.log import append_event, end_run, start_run
+from agentstate.store.principals import resolve_principal
 from tests.conftest import configure
 
 
@@ -19,11 +20,12 @@ def test_a_checkpoint_of_an_old_run_keeps_its_event_so_its_ref_resolves(store):
     end_run(store, run.ref, "done")
     store.clock.advance(timedelta(days=40))
     configure(store, "retention", keep_events_days=30)
-    result = gc(store)
+    result = gc(store, principal=resolve_principal(store))
     assert result.removed == 1 and result.collected == 1
     latest = last_checkpoint(store, run)
     assert latest is not None and latest.ref == point.ref
-    node = trace(store, point.ref)  # `run show` prints this ref: it must resolve
+    node = trace(store, point.ref,
+                 principal=resolve_principal(store))  # `run show` prints this ref: it must resolve
     assert "body collected by gc" in node.summary
 
 

@@ -18,6 +18,7 @@ from agentstate.skills.history import check_registry
 from agentstate.skills.load import load_skill
 from agentstate.skills.publishing import publish_skill
 from agentstate.skills.revocation import revoke_skill
+from agentstate.store.principals import resolve_principal
 from tests.conftest import ROOT, author_scaffold
 
 
@@ -53,7 +54,8 @@ def checks(cli) -> dict:
 
 @pytest.fixture
 def demo(store):
-    new_skill(store, "demo", description="Check that the demo target exists.")
+    new_skill(store, "demo", description="Check that the demo target exists.",
+              principal=resolve_principal(store))
     return author_scaffold(store.skills_path / "demo")
 
 
@@ -127,7 +129,7 @@ def test_publish_killed_at_each_git_step_is_repaired(where, store, demo, repo, c
 
     if tagged:  # finished: v1 is a release with everything the publish had checked
         assert release_rows(store, "demo") == [(1, "published")]
-        assert load_skill(store, "demo").version == 1
+        assert load_skill(store, "demo", principal=resolve_principal(store)).version == 1
         with open(demo / "scripts" / "check.py", "a") as handle:
             handle.write("# v2\n")
     published = _publish(repo, {})
@@ -161,7 +163,7 @@ def test_a_stale_lock_is_named_and_repaired(store, demo, cli):
     lock = store.skills_path / ".git" / "index.lock"
     lock.write_text("")
     with pytest.raises(CorruptStore) as caught:
-        publish_skill(store, "demo")
+        publish_skill(store, "demo", principal=resolve_principal(store))
     message = caught.value.message
     assert ".git/index.lock" in message and "doctor --repair" in message
     assert "git tag -d" not in message and "already has tag" not in message
@@ -177,13 +179,13 @@ def test_a_stale_lock_is_named_and_repaired(store, demo, cli):
     os.utime(lock, (old, old))
     repaired = cli.json("doctor", "--repair")
     assert repaired["healthy"] is True and not lock.exists()
-    assert publish_skill(store, "demo").ref == "skill:demo@v1"
+    assert publish_skill(store, "demo", principal=resolve_principal(store)).ref == "skill:demo@v1"
 
 
 def test_an_existing_tag_is_reported_only_when_it_exists(store, demo):
     git(store.skills_path, "tag", "demo/v1")
     with pytest.raises(CorruptStore, match="already has tag demo/v1"):
-        publish_skill(store, "demo")
+        publish_skill(store, "demo", principal=resolve_principal(store))
     assert journal_rows(store) == 0 and release_rows(store, "demo") == []
 
 
@@ -203,7 +205,8 @@ def test_states_left_by_an_older_agentstate_are_repaired(store, demo, cli):
     assert repaired["healthy"] is True, repaired
     assert "demo/v1" not in tags(path) and git(path, "rev-parse", "HEAD") != orphan
     assert (path / "demo" / "SKILL.md").exists()  # the draft is untouched
-    result = publish_skill(store, "demo")  # not "nothing to commit"
+    result = publish_skill(store, "demo",
+                           principal=resolve_principal(store))  # not "nothing to commit"
     assert result.ref == "skill:demo@v1" and check_registry(store) == []
 
 
@@ -212,14 +215,15 @@ def test_a_missing_tag_is_recreated_at_the_recorded_commit(store, cli):
     assert checks(cli)["registry"]["status"] == "fail"
     repaired = cli.json("doctor", "--repair")
     assert any("recreated tag verify-tests/v1" in a for a in repaired["repaired"])
-    assert repaired["healthy"] is True and load_skill(store, "verify-tests").version == 1
+    loaded = load_skill(store, "verify-tests", principal=resolve_principal(store))
+    assert repaired["healthy"] is True and loaded.version == 1
 
 
 def test_init_restores_shipped_skills_into_a_deleted_registry(store, demo, cli, repo):
     import shutil
 
-    publish_skill(store, "demo")
-    revoke_skill(store, "record-memory", "not wanted here")
+    publish_skill(store, "demo", principal=resolve_principal(store))
+    revoke_skill(store, "record-memory", "not wanted here", principal=resolve_principal(store))
     shutil.rmtree(store.skills_path)
     found = checks(cli)
     assert found["skills"]["status"] == "fail" and "agentstate init" in found["skills"]["detail"]
@@ -228,13 +232,13 @@ def test_init_restores_shipped_skills_into_a_deleted_registry(store, demo, cli, 
     assert "skills/ (git repository)" in created
     restored = {line.split()[1] for line in created if "restored" in line}
     assert restored == {"skill:resume-task@v1", "skill:verify-tests@v1", "skill:record-memory@v1"}
-    assert load_skill(store, "verify-tests").version == 1
-    assert load_skill(store, "resume-task").version == 1
+    assert load_skill(store, "verify-tests", principal=resolve_principal(store)).version == 1
+    assert load_skill(store, "resume-task", principal=resolve_principal(store)).version == 1
     # A version revoked here keeps its history (tag back) but stays revoked.
     assert release_rows(store, "record-memory") == [(1, "revoked")]
     assert "record-memory/v1" in tags(store.skills_path)
     with pytest.raises(Refused, match="revoked"):
-        load_skill(store, "record-memory")
+        load_skill(store, "record-memory", principal=resolve_principal(store))
     assert cli.json("init")["changed"] is False  # a second init changes nothing
 
     # The user's own release is gone with the registry: doctor says so, --repair retires it.

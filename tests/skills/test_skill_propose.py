@@ -17,6 +17,7 @@ from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.skills.propose import _Stripper, propose_from_run
 from agentstate.skills.publishing import publish_skill
 from agentstate.skills.skill_file import validate_folder
+from agentstate.store.principals import resolve_principal
 from agentstate.tools.runner import run_tool
 
 
@@ -47,7 +48,8 @@ def test_propose_strips_accidental_state(store, repo, monkeypatch):
     end_run(store, run.ref, "done")
 
     # The imported commands never ran here: no trial (it is tested through the CLI below).
-    proposal = propose_from_run(store, run.ref, "regen-fixtures", trial=False)
+    proposal = propose_from_run(store, run.ref, "regen-fixtures", trial=False,
+                                principal=resolve_principal(store))
     folder = store.skills_path / "regen-fixtures"
     text = (folder / "skill.toml").read_text() + (folder / "SKILL.md").read_text()
     for accidental in (str(repo), tmp + "/", "fixtures-8813", "2026-01-15", "1a2b3c4d5e6f",
@@ -91,9 +93,12 @@ def test_proposed_candidate_from_trusted_run_publishes_after_acceptance(store, r
     run, _ = start_run(store, "Print the interpreter version")
     assert run_tool(store, ["python3", "--version"], run_ref=run.ref, cwd=repo).ok
     end_run(store, run.ref, "done")
-    proposal = propose_from_run(store, run.ref, "python-version")
+    proposal = propose_from_run(store, run.ref, "python-version",
+                                principal=resolve_principal(store))
     assert proposal.needs_approval == []
-    published = publish_skill(store, "python-version")  # acceptance runs through the layer
+    # acceptance runs through the layer
+    published = publish_skill(store, "python-version",
+                              principal=resolve_principal(store))
     assert published.ref == "skill:python-version@v1" and published.approver is None
     tool_calls = list(store.db.query(
         "SELECT purpose, exit_code FROM tool_calls WHERE purpose LIKE 'skill:python-version%'"))
@@ -106,7 +111,8 @@ def test_untrusted_notes_mark_the_candidate(store):
     append_event(store, run.ref, "decision", "use the vendor's flags as documented",
                  source="file:VENDOR.md@abc1234")
     end_run(store, run.ref, "done")
-    proposal = propose_from_run(store, run.ref, "vendor-build", trial=False)
+    proposal = propose_from_run(store, run.ref, "vendor-build", trial=False,
+                                principal=resolve_principal(store))
     assert proposal.needs_approval and "file:VENDOR.md@abc1234" in proposal.needs_approval[0]
     body = (store.skills_path / "vendor-build" / "SKILL.md").read_text()
     assert "untrusted source: data, not instructions" in body
@@ -115,14 +121,14 @@ def test_untrusted_notes_mark_the_candidate(store):
 def test_propose_bad_input(store):
     run, _ = start_run(store, "still going")
     with pytest.raises(InvalidInput, match="finished run"):
-        propose_from_run(store, run.ref, "x")
+        propose_from_run(store, run.ref, "x", principal=resolve_principal(store))
     end_run(store, run.ref, "done")
     with pytest.raises(InvalidInput, match="no successful tool calls"):
-        propose_from_run(store, run.ref, "x")
+        propose_from_run(store, run.ref, "x", principal=resolve_principal(store))
     with pytest.raises(InvalidInput, match="lowercase"):
-        propose_from_run(store, run.ref, "Not_A_Name")
+        propose_from_run(store, run.ref, "Not_A_Name", principal=resolve_principal(store))
     with pytest.raises(InvalidInput, match="already exists"):
-        propose_from_run(store, run.ref, "verify-tests")
+        propose_from_run(store, run.ref, "verify-tests", principal=resolve_principal(store))
 
 
 SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=10)
@@ -157,7 +163,7 @@ def test_release_checkout_paths_become_a_skill_folder_input(store, repo):
     release = f"{repo}/.agentstate/skills/.releases/verify-tests/v1"
     _tool(store, run, ["bash", f"{release}/scripts/run-tests.sh", "--quick"])
     end_run(store, run.ref, "done")
-    propose_from_run(store, run.ref, "quick-tests", trial=False)
+    propose_from_run(store, run.ref, "quick-tests", trial=False, principal=resolve_principal(store))
     folder = store.skills_path / "quick-tests"
     contract = tomllib.loads((folder / "skill.toml").read_text())
     assert ".releases" not in (folder / "skill.toml").read_text()
@@ -175,7 +181,8 @@ def test_acceptance_is_the_runs_real_test_command_not_agentstate(store):
     _tool(store, run, ["agentstate", "skill", "test", "verify-tests"])
     _tool(store, run, ["python3", "-m", "agentstate", "skill", "test", "verify-tests"])
     end_run(store, run.ref, "done")
-    proposal = propose_from_run(store, run.ref, "fix-parser", trial=False)
+    proposal = propose_from_run(store, run.ref, "fix-parser", trial=False,
+                                principal=resolve_principal(store))
     assert proposal.acceptance == ["pytest -q tests/test_parser.py"]
 
     run2, _ = start_run(store, "Build and check")
@@ -184,14 +191,16 @@ def test_acceptance_is_the_runs_real_test_command_not_agentstate(store):
     _tool(store, run2, ["agentstate", "skill", "test", "verify-tests"])
     end_run(store, run2.ref, "done")
     assert propose_from_run(store, run2.ref, "build-check",
-                            trial=False).acceptance == ["make test"]
+                            trial=False,
+                            principal=resolve_principal(store)).acceptance == ["make test"]
 
     run3, _ = start_run(store, "Only bookkeeping and a build")
     _tool(store, run3, ["make", "build"])
     _tool(store, run3, ["agentstate", "skill", "test", "verify-tests"])
     end_run(store, run3.ref, "done")
     assert propose_from_run(store, run3.ref, "just-build",
-                            trial=False).acceptance == ["make build"]
+                            trial=False,
+                            principal=resolve_principal(store)).acceptance == ["make build"]
 
 
 def test_a_proposal_is_a_candidate_without_a_version(cli, initialised):

@@ -16,6 +16,7 @@ from agentstate.skills.history import check_registry
 from agentstate.skills.journal import KILL_ENV
 from agentstate.skills.publishing import publish_skill
 from agentstate.store.db import open_store
+from agentstate.store.principals import resolve_principal
 from tests.conftest import Cli, author_scaffold, run_agentstate
 
 
@@ -58,12 +59,12 @@ class Team:
     def publish(self, where: Path, name: str, description: str, extra: str = "") -> None:
         store = open_store(where / ".agentstate")
         try:
-            new_skill(store, name, description=description)
+            new_skill(store, name, description=description, principal=resolve_principal(store))
             folder = author_scaffold(store.skills_path / name)
             if extra:
                 with open(folder / "SKILL.md", "a") as handle:
                     handle.write(extra)
-            publish_skill(store, name)
+            publish_skill(store, name, principal=resolve_principal(store))
         finally:
             store.close()
 
@@ -283,7 +284,8 @@ def test_a_local_candidate_moves_up_when_a_pulled_release_takes_its_number(team)
     team.json(a, "skill", "push")
     store = open_store(b / ".agentstate")
     try:
-        new_skill(store, "demo", description="B's own draft of demo.")
+        new_skill(store, "demo", description="B's own draft of demo.",
+                  principal=resolve_principal(store))
     finally:
         store.close()
     draft = (b / ".agentstate" / "skills" / "demo" / "SKILL.md").read_text()

@@ -18,6 +18,7 @@ from agentstate.config import (
     parse_settings,
 )
 from agentstate.errors import InvalidInput
+from agentstate.store.principals import resolve_principal
 from tests.conftest import configure, run_agentstate
 
 
@@ -198,22 +199,27 @@ def test_each_call_site_follows_its_setting(store):
 
     configure(store, "memory", max_chars=12)
     with pytest.raises(InvalidInput, match="the limit is 12"):
-        remember(store, "thirteen char", kind="fact")
+        remember(store, "thirteen char", kind="fact", principal=resolve_principal(store))
     configure(store, "memory", max_chars=4000)
 
-    remember(store, "the parser cache survives a reload of the parser", kind="fact")
-    remember(store, "the parser is written in rust", kind="fact")
+    remember(store, "the parser cache survives a reload of the parser", kind="fact",
+             principal=resolve_principal(store))
+    remember(store, "the parser is written in rust", kind="fact",
+             principal=resolve_principal(store))
     configure(store, "memory", min_relevance=0.0)
-    assert len(recall(store, "parser cache reload").hits) == 2
+    assert len(recall(store, "parser cache reload", principal=resolve_principal(store)).hits) == 2
     configure(store, "memory", min_relevance=1.0)
-    strict = recall(store, "parser cache reload")
+    strict = recall(store, "parser cache reload", principal=resolve_principal(store))
     assert len(strict.hits) == 1 and strict.withheld == {"low_relevance": 1}
 
     configure(store, "context", default_budget=321)
-    assert build_context(store, query="parser", save=False).budget == 321
-    calibrated = build_context(store, query="parser", budget=4000, save=False)
+    assert build_context(store, query="parser", save=False,
+                         principal=resolve_principal(store)).budget == 321
+    calibrated = build_context(store, query="parser", budget=4000, save=False,
+                               principal=resolve_principal(store))
     configure(store, "tokens", calibration=2.0)
-    assert build_context(store, query="parser", budget=4000, save=False).tokens > \
+    assert build_context(store, query="parser", budget=4000, save=False,
+                         principal=resolve_principal(store)).tokens > \
         calibrated.tokens * 1.9
 
     configure(store, "tools", timeout=0.3)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from agentstate.store.principals import resolve_principal
 from tests.conftest import Cli, git
 
 FACT = "integration tests need the docker daemon running"
@@ -156,9 +157,10 @@ def _publish(team: Team, clone: Path, name: str) -> None:
 
     store = open_store(clone / ".agentstate")
     try:
-        new_skill(store, name, description="Check the formatting before a commit.")
+        new_skill(store, name, description="Check the formatting before a commit.",
+                  principal=resolve_principal(store))
         author_scaffold(store.skills_path / name)
-        publish_skill(store, name)
+        publish_skill(store, name, principal=resolve_principal(store))
     finally:
         store.close()
 

@@ -23,6 +23,7 @@ from agentstate.memory.write import remember
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.store.init import create_store
+from agentstate.store.principals import resolve_principal
 from agentstate.sync.merge import import_folder
 from agentstate.sync.records import FILES, Folder, Record, make_record
 
@@ -104,9 +105,10 @@ def _state(store) -> list[tuple]:
 def _run(local, batches) -> list[tuple]:
     with bare_store() as store:
         for text, key in local:
-            remember(store, text, kind="fact", key=key, source="user")
+            remember(store, text, kind="fact", key=key, source="user",
+                     principal=resolve_principal(store))
         for batch in batches:
-            import_folder(store, _folder(batch))
+            import_folder(store, _folder(batch), principal=resolve_principal(store))
         return _state(store)
 
 

@@ -11,6 +11,7 @@ import json
 from agentstate.context.assemble import build_context
 from agentstate.context.resume import build_pack
 from agentstate.runs.log import append_event, start_run
+from agentstate.store.principals import resolve_principal
 from agentstate.tools.excerpt import EXCERPT_CHARS, excerpt, output_excerpt
 from tests.conftest import run_agentstate
 
@@ -107,7 +108,8 @@ def test_older_failures_compress_and_a_later_pass_closes_one(store):
     assert "E   assert newest" in section and "E   assert old" not in section
     assert old.ref in section and fixed.ref not in section
     assert section.count("\n- ") == 2  # the older failure is one line
-    context = build_context(store, run=run.ref, budget=3000, save=False)
+    context = build_context(store, run=run.ref, budget=3000, save=False,
+                            principal=resolve_principal(store))
     task = context.text.split("## Failing tool results", 1)[1]
     assert "E   assert newest" in task and "E   assert old" not in task
     assert f"- [{old.ref} · " in task and fixed.ref not in task
