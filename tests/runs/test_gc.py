@@ -197,7 +197,8 @@ def _most_old(store) -> None:
         *(f"india{n} plain note about the parser" for n in range(6)),
         "数据库连接超时 removed with its run", "配置文件格式错误 cited, so collected",
         "juliet cited by memory evidence"])
-    remember(store, "juliet cited by memory evidence", kind="fact", evidence=[old[8].ref])
+    remember(store, "juliet cited by memory evidence", kind="fact", evidence=[old[8].ref],
+             principal=resolve_principal(store))
     _in_pack(store, old[7].ref)
     store.clock.advance(timedelta(days=35))
     _old_run(store, "young work", ["kilo stays", "缓存命中率下降 stays", "lima stays"])

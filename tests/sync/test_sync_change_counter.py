@@ -17,11 +17,20 @@ import sqlite_utils
 
 from agentstate.memory.write import remember
 from agentstate.store.migrations import apply_migrations
+from agentstate.store.principals import resolve_principal
 from agentstate.sync import nothing_new, sync
 from agentstate.sync.shared import change_count, stored_digest
 from tests.conftest import fresh_store
 
 NOW = "2026-01-15T09:00:00+00:00"
+
+
+def _sync(store):
+    return sync(store, principal=resolve_principal(store))
+
+
+def _nothing_new(store):
+    return nothing_new(store, principal=resolve_principal(store))
 
 CHANGES: dict[str, str] = {
     "memories insert": (
@@ -47,8 +56,8 @@ CHANGES: dict[str, str] = {
 def _idle(store) -> None:
     """Sync until a sync finds nothing to do and keeps its digest."""
     for _ in range(3):
-        sync(store)
-        if nothing_new(store) is not None:
+        _sync(store)
+        if _nothing_new(store) is not None:
             return
     raise AssertionError("three syncs never reached a fixed point")
 
@@ -63,7 +72,7 @@ def store():
 
 def _fill(store) -> None:
     remember(store, "the api listens on port 8080", kind="fact", source="user",
-             evidence=["user"])
+             evidence=["user"], principal=resolve_principal(store))
     # No evidence: the memories delete case removes this one without touching foreign keys.
     store.conn.execute(
         "INSERT INTO memories (id, version, kind, scope, text, norm_hash, source, status, "
@@ -75,11 +84,11 @@ def _fill(store) -> None:
 @pytest.mark.parametrize("case", sorted(CHANGES))
 def test_each_change_to_a_synced_table_makes_the_next_sync_work(store, case):
     before = change_count(store)
-    assert stored_digest(store) and nothing_new(store) is not None
+    assert stored_digest(store) and _nothing_new(store) is not None
     cursor = store.conn.execute(CHANGES[case])
     assert cursor.rowcount > 0, "the case changed nothing: it proves nothing"
     assert change_count(store) > before
-    assert nothing_new(store) is None  # the next sync does the full work
+    assert _nothing_new(store) is None  # the next sync does the full work
 
 
 @pytest.mark.parametrize("column, value", [
@@ -99,14 +108,14 @@ def test_a_confirmation_does_not_cost_the_next_sync_a_full_run(store):
     sync writes, so the kept digest still answers."""
     before = change_count(store)
     store.conn.execute(f"UPDATE memories SET confidence = 0.5, last_confirmed = '{NOW}'")
-    assert change_count(store) == before and nothing_new(store) is not None
+    assert change_count(store) == before and _nothing_new(store) is not None
 
 
 def test_without_the_counter_row_nothing_is_assumed(store):
     store.conn.execute("DELETE FROM sync_changes")
-    assert nothing_new(store) is None
-    result = sync(store)  # the full sync runs and keeps no digest it cannot check
-    assert result.exported == 0 and nothing_new(store) is None
+    assert _nothing_new(store) is None
+    result = _sync(store)  # the full sync runs and keeps no digest it cannot check
+    assert result.exported == 0 and _nothing_new(store) is None
 
 
 def test_a_store_upgraded_to_the_counter_counts_from_then_on(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, start_run
 from agentstate.store.db import change_mark
+from agentstate.store.principals import resolve_principal
 from agentstate.web.previews import Previews
 
 
@@ -26,7 +27,8 @@ def test_kept_until_the_store_changes_or_the_preview_is_too_old(store, cli):
     assert previews.get(("pack", run.ref, "8000", ""), build) == 3
     cli.ok("log", "note", "written by another process's command")  # another connection
     assert previews.get(("pack", run.ref, "8000", ""), build) == 4
-    remember(store, "CI runs with LANG=C.UTF-8", kind="fact")
+    remember(store, "CI runs with LANG=C.UTF-8", kind="fact",
+             principal=resolve_principal(store))
     assert previews.get(("pack", run.ref, "8000", ""), build) == 5
     now[0] += 61  # nothing committed, but older than the TTL
     assert previews.get(("pack", run.ref, "8000", ""), build) == 6
