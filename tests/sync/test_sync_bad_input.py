@@ -153,3 +153,22 @@ def test_dry_run_changes_nothing(cli, initialised):
     assert data["exported"] == 1 and data["imported"] == 1
     assert (folder / "memories.jsonl").read_text() == before
     assert "the cache is redis" not in _memories(cli)
+
+
+def test_a_teammates_replacement_leaves_what_the_user_stated_here(cli, initialised):
+    """A teammate's record that says it supersedes a value the user stated here, with the
+    same authority (`user`), is imported beside it; the user's own word stays current (a line
+    in the shared folder is anyone's word, as for tombstones above)."""
+    cli.ok("remember", "the cache is redis", "--kind", "fact", "--source", "user")
+    cli.ok("sync", "--export-only")
+    folder = _shared(initialised)
+    exported = [json.loads(line) for line in (folder / "memories.jsonl").read_text().splitlines()]
+    mine = next(r for r in exported if r.get("text") == "the cache is redis")
+    newer = _fact("the cache is memcached", parent=mine["id"], rel="supersedes",
+                  created="2026-02-01T00:00:00.000000Z")
+    with (folder / "memories.jsonl").open("a", encoding="utf-8") as out:
+        out.write(newer.line + "\n")
+    assert cli.json("sync", "--import-only")["imported"] == 1
+    statuses = {m["text"]: m["status"] for m in cli.json("memory", "list", "--status", "all")}
+    assert statuses["the cache is redis"] in ("active", "contested"), statuses
+    assert "the cache is memcached" in statuses
