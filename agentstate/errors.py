@@ -25,10 +25,20 @@ class AgentStateError(Exception):
         # nothing. (No cycle: secret_scan imports nothing of agentstate.)
         from agentstate.secret_scan import redact_secrets
 
-        message = redact_secrets(message)
+        message = _one_line(redact_secrets(message))
         super().__init__(message)
         self.message = message
         self.details = details or {}
+
+
+def _one_line(message: str) -> str:
+    """The message with control characters written out (`\\n`, `\\x1b`): it quotes what the
+    user typed (a path, a text), which may hold a newline or a terminal escape, and the
+    stderr report is one `error:` line that must not be split or able to move the cursor."""
+    if message.isprintable():
+        return message
+    return "".join(ch if ch.isprintable() or ch == "\t" else ch.encode("unicode_escape").decode()
+                   for ch in message)
 
 
 class NotFound(AgentStateError):

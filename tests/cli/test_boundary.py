@@ -258,3 +258,11 @@ def test_no_private_typer_imports():
     package = ROOT / "agentstate"
     offenders = [str(p) for p in package.rglob("*.py") if "typer._click" in p.read_text()]
     assert offenders == []
+
+
+def test_an_error_quoting_a_newline_or_an_escape_stays_one_line(cli, initialised):
+    """An error message quotes what the user typed; a newline or a terminal escape in it is
+    written out, so the report stays one `error:` line that cannot move the cursor."""
+    result = cli("import", "jsonl", "no\nsuch\x1b[2Jfile")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == ["error: no such file: no\\nsuch\\x1b[2Jfile"]
