@@ -21,12 +21,13 @@ PRIVATE = "answer me in haiku from now on"  # a `user`-scope preference: the own
 SHARED = "keep commit messages under 72 columns"  # a repo-scope preference
 
 
-@pytest.fixture(scope="module")
-def owner_repo(tmp_path_factory, token_cache):
+def _initialised_repo(tmp_path_factory, token_cache, name: str):
+    """A git repository with one commit and an agentstate store, acting as the owner:
+    (repo, env)."""
     import subprocess
 
-    home = tmp_path_factory.mktemp("mcp-principal-home")
-    repo = tmp_path_factory.mktemp("mcp-principal") / "repo"
+    home = tmp_path_factory.mktemp(f"{name}-home")
+    repo = tmp_path_factory.mktemp(name) / "repo"
     repo.mkdir()
     env = _env(home, token_cache, AGENTSTATE_PRINCIPAL="owner")
     (repo / "README.md").write_text("demo\n")
@@ -34,6 +35,12 @@ def owner_repo(tmp_path_factory, token_cache):
                  ["commit", "-q", "-m", "initial"]):
         subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
     _cli(repo, env, "init")
+    return repo, env
+
+
+@pytest.fixture(scope="module")
+def owner_repo(tmp_path_factory, token_cache):
+    repo, env = _initialised_repo(tmp_path_factory, token_cache, "mcp-principal")
     run = _cli(repo, env, "run", "start", "tidy the parser", "-c", "no new dependencies")
     _cli(repo, env, "remember", PRIVATE, "--kind", "preference", "--scope", "user")
     _cli(repo, env, "remember", SHARED, "--kind", "preference")
@@ -129,17 +136,7 @@ def test_the_session_start_hook_pack_does_not_show_user_scope(owner_repo):
 def runs_closed_to_agent(tmp_path_factory, token_cache):
     """A repository whose `agent` principal may not write run scopes (write = ["repo"]): a
     skill load is recorded in the run, so the agent may not load into it; the owner may."""
-    import subprocess
-
-    home = tmp_path_factory.mktemp("mcp-load-home")
-    repo = tmp_path_factory.mktemp("mcp-load") / "repo"
-    repo.mkdir()
-    env = _env(home, token_cache, AGENTSTATE_PRINCIPAL="owner")
-    (repo / "README.md").write_text("demo\n")
-    for args in (["init", "-q", "-b", "main"], ["add", "README.md"],
-                 ["commit", "-q", "-m", "initial"]):
-        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-    _cli(repo, env, "init")
+    repo, env = _initialised_repo(tmp_path_factory, token_cache, "mcp-load")
     config = repo / ".agentstate" / "config.toml"
     text = config.read_text()
     assert text.count('write = ["run:*", "repo"]') == 1
