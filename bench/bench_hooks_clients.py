@@ -17,8 +17,12 @@ import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.data import SMOKE, scaled
+
+if TYPE_CHECKING:
+    from tests.e2e.conftest import Project
 
 ROOT = Path(__file__).resolve().parent.parent
 # Smoke mode: one session per client and store, a store of 20 events — every code path of
@@ -58,19 +62,11 @@ def fill(root: Path, events: int) -> None:
         store.close()
 
 
-def measure(client: str, binary: Path, events: int) -> dict[str, list[float]]:
-    from agentstate.integrations.agent_config import install_agent_hooks
+def measure(client: str, binary: Path, events: int, *, helper: bool = True
+            ) -> dict[str, list[float]]:
+    """Each event's whole-process times; `helper` False runs every hook in process
+    (AGENTSTATE_HOOK_HELPER=0), for the comparison."""
     from tests.e2e.conftest import AGENTSTATE, Project
-    from tests.e2e.model_server import ModelServer, Text
-    from tests.e2e.sessions import (
-        FAILING_TEST,
-        PASSING,
-        codex_home,
-        run_claude,
-        run_codex,
-        shell_call,
-        write_codex_config,
-    )
 
     with tempfile.TemporaryDirectory(prefix="bench-hook-clients-") as tmp:
         base = Path(tmp)
@@ -90,26 +86,61 @@ def measure(client: str, binary: Path, events: int) -> dict[str, list[float]]:
         project = Project(root, home)
         log = base / "hooks.log"
         shim = timing_shim(base, str(AGENTSTATE), log)
-        with ModelServer() as model:
-            if client == "codex":
-                from agentstate.integrations.codex_trust import trust_codex_hooks
-
-                write_codex_config(project, model)
-                path = root / ".codex" / "hooks.json"
-                install_agent_hooks("codex", path, program=str(shim))
-                trust_codex_hooks(root, path, config_path=codex_home(project) / "config.toml")
-            else:
-                install_agent_hooks("claude-code", root / ".claude" / "settings.json",
-                                    program=str(shim))
-            for _ in range(SESSIONS):
-                model.script(shell_call(FAILING_TEST), shell_call(PASSING), Text("Done."))
-                run = run_codex if client == "codex" else run_claude
-                run(binary, project, model, "Run the parser test and check git")
+        # The hook helper as a user has it (on unless asked), its socket in this run's own
+        # directory and stopped at the end; the clients pass these to the hooks.
+        saved = {k: os.environ.get(k) for k in ("AGENTSTATE_HOOK_HELPER",
+                                                 "AGENTSTATE_RUNTIME_DIR")}
+        os.environ["AGENTSTATE_HOOK_HELPER"] = "1" if helper else "0"
+        os.environ["AGENTSTATE_RUNTIME_DIR"] = str(base / "rt")
+        try:
+            _sessions(client, binary, project, shim)
+        finally:
+            stop_helpers(base / "rt")
+            for key, value in saved.items():
+                os.environ.pop(key, None) if value is None else os.environ.update({key: value})
         found: dict[str, list[float]] = defaultdict(list)
         for line in log.read_text().splitlines():
             event, start, end = line.split()
             found[event].append((int(end) - int(start)) / 1e9)
         return found
+
+
+def stop_helpers(folder: Path) -> None:
+    from agentstate.integrations.hook_server import stop_helper
+
+    for lock in folder.glob("*.sock.lock"):
+        stop_helper(str(lock)[: -len(".lock")])
+
+
+def _sessions(client: str, binary: Path, project: Project, shim: Path) -> None:
+    from agentstate.integrations.agent_config import install_agent_hooks
+    from tests.e2e.model_server import ModelServer, Text
+    from tests.e2e.sessions import (
+        FAILING_TEST,
+        PASSING,
+        codex_home,
+        run_claude,
+        run_codex,
+        shell_call,
+        write_codex_config,
+    )
+
+    root = project.root
+    with ModelServer() as model:
+        if client == "codex":
+            from agentstate.integrations.codex_trust import trust_codex_hooks
+
+            write_codex_config(project, model)
+            path = root / ".codex" / "hooks.json"
+            install_agent_hooks("codex", path, program=str(shim))
+            trust_codex_hooks(root, path, config_path=codex_home(project) / "config.toml")
+        else:
+            install_agent_hooks("claude-code", root / ".claude" / "settings.json",
+                                program=str(shim))
+        for _ in range(SESSIONS):
+            model.script(shell_call(FAILING_TEST), shell_call(PASSING), Text("Done."))
+            run = run_codex if client == "codex" else run_claude
+            run(binary, project, model, "Run the parser test and check git")
 
 
 def python_floor() -> float:
@@ -125,6 +156,10 @@ def python_floor() -> float:
     return statistics.median(times)
 
 
+def p50(times: list[float] | None) -> float:
+    return statistics.median(times) if times else float("nan")
+
+
 def main() -> None:
     from tests.e2e.clients import CLIENTS
     from tests.e2e.conftest import CACHE
@@ -133,7 +168,9 @@ def main() -> None:
           f"empty store vs {STORE_EVENTS:,} events; load average "
           f"{os.getloadavg()[0]:.1f} at the start")
     floor = python_floor()
-    print(f"python -c pass: {floor:.3f} s (p50); x: an event's p50 on the large store over it")
+    print(f"python -c pass: {floor:.3f} s (p50); x: an event's p50 on the large store over "
+          "it; in-proc: the large store with the hook helper off (every hook a cold process); "
+          "helped: large over in-proc")
     for name, client in CLIENTS.items():
         binary = CACHE / client.cache_name / "node_modules" / ".bin" / client.binary
         if not binary.exists():
@@ -145,16 +182,19 @@ def main() -> None:
             # filled one — every code path runs, at half the smoke's cost (figures are moot).
             small = measure(name, binary, 0) if name == "claude-code" else {}
             large = measure(name, binary, STORE_EVENTS) if name != "claude-code" else {}
+            cold: dict[str, list[float]] = {}
         else:
             small = measure(name, binary, 0)
             large = measure(name, binary, STORE_EVENTS)
+            cold = measure(name, binary, STORE_EVENTS, helper=False)
         print(f"{name} {client.version}")
-        print(f"  {'event':22} {'empty':>7} {'large':>7} {'ratio':>6} {'x':>5}")
+        print(f"  {'event':22} {'empty':>7} {'large':>7} {'ratio':>6} {'x':>5} "
+              f"{'in-proc':>7} {'helped':>6}")
         for event in sorted(set(small) | set(large)):
-            a = statistics.median(small[event]) if small.get(event) else float("nan")
-            b = statistics.median(large[event]) if large.get(event) else float("nan")
+            a, b, c = (p50(found.get(event)) for found in (small, large, cold))
             flag = "" if b <= TARGET_S else f"  (over {TARGET_S} s)"
-            print(f"  {event:22} {a:7.3f} {b:7.3f} {b / a:6.2f} {b / floor:5.1f}{flag}")
+            print(f"  {event:22} {a:7.3f} {b:7.3f} {b / a:6.2f} {b / floor:5.1f} "
+                  f"{c:7.3f} {b / c:6.2f}{flag}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end; python -c pass again: "
           f"{python_floor():.3f} s")
 

@@ -56,6 +56,12 @@ def isolated_home(tmp_path_factory, monkeypatch, token_cache):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
+    # Hooks run in process: a helper started by one test would outlive it (and its socket
+    # would sit in the user's runtime directory). tests/integrations/test_hook_helper.py and
+    # the end-to-end tests turn it on with a runtime directory of their own.
+    monkeypatch.setenv("AGENTSTATE_HOOK_HELPER", "0")
+    monkeypatch.delenv("AGENTSTATE_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("AGENTSTATE_HOOK_HELPER_IDLE", raising=False)
     return home
 
 

@@ -1,4 +1,4 @@
-"""`agentstate hooks install|uninstall|status` and `agentstate hook AGENT`, the handler."""
+"""`agentstate hooks install|uninstall|status|helper` and `agentstate hook AGENT`, the handler."""
 
 from __future__ import annotations
 
@@ -257,6 +257,38 @@ def hooks_status(as_json: JsonOption = False) -> None:
         if d["errors"]:
             console.print("fix the cause, then check with `agentstate hooks status`; the log "
                           f"is {d['errors'][-1].get('log')}", markup=False)
+
+    emit(data, as_json=as_json, human=human)
+
+
+@hooks_app.command("helper")
+def hooks_helper(stop: Annotated[bool, typer.Option(
+        "--stop", help="Stop the running helper (hooks run in process until a hook starts "
+                       "the next one).")] = False,
+                 as_json: JsonOption = False) -> None:
+    """Show the hook helper: the background process that runs agents' hooks warm (a hook
+    then costs little more than starting Python). The first hook that finds none starts it;
+    it leaves after AGENTSTATE_HOOK_HELPER_IDLE seconds without a hook (default 600) or when
+    agentstate's files change. AGENTSTATE_HOOK_HELPER=0 runs every hook in process."""
+    from agentstate.integrations.hook_client import enabled, socket_path
+    from agentstate.integrations.hook_server import helper_pid, idle_seconds, stop_helper
+
+    path = socket_path()
+    pid = stop_helper(path) if stop else helper_pid(path)
+    data = {"enabled": enabled(), "socket": path, "pid": pid,
+            "running": pid is not None and not stop, "stopped": stop and pid is not None,
+            "idle_seconds": idle_seconds()}
+
+    def human(console: Console, d: dict[str, Any]) -> None:
+        if d["stopped"]:
+            state = f"stopped (pid {d['pid']})"
+        elif d["running"]:
+            state = f"running (pid {d['pid']}, leaves after {d['idle_seconds']:g} s idle)"
+        else:
+            state = "not running" + ("" if stop else "; the next agent hook starts it")
+        if not d["enabled"]:
+            state += "; off (AGENTSTATE_HOOK_HELPER=0: hooks run in process)"
+        console.print(f"hook helper: {state}  {d['socket']}", markup=False)
 
     emit(data, as_json=as_json, human=human)
 

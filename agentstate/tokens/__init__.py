@@ -157,6 +157,11 @@ def _memo_for(*environment: str | None) -> Any:
     return _memo(count_memo_path())
 
 
+def _current_memo() -> Any:
+    env = os.environ
+    return _memo_for(env.get("AGENTSTATE_CACHE_DIR"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+
+
 def warm_count_cache() -> None:
     """Build the machine's cl100k caches now if they are missing (best effort)."""
     _memo(count_memo_path()).warm()
@@ -167,6 +172,14 @@ def save_counts() -> None:
     calls it after each request: the exit hook alone would lose them on a crash, and it runs
     on a different thread than the one that owns the memo's connection."""
     _memo(count_memo_path()).flush()
+
+
+def prepare_to_fork() -> None:
+    """For a process that forks workers (the hook helper): the whole encoder loaded once, to
+    be shared, and the count cache's file closed (each worker opens its own)."""
+    memo = _current_memo()
+    memo.hold_full_encoder()
+    memo.close_file()
 
 
 def check_count_cache() -> list[str]:
@@ -190,10 +203,7 @@ def forget_counts() -> None:
 def raw_counts(encoding: str, texts: Sequence[str]) -> list[int]:
     """Uncalibrated token counts of `texts`, exactly as tiktoken counts them."""
     if encoding == DEFAULT_ENCODING:
-        env = os.environ
-        memo = _memo_for(env.get("AGENTSTATE_CACHE_DIR"), env.get("XDG_CACHE_HOME"),
-                         env.get("HOME"))
-        return memo.count_many(texts)
+        return _current_memo().count_many(texts)
     encoder = load_encoding(encoding)
     return [len(encoder.encode(t, disallowed_special=())) if t else 0 for t in texts]
 

@@ -337,6 +337,19 @@ class CountMemo:
         self._known.clear()
         self._pending_counts, self._pending_windows, self._pending_slice = {}, [], {}
 
+    def hold_full_encoder(self) -> None:
+        """Load the whole vocabulary now: a process that forks workers (the hook helper)
+        pays for it once instead of each worker building slices."""
+        self._full_encoder()
+
+    def close_file(self) -> None:
+        """Write what was learned and close the file (it reopens on the next use): a process
+        about to fork must hold no SQLite connection its children would share."""
+        self.flush()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
     def _flush_at_exit(self) -> None:
         if not self._flush_registered and self._usable:
             self._flush_registered = True

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,7 +98,8 @@ def quiet_env(home: str, path: str | None = None) -> dict[str, str]:
     """A client's environment: an isolated HOME, no telemetry, no update checks, nothing to
     reach but 127.0.0.1."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "CLAUDE", "CODEX_", "OPENAI_", "AGENTSTATE_"))}
+           if not k.startswith(("ANTHROPIC_", "CLAUDE", "CODEX_", "OPENAI_", "AGENTSTATE_"))
+           or k in HELPER_VARS}
     env.update({
         "HOME": home, "PATH": path or os.environ.get("PATH", ""),
         "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
@@ -136,6 +138,35 @@ class Project:
     def events(self) -> list[dict]:
         """Every event of every run, oldest first."""
         return self.json("events", "--all")
+
+
+# The hook helper is on under the real clients (as for a user), with a runtime directory of
+# the test's own (`hook_helper` below).
+HELPER_VARS = ("AGENTSTATE_HOOK_HELPER", "AGENTSTATE_RUNTIME_DIR")
+
+
+@pytest.fixture(autouse=True)
+def hook_helper(monkeypatch) -> Iterator[Path]:
+    """Hooks reach agentstate's warm helper as they do for a user; its socket lives in a
+    short directory of this test's own, and whatever helper the hooks started is stopped."""
+    from agentstate.integrations.hook_server import stop_helper
+
+    folder = Path(tempfile.mkdtemp(prefix="ash-e2e-"))
+    monkeypatch.setenv("AGENTSTATE_HOOK_HELPER", "1")
+    monkeypatch.setenv("AGENTSTATE_RUNTIME_DIR", str(folder / "rt"))
+    yield folder / "rt"
+    for lock in (folder / "rt").glob("*.sock.lock"):
+        stop_helper(str(lock)[: -len(".lock")])
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def helpers_running(folder: Path) -> list[int]:
+    """Process ids of the hook helpers running from `folder` (started by the clients'
+    hooks: the first hook of a session runs in process and starts one for the rest)."""
+    from agentstate.integrations.hook_server import helper_pid
+
+    found = (helper_pid(str(lock)[: -len(".lock")]) for lock in folder.glob("*.sock.lock"))
+    return [pid for pid in found if pid is not None]
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 from agentstate.integrations.agent_config import install_agent_hooks
 from agentstate.tokens import raw_counts
 from tests.e2e.clients import CLAUDE_CODE
+from tests.e2e.conftest import helpers_running
 from tests.e2e.model_server import Text
 from tests.e2e.sessions import (
     FAILING_TEST,
@@ -41,7 +42,8 @@ def _install(project) -> None:
     assert change.changed
 
 
-def test_a_failing_test_reaches_the_next_session_with_its_ref(claude_bin, project, model):
+def test_a_failing_test_reaches_the_next_session_with_its_ref(claude_bin, project, model,
+                                                               hook_helper):
     _install(project)
     model.script(shell_call(FAILING_TEST), shell_call(PASSING),
                  Text("The parser test fails: expected 3 got 4."))
@@ -78,6 +80,8 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(claude_bin, projec
 
     fired = {p.get("hook_event_name") for p in captured(project)}
     assert FIRED <= fired, fired
+    # The hooks started agentstate's hook helper, which ran the hooks after the first.
+    assert helpers_running(hook_helper), "no hook helper was started by the hooks"
 
 
 def test_importing_the_transcript_adds_no_duplicates(claude_bin, project, model):

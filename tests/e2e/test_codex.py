@@ -11,6 +11,7 @@ from agentstate.integrations.agent_config import install_agent_hooks
 from agentstate.integrations.codex_trust import trust_codex_hooks
 from agentstate.tokens import raw_counts
 from tests.e2e.clients import CODEX
+from tests.e2e.conftest import helpers_running
 from tests.e2e.model_server import Text, ToolSearch
 from tests.e2e.sessions import (
     AGENTSTATE,
@@ -75,7 +76,8 @@ def test_trust_lets_every_installed_hook_run(codex_bin, project, model):
     assert [e["meta"]["hook"] for e in hooked] == ["PostToolUse"]
 
 
-def test_a_failing_test_reaches_the_next_session_with_its_ref(codex_bin, project, model):
+def test_a_failing_test_reaches_the_next_session_with_its_ref(codex_bin, project, model,
+                                                               hook_helper):
     installed = _install(project, model)
     config = codex_home(project) / "config.toml"
     assert f"recorded in {config}" in installed["stdout"]
@@ -122,6 +124,8 @@ def test_a_failing_test_reaches_the_next_session_with_its_ref(codex_bin, project
 
     fired = {p.get("hook_event_name") for p in captured(project)}
     assert FIRED <= fired, (fired, session1.stdout, session1.stderr)
+    # The hooks started agentstate's hook helper, which ran the hooks after the first.
+    assert helpers_running(hook_helper), "no hook helper was started by the hooks"
 
 
 def test_importing_the_rollout_adds_no_duplicates(codex_bin, project, model):
