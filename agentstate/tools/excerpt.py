@@ -21,6 +21,7 @@ redaction, the excerpt is withheld entirely.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from agentstate.lazy_re import LazyPattern
 from agentstate.safety import find_secrets, redact_secrets
@@ -85,6 +86,8 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
         nonlocal used
         if index in chosen or not 0 <= index < total:
             return True
+        if used + 2 > limit - 200:
+            return False  # full: no line fits, so none is scanned
         lines[index] = _clip(redact_secrets(lines[index][: 4 * MAX_LINE_CHARS], mask=MASK))
         cost = len(lines[index]) + 1
         if used + cost > limit - 200:  # room for the gap markers
@@ -97,14 +100,12 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     for index in range(total - 1, max(total - 1 - TAIL_LINES, -1), -1):
         if not take(index):
             break
-    # 2. Error lines, the latest first (the last failure is the one still open).
-    for index in range(total - 1, -1, -1):
-        line = lines[index][: 4 * MAX_LINE_CHARS]
-        if _EXCEPTION_LINE.match(line.strip()) and line[:1] not in (" ", "\t"):
-            for context in (index - 2, index - 1, index):
-                take(context)
-        elif _ERROR_LINE.search(line):
-            take(index)
+    # 2. Error lines, the latest first (the last failure is the one still open), until one
+    # does not fit: each candidate is scanned for secrets before it is measured, and an output
+    # of thousands of failures must not cost a scan of each.
+    for group in _error_groups(lines):
+        if not all([take(index) for index in group]):
+            break
     # 3. The first lines, while room is left.
     for index in range(min(HEAD_LINES, total)):
         if not take(index):
@@ -112,6 +113,17 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     if cut_note is not None and cut_note in lines:
         take(lines.index(cut_note))  # the reader must know a part was never looked at
     return redact(_with_gaps(lines, chosen))
+
+
+def _error_groups(lines: list[str]) -> Iterator[tuple[int, ...]]:
+    """The error lines' indexes, the latest first: an exception line with the two lines
+    before it (where it was raised), any other error line alone."""
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index][: 4 * MAX_LINE_CHARS]
+        if _EXCEPTION_LINE.match(line.strip()) and line[:1] not in (" ", "\t"):
+            yield (index - 2, index - 1, index)
+        elif _ERROR_LINE.search(line):
+            yield (index,)
 
 
 def _bounded(text: str) -> tuple[str, str | None]:

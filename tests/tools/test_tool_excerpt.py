@@ -125,3 +125,26 @@ def test_tight_budget_keeps_the_failure_as_one_line(store):
                       drift={"known": False, "since": "test"}, skills=[])
     assert failing.ref in pack.text and "E   line 199" not in pack.text
     assert failing.ref in pack.compressed
+
+
+def test_thousands_of_error_lines_cost_a_scan_of_what_is_kept_only(monkeypatch):
+    """Each candidate line is scanned for secrets before it is measured: an output of 4,000
+    failures scans about as many lines as the excerpt keeps (not all 4,000), and still keeps
+    the latest failures and the summary."""
+    from agentstate.tools import excerpt as module
+
+    scanned = []
+    real = module.redact_secrets
+
+    def counting(text, **kwargs):
+        scanned.append(text)
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(module, "redact_secrets", counting)
+    lines = [f"FAILED tests/test_x.py::test_{i} - AssertionError: expected {i} got {i + 1}"
+             for i in range(4000)]
+    text = "\n".join([*lines, "4000 failed in 9.10s"])
+    out = module.excerpt(text)
+    kept = [line for line in out.splitlines() if not line.startswith("[…")]
+    assert "4000 failed in 9.10s" in out and "test_3999 " in out
+    assert len(scanned) <= len(kept) + 3, (len(scanned), len(kept))
