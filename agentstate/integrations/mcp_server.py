@@ -320,7 +320,7 @@ def _resume(store: Store, args: dict[str, Any], who: str) -> Done:
     from agentstate.context.resume import build_pack
 
     pack = build_pack(store, args["run"], budget=args["budget"], principal=who)
-    return Done(pack, text=pack.text)
+    return Done(None, text=pack.text)  # the text is the whole result (see tool_result)
 
 
 def _context(store: Store, args: dict[str, Any], who: str) -> Done:
@@ -331,7 +331,9 @@ def _context(store: Store, args: dict[str, Any], who: str) -> Done:
     note = None
     if pack.withheld:
         note = f"the memory read gate withheld {_withheld_text(pack.withheld)}"
-    return Done(pack.as_dict(), text=pack.text, note=note,
+    # No data: the result is the text (see tool_result), and turning the manifest of
+    # thousands of rows into JSON only to drop it cost several ms of each call.
+    return Done(None, text=pack.text, note=note,
                 ref=f"{pack.ref}, {pack.tokens}/{pack.budget} tokens")
 
 
@@ -413,8 +415,9 @@ TOOLS = (
          "run.", READS, _resume, (RUN, BUDGET)),
     Tool("context", "A budgeted context pack: pinned instructions and constraints, the task "
          "state, evidence (gated memories, past events), skills and the trajectory, within "
-         "`budget` tokens. The text is the pack; structured content has its pack:… ref and "
-         "manifest. A budget below the pinned minimum is refused (budget_too_small).",
+         "`budget` tokens. The text is the pack; a second block gives its pack:… ref (its "
+         "manifest: `trace pack:…`) and tokens used. A budget below the pinned minimum is "
+         "refused (budget_too_small).",
          APPENDS, _context,
          (BUDGET, Param("query", "string", "What to retrieve evidence for (default: goal + "
                                            "open questions)"), RUN)),
