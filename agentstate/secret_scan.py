@@ -210,6 +210,29 @@ _PLACEHOLDER = LazyPattern(
     r"getenv.*|settings\..*|config\..*|self\..*|input\(.*|\(|\)|\[\]|\{\})")
 
 
+def _anchor_table(case_insensitive: bool) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """(anchor, indexes in _KNOWN of the patterns it lets run), for the patterns matched
+    case-insensitively (anchors looked for in the lower-cased text) or the others. Built
+    once: walking _KNOWN with a generator per pattern was most of a short text's scan."""
+    table: dict[str, list[int]] = {}
+    for index, (_, source, anchors) in enumerate(_KNOWN):
+        if source.startswith("(?i)") == case_insensitive:
+            for anchor in anchors:
+                table.setdefault(anchor, []).append(index)
+    return tuple((anchor, tuple(indexes)) for anchor, indexes in table.items())
+
+
+_ANCHORS = _anchor_table(case_insensitive=False)
+_ANCHORS_LOWER = _anchor_table(case_insensitive=True)
+
+
+def _known_to_run(text: str, lower: str) -> list[int]:
+    """Indexes of the _KNOWN patterns one of whose anchors is in the text, in _KNOWN order."""
+    wanted = {i for anchor, indexes in _ANCHORS if anchor in text for i in indexes}
+    wanted.update(i for anchor, indexes in _ANCHORS_LOWER if anchor in lower for i in indexes)
+    return sorted(wanted)
+
+
 @cache
 def _compiled(source: str) -> re.Pattern[str]:
     """Patterns compile on first use: a command pays only for the ones its text needs."""
@@ -250,6 +273,19 @@ def shannon_entropy(text: str) -> float:
         counts[char] = counts.get(char, 0) + 1
     total = len(text)
     return -sum(n / total * math.log2(n / total) for n in counts.values())
+
+
+class _Shapes(dict[int, str]):
+    """A character's class as one character, for str.translate (which runs in C): a-z → a,
+    A-Z → A, 0-9 → 0, any other character (non-ASCII ones too) → _ (class 3)."""
+
+    def __missing__(self, key: int) -> str:
+        return "_"
+
+
+_SHAPES = _Shapes({ord(c): ("a" if c.islower() else "A" if c.isupper() else "0")
+                   for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"})
+_SHAPE_CLASS = {"a": 0, "A": 1, "0": 2, "_": 3}
 
 
 def _char_class(char: str) -> int:
@@ -307,18 +343,23 @@ def _looks_generated(token: str) -> bool:
     core = token.strip("=")
     if len(core) < 20:
         return False
-    classes = {_char_class(c) for c in core}
-    if len(classes - {3}) < 2:
-        return False
+    # The regex and translate checks run in C: most tokens (ids, hex digests, words) stop
+    # here before any per-character Python.
     if _HEXISH.fullmatch(core):
         return False  # hex and UUIDs: only after a sensitive word (see _near_sensitive)
+    shape = core.translate(_SHAPES)  # each character as its class: a, A, 0 or _
+    classes = {_SHAPE_CLASS[c] for c in set(shape)}
+    if len(classes - {3}) < 2:
+        return False
     if 0 not in classes:
         return False  # capitals and digits only: ULIDs, order numbers (keys have a prefix)
-    # Class switches between neighbouring letters/digits (pairs across `/`, `-`, `_` skipped).
-    pairs = [(a, b) for a, b in zip(core, core[1:], strict=False) if a.isalnum() and b.isalnum()]
+    # Class switches between neighbouring letters/digits (pairs across `/`, `-`, `_` skipped;
+    # a non-ASCII letter or digit is an alphanumeric of class 3, as _char_class has it).
+    pairs = [(a, b) for a, b, x, y in zip(shape, shape[1:], core, core[1:], strict=False)
+             if x.isalnum() and y.isalnum()]
     if len(pairs) < 16:
         return False
-    rate = sum(_char_class(a) != _char_class(b) for a, b in pairs) / len(pairs)
+    rate = sum(a != b for a, b in pairs) / len(pairs)
     if len(classes - {3}) == 2 and 2 in classes and rate < 0.3:
         return False  # words with a few digits: test_upload_413_status, python311
     # Random base62/64 switches class on ~60% of characters; identifiers and paths far less.
@@ -331,27 +372,25 @@ def _near_sensitive(text: str, start: int, token: str) -> bool:
     core = token.strip("=")
     if len(core) < 16:
         return False
-    hexish = _HEXISH.fullmatch(core) is not None
-    if hexish and sum(c.isalnum() for c in core) < 32:
-        return False
-    if not hexish:
-        classes = {_char_class(c) for c in core} - {3}
-        if len(classes) < 2 or shannon_entropy(core) < 3.3:
-            return False
+    # The window's words first (one regex search in C): most tokens have no sensitive word
+    # before them, and the per-character checks below are then never run.
     line_start = text.rfind("\n", max(0, start - _NEAR), start) + 1
     window = text[max(line_start, start - _NEAR):start]
-    if not _SENSITIVE_NEAR.search(window):
+    if not _SENSITIVE_NEAR.search(window) or _HASH_NEAR.search(window):
         return False
-    return _HASH_NEAR.search(window) is None
+    if _HEXISH.fullmatch(core):
+        return len(core) - core.count("-") >= 32  # hex digits, a UUID's dashes aside
+    classes = {_SHAPE_CLASS[c] for c in set(core.translate(_SHAPES))} - {3}
+    return len(classes) >= 2 and shannon_entropy(core) >= 3.3
 
 
 def _scan(text: str) -> list[Finding]:
     findings = _private_keys(text)
     lower = text.lower()
-    for kind, source, anchors in _KNOWN:
-        if any(a in (lower if source.startswith("(?i)") else text) for a in anchors):
-            findings.extend(Finding(kind, m.start(), m.end())
-                            for m in _compiled(source).finditer(text))
+    for index in _known_to_run(text, lower):
+        kind, source, _ = _KNOWN[index]
+        findings.extend(Finding(kind, m.start(), m.end())
+                        for m in _compiled(source).finditer(text))
     if "://" in text:
         for m in _URL_TOKEN.finditer(text):
             userinfo = m.group(1)

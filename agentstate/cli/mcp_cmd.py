@@ -8,9 +8,7 @@ import typer
 
 from agentstate.cli import app
 from agentstate.cli.common import cli_store, store_override
-from agentstate.distribution import install_hint
 
-INSTALL_HINT = install_hint("mcp", "mcp>=2.3,<3")
 # Who the server acts as without --as: a model's principal, which cannot claim the user's
 # authority. AGENTSTATE_PRINCIPAL is not read (see agentstate.integrations.mcp_server).
 DEFAULT_PRINCIPAL = "agent"
@@ -31,20 +29,12 @@ def mcp_cmd(
     trace; resource: agentstate://resume. Each call opens the store afresh, so writes by
     other processes are seen. Writes go through the same gates as the CLI, as the `agent`
     principal by default: a model's claim without evidence becomes a candidate.
-    Needs the MCP SDK: the mcp extra (pip install -e '.[mcp]' from a clone).
     """
     from agentstate.store.principals import resolve_principal
 
     who = principal or DEFAULT_PRINCIPAL
-    with cli_store() as store:  # no store, or an undeclared principal: fail before the SDK loads
+    with cli_store() as store:  # no store, or an undeclared principal: fail before serving
         resolve_principal(store, who)
-    try:
-        from agentstate.integrations import mcp_server
-    except ImportError as exc:
-        if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
-            raise
-        from agentstate.output import info
+    from agentstate.integrations import mcp_server
 
-        info(f"error: `agentstate mcp` needs the MCP SDK, which is not installed: {INSTALL_HINT}")
-        raise typer.Exit(1) from None
     mcp_server.serve(store_override(), who)

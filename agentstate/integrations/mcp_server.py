@@ -22,27 +22,35 @@ How it behaves, and why:
   `resume` return the pack text itself and nothing else the model would pay for (no
   structured content: clients show the model that instead of the text when present).
 
-The SDK (~400 ms to import) is imported by this module only, and this module only by the
-`mcp` command, so no other command pays for it.
+The protocol is spoken by integrations/mcp_wire.py, not the MCP SDK (whose import alone took
+~1.6 s of a 0.4 s start-up target; that module says why); the SDK is the tests' client.
+Tools are declared here as data (`Tool`, `Param`): their JSON Schemas for `tools/list` and
+the checks of a call's arguments come from the same declaration.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
-
-from mcp.server.mcpserver import MCPServer
-from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from agentstate.distribution import __version__
-from agentstate.error_boundary import classify, jsonrpc_code
+from agentstate.error_boundary import JSONRPC_NOT_FOUND, classify, jsonrpc_code
+from agentstate.errors import InvalidInput
+from agentstate.integrations.mcp_wire import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    Deferred,
+    Fail,
+    Handler,
+    Reply,
+    RpcError,
+    negotiate,
+    serve_stdio,
+)
 from agentstate.memory.status import MemoryStatus
 from agentstate.output import envelope_error, envelope_ok
 
@@ -85,6 +93,7 @@ class StoreService:
         self.directory = directory
         self.principal = principal
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentstate-store")
+        self._warmed = False
 
     @contextmanager
     def store(self) -> Iterator[Any]:
@@ -95,6 +104,12 @@ class StoreService:
             yield store
         finally:
             store.close()
+
+    def warm_once(self) -> None:
+        """Start the warm-up on the worker thread, the first time only."""
+        if not self._warmed:
+            self._warmed = True
+            self._worker.submit(self.warm)
 
     def warm(self) -> None:
         """Assemble one pack now, unsaved, on the worker thread that will serve the calls: the
@@ -131,25 +146,27 @@ class StoreService:
         finally:
             save_counts()  # the memo's exit hook would run on another thread and save nothing
 
-    async def call(self, command: str, work: Callable[[Store], Done]
-                   ) -> tuple[dict[str, Any], Done | None]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, self.envelope, command, work)
+    def tool_result(self, command: str, work: Callable[[Store], Done]) -> dict[str, Any]:
+        """Run a tool's work (on the worker thread) → the `tools/call` result."""
+        envelope, done = self.envelope(command, work)
+        return tool_result(envelope, done)
 
-    async def tool(self, command: str, work: Callable[[Any], Done]) -> CallToolResult:
-        envelope, done = await self.call(command, work)
-        if done is not None and done.text is not None:
-            # The pack text alone in its block, byte for byte (its budget measures exactly
-            # that); its ref and any note follow in a block of their own, as the CLI prints
-            # them on stderr. No structured content: clients hand the model that instead of
-            # the text when it is present (Claude Code, Codex), and the envelope repeats the
-            # pack inside a manifest several times its size.
-            texts = [done.text] + ([done.trailer] if done.trailer else [])
-            return CallToolResult(content=[TextContent(type="text", text=t) for t in texts])
-        # Compact JSON: the model reads every indent it is sent.
-        text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
-        return CallToolResult(content=[TextContent(type="text", text=text)],
-                              structured_content=envelope, is_error=not envelope["ok"])
+    def later(self, answer: Callable[[], dict[str, Any]]) -> Deferred:
+        """A request answered from the worker thread, after the calls before it."""
+        def start(reply: Reply, fail: Fail) -> None:
+            def run() -> None:
+                try:
+                    result = answer()
+                except RpcError as failure:
+                    fail(failure)
+                except Exception as exc:  # noqa: BLE001 - a bug answers its request only
+                    fail(RpcError(INTERNAL_ERROR, classify(exc, ["mcp"]).error.message))
+                else:
+                    reply(result)
+
+            self._worker.submit(run)
+
+        return Deferred(start)
 
     def run_sync(self, fn: Callable[[], Any]) -> Any:
         return self._worker.submit(fn).result()
@@ -164,267 +181,371 @@ class StoreService:
         self._worker.shutdown(wait=True)
 
 
-# ------------------------------------------------------------------ parameter types
+def tool_result(envelope: dict[str, Any], done: Done | None) -> dict[str, Any]:
+    """A `tools/call` result: the pack text itself for `context` and `resume`, else the
+    envelope as compact JSON text and as structured content."""
+    if done is not None and done.text is not None:
+        # The pack text alone in its block, byte for byte (its budget measures exactly
+        # that); its ref and any note follow in a block of their own, as the CLI prints
+        # them on stderr. No structured content: clients hand the model that instead of
+        # the text when it is present (Claude Code, Codex), and the envelope repeats the
+        # pack inside a manifest several times its size.
+        texts = [done.text] + ([done.trailer] if done.trailer else [])
+        return {"content": [{"type": "text", "text": t} for t in texts], "isError": False}
+    # Compact JSON: the model reads every indent it is sent.
+    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return {"content": [{"type": "text", "text": text}], "structuredContent": envelope,
+            "isError": not envelope["ok"]}
+
+
+# ------------------------------------------------------------------ tools as data
 
 # Hints for clients deciding what to run without asking: every tool stays inside the store
 # (no open world); the writing ones only append (a new event, version, pack or load row).
-READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-APPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+READS = {"readOnlyHint": True, "openWorldHint": False}
+APPENDS = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
 
-RunRef = Annotated[str | None, Field(description="run:… (default: the current run)")]
-Budget = Annotated[int | None, Field(description="Token budget; the text never exceeds it")]
+# A parameter's type → its JSON Schema.
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "integer": {"type": "integer"},
+    "boolean": {"type": "boolean"},
+    "strings": {"type": "array", "items": {"type": "string"}},
+    "pairs": {"type": "object", "additionalProperties": {"type": "string"}},
+}
+# Strings a model may send for a boolean, read as the SDK's pydantic models read them.
+BOOLEAN_WORDS = {"true": True, "1": True, "yes": True, "on": True,
+                 "false": False, "0": False, "no": False, "off": False}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # a key of SCHEMAS
+    description: str
+    required: bool = False
+    default: Any = None
+
+    def schema(self) -> dict[str, Any]:
+        if self.required:
+            return {**SCHEMAS[self.type], "description": self.description}
+        # Optional: null is accepted too (the model may send it for "not given").
+        return {"anyOf": [SCHEMAS[self.type], {"type": "null"}], "default": self.default,
+                "description": self.description}
+
+    def value(self, given: Any) -> Any:
+        """The argument checked (and, like the SDK's models did, a numeric string taken as
+        an integer); InvalidInput names the parameter and what it needs."""
+        if given is None:
+            if self.required:
+                raise InvalidInput(f"argument {self.name!r} is required")
+            return self.default
+        checked = _checked(self.type, given)
+        if checked is None:
+            need = {"string": "a string", "integer": "an integer", "boolean": "true or false",
+                    "strings": "a list of strings",
+                    "pairs": "an object of string values"}[self.type]
+            raise InvalidInput(f"argument {self.name!r} must be {need} "
+                               f"(got {json.dumps(given)[:80]})")
+        return checked
+
+
+def _checked(kind: str, given: Any) -> Any:
+    """`given` as `kind`, or None when it is not one."""
+    if kind == "string":
+        return given if isinstance(given, str) else None
+    if kind == "integer":
+        if isinstance(given, int) and not isinstance(given, bool):
+            return given
+        if isinstance(given, float) and given.is_integer():
+            return int(given)
+        text = given.strip() if isinstance(given, str) else ""
+        return int(text) if text.lstrip("+-").isdigit() and text.isascii() else None
+    if kind == "boolean":
+        if isinstance(given, bool):
+            return given
+        return BOOLEAN_WORDS.get(given.strip().lower()) if isinstance(given, str) else None
+    if kind == "strings":
+        ok = isinstance(given, list) and all(isinstance(v, str) for v in given)
+        return given if ok else None
+    ok = isinstance(given, dict) and all(isinstance(v, str) for v in given.values())
+    return given if ok else None
+
+
+# work(store, arguments, principal) → what the call produced
+Work = Callable[["Store", dict[str, Any], str], Done]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    annotations: dict[str, bool]
+    work: Work
+    params: tuple[Param, ...] = field(default=())
+
+    def listing(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description,
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {p.name: p.schema() for p in self.params},
+                    "required": [p.name for p in self.params if p.required],
+                    "additionalProperties": False},
+                "annotations": self.annotations}
+
+    def arguments(self, given: Any) -> dict[str, Any]:
+        """The call's arguments, checked against the parameters (InvalidInput names the
+        first that is wrong, or an argument the tool does not take)."""
+        if given is None:
+            given = {}
+        if not isinstance(given, dict):
+            raise InvalidInput("arguments must be an object")
+        names = {p.name for p in self.params}
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise InvalidInput(f"{self.name} takes no argument {unknown[0]!r} (it takes: "
+                               f"{', '.join(p.name for p in self.params) or 'none'})")
+        return {p.name: p.value(given.get(p.name)) for p in self.params}
+
+
+RUN = Param("run", "string", "run:… (default: the current run)")
+BUDGET = Param("budget", "integer", "Token budget; the text never exceeds it")
 
 
 def _withheld_text(withheld: dict[str, int]) -> str:
     return ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(withheld.items()))
 
 
-def build_server(service: StoreService) -> MCPServer:
-    """The MCP server with agentstate's tools and the resume resource (registered in this
-    order, which is the order clients list them in)."""
-    # WARNING: the SDK's per-call INFO lines would fill the client's server log.
-    server = MCPServer(name="agentstate", version=__version__, instructions=INSTRUCTIONS,
-                       log_level="WARNING")
-    _add_pack_tools(server, service)
-    _add_memory_tools(server, service)
-    _add_run_tools(server, service)
-    _add_skill_tools(server, service)
-    _add_trace_and_resource(server, service)
-    return server
+def _resume(store: Store, args: dict[str, Any], who: str) -> Done:
+    from agentstate.context.resume import build_pack
+
+    pack = build_pack(store, args["run"], budget=args["budget"], principal=who)
+    return Done(None, text=pack.text)  # the text is the whole result (see tool_result)
 
 
-def _add_pack_tools(server: MCPServer, service: StoreService) -> None:
-    """The packs: `resume` and `context` (their text is what the model reads)."""
-    who = service.principal
+def _context(store: Store, args: dict[str, Any], who: str) -> Done:
+    from agentstate.context.assemble import build_context
 
-    @server.tool(annotations=READS,
-                 description="The resume pack for a run (goal, constraints, diagnoses, open "
-                             "questions, pending verifications, last checkpoint, work-tree "
-                             "drift, recent event refs, matching skills) as Markdown. "
-                             "Fails with not_found when there is no unfinished run.")
-    async def resume(run: RunRef = None, budget: Budget = None) -> CallToolResult:
-        def work(store: Store) -> Done:
-            from agentstate.context.resume import build_pack
-
-            pack = build_pack(store, run, budget=budget, principal=who)
-            return Done(pack, text=pack.text)
-
-        return await service.tool("resume", work)
-
-    @server.tool(annotations=APPENDS,
-                 description="A budgeted context pack: pinned instructions and constraints, "
-                             "the task state, evidence (gated memories, past events), skills "
-                             "and the trajectory, within `budget` tokens. The text is the "
-                             "pack; structured content has its pack:… ref and manifest. A "
-                             "budget below the pinned minimum is refused (budget_too_small).")
-    async def context(
-        budget: Budget = None,
-        query: Annotated[str | None, Field(
-            description="What to retrieve evidence for (default: goal + open questions)")] = None,
-        run: RunRef = None,
-    ) -> CallToolResult:
-        def work(store: Store) -> Done:
-            from agentstate.context.assemble import build_context
-
-            pack = build_context(store, run=run, budget=budget, query=query, principal=who)
-            note = None
-            if pack.withheld:
-                note = f"the memory read gate withheld {_withheld_text(pack.withheld)}"
-            return Done(pack.as_dict(), text=pack.text, note=note,
-                        ref=f"{pack.ref}, {pack.tokens}/{pack.budget} tokens")
-
-        return await service.tool("context", work)
+    pack = build_context(store, run=args["run"], budget=args["budget"], query=args["query"],
+                         principal=who)
+    note = None
+    if pack.withheld:
+        note = f"the memory read gate withheld {_withheld_text(pack.withheld)}"
+    # No data: the result is the text (see tool_result), and turning the manifest of
+    # thousands of rows into JSON only to drop it cost several ms of each call.
+    return Done(None, text=pack.text, note=note,
+                ref=f"{pack.ref}, {pack.tokens}/{pack.budget} tokens")
 
 
-def _add_memory_tools(server: MCPServer, service: StoreService) -> None:
-    """Memory through its gates: `recall` (read gate) and `remember` (write gate)."""
+def _recall(store: Store, args: dict[str, Any], who: str) -> Done:
+    from agentstate.memory.recall import recall as recall_memory
 
-    who = service.principal
-
-    @server.tool(annotations=READS,
-                 description="Search memory through the read gate (BM25 with recency, "
-                             "confidence and scope). Each hit has its mem:…@vN ref, source and "
-                             "confidence. No hits is said explicitly (matched_nothing) with "
-                             "counts of what the gate withheld (candidates, expired, …).")
-    async def recall(
-        query: Annotated[str, Field(description="What to look for")],
-        limit: Annotated[int, Field(description="Most hits (at least 1)")] = 10,
-        kind: Annotated[list[str] | None, Field(
-            description="Only these kinds: fact, preference, event, procedure")] = None,
-        scope: Annotated[list[str] | None, Field(
-            description="Only these scopes, e.g. repo, branch:main")] = None,
-    ) -> CallToolResult:
-        def work(store: Store) -> Done:
-            from agentstate.memory.recall import recall as recall_memory
-
-            result = recall_memory(store, query, limit=limit, kinds=kind or None,
-                                   scopes=scope or None, principal=who)
-            note = None
-            if not result.hits:
-                note = f"no memory matched {query!r}"
-                if result.withheld:
-                    note += f"; withheld by the read gate: {_withheld_text(result.withheld)}"
-            elif result.withheld:
-                note = f"withheld by the read gate: {_withheld_text(result.withheld)}"
-            return Done(result, note=note)
-
-        return await service.tool("recall", work)
-
-    @server.tool(annotations=APPENDS,
-                 description="Store a memory through the write gate and say what it decided. "
-                             "Written as the server's principal (a model's claim): a fact or "
-                             "procedure without evidence (evt:… or file:PATH@COMMIT) becomes a "
-                             "candidate, instruction-like text is quarantined, secrets are "
-                             "refused and nothing is stored.")
-    async def remember(
-        text: Annotated[str, Field(description="One fact, preference, event or procedure")],
-        kind: Annotated[str, Field(description="fact, preference, event or procedure")],
-        key: Annotated[str | None, Field(
-            description="A slot such as test-command: a new value makes a new version")] = None,
-        scope: Annotated[str | None, Field(
-            description="repo (default), run:REF, branch:NAME or path:GLOB")] = None,
-        evidence: Annotated[list[str] | None, Field(
-            description="evt:REF or file:PATH@COMMIT refs that support it")] = None,
-        source: Annotated[str | None, Field(
-            description="model (default), tool:NAME, file:PATH@COMMIT or evt:REF")] = None,
-        ttl: Annotated[str | None, Field(description="Valid for this long, e.g. 30d")] = None,
-    ) -> CallToolResult:
-        def work(store: Store) -> Done:
-            from agentstate import api  # on the first call: the SDK's start-up is measured
-
-            # Without a source, the write gate records the principal's own (model for agent).
-            result = api.remember(store, text, principal=who, kind=kind, key=key, scope=scope,
-                                  source=source, evidence=evidence or [], ttl=ttl)
-            note = None
-            if result.status in (MemoryStatus.CANDIDATE, MemoryStatus.QUARANTINED):
-                note = (f"{result.ref} was stored as {result.status}, outside the default read "
-                        f"set: {result.reason}")
-            elif result.status == MemoryStatus.CONTESTED:
-                note = f"{result.ref} is contested: recall flags it beside {result.contests}"
-            return Done(result, note=note)
-
-        return await service.tool("remember", work)
+    query = args["query"]
+    result = recall_memory(store, query, limit=args["limit"], kinds=args["kind"] or None,
+                           scopes=args["scope"] or None, principal=who)
+    note = None
+    if not result.hits:
+        note = f"no memory matched {query!r}"
+        if result.withheld:
+            note += f"; withheld by the read gate: {_withheld_text(result.withheld)}"
+    elif result.withheld:
+        note = f"withheld by the read gate: {_withheld_text(result.withheld)}"
+    return Done(result, note=note)
 
 
-def _add_run_tools(server: MCPServer, service: StoreService) -> None:
-    """The run log: `log_event` and `checkpoint`, written as the server's principal."""
+def _remember(store: Store, args: dict[str, Any], who: str) -> Done:
+    from agentstate import api
+
+    # Without a source, the write gate records the principal's own (model for agent).
+    result = api.remember(store, args["text"], principal=who, kind=args["kind"],
+                          key=args["key"], scope=args["scope"], source=args["source"],
+                          evidence=args["evidence"] or [], ttl=args["ttl"])
+    note = None
+    if result.status in (MemoryStatus.CANDIDATE, MemoryStatus.QUARANTINED):
+        note = (f"{result.ref} was stored as {result.status}, outside the default read "
+                f"set: {result.reason}")
+    elif result.status == MemoryStatus.CONTESTED:
+        note = f"{result.ref} is contested: recall flags it beside {result.contests}"
+    return Done(result, note=note)
+
+
+def _log_event(store: Store, args: dict[str, Any], who: str) -> Done:
+    from agentstate import api
+
+    return Done(api.log_event(store, args["kind"], args["text"], principal=who,
+                              run=args["run"], source=args["source"], meta=args["meta"],
+                              resolves=args["resolves"], supersedes=args["supersedes"]))
+
+
+def _checkpoint(store: Store, args: dict[str, Any], who: str) -> Done:
+    from agentstate.runs.checkpoint import create_checkpoint
+    from agentstate.runs.worktree import snapshot
     from agentstate.store.principals import default_source, resolve_principal
 
-    who = service.principal
+    principal = resolve_principal(store, who)
+    return Done(create_checkpoint(store, args["run"], args["note"],
+                                  worktree=snapshot(store.work_tree),
+                                  source=default_source(principal), claimed_by=principal))
 
-    @server.tool(annotations=APPENDS,
-                 description="Append one typed event to a run (the current run by default): "
-                             "observation, decision, diagnosis, hypothesis, question, answer, "
-                             "verify, verified, failed, constraint or note. Returns its evt:… "
-                             "ref (usable as memory evidence).")
-    async def log_event(
-        kind: Annotated[str, Field(description="The event kind")],
-        text: Annotated[str, Field(description="What happened")],
-        run: RunRef = None,
-        source: Annotated[str | None, Field(
-            description="model (default), tool:NAME or file:PATH@COMMIT")] = None,
-        meta: Annotated[dict[str, str] | None, Field(
-            description="KEY: VALUE pairs kept with the event")] = None,
-        resolves: Annotated[str | None, Field(
-            description="evt:… this answers (question) or settles (verify)")] = None,
-        supersedes: Annotated[str | None, Field(description="evt:… this replaces")] = None,
-    ) -> CallToolResult:
+
+def _skill_list(store: Store, args: dict[str, Any], who: str) -> Done:
+    from agentstate.skills.catalog import list_catalog
+
+    entries = list_catalog(store, include_all=args["all"])
+    return Done(entries, note=None if entries else "no published skills")
+
+
+def _skill_load(store: Store, args: dict[str, Any], who: str) -> Done:
+    from agentstate import api
+
+    return Done(api.load_skill(store, args["target"], principal=who, run=args["run"]))
+
+
+def _trace(store: Store, args: dict[str, Any], who: str) -> Done:
+    from agentstate.context.trace import trace as trace_ref
+
+    return Done(trace_ref(store, args["ref"], principal=who))
+
+
+# In the order clients list them.
+TOOLS = (
+    Tool("resume", "The resume pack for a run (goal, constraints, diagnoses, open questions, "
+         "pending verifications, last checkpoint, work-tree drift, recent event refs, "
+         "matching skills) as Markdown. Fails with not_found when there is no unfinished "
+         "run.", READS, _resume, (RUN, BUDGET)),
+    Tool("context", "A budgeted context pack: pinned instructions and constraints, the task "
+         "state, evidence (gated memories, past events), skills and the trajectory, within "
+         "`budget` tokens. The text is the pack; a second block gives its pack:… ref (its "
+         "manifest: `trace pack:…`) and tokens used. A budget below the pinned minimum is "
+         "refused (budget_too_small).",
+         APPENDS, _context,
+         (BUDGET, Param("query", "string", "What to retrieve evidence for (default: goal + "
+                                           "open questions)"), RUN)),
+    Tool("recall", "Search memory through the read gate (BM25 with recency, confidence and "
+         "scope). Each hit has its mem:…@vN ref, source and confidence. No hits is said "
+         "explicitly (matched_nothing) with counts of what the gate withheld (candidates, "
+         "expired, …).", READS, _recall,
+         (Param("query", "string", "What to look for", required=True),
+          Param("limit", "integer", "Most hits (at least 1)", default=10),
+          Param("kind", "strings", "Only these kinds: fact, preference, event, procedure"),
+          Param("scope", "strings", "Only these scopes, e.g. repo, branch:main"))),
+    Tool("remember", "Store a memory through the write gate and say what it decided. Written "
+         "as the server's principal (a model's claim): a fact or procedure without evidence "
+         "(evt:… or file:PATH@COMMIT) becomes a candidate, instruction-like text is "
+         "quarantined, secrets are refused and nothing is stored.", APPENDS, _remember,
+         (Param("text", "string", "One fact, preference, event or procedure", required=True),
+          Param("kind", "string", "fact, preference, event or procedure", required=True),
+          Param("key", "string", "A slot such as test-command: a new value makes a new "
+                                 "version"),
+          Param("scope", "string", "repo (default), run:REF, branch:NAME or path:GLOB"),
+          Param("evidence", "strings", "evt:REF or file:PATH@COMMIT refs that support it"),
+          Param("source", "string", "model (default), tool:NAME, file:PATH@COMMIT or "
+                                    "evt:REF"),
+          Param("ttl", "string", "Valid for this long, e.g. 30d"))),
+    Tool("log_event", "Append one typed event to a run (the current run by default): "
+         "observation, decision, diagnosis, hypothesis, question, answer, verify, verified, "
+         "failed, constraint or note. Returns its evt:… ref (usable as memory evidence).",
+         APPENDS, _log_event,
+         (Param("kind", "string", "The event kind", required=True),
+          Param("text", "string", "What happened", required=True), RUN,
+          Param("source", "string", "model (default), tool:NAME or file:PATH@COMMIT"),
+          Param("meta", "pairs", "KEY: VALUE pairs kept with the event"),
+          Param("resolves", "string", "evt:… this answers (question) or settles (verify)"),
+          Param("supersedes", "string", "evt:… this replaces"))),
+    Tool("checkpoint", "Store the run's derived working state and the work-tree snapshot as "
+         "a checkpoint (its ref is returned); resume reports drift since it.", APPENDS,
+         _checkpoint,
+         (Param("note", "string", "Where things stand, in a sentence, for whoever resumes"),
+          RUN)),
+    Tool("skill_list", "The skill catalog: name, current version ref, status and a one-line "
+         "description of each published skill.", READS, _skill_list,
+         (Param("all", "boolean", "Also skills with no published version (candidates, "
+                                  "revoked)", default=False),)),
+    Tool("skill_load", "Load a published skill (NAME or NAME@vN): its body, resources and "
+         "trust (approver, tree hash); the load is recorded against the run. Revoked "
+         "versions are refused.", APPENDS, _skill_load,
+         (Param("target", "string", "NAME (current version) or NAME@vN", required=True),
+          RUN)),
+    Tool("trace", "Follow a ref both ways: pack:…, mem:…[@vN], evt:…, skill:NAME[@vN] or "
+         "run:… → what it was built from and what used it. Unknown refs fail with "
+         "not_found.", READS, _trace,
+         (Param("ref", "string", "The ref to follow", required=True),)),
+)
+RESUME_RESOURCE = {"uri": RESUME_URI, "name": "resume", "mimeType": "text/markdown",
+                   "description": "The current run's resume pack (Markdown)."}
+
+
+# ------------------------------------------------------------------ the protocol's methods
+
+def handlers(service: StoreService) -> dict[str, Handler]:
+    """The JSON-RPC methods served, each answering from `service`."""
+    by_name = {tool.name: tool for tool in TOOLS}
+
+    def initialize(params: dict[str, Any]) -> Deferred:
+        result = {"protocolVersion": negotiate(params.get("protocolVersion")),
+                  "capabilities": {"tools": {"listChanged": False},
+                                   "resources": {"listChanged": False, "subscribe": False}},
+                  "serverInfo": {"name": "agentstate", "version": __version__},
+                  "instructions": INSTRUCTIONS}
+
+        def answer_then_warm(reply: Reply, fail: Fail) -> None:
+            # The warm-up imports the domains and the encoder (hundreds of ms): started
+            # after the answer is written, it never competes with the handshake for the
+            # interpreter, and it is done long before a model's first call.
+            reply(result)
+            service.warm_once()
+
+        return Deferred(answer_then_warm)
+
+    def call_tool(params: dict[str, Any]) -> dict[str, Any] | Deferred:
+        name = params.get("name")
+        tool = by_name.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise RpcError(INVALID_PARAMS, f"unknown tool {name!r} (the tools are: "
+                                           f"{', '.join(by_name)})")
+        try:
+            args = tool.arguments(params.get("arguments"))
+        except InvalidInput as bad:
+            return tool_result(envelope_error(tool.name, bad.code, str(bad)), None)
+
         def work(store: Store) -> Done:
-            from agentstate import api
+            return tool.work(store, args, service.principal)
 
-            return Done(api.log_event(store, kind, text, principal=who, run=run, source=source,
-                                      meta=meta, resolves=resolves, supersedes=supersedes))
+        return service.later(lambda: service.tool_result(tool.name, work))
 
-        return await service.tool("log_event", work)
+    def read_resource(params: dict[str, Any]) -> Deferred:
+        uri = params.get("uri")
+        if uri != RESUME_URI:
+            raise RpcError(JSONRPC_NOT_FOUND, f"resource not found: {uri!r} (the one resource is "
+                                   f"{RESUME_URI})")
+        return service.later(lambda: _resume_resource(service))
 
-    @server.tool(annotations=APPENDS,
-                 description="Store the run's derived working state and the work-tree "
-                             "snapshot as a checkpoint (its ref is returned); resume reports "
-                             "drift since it.")
-    async def checkpoint(
-        note: Annotated[str | None, Field(
-            description="Where things stand, in a sentence, for whoever resumes")] = None,
-        run: RunRef = None,
-    ) -> CallToolResult:
-        def work(store: Store) -> Done:
-            from agentstate.runs.checkpoint import create_checkpoint
-            from agentstate.runs.worktree import snapshot
-
-            principal = resolve_principal(store, who)
-            cp = create_checkpoint(store, run, note, worktree=snapshot(store.work_tree),
-                                   source=default_source(principal), claimed_by=principal)
-            return Done(cp)
-
-        return await service.tool("checkpoint", work)
+    return {
+        "initialize": initialize,
+        "ping": lambda params: {},
+        "tools/list": lambda params: {"tools": [tool.listing() for tool in TOOLS]},
+        "tools/call": call_tool,
+        "resources/list": lambda params: {"resources": [RESUME_RESOURCE]},
+        "resources/templates/list": lambda params: {"resourceTemplates": []},
+        "resources/read": read_resource,
+        # No prompts are offered (nor declared); a client that asks anyway gets none.
+        "prompts/list": lambda params: {"prompts": []},
+    }
 
 
-def _add_skill_tools(server: MCPServer, service: StoreService) -> None:
-    """Skills: `skill_list` (the catalog) and `skill_load` (recorded against the run)."""
-    who = service.principal
+def _resume_resource(service: StoreService) -> dict[str, Any]:
+    """The resume pack as the resource's text, or an RpcError carrying the envelope."""
+    def work(store: Store) -> Done:
+        from agentstate.context.resume import build_pack
 
-    @server.tool(annotations=READS,
-                 description="The skill catalog: name, current version ref, status and a "
-                             "one-line description of each published skill.")
-    async def skill_list(
-        all: Annotated[bool, Field(
-            description="Also skills with no published version (candidates, revoked)")] = False,
-    ) -> CallToolResult:
-        def work(store: Store) -> Done:
-            from agentstate.skills.catalog import list_catalog
+        return Done(None, text=build_pack(store, None, principal=service.principal).text)
 
-            entries = list_catalog(store, include_all=all)
-            return Done(entries, note=None if entries else "no published skills")
-
-        return await service.tool("skill_list", work)
-
-    @server.tool(annotations=APPENDS,
-                 description="Load a published skill (NAME or NAME@vN): its body, resources "
-                             "and trust (approver, tree hash); the load is recorded against "
-                             "the run. Revoked versions are refused.")
-    async def skill_load(
-        target: Annotated[str, Field(description="NAME (current version) or NAME@vN")],
-        run: RunRef = None,
-    ) -> CallToolResult:
-        def work(store: Store) -> Done:
-            from agentstate import api
-
-            return Done(api.load_skill(store, target, principal=who, run=run))
-
-        return await service.tool("skill_load", work)
-
-
-def _add_trace_and_resource(server: MCPServer, service: StoreService) -> None:
-    """`trace`, and the current run's resume pack as a resource."""
-    who = service.principal
-
-    @server.tool(annotations=READS,
-                 description="Follow a ref both ways: pack:…, mem:…[@vN], evt:…, "
-                             "skill:NAME[@vN] or run:… → what it was built from and what used "
-                             "it. Unknown refs fail with not_found.")
-    async def trace(
-        ref: Annotated[str, Field(description="The ref to follow")],
-    ) -> CallToolResult:
-        def work(store: Store) -> Done:
-            from agentstate.context.trace import trace as trace_ref
-
-            return Done(trace_ref(store, ref, principal=who))
-
-        return await service.tool("trace", work)
-
-    @server.resource(RESUME_URI, name="resume", mime_type="text/markdown",
-                     description="The current run's resume pack (Markdown).")
-    async def resume_pack() -> str:
-        def work(store: Store) -> Done:
-            from agentstate.context.resume import build_pack
-
-            return Done(None, text=build_pack(store, None, principal=who).text)
-
-        envelope, done = await service.call("resume", work)
-        if done is None:
-            error = envelope["error"]
-            raise MCPError(code=jsonrpc_code(error["code"]), message=error["message"],
-                           data=envelope)
-        return done.text or ""
+    envelope, done = service.envelope("resume", work)
+    if done is None:
+        error = envelope["error"]
+        raise RpcError(jsonrpc_code(error["code"]), error["message"], data=envelope)
+    return {"contents": [{"uri": RESUME_URI, "mimeType": "text/markdown",
+                          "text": done.text or ""}]}
 
 
 def serve(directory: str | None, principal: str) -> None:
@@ -432,10 +553,8 @@ def serve(directory: str | None, principal: str) -> None:
     store opens and `principal` is declared)."""
     service = StoreService(directory, principal)
     try:
-        service.submit(service.warm)  # overlaps the client's handshake
-        server = build_server(service)
         try:
-            server.run("stdio")
+            serve_stdio(handlers(service))
         except KeyboardInterrupt:
             pass
     finally:

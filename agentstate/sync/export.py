@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentstate.lazy_re import LazyPattern
 from agentstate.memory.model import MemoryVersion, all_version_rows, evidence_refs_by_row
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
@@ -95,8 +96,8 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
             _add(plan, record, present)
         for ref in evidence.get(row.row, ()):
             item = make_record("evidence", memory=record_id, ref=ref)
-            if item.id not in present and _clean(
-                    plan, item, f"evidence {ref} of {make_ref('mem', row.id)}"):
+            if item.id not in present and (_GENERATED_REF.fullmatch(ref) or _clean(
+                    plan, item, f"evidence {ref} of {make_ref('mem', row.id)}")):
                 _add(plan, item, present)
     plan.dropped |= folder.targets("purge")
     return plan
@@ -106,6 +107,12 @@ def _add(plan: ExportPlan, record: Record, present: set[str]) -> None:
     if record.id not in present:
         present.add(record.id)
         plan.new.append(record)
+
+
+# An evidence ref that is a fixed word or an id agentstate made: its line holds nothing
+# else a person wrote (the record ids are hashes), so it has nothing to scan. Half of a
+# first export's lines are such evidence; `file:PATH@COMMIT` refs are scanned.
+_GENERATED_REF = LazyPattern(r"user|evt:[0-9a-z]{4,32}")
 
 
 def _clean(plan: ExportPlan, record: Record, what: str) -> bool:

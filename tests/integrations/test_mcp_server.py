@@ -276,17 +276,6 @@ def test_an_undeclared_principal_is_one_line_and_exit_1(initialised):
         "(declared: agent, owner)"]
 
 
-def test_without_the_sdk_the_command_names_the_extra(initialised):
-    code = ("import sys; sys.modules['mcp'] = None; sys.argv = ['agentstate', 'mcp']\n"
-            "from agentstate.cli import main\nmain()")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=initialised, capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 1 and proc.stdout == ""
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "-m pip install 'mcp>=2.3,<3'" in lines[0]
-    assert "agentstate-cli" in lines[0] and "'agentstate[" not in lines[0]
-
-
 def test_other_commands_never_import_the_sdk(initialised):
     for argv in (["--help"], ["mcp", "--help"], ["events"]):
         code = (f"import sys; sys.argv = ['agentstate', *{argv!r}]\n"

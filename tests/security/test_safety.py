@@ -174,3 +174,16 @@ def test_rules_for_the_agent_are_flagged_in_data_that_is_not_the_users(text):
 ])
 def test_statements_about_the_project_are_not_rules_for_the_agent(text):
     assert find_injection(text, from_user=False) == []
+
+
+def test_hex_after_a_sensitive_word_counts_from_32_hex_digits():
+    """The hex rule of the 'token after a sensitive word' layer: 32 hex digits (a UUID's
+    dashes not counted) are a secret after 'api key', fewer are not (short hashes, ids)."""
+    from agentstate.secret_scan import find_secrets
+
+    assert [f.kind for f in find_secrets("api key " + "9f8e7d6c" * 4)] == [
+        "token after a sensitive word"]
+    assert find_secrets("api key " + "9f8e7d6c" * 3) == []
+    assert find_secrets("api key 9f8e7d6c-9f8e-7d6c-9f8e-7d6c9f8e7d6c")  # a UUID: 32 digits
+    assert find_secrets("api key 9f8e7d6c-9f8e-7d6c-9f8e-7d6c9f8e") == []  # 28 digits
+    assert find_secrets("commit sha " + "9f8e7d6c" * 5) == []  # a hash word: never

@@ -172,3 +172,20 @@ def test_a_teammates_replacement_leaves_what_the_user_stated_here(cli, initialis
     statuses = {m["text"]: m["status"] for m in cli.json("memory", "list", "--status", "all")}
     assert statuses["the cache is redis"] in ("active", "contested"), statuses
     assert "the cache is memcached" in statuses
+
+
+def test_evidence_refs_are_scanned_unless_agentstate_made_them(cli, initialised, store):
+    """A first export skips the scan of evidence lines whose ref is `user` or an evt: id
+    (nothing in them was written by a person); a file: ref is a path someone wrote and is
+    scanned like the memory line."""
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    cli.ok("remember", "the parser accepts tabs", "--kind", "fact", "--source", "user")
+    row = store.value("SELECT row FROM memories WHERE text = 'the parser accepts tabs'")
+    store.conn.execute(  # as an older version of agentstate could have stored it
+        "INSERT INTO memory_evidence (memory_row, ref, kind, added, actor) VALUES "
+        "(?, ?, 'file', '2026-01-01', 'owner')", (row, f"file:keys/{token}.txt@abc1234"))
+    result = cli.json("sync", "--export-only")
+    assert result["exported"] == 1 and result["exported_evidence"] == 1
+    assert [item["what"].split()[0] for item in result["skipped_items"]] == ["evidence"]
+    written = (_shared(initialised) / "evidence.jsonl").read_text()
+    assert '"ref":"user"' in written and token not in written
