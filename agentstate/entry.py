@@ -4,7 +4,8 @@
 call: it goes straight to the hook handler, without importing Typer or building the command
 tree, and for agents' hooks through the warm helper process (integrations/hook_client.py). A
 bare `agentstate sync` with nothing new is answered the same way (integrations/sync_runner.py;
-anything else falls through). Everything else, `hook --help` included, goes through the CLI
+anything else falls through), and a bare `agentstate mcp` on a ready store is served without
+the CLI (`serve_if_ready`). Everything else, `hook --help` included, goes through the CLI
 (`agentstate.cli.main`).
 """
 
@@ -23,6 +24,11 @@ def main() -> None:
         from agentstate.integrations.sync_runner import run_quick_sync
 
         if run_quick_sync(argv[-1] == "--json", os.environ.get("AGENTSTATE_DIR") or None):
+            sys.exit(0)
+    if argv == ["mcp"]:
+        from agentstate.integrations.mcp_server import serve_if_ready
+
+        if serve_if_ready(os.environ.get("AGENTSTATE_DIR") or None):
             sys.exit(0)
     from agentstate.cli import main as cli_main
 

@@ -9,10 +9,6 @@ import typer
 from agentstate.cli import app
 from agentstate.cli.common import cli_store, store_override
 
-# Who the server acts as without --as: a model's principal, which cannot claim the user's
-# authority. AGENTSTATE_PRINCIPAL is not read (see agentstate.integrations.mcp_server).
-DEFAULT_PRINCIPAL = "agent"
-
 
 @app.command("mcp")
 def mcp_cmd(
@@ -30,6 +26,7 @@ def mcp_cmd(
     other processes are seen. Writes go through the same gates as the CLI, as the `agent`
     principal by default: a model's claim without evidence becomes a candidate.
     """
+    from agentstate.integrations.mcp_server import DEFAULT_PRINCIPAL
     from agentstate.store.principals import resolve_principal
 
     who = principal or DEFAULT_PRINCIPAL

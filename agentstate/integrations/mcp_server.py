@@ -559,3 +559,34 @@ def serve(directory: str | None, principal: str) -> None:
             pass
     finally:
         service.shutdown()
+
+
+# Who the server acts as without --as: a model's principal, which cannot claim the user's
+# authority. AGENTSTATE_PRINCIPAL is not read.
+DEFAULT_PRINCIPAL = "agent"
+
+
+def serve_if_ready(directory: str | None, principal: str = DEFAULT_PRINCIPAL) -> bool:
+    """`agentstate mcp` without the CLI (the entry point's fast path): serve when the store
+    opens as it is (fully migrated, no team to join) and `principal` is declared; False,
+    with nothing read from stdin, when anything else is the case, so the full command runs
+    and says why."""
+    try:
+        from agentstate.store.db import open_store
+        from agentstate.store.migrations import store_up_to_date
+        from agentstate.store.principals import resolve_principal
+
+        store = open_store(directory, migrate=False)
+    except Exception:  # noqa: BLE001 - the full command opens it again and reports
+        return False
+    try:
+        ready = store_up_to_date(store)
+        if ready:
+            resolve_principal(store, principal)
+    except Exception:  # noqa: BLE001 - likewise: never a traceback from the fast path
+        ready = False
+    finally:
+        store.close()
+    if ready:
+        serve(directory, principal)
+    return ready

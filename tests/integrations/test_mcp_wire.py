@@ -125,3 +125,32 @@ def test_a_text_with_a_lone_surrogate_is_sent_as_valid_json(initialised):
          "print(json.loads(out.getvalue().decode('utf-8'))['result']['text'] == 'a\\udc80b')"],
         capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "True", proc.stderr
+
+
+MCP_PROBE = """
+import sys
+sys.argv = ["agentstate", "mcp"]
+from agentstate.entry import main
+try:
+    main()
+except SystemExit as done:
+    code = done.code
+sys.stderr.write(f"EXIT {code} TYPER {'typer' in sys.modules}")
+"""
+
+
+def test_a_bare_mcp_on_a_ready_store_is_served_without_the_cli(initialised):
+    """Clients start `agentstate mcp` with every session: on a store that opens as it is the
+    entry point serves it without building the command line (Typer is never imported)."""
+    proc = subprocess.run([sys.executable, "-c", MCP_PROBE], cwd=initialised, text=True,
+                          input=json.dumps(INIT) + "\n", capture_output=True, timeout=120)
+    assert proc.stderr.endswith("EXIT 0 TYPER False"), proc.stderr
+    assert json.loads(proc.stdout.splitlines()[0])["result"]["serverInfo"]["name"]
+
+
+def test_a_store_that_is_not_ready_goes_through_the_cli_which_says_why(repo):
+    """No store here: the fast path steps aside, reads nothing, and the command reports."""
+    proc = subprocess.run([sys.executable, "-c", MCP_PROBE], cwd=repo, text=True,
+                          input=json.dumps(INIT) + "\n", capture_output=True, timeout=120)
+    assert "error: no .agentstate store in" in proc.stderr, proc.stderr
+    assert proc.stderr.endswith("EXIT 1 TYPER True") and proc.stdout == ""
