@@ -23,6 +23,7 @@ import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -489,17 +490,23 @@ def load_settings(path: Path) -> Settings:
     if not path.exists():
         return Settings()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return _settings_of_text(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"{_display(path)}: not valid TOML ({exc})") from exc
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{_display(path)}: not UTF-8 text") from exc
     except OSError as exc:
         raise InvalidInput(f"{_display(path)}: cannot be read ({exc.strerror or exc})") from exc
-    try:
-        return _parse(data)
     except _Problem as exc:
         raise InvalidInput(f"{_display(path)}: {exc}") from None
+
+
+@lru_cache(maxsize=8)
+def _settings_of_text(text: str) -> Settings:
+    # By text, not by path: most stores keep the config `init` wrote, so a process that
+    # has parsed it once (the hook helper, before it forks) never parses it again, and an
+    # edited file is simply another text. Settings are frozen; a bad text raises (not cached).
+    return _parse(tomllib.loads(text))
 
 
 def parse_settings(data: Mapping[str, Any], origin: str = CONFIG_NAME) -> Settings:

@@ -44,8 +44,9 @@ from agentstate.integrations.hook_client import (
 
 DEFAULT_IDLE_S = 600.0
 LOCK_ATTEMPTS, LOCK_RETRY_S = 20, 0.05
-# How long a connected hook process may take to send its request.
-REQUEST_TIMEOUT_S = 30.0
+# How long a connected hook process may take to send its request (the helper waits for it
+# before forking: hook processes send at once, so this only bounds a stalled one).
+REQUEST_TIMEOUT_S = 5.0
 MAX_HEADER_BYTES = 64 << 20
 
 
@@ -305,14 +306,16 @@ def _accept_until_idle(listener: socket.socket, stamp: tuple[tuple[str, int, int
         if code_stamp(package_dir()) != stamp:
             return conn
         with conn:
-            if not _same_user(conn):
-                continue
+            request = _read_request(conn) if _same_user(conn) else None
+            if request is None:
+                continue  # the hook process sees no answer and runs the hook itself
+            _parse_config_ahead(request[0])
             try:
                 pid = os.fork()
             except OSError:
-                continue  # the hook process sees no answer and runs the hook itself
+                continue
             if pid == 0:
-                _child(listener, conn, lock)
+                _child(listener, conn, lock, request)
 
 
 def _same_user(conn: socket.socket) -> bool:
@@ -332,14 +335,45 @@ def _send_quietly(conn: socket.socket, data: bytes) -> None:
         pass
 
 
-def _child(listener: socket.socket, conn: socket.socket, lock: int) -> None:
+def _read_request(conn: socket.socket) -> tuple[dict[str, Any], bytes] | None:
+    """The hook's header and stdin, read here (before the fork) so that the store's config
+    can be parsed ahead; None when the hook process sent nothing usable in time."""
+    try:
+        conn.settimeout(REQUEST_TIMEOUT_S)
+        header = marshal.loads(read_frame(conn, MAX_HEADER_BYTES))
+        stdin = read_frame(conn)
+    except (OSError, ConnectionError, ValueError, EOFError, TypeError):
+        return None
+    return (header, stdin) if isinstance(header, dict) else None
+
+
+def _parse_config_ahead(header: dict[str, Any]) -> None:
+    """Parse the config of the store this hook will open, in the helper, where the result
+    (cached by its text) outlives the child: each later hook of that repository then skips
+    TOML parsing, most of opening a store. A guess only: the child opens the store itself."""
+    from pathlib import Path
+
+    from agentstate.config import CONFIG_NAME, load_settings
+    from agentstate.store.db import find_store
+
+    try:
+        env = header.get("env") or {}
+        # "" rather than None: the hook's own AGENTSTATE_DIR, never the helper's.
+        root = find_store(Path(str(header["cwd"])), override=env.get("AGENTSTATE_DIR") or "")
+        load_settings(root / CONFIG_NAME)
+    except Exception:  # noqa: BLE001, S110 - the child meets and reports any problem
+        pass
+
+
+def _child(listener: socket.socket, conn: socket.socket, lock: int,
+           request: tuple[dict[str, Any], bytes]) -> None:
     """Run one hook and leave: never returns into the helper's loop."""
     code = 1
     try:
         listener.close()
         os.close(lock)  # the lock stays the helper's: a child running on does not hold it
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        serve_one(conn)
+        serve_one(conn, *request)
         code = 0
     finally:
         # What a hook process does at exit (the token counts it learned are saved), without
@@ -348,10 +382,8 @@ def _child(listener: socket.socket, conn: socket.socket, lock: int) -> None:
         os._exit(code)
 
 
-def serve_one(conn: socket.socket) -> None:
+def serve_one(conn: socket.socket, header: dict[str, Any], stdin: bytes) -> None:
     conn.settimeout(REQUEST_TIMEOUT_S)
-    header = marshal.loads(read_frame(conn, MAX_HEADER_BYTES))
-    stdin = read_frame(conn)
     if (header.get("protocol") != PROTOCOL or header.get("package") != package_dir()
             or header.get("executable") != sys.executable):
         conn.sendall(OTHER)

@@ -330,3 +330,14 @@ def test_the_helper_rehearses_every_hook_and_forks_holding_no_database(tmp_path)
     opened = [f for f in found["files"] if f.endswith((".sqlite", ".db", "-wal"))]
     assert opened == []
     assert not list(Path(tempfile.gettempdir()).glob("agentstate-rehearsal-*/.agentstate"))
+
+
+def test_a_config_edited_between_hooks_is_read_again(helper_env, initialised, cli):
+    """The helper parses a store's config ahead and keeps it by its text: an edit is another
+    text, so the next hook reads the file as it is now (here: broken, and it says so)."""
+    _first_hook_starts_the_helper(initialised)
+    assert _ask("claude-code", "post_tool_use_bash", initialised).stderr == ""
+    config = initialised / ".agentstate" / "config.toml"
+    config.write_text(config.read_text() + "\n[memory\n")
+    reply = _ask("claude-code", "post_tool_use_edit", initialised)
+    assert reply.ran and "not valid TOML" in reply.stderr, reply.stderr
