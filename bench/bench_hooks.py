@@ -152,12 +152,13 @@ def stop_with_transcript(root: Path, hook: list[str], megabytes: float, session:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp:
         root = git_repo(Path(tmp) / "repo")
+        # Every hook of this run, helped or not, keeps the helper's socket in here.
+        os.environ["AGENTSTATE_RUNTIME_DIR"] = str(Path(tmp) / "rt")
         subprocess.run([AGENTSTATE, "init"], cwd=root, check=True, capture_output=True)
         add_preferences(root, PREFERENCES)
         hook = [AGENTSTATE, "hook", "claude-code"]
         cases = payloads(root)
         first = json.dumps(cases["UserPromptSubmit"])
-        subprocess.run(hook, cwd=root, input=first, text=True, check=True)  # starts the run
         results = {"python -c pass": p50([sys.executable, "-c", "pass"], root),
                    "agentstate --help": p50([AGENTSTATE, "--help"], root)}
         touch = root / "app.py"
@@ -169,11 +170,11 @@ def main() -> None:
 
         # Each hook with the hook helper (as users run them; its socket in this run's own
         # directory, stopped at the end) and in process (AGENTSTATE_HOOK_HELPER=0).
-        os.environ["AGENTSTATE_RUNTIME_DIR"] = str(Path(tmp) / "rt")
         helped = dict(os.environ, AGENTSTATE_HOOK_HELPER="1")
         cold = dict(os.environ, AGENTSTATE_HOOK_HELPER="0")
         in_process: dict[str, float] = {}
         try:
+            # Starts the run, and the helper for the rest.
             subprocess.run(hook, cwd=root, input=first, text=True, check=True, env=helped)
             for name, data in cases.items():
                 before = new_event if name.startswith("Stop") else None
