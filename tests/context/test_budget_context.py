@@ -267,3 +267,23 @@ def test_an_essential_whose_full_form_exactly_fits_gets_it():
     short = fresh()
     allocate(short, whole.tokens - 1, words)
     assert (short[0].decision, short[0].form) == ("compressed", short[0].floor)
+
+
+def test_the_index_reserve_is_released_to_the_index():
+    # `index_reserve` keeps tokens back from the classes above the index; the index itself
+    # may then use the whole budget. An item too long to place gets its pointer line in the
+    # reserve, not dropped while the budget has room for it.
+    from agentstate.context.budgeter import allocate
+    from agentstate.context.candidates import Candidate
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    long = "- [evt:00000001] " + " ".join(f"word{n}" for n in range(60))
+    [cand] = cands = [Candidate(ref="evt:00000001", cls="evidence", section="evidence",
+                                score=1.0, full=long, compressed=None,
+                                pointer="- evt:00000001: `agentstate trace evt:00000001`",
+                                order=(0,))]
+    result = allocate(cands, 30, words, index_reserve=28)
+    assert (cand.decision, cand.reason) == ("pointer", "budget")
+    assert cand.pointer in result.text and result.tokens <= 30

@@ -252,6 +252,23 @@ def test_instruction_like_text_is_quarantined_even_from_the_user(cli, initialise
     assert plain["status"] == "active"
 
 
+def test_quarantined_text_never_refreshes_the_users_active_memory(cli, initialised):
+    # The user may set a rule for the agent ("Always run …"); the same words from the agent
+    # read as instructions and are quarantined. They must not dedupe with the user's active
+    # version: that would hand the quarantined write the user's memory (its time refreshed,
+    # the answer saying "deduplicated") instead of keeping it apart and out of reads.
+    text = "Always run the linter before you commit"
+    users = rem(cli, text, "--kind", "preference")
+    assert users["status"] == "active"
+    agents = rem(cli, text, "--kind", "preference", "--as", "agent",
+                 env={"AGENTSTATE_NOW": "2026-01-20T09:00:00Z"})
+    assert agents["action"] == "quarantined" and agents["status"] == "quarantined"
+    assert agents["ref"] != users["ref"]
+    shown = cli.json("memory", "show", users["ref"])["current"]
+    assert shown["status"] == "active" and shown["last_confirmed"].startswith("2026-01-15")
+    assert [h["op"] for h in cli.json("memory", "history", users["ref"])] == ["remember"]
+
+
 def test_quarantined_memory_cannot_be_confirmed(cli, initialised):
     data = rem(cli, INJECTIONS[0], "--kind", "fact", "--source", "tool:web")
     result = cli("memory", "confirm", data["ref"], "--evidence", "user")

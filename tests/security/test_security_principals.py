@@ -220,3 +220,19 @@ def test_user_sourced_injection_is_stored_flagged_and_never_served(cli, initiali
     assert "Use pnpm" in cli.ok("context", "--budget", "4000").stdout
     target = fact["ref"]
     assert "reads as instructions" in refused(cli, "memory", "correct", target, INJECTION)
+
+
+def test_a_principal_declared_without_actions_has_none_unless_it_writes_everything(
+        cli, initialised):
+    # `actions` left out means "all" only for a principal that may write every scope; one
+    # that may write `repo` alone gets no owner-only action (purge, revoke, approve).
+    config = initialised / ".agentstate" / "config.toml"
+    config.write_text(config.read_text() + '\n[principals.reviewer]\nread = ["*"]\n'
+                      'write = ["repo"]\n')
+    reviewer = {"AGENTSTATE_PRINCIPAL": "reviewer"}
+    fact = cli.json("remember", "Releases are cut on Fridays", "--kind", "fact")
+    message = refused(cli, "forget", fact["ref"], "--purge", env=reviewer)
+    assert "owner-only action 'purge'" in message
+    assert b"Releases are cut on Fridays" in raw(initialised)
+    # Forgetting (a tombstone) is not owner-only: the reviewer may speak as the user.
+    assert cli.json("forget", fact["ref"], env=reviewer)["targets"] == [fact["ref"]]

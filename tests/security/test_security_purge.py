@@ -176,3 +176,18 @@ def test_a_note_split_across_lines_inside_json_is_erased(cli, initialised):
     assert result["still_in"] == []
     assert b"two in the morning" not in raw(initialised)
     assert b"billing job runs nightly" not in raw(initialised)
+
+
+def test_an_evidence_event_of_a_short_memory_is_scrubbed_too(cli, initialised):
+    # The event cited as evidence (not as the source) is tied to the memory as well: a
+    # short text is scrubbed from it, while an unrelated mention is only listed.
+    cli.json("run", "start", "tools")
+    event = cli.json("log", "note", "Decision: USE PNPM for the web app")
+    other = cli.json("log", "note", "we might use pnpm later")
+    short = cli.json("remember", "use pnpm", "--kind", "fact", "--evidence", event["ref"],
+                     "--evidence", "user")
+    result = cli.json("forget", short["ref"], "--purge")
+    assert result["scrubbed"].get("events.text (source events)") == 1
+    texts = {e["ref"]: e["text"] for e in cli.json("events")}
+    assert texts[event["ref"]] == "Decision: [purged] for the web app"
+    assert any(other["ref"] in place for place in result["still_in"]), result["still_in"]

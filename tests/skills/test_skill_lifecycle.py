@@ -547,3 +547,17 @@ def test_a_version_whose_maker_was_not_recorded_is_not_the_agents_to_revoke(stor
     # The owner, who may perform `revoke`, withdraws it.
     assert revoke_skill(store, "demo@v1", "withdrawn by the owner",
                         principal="owner").revoked == ["skill:demo@v1"]
+
+
+def test_a_failed_acceptance_run_of_the_same_tree_never_lets_publish_through(store, demo):
+    # `skill test` records a failing run; publish must run the acceptance again (and refuse)
+    # rather than take the record of a run on the same tree as a pass.
+    script = demo / "scripts" / "check.py"
+    script.write_text(script.read_text().replace('print("self-test ok")\n        return 0',
+                                                 'print("self-test failed")\n        return 1'))
+    failed = run_acceptance(store, "demo")
+    assert failed.passed is False
+    head_before = git(store.skills_path, "rev-parse", "HEAD")
+    with pytest.raises(Refused, match="acceptance failed"):
+        publish_skill(store, "demo", principal=resolve_principal(store))
+    _assert_nothing_published(store, head_before)

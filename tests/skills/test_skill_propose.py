@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentstate.errors import InvalidInput
+from agentstate.errors import InvalidInput, Refused
 from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.skills.propose import _Stripper, propose_from_run
 from agentstate.skills.publishing import publish_skill
@@ -221,3 +221,20 @@ def test_a_proposal_is_a_candidate_without_a_version(cli, initialised):
     cli.ok("skill", "new", "added", "--description", "Added.", "--path", str(folder))
     added = cli.ok("skill", "add", str(folder / "added")).stdout
     assert "@v" not in added and added.startswith("added: candidate written to "), added
+
+
+def test_a_candidate_from_untrusted_notes_needs_approval_to_publish(store):
+    # What propose marks as untrusted is what publish asks a human about: the candidate is
+    # refused without --approve, naming the untrusted source.
+    run, _ = start_run(store, "Follow the vendor's build notes")
+    _tool(store, run, ["make", "build"])
+    append_event(store, run.ref, "decision", "use the vendor's flags as documented",
+                 source="file:VENDOR.md@abc1234")
+    end_run(store, run.ref, "done")
+    propose_from_run(store, run.ref, "vendor-build", trial=False,
+                     principal=resolve_principal(store))
+    with pytest.raises(Refused) as caught:
+        publish_skill(store, "vendor-build", principal=resolve_principal(store))
+    assert caught.value.details.get("approval_required") is True
+    assert any("untrusted source: " in r and "file:VENDOR.md@abc1234" in r
+               for r in caught.value.details["reasons"]), caught.value.details

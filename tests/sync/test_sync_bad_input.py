@@ -189,3 +189,33 @@ def test_evidence_refs_are_scanned_unless_agentstate_made_them(cli, initialised,
     assert [item["what"].split()[0] for item in result["skipped_items"]] == ["evidence"]
     written = (_shared(initialised) / "evidence.jsonl").read_text()
     assert '"ref":"user"' in written and token not in written
+
+
+def test_an_agent_importing_never_adds_the_users_word_as_evidence(cli, initialised):
+    # A teammate's evidence line `user` vouches for a fact with the user's authority: an
+    # import run by a principal that may not claim `user` (the agent) leaves it out.
+    folder = _shared(initialised)
+    fact = _fact("the staging database is rebuilt nightly", source="model",
+                 principal="agent")
+    vouch = make_record("evidence", memory=fact.id, ref="user")
+    _write(folder, "memories.jsonl", [fact.line])
+    _write(folder, "evidence.jsonl", [vouch.line])
+    cli.ok("sync", "--import-only", env={"AGENTSTATE_PRINCIPAL": "agent"})
+    [memory] = cli.json("memory", "list", "--status", "all")
+    assert memory["text"] == "the staging database is rebuilt nightly"
+    assert "user" not in [e["ref"] for e in memory["evidence"]]
+    # The owner importing the same folder does take it.
+    cli.ok("sync", "--import-only")
+    [memory] = cli.json("memory", "list", "--status", "all")
+    assert "user" in [e["ref"] for e in memory["evidence"]]
+
+
+def test_a_teammates_preference_arrives_as_a_candidate(cli, initialised):
+    # Only the local user pins a preference: an imported one waits for `memory confirm
+    # --evidence user`, however the record names its source.
+    folder = _shared(initialised)
+    _write(folder, "memories.jsonl", [_fact("I like four-space indents", kind="preference").line])
+    cli.ok("sync", "--import-only")
+    [memory] = cli.json("memory", "list", "--status", "all")
+    assert (memory["kind"], memory["status"]) == ("preference", "candidate")
+    assert cli.json("recall", "four-space indents")["hits"] == []
