@@ -265,3 +265,26 @@ def test_a_small_pack_does_not_restate_the_goal_and_hints_only_at_more_memories(
     assert "agentstate recall" in build_context(store, query="parser", budget=4000,
                                                  save=False,
                                                  principal=resolve_principal(store)).text
+
+
+def test_the_best_hit_is_kept_when_it_is_also_one_of_the_newest_events(store):
+    # The strongest hit is the run's newest event, which the trajectory shows whole. The hit
+    # gives way to that copy, and the copy's class (trajectory) is decided after evidence:
+    # when the weaker hits fill the budget first, the copy must be decided at the hit's rank
+    # (it was dropped with its hit, and the pack held every hit but the one that answers).
+    run, _ = start_run(store, "a conversation")
+    for n in range(80):
+        append_event(store, run.ref, "note",
+                     f"Mel: we talked about the garden again, week {n}, and the rain.")
+    answer = append_event(store, run.ref, "note",
+                          "Caroline: the garden club elected Rosa as its new treasurer.")
+    for budget in (700, 1200, 2500):
+        pack = build_context(store, query="who is the garden club treasurer", budget=budget,
+                             save=False, principal=resolve_principal(store))
+        shown = {e.ref for e in pack.manifest if e.decision in ("included", "compressed")}
+        assert answer.ref in shown, budget
+        assert "Rosa" in pack.text, budget
+        # ... shown once: in the run's timeline, where the newest events are whole.
+        rows = [e for e in pack.manifest if e.ref == answer.ref]
+        assert sorted((e.cls, e.decision) for e in rows) == [
+            ("evidence", "dropped"), ("trajectory", "included")], budget
