@@ -224,7 +224,7 @@ def _nearest(store: Store, query: str, limit: int, embedder: Embedder | None,
     import numpy as np
 
     embedder = embedder or load_embedder()
-    if embedder is None or not query.strip() or limit < 1:
+    if embedder is None or not query.strip() or limit < 1 or _cjk(query):
         return []
     ensure_vectors(store, embedder, kind=kind)
     keys, matrix = _matrix(store, embedder.model, kind)
@@ -238,6 +238,17 @@ def _nearest(store: Store, query: str, limit: int, embedder: Embedder | None,
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
     return [(keys[i], float(sims[i])) for i in top]
+
+
+def _cjk(query: str) -> bool:
+    """Whether the query holds Chinese, Japanese or Korean script. The bundled model's
+    vocabulary is English: it splits such text into byte pieces that every text of the
+    script shares, so any two score alike (a question about the weather scores 0.37 against
+    a note on a failed migration, above the same pair's related texts in English). Those
+    queries keep the lexical path, whose trigram index serves them."""
+    from agentstate.memory.terms import split_query
+
+    return not query.isascii() and bool(split_query(query)[1])
 
 
 # The stored vectors of one store, model and kind, kept in the process between searches:
