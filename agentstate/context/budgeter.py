@@ -140,23 +140,11 @@ def _visit_order(candidates: list[Candidate], key: Callable[[Candidate], tuple[A
     live = [c for c in candidates if c.cls != "pinned" and (
         not c.decision or (c.floor is not None and c.form != c.full))]
     live_ids = {id(c) for c in live}
-    # The fragment a hit gives way to is decided at the better of the two ranks: the run's
-    # newest events (trajectory, a class below evidence) keep a strong hit's place rather
-    # than taking it down with them when the budget runs out before their class.
-    leads: dict[int, Candidate] = {}
-    for cand in live:
-        if cand.after is not None and id(cand.after) in live_ids:
-            other = leads.get(id(cand.after))
-            if other is None or key(cand) < key(other):
-                leads[id(cand.after)] = cand
 
     def visit_key(cand: Candidate) -> tuple[int | float | str, ...]:
         # A fragment that gives way to a twin is decided right after it.
         if cand.after is not None and id(cand.after) in live_ids:
-            return (*min(key(cand.after), key(cand)), 1)
-        lead = leads.get(id(cand))
-        if lead is not None:
-            return (*min(key(cand), key(lead)), 0)
+            return (*key(cand.after), 1)
         return (*key(cand), 0)
 
     live.sort(key=visit_key)
