@@ -23,7 +23,7 @@ first search that needs them (`ensure_vectors`), never by a hook: hooks do not s
 A purge that scrubs an event's text deletes its vector (a trigger), so no trace of erased
 text stays in the store.
 
-Memory versions are embedded the same way (`memory_vectors`, m021) and recall fuses
+Memory versions are embedded the same way (`memory_vectors`, m040) and recall fuses
 them with its lexical match (memory/recall.py). A search multiplies the query's vector
 with every stored vector of its kind; the matrix is kept between searches of one process
 (`_matrix`) and read again when the table changes.
