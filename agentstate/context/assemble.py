@@ -116,8 +116,9 @@ def build_context(
     gathers no evidence (no memories, no past events), `trajectory=False` leaves out the
     run's recent events, `read_gate=False` takes memory and event search hits as they come
     (no permission, scope, status, staleness or relevance checks), `dense=False` keeps the
-    event search lexical even where the dense model is installed, `speakers=False` matches
-    a speaker's name as plain text rather than as the turn's speaker field,
+    event and memory searches lexical even where the dense model is installed,
+    `speakers=False` matches a speaker's name as plain text rather than as the turn's
+    speaker field,
     `answer_lines=False` makes an evidence item's one-line form the matched sentence alone
     (no completing sentence, short turns cut too). The CLI never turns them off.
     """
@@ -214,7 +215,7 @@ def _evidence(store: Store, query: str, principal: str, scope: dict[str, Any] | 
     budget, order, count_many = sizing
     settings = store.settings.context
     mem_cands, withheld = _memory_evidence(store, query, principal, scope, settings, skip,
-                                           gate=gate)
+                                           gate=gate, dense=switches.dense)
     candidates += mem_cands
     # A hit that is also one of the run's own fragments (trajectory, task state) gives
     # way to it; any other repeat is dropped only when its copy is in the text
@@ -480,8 +481,8 @@ def _query_stems(query: str) -> tuple[str, ...]:
 
 
 def _memory_evidence(store: Store, query: str, principal: str, scope_context: dict[str, Any] | None,
-                     settings: ContextSettings, skip: set[str], *, gate: bool = True
-                     ) -> tuple[list[Candidate], dict[str, int]]:
+                     settings: ContextSettings, skip: set[str], *, gate: bool = True,
+                     dense: bool = True) -> tuple[list[Candidate], dict[str, int]]:
     """Memories through the read gate (`recall`), as evidence candidates.
 
     The gate decides permission, scope, status, time and relevance; what it withholds comes
@@ -493,7 +494,7 @@ def _memory_evidence(store: Store, query: str, principal: str, scope_context: di
         return [], {}
     try:
         result = recall(store, query, limit=settings.evidence_memories, principal=principal,
-                        context=scope_context, gate=gate)
+                        context=scope_context, gate=gate, dense=dense)
     except InvalidInput:
         # Only a query with nothing searchable lands here (the principal was checked
         # already): no memory evidence rather than a failed pack.

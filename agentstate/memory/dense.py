@@ -23,9 +23,10 @@ first search that needs them (`ensure_vectors`), never by a hook: hooks do not s
 A purge that scrubs an event's text deletes its vector (a trigger), so no trace of erased
 text stays in the store.
 
-Not done yet: memories are not embedded (recall stays lexical), and a search reads every
-vector of the store (about 5 ms per 10,000 events here); a store of 100,000 events would
-want the matrix cached between calls.
+Memory versions are embedded the same way (`memory_vectors`, m040) and recall fuses
+them with its lexical match (memory/recall.py). A search multiplies the query's vector
+with every stored vector of its kind; the matrix is kept between searches of one process
+(`_matrix`) and read again when the table changes.
 """
 
 from __future__ import annotations
@@ -138,27 +139,61 @@ def signal() -> Signal:
 # ---------------------------------------------------------------- vectors
 
 
-def ensure_vectors(store: Store, embedder: Embedder, limit: int = EMBED_BATCH) -> int:
-    """Embed up to `limit` events that have no vector of this model (newest first);
-    vectors of another model are replaced. Returns how many were embedded."""
+@dataclass(frozen=True)
+class _Vectors:
+    """Where one kind of text keeps its vectors: the statements that count, find, store and
+    read them (written out whole, so the tables each one names are plain to read)."""
+
+    table: str       # the vector table (the matrix cache's key)
+    counts: str      # (vectors of the model, texts)
+    missing: str     # (key, text) of texts without a vector of the model, newest first
+    upsert: str      # (key, model, vec)
+    vectors: str     # (key, vec) of the model
+    stamp: str       # (count, largest rowid) of the vector table: has it changed?
+
+
+EVENTS = _Vectors(
+    "event_vectors",
+    "SELECT (SELECT count(*) FROM event_vectors WHERE model = ?), "
+    "(SELECT count(*) FROM events)",
+    "SELECT e.id, e.text FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_vectors v "
+    "WHERE v.event_id = e.id AND v.model = ?) ORDER BY e.rowid DESC LIMIT ?",
+    "INSERT INTO event_vectors (event_id, model, vec) VALUES (?, ?, ?) "
+    "ON CONFLICT(event_id) DO UPDATE SET model = excluded.model, vec = excluded.vec",
+    "SELECT event_id, vec FROM event_vectors WHERE model = ?",
+    "SELECT count(*), max(rowid) FROM event_vectors",
+)
+# Memory versions, by their row (m040): recall reads the same fusion as the event search.
+MEMORIES = _Vectors(
+    "memory_vectors",
+    "SELECT (SELECT count(*) FROM memory_vectors WHERE model = ?), "
+    "(SELECT count(*) FROM memories)",
+    "SELECT m.row, m.text FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v "
+    "WHERE v.row = m.row AND v.model = ?) ORDER BY m.row DESC LIMIT ?",
+    "INSERT INTO memory_vectors (row, model, vec) VALUES (?, ?, ?) "
+    "ON CONFLICT(row) DO UPDATE SET model = excluded.model, vec = excluded.vec",
+    "SELECT row, vec FROM memory_vectors WHERE model = ?",
+    "SELECT count(*), max(rowid) FROM memory_vectors",
+)
+
+
+def ensure_vectors(store: Store, embedder: Embedder, limit: int = EMBED_BATCH,
+                   kind: _Vectors = EVENTS) -> int:
+    """Embed up to `limit` texts of `kind` (events by default) that have no vector of this
+    model (newest first); vectors of another model are replaced. Returns how many were
+    embedded."""
     conn = store.conn
-    have = conn.execute("SELECT count(*) FROM event_vectors WHERE model = ?",
-                        (embedder.model,)).fetchone()[0]
-    total = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    have, total = conn.execute(kind.counts, (embedder.model,)).fetchone()
     if have >= total:
         return 0
-    rows = conn.execute(
-        "SELECT e.id, e.text FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_vectors v "
-        "WHERE v.event_id = e.id AND v.model = ?) ORDER BY e.rowid DESC LIMIT ?",
-        (embedder.model, limit)).fetchall()
+    rows = conn.execute(kind.missing, (embedder.model, limit)).fetchall()
     if not rows:
         return 0
     vectors = embedder.encode([text or "" for _, text in rows]).astype("<f2")
+    _WRITES[0] += 1
     with store.transaction():
-        conn.executemany(
-            "INSERT INTO event_vectors (event_id, model, vec) VALUES (?, ?, ?) "
-            "ON CONFLICT(event_id) DO UPDATE SET model = excluded.model, vec = excluded.vec",
-            [(eid, embedder.model, vectors[i].tobytes()) for i, (eid, _) in enumerate(rows)])
+        conn.executemany(kind.upsert, [(key, embedder.model, vectors[i].tobytes())
+                                       for i, (key, _) in enumerate(rows)])
     return len(rows)
 
 
@@ -173,25 +208,81 @@ def dense_ranked(store: Store, query: str, limit: int, embedder: Embedder | None
     """(event id, cosine similarity) of the events nearest to `query`, best first, among
     those embedded with the current model (events not yet embedded are embedded first,
     up to EMBED_BATCH). [] without the model."""
+    return _nearest(store, query, limit, embedder, EVENTS)
+
+
+def dense_memory_ranked(store: Store, query: str, limit: int,
+                        embedder: Embedder | None = None) -> list[tuple[int, float]]:
+    """(memory version row, cosine similarity) of the memory versions nearest to `query`,
+    best first, like `dense_ranked` (every status: the read gate decides). [] without the
+    model."""
+    return _nearest(store, query, limit, embedder, MEMORIES)
+
+
+def _nearest(store: Store, query: str, limit: int, embedder: Embedder | None,
+             kind: _Vectors) -> list[Any]:
     import numpy as np
 
     embedder = embedder or load_embedder()
-    if embedder is None or not query.strip():
+    if embedder is None or not query.strip() or limit < 1 or _cjk(query):
         return []
-    ensure_vectors(store, embedder)
-    rows = store.conn.execute("SELECT event_id, vec FROM event_vectors WHERE model = ?",
-                              (embedder.model,)).fetchall()
-    if not rows:
+    ensure_vectors(store, embedder, kind=kind)
+    keys, matrix = _matrix(store, embedder.model, kind)
+    if not keys:
         return []
-    matrix = np.frombuffer(b"".join(v for _, v in rows), dtype="<f2").reshape(len(rows), DIM)
     q = embedder.encode([query])[0]
     if not q.any():
         return []  # no token of the query is in the vocabulary
-    sims = matrix.astype(np.float32) @ q
-    k = min(limit, len(rows))
+    sims = matrix @ q
+    k = min(limit, len(keys))
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
-    return [(rows[i][0], float(sims[i])) for i in top]
+    return [(keys[i], float(sims[i])) for i in top]
+
+
+def _cjk(query: str) -> bool:
+    """Whether the query holds Chinese, Japanese or Korean script. The bundled model's
+    vocabulary is English: it splits such text into byte pieces that every text of the
+    script shares, so any two score alike (a question about the weather scores 0.37 against
+    a note on a failed migration, above the same pair's related texts in English). Those
+    queries keep the lexical path, whose trigram index serves them."""
+    from agentstate.memory.terms import split_query
+
+    return not query.isascii() and bool(split_query(query)[1])
+
+
+# The stored vectors of one store, model and kind, kept in the process between searches:
+# reading and converting 100,000 vectors costs ~50 ms a query, a cached matrix ~5 ms
+# (bench/bench_context.py). The cache is keyed by the database file and checked against
+# the table's row count and largest rowid (a new vector, a purge's trigger), SQLite's
+# data_version on the same connection (a commit by another connection or process) and
+# this module's own count of writes (ensure_vectors replaces another model's vectors in
+# place): any of them moved, the matrix is read again. Only the newest store's are kept.
+_CACHE: dict[tuple[str, str, str], tuple[tuple[int, ...], list[Any], Any]] = {}
+_WRITES = [0]
+
+
+def _matrix(store: Store, model: str, kind: _Vectors) -> tuple[list[Any], Any]:
+    """(keys, float32 matrix of their vectors) of `kind` embedded with `model`."""
+    import numpy as np
+
+    conn = store.conn
+    count, top = conn.execute(kind.stamp).fetchone()
+    stamp = (count, top or 0, conn.execute("PRAGMA data_version").fetchone()[0],
+             id(conn), _WRITES[0])
+    where = str(conn.execute("PRAGMA database_list").fetchone()[2])
+    cached = _CACHE.get((where, model, kind.table))
+    if cached is not None and cached[0] == stamp and where:
+        return cached[1], cached[2]
+    rows = conn.execute(kind.vectors, (model,)).fetchall()
+    keys = [r[0] for r in rows]
+    matrix = np.frombuffer(b"".join(v for _, v in rows), dtype="<f2").reshape(
+        len(rows), DIM).astype(np.float32) if rows else np.zeros((0, DIM), np.float32)
+    if where:
+        for old in [k for k in _CACHE if k[0] != where]:
+            del _CACHE[old]
+        _CACHE[(where, model, kind.table)] = (stamp, keys, matrix)
+    return keys, matrix
 
 
 # ---------------------------------------------------------------- fusion

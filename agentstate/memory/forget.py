@@ -99,8 +99,10 @@ def _select_targets(store: Store, ref: str | None, key: str | None, query: str |
         return [row for memory_id in ids for row in chain_rows(store, memory_id)]
     from agentstate.memory.recall import recall
 
+    # Lexical only: what a forget by query removes must say the words it was given, never
+    # something merely near them in meaning.
     hits = recall(store, query or "", limit=50, principal=principal,
-                  scopes=[scope] if scope else None)
+                  scopes=[scope] if scope else None, dense=False)
     if not hits.hits:
         raise NotFound(f"no current memory matches {query!r}")
     ids = list(dict.fromkeys(h.id for h in hits.hits))

@@ -319,6 +319,28 @@ def m020_event_vectors(db: sqlite_utils.Database) -> None:
     )
 
 
+def m040_memory_vectors(db: sqlite_utils.Database) -> None:
+    """Dense vectors of memory versions (memory/dense.py), one per version row, with the
+    model that made it, like `event_vectors`: recall fuses them with its lexical match. A
+    purge that scrubs a version's text, or a deleted version, removes its vector."""
+    run_script(
+        db,
+        """
+        CREATE TABLE memory_vectors (
+            row INTEGER PRIMARY KEY,
+            model TEXT NOT NULL,
+            vec BLOB NOT NULL
+        );
+        CREATE TRIGGER memory_vectors_au AFTER UPDATE OF text ON memories BEGIN
+            DELETE FROM memory_vectors WHERE row = OLD.row;
+        END;
+        CREATE TRIGGER memory_vectors_ad AFTER DELETE ON memories BEGIN
+            DELETE FROM memory_vectors WHERE row = OLD.row;
+        END;
+        """,
+    )
+
+
 def m031_memories_status_created(db: sqlite_utils.Database) -> None:
     """Newest first within a status (`memory list`, the ui's memory page and review queue)
     without sorting every version of that status: the index is read in order and stops at

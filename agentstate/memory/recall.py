@@ -125,6 +125,7 @@ def recall(
     include: list[str] | tuple[str, ...] = (),
     context: dict[str, Any] | None = None,
     gate: bool = True,
+    dense: bool = True,
 ) -> RecallResult:
     """Memories relevant to `query` that the principal may read, through the read gate.
 
@@ -134,15 +135,25 @@ def recall(
     applicability and specificity. `gate=False` switches the read gate off (for ablations in
     `agentstate eval` only, never reachable from the command line): every search match that
     is not purged comes back, whatever its permission, scope, status or relevance.
+    `dense` (the default): where the `dense` extra is installed, the lexical match is fused
+    with the memory versions nearest in meaning (`search.fused_memory_rows`), as the event
+    search is; off, the match stays lexical (forgetting by query does not act on meaning).
     Raises InvalidInput for an empty or punctuation-only
     query, an unknown kind or include value; an undeclared principal is InvalidInput too.
     """
-    from agentstate.memory.search import MEMORIES, plan_query, search_memory_rows
+    from agentstate.memory.search import (
+        MEMORIES,
+        fused_memory_rows,
+        plan_query,
+        search_memory_rows,
+    )
 
     scopes = _checked_filters(store, limit, kinds, include, scopes, context)
     who = acting(store, principal)
     plan = plan_query(store, query, MEMORIES)
     matches = search_memory_rows(store, query, cap=CANDIDATES, plan=plan)
+    if dense:
+        matches = fused_memory_rows(store, query, matches, cap=CANDIDATES)
     relevance = dict(matches)
     rows = _load_rows(store, [row for row, _ in matches])
     now = store.now()

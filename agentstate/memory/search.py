@@ -334,6 +334,37 @@ def search_memory_rows(store: Any, query: str, *, cap: int = 200,
     return sorted(combined.items(), key=lambda item: (-item[1], -item[0]))[:cap]
 
 
+# Memory versions in the dense fusion. A store holds few memories, so the nearest ones are
+# near only relatively: a version counts as a dense match from this cosine similarity up
+# (with the bundled static model, texts on one subject score ~0.25-0.35 and unrelated
+# ones -0.1-0.1), scaled from there to the best match, at DENSE_MEMORY_WEIGHT of the best
+# lexical match: words the query shares outrank a paraphrase, and a paraphrase alone is
+# still found. Without lexical matches the dense ones alone, at full weight.
+DENSE_MEMORY_FLOOR = 0.2
+DENSE_MEMORY_WEIGHT = 0.5
+
+
+def fused_memory_rows(store: Any, query: str, matches: list[tuple[int, float]], *,
+                      cap: int = 200) -> list[tuple[int, float]]:
+    """`search_memory_rows`' matches fused with the memory versions nearest to `query` in
+    meaning (memory/dense.py; unchanged without the model): each keeps the larger of its
+    lexical relevance and its dense one (see DENSE_MEMORY_FLOOR), best first."""
+    from agentstate.memory.dense import dense_memory_ranked
+
+    near = [(row, sim) for row, sim in dense_memory_ranked(store, query, cap)
+            if sim >= DENSE_MEMORY_FLOOR]
+    if not near:
+        return matches
+    top = near[0][1]
+    weight = DENSE_MEMORY_WEIGHT if matches else 1.0
+    scores = dict(matches)
+    for row, sim in near:
+        dense = weight * ((sim - DENSE_MEMORY_FLOOR) / (top - DENSE_MEMORY_FLOOR)
+                          if top > DENSE_MEMORY_FLOOR else 1.0)
+        scores[row] = max(scores.get(row, 0.0), dense)
+    return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:cap]
+
+
 def _fragments(plan: QueryPlan) -> list[str]:
     return [w for w in plan.words if len(w) >= 3]
 

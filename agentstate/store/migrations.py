@@ -70,6 +70,9 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m030_eval_reports", "evals"),  # issue 25: `eval` reports for the ui's Eval page
     ("m031_memories_status_created", "memory"),  # the ui's memory page, in index order
     ("m032_sync_change_counter", "sync"),  # issue 24: a no-op sync is one read
+    # Issue 23: memories in the dense fusion. Numbered past m032 (m020's block was passed
+    # while it was open), in a block of its own: m040-m044.
+    ("m040_memory_vectors", "memory"),  # dense vectors of memory versions (memory/dense.py)
 )
 
 

@@ -265,3 +265,30 @@ def test_a_small_pack_does_not_restate_the_goal_and_hints_only_at_more_memories(
     assert "agentstate recall" in build_context(store, query="parser", budget=4000,
                                                  save=False,
                                                  principal=resolve_principal(store)).text
+
+
+@pytest.mark.xfail(strict=True, reason="known loss, fix not kept: deciding the trajectory "
+                   "copy at the hit's rank cost the dev split 0.010 at 8,000 tokens "
+                   "(docs/evaluation.md, issue 23 second round)")
+def test_the_best_hit_is_kept_when_it_is_also_one_of_the_newest_events(store):
+    # The strongest hit is the run's newest event, which the trajectory shows whole. The hit
+    # gives way to that copy, and the copy's class (trajectory) is decided after evidence:
+    # when the weaker hits fill the budget first, both are dropped and the pack holds every
+    # hit but the one that answers. Strict: the fix makes it pass, which turns it red until
+    # this mark goes with it.
+    run, _ = start_run(store, "a conversation")
+    for n in range(80):
+        append_event(store, run.ref, "note",
+                     f"Mel: we talked about the garden again, week {n}, and the rain.")
+    answer = append_event(store, run.ref, "note",
+                          "Caroline: the garden club elected Rosa as its new treasurer.")
+    for budget in (700, 1200, 2500):
+        pack = build_context(store, query="who is the garden club treasurer", budget=budget,
+                             save=False, principal=resolve_principal(store))
+        shown = {e.ref for e in pack.manifest if e.decision in ("included", "compressed")}
+        assert answer.ref in shown, budget
+        assert "Rosa" in pack.text, budget
+        # ... shown once: in the run's timeline, where the newest events are whole.
+        rows = [e for e in pack.manifest if e.ref == answer.ref]
+        assert sorted((e.cls, e.decision) for e in rows) == [
+            ("evidence", "dropped"), ("trajectory", "included")], budget

@@ -150,3 +150,74 @@ def test_the_score_fusion_keeps_an_item_first_in_both_first(first, rest, weight,
     fused = _fused(None, lexical, near, weight, limit=50)
     assert fused[0].ref == f"evt:{first}"
     assert len(fused) == len(lexical)
+
+
+# ---------------------------------------------------------------- memories in the fusion
+
+NOTES = [
+    "Caroline is learning to play the cello; her lessons are on Tuesdays.",
+    "Run the tests with pytest -q, never with unittest.",
+    "Deploys go out through the release branch only.",
+]
+
+
+def _remember(store, texts):
+    from agentstate.memory.write import remember
+
+    return [remember(store, t, kind="fact", source="user", principal="owner") for t in texts]
+
+
+def test_recall_finds_a_memory_by_meaning_where_no_word_matches(store, embedder):
+    from agentstate.memory.recall import recall
+
+    _remember(store, NOTES)
+    question = "which musical instrument is she studying"
+    lexical = recall(store, question, principal="owner", dense=False)
+    assert lexical.hits == []  # no word in common: BM25 finds nothing
+    fused = recall(store, question, principal="owner")
+    # The paraphrase alone, not every memory the store holds: the unrelated ones are below
+    # the similarity floor, however few memories there are.
+    assert [h.text for h in fused.hits] == [NOTES[0]]
+    assert store.value("SELECT count(*) FROM memory_vectors WHERE model = ?",
+                       (embedder.model,)) == len(NOTES)
+
+
+def test_recall_keeps_the_words_the_query_shares_above_a_paraphrase(store, embedder):
+    from agentstate.memory.recall import recall
+
+    _remember(store, [*NOTES, "The release branch is cut every Friday at noon."])
+    hits = recall(store, "when is the release branch cut", principal="owner").hits
+    assert hits[0].text == "The release branch is cut every Friday at noon."
+    assert NOTES[1] not in [h.text for h in hits]
+
+
+def test_a_purged_memory_leaves_no_vector(store, embedder):
+    from agentstate.memory.forget import forget
+    from agentstate.memory.recall import recall
+
+    written = _remember(store, NOTES)
+    recall(store, "cello lessons", principal="owner")  # embeds every version
+    assert store.value("SELECT count(*) FROM memory_vectors") == len(NOTES)
+    forget(store, ref=written[0].ref, purge=True, reason="asked to", principal="owner")
+    assert store.value("SELECT count(*) FROM memory_vectors") == len(NOTES) - 1
+    # ... and the purged version is not found by meaning either.
+    assert recall(store, "which musical instrument is she studying", principal="owner").hits == []
+
+
+def test_the_cached_matrix_sees_new_vectors_and_other_connections_writes(store, embedder):
+    import sqlite3
+
+    _, events = _log(store, PARTY)
+    cello = events[3].id  # "I am learning to play the cello, it is hard."
+    assert dense.dense_ranked(store, "cello lessons", 5, embedder)[0][0] == cello
+    more = append_event(store, events[0].run, "note", "My cello lessons moved to Mondays.")
+    # A new event: embedded by this search, and the matrix read again.
+    assert dense.dense_ranked(store, "cello lessons", 2, embedder)[0][0] == more.id
+    # Another process zeroes a vector in place (same count, same rowids): seen all the same.
+    other = sqlite3.connect(store.root / "state.db")
+    with other:
+        other.execute("UPDATE event_vectors SET vec = zeroblob(?) WHERE event_id IN (?, ?)",
+                      (2 * dense.DIM, cello, more.id))
+    other.close()
+    near = dict(dense.dense_ranked(store, "cello lessons", 10, embedder))
+    assert near[cello] == 0.0 and near[more.id] == 0.0

@@ -44,6 +44,7 @@ SHIPPED = [
     "m030_eval_reports",
     "m031_memories_status_created",
     "m032_sync_change_counter",
+    "m040_memory_vectors",
 ]
 
 
