@@ -44,6 +44,7 @@ from agentstate.integrations.hook_client import (
 
 DEFAULT_IDLE_S = 600.0
 LOCK_ATTEMPTS, LOCK_RETRY_S = 20, 0.05
+STOP_WAIT_S = 5.0
 # How long a connected hook process may take to send its request (the helper waits for it
 # before forking: hook processes send at once, so this only bounds a stalled one).
 REQUEST_TIMEOUT_S = 5.0
@@ -258,15 +259,24 @@ def helper_pid(path: str | None = None) -> int | None:
         os.close(fd)
 
 
-def stop_helper(path: str | None = None) -> int | None:
+def stop_helper(path: str | None = None, wait_s: float = STOP_WAIT_S) -> int | None:
     """Ask the running helper to leave (hooks then run in process until the next one
-    starts); its process id, or None when none was running."""
+    starts) and wait up to `wait_s` for it to be gone; its process id, or None when none was
+    running."""
     pid = helper_pid(path)
-    if pid is not None:
+    if pid is None:
+        return None
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return None
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, 0)
         except ProcessLookupError:
-            return None
+            break  # gone, its last writes (the count cache) done
+        time.sleep(0.02)
     return pid
 
 
