@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 # The editable install as a plain path entry, not setuptools' import finder: the finder is
 # imported by every Python process at start-up (re, pathlib, importlib.util…), which more than
 # doubled the instructions of `python -c pass` in this venv (90 M → 40 M without it) and is
-# paid by every hook and every subprocess of the tests.
+# paid by every hook and every subprocess of the tests. setuptools calls this mode
+# transitional: where a future version refuses it, the ordinary editable install is used.
 EDITABLE := --config-settings editable_mode=compat
 
 .PHONY: demo test bench lint clean mutation
@@ -15,7 +16,7 @@ $(BIN)/agentstate: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "agentstate needs Python 3.11 or newer; $(PYTHON) is older (set PYTHON=...)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]' $(EDITABLE)
+	$(BIN)/pip install -q -e '.[dev]' $(EDITABLE) || $(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
 demo: $(BIN)/agentstate

@@ -34,12 +34,15 @@ TARGET_S = 0.1
 
 def timing_shim(folder: Path, real: str, log: Path) -> Path:
     shim = folder / "agentstate"
+    # bash's EPOCHREALTIME reads the clock without starting a process, and the clock starts
+    # once the payload is saved: the window holds the hook process alone, not the shim's own
+    # mktemp, cat and date processes (which added several ms to every event).
     shim.write_text(
-        "#!/bin/sh\n"
-        "start=$(date +%s%N)\n"
+        "#!/usr/bin/env bash\n"
         'tmp=$(mktemp)\ncat > "$tmp"\n'
+        "start=${EPOCHREALTIME/[.,]/}000\n"
         f'{shlex.quote(real)} "$@" < "$tmp"\n'
-        "end=$(date +%s%N)\n"
+        "end=${EPOCHREALTIME/[.,]/}000\n"
         "event=$(sed -n 's/.*\"hook_event_name\": *\"\\([A-Za-z]*\\)\".*/\\1/p' \"$tmp\")\n"
         f'echo "$event $start $end" >> {shlex.quote(str(log))}\n'
         'rm -f "$tmp"\n')
