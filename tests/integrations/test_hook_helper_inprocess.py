@@ -1,0 +1,106 @@
+"""The hook helper's parts run inside the test process (test_hook_helper.py runs the helper as
+the real background process): the child's side of one exchange over a socket pair, the
+rehearsal, and the code stamp that makes a helper leave after an upgrade."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentstate.integrations import hook_client
+from agentstate.integrations.hook_server import code_stamp, rehearse, serve_one
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def process_state():
+    """serve_one takes on the hook's environment and directory, as a forked child does:
+    here it runs in the test process, so both are put back afterwards."""
+    environ, cwd = dict(os.environ), os.getcwd()
+    yield
+    os.environ.clear()
+    os.environ.update(environ)
+    os.chdir(cwd)
+
+
+def _payload(cwd: Path) -> bytes:
+    text = (FIXTURES / "hooks" / "claude-code" / "post_tool_use_bash.json").read_text()
+    data = json.loads(text.replace("__CWD__", str(cwd)))
+    data["transcript_path"] = str(cwd / "no-such-transcript.jsonl")
+    return json.dumps(data).encode()
+
+
+def _exchange(initialised: Path, confirm: bool) -> tuple[bytes, dict | None]:
+    os.chdir(initialised)
+    header = marshal.loads(hook_client.request_header(["hook", "claude-code", "PostToolUse"]))
+    ours, theirs = socket.socketpair()
+    child = threading.Thread(target=serve_one, args=(theirs, header, _payload(initialised)))
+    child.start()
+    try:
+        ours.settimeout(60)
+        first = ours.recv(1)
+        if not confirm:
+            ours.close()
+            child.join(60)
+            return first, None
+        ours.sendall(hook_client.GO)
+        return first, marshal.loads(hook_client.read_frame(ours))
+    finally:
+        child.join(60)
+        theirs.close()
+        ours.close()
+
+
+def test_one_exchange_runs_the_hook_once_confirmed(initialised, cli, process_state):
+    first, answer = _exchange(initialised, confirm=True)
+    assert first == hook_client.READY
+    assert answer == {"code": 0, "stdout": "", "stderr": ""}
+    assert [e["kind"] for e in cli.json("events", "--all")] == ["tool"]
+
+
+def test_without_the_go_ahead_nothing_runs(initialised, cli, process_state):
+    first, _ = _exchange(initialised, confirm=False)
+    assert first == hook_client.READY
+    assert cli.json("events", "--all") == []
+
+
+def test_a_request_from_another_installation_is_refused(initialised, cli, process_state):
+    os.chdir(initialised)
+    header = marshal.loads(hook_client.request_header(["hook", "claude-code", "PostToolUse"]))
+    header["package"] = "/elsewhere/agentstate"
+    ours, theirs = socket.socketpair()
+    try:
+        serve_one(theirs, header, _payload(initialised))
+        assert ours.recv(1) == hook_client.OTHER
+    finally:
+        ours.close()
+        theirs.close()
+    assert cli.json("events", "--all") == []
+
+
+def test_the_rehearsal_puts_back_the_directory_and_environment(tmp_path, process_state):
+    os.chdir(tmp_path)
+    environ = dict(os.environ)
+    assert rehearse() == []
+    assert os.getcwd() == str(tmp_path) and dict(os.environ) == environ
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_code_stamp_changes_with_any_python_file(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "a.py").write_text("A = 1\n")
+    (package / "sub" / "b.py").write_text("B = 1\n")
+    (package / "notes.txt").write_text("not code\n")
+    before = code_stamp(str(package))
+    assert [Path(p).name for p, *_ in before] == ["a.py", "b.py"]
+    (package / "notes.txt").write_text("still not code, longer\n")
+    assert code_stamp(str(package)) == before
+    (package / "sub" / "b.py").write_text("B = 22\n")
+    assert code_stamp(str(package)) != before
