@@ -142,7 +142,10 @@ class Project:
 
 # The hook helper is on under the real clients (as for a user), with a runtime directory of
 # the test's own (`hook_helper` below).
-HELPER_VARS = ("AGENTSTATE_HOOK_HELPER", "AGENTSTATE_RUNTIME_DIR")
+HELPER_VARS = ("AGENTSTATE_HOOK_HELPER", "AGENTSTATE_RUNTIME_DIR", "AGENTSTATE_HOOK_HELPER_IDLE")
+# A session's last hook may start a helper just as the test ends, after the fixture looked
+# for one to stop: with a short idle limit such a helper leaves by itself soon after.
+HELPER_IDLE_S = "30"
 
 
 @pytest.fixture(autouse=True)
@@ -154,6 +157,7 @@ def hook_helper(monkeypatch) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="ash-e2e-"))
     monkeypatch.setenv("AGENTSTATE_HOOK_HELPER", "1")
     monkeypatch.setenv("AGENTSTATE_RUNTIME_DIR", str(folder / "rt"))
+    monkeypatch.setenv("AGENTSTATE_HOOK_HELPER_IDLE", HELPER_IDLE_S)
     yield folder / "rt"
     for lock in (folder / "rt").glob("*.sock.lock"):
         stop_helper(str(lock)[: -len(".lock")])
