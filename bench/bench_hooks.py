@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agentstate.integrations.hook_server import stop_helpers_in
 from bench.bench_transcripts import claude_lines, lines_of_size
 from bench.data import SMOKE, Texts, git_repo, scaled, verdict
 
@@ -72,13 +73,6 @@ def paired(argv: list[str], cwd: Path, stdin: str | None, before,
             if proc.returncode != 0 or proc.stderr:
                 raise SystemExit(f"{argv} failed: {proc.stderr[:300]}")
     return [statistics.median(found) for found in times]
-
-
-def stop_helpers(folder: Path) -> None:
-    from agentstate.integrations.hook_server import stop_helper
-
-    for lock in folder.glob("*.sock.lock"):
-        stop_helper(str(lock)[: -len(".lock")])
 
 
 def add_preferences(root: Path, n: int) -> None:
@@ -184,7 +178,7 @@ def main() -> None:
             stops = {mb: stop_with_transcript(root, hook, mb, f"bench-transcript-{mb}")
                      for mb in TRANSCRIPTS_MB}
         finally:
-            stop_helpers(Path(tmp) / "rt")
+            stop_helpers_in(str(Path(tmp) / "rt"))
     base = results["python -c pass"]
     print(f"{'hook (claude-code)':36} {'p50 s':>7} {'x python':>9} {'in-proc':>8} "
           f"{'x python':>9}   (p50 s: through the hook helper; in-proc: the helper off)")

@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentstate.integrations.hook_server import stop_helpers_in
 from bench.data import SMOKE, scaled
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def measure(client: str, binary: Path, events: int, *, helper: bool = True
         try:
             _sessions(client, binary, project, shim)
         finally:
-            stop_helpers(base / "rt")
+            stop_helpers_in(str(base / "rt"))
             for key, value in saved.items():
                 os.environ.pop(key, None) if value is None else os.environ.update({key: value})
         found: dict[str, list[float]] = defaultdict(list)
@@ -106,13 +107,6 @@ def measure(client: str, binary: Path, events: int, *, helper: bool = True
             event, start, end = line.split()
             found[event].append((int(end) - int(start)) / 1e9)
         return found
-
-
-def stop_helpers(folder: Path) -> None:
-    from agentstate.integrations.hook_server import stop_helper
-
-    for lock in folder.glob("*.sock.lock"):
-        stop_helper(str(lock)[: -len(".lock")])
 
 
 def _sessions(client: str, binary: Path, project: Project, shim: Path) -> None:

@@ -280,6 +280,18 @@ def stop_helper(path: str | None = None, wait_s: float = STOP_WAIT_S) -> int | N
     return pid
 
 
+def stop_helpers_in(folder: str) -> list[int]:
+    """Stop every helper whose socket is in `folder` (a runtime directory of a test or a
+    benchmark's own); their process ids."""
+    stopped = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if name.endswith(".sock.lock"):
+            pid = stop_helper(os.path.join(folder, name[: -len(".lock")]))
+            if pid is not None:
+                stopped.append(pid)
+    return stopped
+
+
 def _listen(path: str) -> socket.socket:
     # Holding the lock means no live helper owns a socket file left at `path`.
     try:

@@ -152,15 +152,14 @@ HELPER_IDLE_S = "30"
 def hook_helper(monkeypatch) -> Iterator[Path]:
     """Hooks reach agentstate's warm helper as they do for a user; its socket lives in a
     short directory of this test's own, and whatever helper the hooks started is stopped."""
-    from agentstate.integrations.hook_server import stop_helper
+    from agentstate.integrations.hook_server import stop_helpers_in
 
     folder = Path(tempfile.mkdtemp(prefix="ash-e2e-"))
     monkeypatch.setenv("AGENTSTATE_HOOK_HELPER", "1")
     monkeypatch.setenv("AGENTSTATE_RUNTIME_DIR", str(folder / "rt"))
     monkeypatch.setenv("AGENTSTATE_HOOK_HELPER_IDLE", HELPER_IDLE_S)
     yield folder / "rt"
-    for lock in (folder / "rt").glob("*.sock.lock"):
-        stop_helper(str(lock)[: -len(".lock")])
+    stop_helpers_in(str(folder / "rt"))
     shutil.rmtree(folder, ignore_errors=True)
 
 
