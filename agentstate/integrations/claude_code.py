@@ -30,6 +30,8 @@ from agentstate.integrations.transcripts import (
     TranscriptImport,
     goal_from,
     is_harness_text,
+    keep_session,
+    kept_session,
     open_transcript,
     parsed_lines,
     read_lines,
@@ -66,8 +68,10 @@ def import_claude_code(
     malformed line (Refused for a secret), importing nothing. A `cursor` (see ReadCursor)
     starts the reading where an earlier import stopped and is moved to where this one did.
     """
-    path = open_transcript(path, AGENT)
-    session = read_session(path)
+    path = open_transcript(path, AGENT, cursor)
+    kept = kept_session(cursor, AGENT)
+    session = kept[0] if kept else read_session(path)
+    keep_session(cursor, session)
     records = _records(path, include_thinking, session.first_ts, cursor or ReadCursor())
     return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,

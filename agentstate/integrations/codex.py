@@ -32,6 +32,8 @@ from agentstate.integrations.transcripts import (
     TranscriptImport,
     goal_from,
     is_harness_text,
+    keep_session,
+    kept_session,
     open_transcript,
     parsed_lines,
     read_lines,
@@ -68,8 +70,14 @@ def import_codex(
     agent's format; with `strict`, the first malformed line imports nothing; a `cursor` as
     for Claude Code.
     """
-    path = open_transcript(path, AGENT)
-    session, has_items = read_session(path)
+    path = open_transcript(path, AGENT, cursor)
+    kept = kept_session(cursor, AGENT)
+    if kept is not None and isinstance(kept[1].get("has_items"), bool):
+        session, has_items = kept[0], kept[1]["has_items"]
+    else:
+        session, has_items = read_session(path)
+    if has_items:  # complete only then (read_session reads on until it knows)
+        keep_session(cursor, session, {"has_items": has_items})
     records = _records(path, include_reasoning, has_items, cursor or ReadCursor())
     return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,

@@ -27,6 +27,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from agentstate.integrations.hook_client import (
@@ -415,8 +416,12 @@ def serve_one(conn: socket.socket, header: dict[str, Any], stdin: bytes) -> None
         return  # the hook process gave up before confirming and runs the hook itself
     conn.settimeout(None)
     _adopt(header)
-    code, stdout, stderr = run_captured(header["argv"], stdin)
+    later: list[Callable[[], None]] = []
+    code, stdout, stderr = run_captured(header["argv"], stdin, later)
     send_frame(conn, marshal.dumps({"code": code, "stdout": stdout, "stderr": stderr}))
+    conn.close()  # the hook process exits on the answer; the agent goes on from here
+    for finish in later:
+        finish()
 
 
 def _adopt(header: dict[str, Any]) -> None:
@@ -428,15 +433,18 @@ def _adopt(header: dict[str, Any]) -> None:
     sys.argv = ["agentstate", *header["argv"]]
 
 
-def run_captured(argv: list[str], stdin: bytes) -> tuple[int, str, str]:
-    """`agentstate hook AGENT …` exactly as entry.main runs it, output captured."""
+def run_captured(argv: list[str], stdin: bytes,
+                 after_answer: list[Callable[[], None]] | None = None) -> tuple[int, str, str]:
+    """`agentstate hook AGENT …` exactly as entry.main runs it, output captured; what may
+    wait until the answer is sent goes to `after_answer` (see `run_hook`)."""
     from agentstate.integrations.hook_runner import run_hook
 
     out, err = io.StringIO(), io.StringIO()
     sys.stdout, sys.stderr = out, err
     try:
         code = run_hook(argv[1], argv[2:], io.BytesIO(stdin),
-                        directory=os.environ.get("AGENTSTATE_DIR") or None)
+                        directory=os.environ.get("AGENTSTATE_DIR") or None,
+                        after_answer=after_answer)
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     return code, out.getvalue(), err.getvalue()

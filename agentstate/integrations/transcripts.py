@@ -136,6 +136,39 @@ class ReadCursor:
             return False
 
 
+HEAD_KEY = "head"  # in a cursor's state: the session its transcript's first lines describe
+
+
+def kept_session(cursor: ReadCursor | None, agent: str) -> tuple[Session, dict[str, Any]] | None:
+    """The session (and the reader's own facts, e.g. Codex's `has_items`) that an earlier
+    read of this transcript's head found complete, kept in the cursor: a long session's
+    every Stop then reads only its new lines, not its first ones again. None before the
+    first read, or while the head still lacked something."""
+    if cursor is None or not cursor.offset:
+        return None
+    kept = cursor.state.get(HEAD_KEY)
+    if not isinstance(kept, dict) or not all(isinstance(kept.get(k), str)
+                                             for k in ("session", "cwd", "goal")):
+        return None
+    optional = {k: kept[k] if isinstance(kept.get(k), str) else None
+                for k in ("branch", "first_ts")}
+    session = Session(agent, kept["session"], kept["cwd"], optional["branch"], kept["goal"],
+                      optional["first_ts"])
+    extra = kept.get("extra")
+    return session, extra if isinstance(extra, dict) else {}
+
+
+def keep_session(cursor: ReadCursor | None, session: Session,
+                 extra: dict[str, Any] | None = None) -> None:
+    """Keep a complete head in the cursor (see `kept_session`); an incomplete one (no goal
+    yet: the session has just started) is read again next time."""
+    if cursor is None or not (session.session and session.cwd and session.goal):
+        return
+    cursor.state[HEAD_KEY] = {"session": session.session, "cwd": session.cwd,
+                              "branch": session.branch, "goal": session.goal,
+                              "first_ts": session.first_ts, "extra": extra or {}}
+
+
 TAIL_BYTES = 256
 
 
@@ -482,14 +515,17 @@ def _skipping(records: Iterator[ImportLine], already_logged: AlreadyLogged
             yield line
 
 
-def open_transcript(path: Path, agent: str) -> Path:
-    """Check the path names a readable file of this agent's format."""
+def open_transcript(path: Path, agent: str, cursor: ReadCursor | None = None) -> Path:
+    """Check the path names a readable file of this agent's format. A cursor past the start
+    means an earlier read already checked the format of this same file (the cursor fits it),
+    so its first lines are not sniffed again."""
     path = Path(path).expanduser()
     if not path.exists():
         raise InvalidInput(f"no such file: {path}")
     if not path.is_file():
         raise InvalidInput(f"not a regular file: {path}")
-    check_format(path, agent)
+    if cursor is None or not cursor.offset:
+        check_format(path, agent)
     return path
 
 

@@ -36,14 +36,21 @@ def _payload(cwd: Path) -> bytes:
     return json.dumps(data).encode()
 
 
-def _exchange(initialised: Path, confirm: bool) -> tuple[bytes, dict | None]:
+def _child_serving(initialised: Path) -> tuple[socket.socket, socket.socket,
+                                                threading.Thread]:
+    """(our end, the child's end, the thread running serve_one as the forked child would)."""
     os.chdir(initialised)
     header = marshal.loads(hook_client.request_header(["hook", "claude-code", "PostToolUse"]))
     ours, theirs = socket.socketpair()
     child = threading.Thread(target=serve_one, args=(theirs, header, _payload(initialised)))
     child.start()
+    ours.settimeout(60)
+    return ours, theirs, child
+
+
+def _exchange(initialised: Path, confirm: bool) -> tuple[bytes, dict | None]:
+    ours, theirs, child = _child_serving(initialised)
     try:
-        ours.settimeout(60)
         first = ours.recv(1)
         if not confirm:
             ours.close()
@@ -62,6 +69,42 @@ def test_one_exchange_runs_the_hook_once_confirmed(initialised, cli, process_sta
     assert first == hook_client.READY
     assert answer == {"code": 0, "stdout": "", "stderr": ""}
     assert [e["kind"] for e in cli.json("events", "--all")] == ["tool"]
+
+
+def test_the_answer_goes_out_before_the_store_closes_with_everything_committed(
+        initialised, cli, process_state, monkeypatch):
+    """Closing the store (SQLite's checkpoint of its log, with an fsync) waits until the
+    agent has its answer; what the hook wrote is already committed and readable then."""
+    import sqlite3
+
+    from agentstate.store.db import Store
+
+    closing, may_close = threading.Event(), threading.Event()
+    real_close = Store.close
+
+    def held_close(self):
+        closing.set()
+        assert may_close.wait(60), "the answer never came while the store was open"
+        real_close(self)
+
+    monkeypatch.setattr(Store, "close", held_close)
+    ours, _theirs, child = _child_serving(initialised)
+    try:
+        assert ours.recv(1) == hook_client.READY
+        ours.sendall(hook_client.GO)
+        # A close before the answer would block until `may_close`, set only below: the
+        # answer would then never come (a timeout here).
+        ours.settimeout(20)
+        answer = marshal.loads(hook_client.read_frame(ours))
+        assert answer["code"] == 0
+        with sqlite3.connect(initialised / ".agentstate" / "state.db") as other:
+            assert other.execute("SELECT count(*) FROM events WHERE kind = 'tool'"
+                                 ).fetchone() == (1,)
+    finally:
+        may_close.set()
+        child.join(60)
+        ours.close()
+    assert closing.is_set() and not child.is_alive()  # and then it closed
 
 
 def test_without_the_go_ahead_nothing_runs(initialised, cli, process_state):

@@ -327,3 +327,61 @@ def test_a_cursor_that_no_longer_fits_the_file_is_not_used(tmp_path):
     path.write_text('{"a": 1}\n')  # shorter: truncated
     assert not cursor.fits(path)
     assert ReadCursor.from_dict({"offset": "x"}) == ReadCursor()
+
+
+@pytest.mark.parametrize("importer,fixture,lines", [
+    (import_claude_code, CLAUDE, None), (import_codex, CODEX, 22)])
+def test_a_cursor_keeps_the_session_head_so_later_catch_ups_read_only_new_lines(
+        store, tmp_path, monkeypatch, importer, fixture, lines):
+    """Once the head (session, cwd, goal; Codex: whether messages come as response items)
+    is complete, later reads with the cursor neither sniff the format nor read the first
+    lines again, and import exactly what a whole-file read would."""
+    import agentstate.integrations.claude_code as claude_code
+    import agentstate.integrations.codex as codex
+    import agentstate.integrations.transcripts as transcripts
+
+    path = tmp_path / fixture.name
+    whole = fixture.read_text().splitlines(keepends=True)
+    path.write_text("".join(whole[:lines] if lines else whole[:-1]))
+    cursor = ReadCursor()
+    first = importer(store, path, cursor=cursor)
+    head = cursor.state["head"]
+    assert (head["session"], head["cwd"]) == (first.session, first.cwd) and head["goal"]
+
+    def must_not_run(*_args, **_kwargs):
+        raise AssertionError("the head was read again")
+
+    for module in (claude_code, codex, transcripts):
+        monkeypatch.setattr(module, "read_session", must_not_run, raising=False)
+    monkeypatch.setattr(transcripts, "sniff", must_not_run)
+    _grow(path, {"type": "user", "sessionId": first.session, "uuid": "u-late",
+                 "timestamp": "2026-01-14T10:09:00Z", "message": {
+                     "role": "user", "content": "One more thing: keep the changelog."}}
+          if importer is import_claude_code else
+          {"timestamp": "2026-01-12T08:10:10.000Z", "type": "response_item",
+           "payload": {"type": "message", "role": "user",
+                       "content": [{"type": "input_text", "text": "Keep the changelog."}]}})
+    grown = importer(store, path, cursor=cursor)
+    assert (grown.session, grown.cwd, grown.result.run) == (first.session, first.cwd,
+                                                            first.result.run)
+    assert (grown.result.imported, grown.result.duplicates) == (1, 0)
+    monkeypatch.undo()
+    full = importer(store, path).result  # a whole-file read finds nothing it did not store
+    assert (full.imported, full.duplicates) == (0, first.result.imported + 1)
+
+
+def test_a_head_without_its_goal_yet_is_read_again(store, tmp_path):
+    """A session whose first request has not been written yet (SessionStart, a resumed
+    session's preamble) keeps no head: the next read finds the goal."""
+    path = tmp_path / "s.jsonl"
+    base = {"sessionId": "s-1", "cwd": "/repo", "timestamp": "2026-01-14T10:00:00Z"}
+    path.write_text(json.dumps({**base, "type": "system", "uuid": "x0",
+                                "content": "session started"}) + "\n")
+    cursor = ReadCursor()
+    import_claude_code(store, path, cursor=cursor)
+    assert "head" not in cursor.state
+    _grow(path, {**base, "type": "user", "uuid": "x1",
+                 "message": {"role": "user", "content": "Make the parser strict"}})
+    later = import_claude_code(store, path, cursor=cursor)
+    assert cursor.state["head"]["goal"] == "Make the parser strict"
+    assert later.session == "s-1"
