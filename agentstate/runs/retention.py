@@ -69,12 +69,9 @@ def mark_retention(conn: sqlite3.Connection, cutoff: str,
     counts.removed = _one(conn, f"SELECT count(*) FROM {REMOVED}")
     counts.collected = _one(conn, f"SELECT count(*) FROM {COLLECTED}")
     counts.already_collected = _one(
-        conn, "SELECT count(*) FROM events WHERE collected_at IS NOT NULL AND id IN "
-              "(SELECT id FROM temp.gc_old) AND id IN (SELECT id FROM temp.gc_keep)")
-    counts.body_bytes = _one(
-        conn, "SELECT coalesce(sum(length(CAST(text AS BLOB)) + length(CAST(meta AS BLOB))"
-              "), 0) FROM events WHERE collected_at IS NULL AND id IN (SELECT id FROM "
-              "temp.gc_old)")
+        conn, "SELECT count(*) FROM temp.gc_keep k JOIN temp.gc_old o ON o.id = k.id "
+              "JOIN events e ON e.id = k.id WHERE e.collected_at IS NOT NULL")
+    counts.body_bytes = _one(conn, "SELECT coalesce(sum(bytes), 0) FROM temp.gc_old")
     return counts
 
 
@@ -116,10 +113,14 @@ def _collect(conn: sqlite3.Connection, schema: str, root: Path, now: str) -> Non
 
 def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> None:
     """temp.gc_old: the candidates; temp.gc_keep: those that must keep their row."""
-    conn.execute("CREATE TEMP TABLE gc_old (id TEXT PRIMARY KEY)")
+    # With each candidate, the bytes of text and meta a removal takes away (none for a body
+    # an earlier gc collected): read in the one scan of the run log that finds them.
+    conn.execute("CREATE TEMP TABLE gc_old (id TEXT PRIMARY KEY, bytes INTEGER NOT NULL)")
     conn.execute("CREATE TEMP TABLE gc_keep (id TEXT PRIMARY KEY)")
-    conn.execute("INSERT INTO temp.gc_old SELECT e.id FROM events e JOIN runs r ON r.id = "
-                 "e.run WHERE r.status != 'active' AND e.ts < ?", (cutoff,))
+    conn.execute("INSERT INTO temp.gc_old SELECT e.id, CASE WHEN e.collected_at IS NULL THEN "
+                 "length(CAST(e.text AS BLOB)) + length(CAST(e.meta AS BLOB)) ELSE 0 END "
+                 "FROM events e JOIN runs r ON r.id = e.run WHERE r.status != 'active' AND "
+                 "e.ts < ?", (cutoff,))
     conn.executemany("INSERT OR IGNORE INTO temp.gc_keep VALUES (?)",
                      ((ref[4:],) for ref in keep_refs if ref.startswith("evt:")))
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -143,8 +144,9 @@ def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> No
     conn.execute(f"INSERT INTO {REMOVED} SELECT id FROM temp.gc_old WHERE id NOT IN "
                  "(SELECT id FROM temp.gc_keep)")
     conn.execute("CREATE TEMP TABLE gc_collected (id TEXT PRIMARY KEY)")
-    conn.execute(f"INSERT INTO {COLLECTED} SELECT id FROM events WHERE collected_at IS NULL "
-                 "AND id IN (SELECT id FROM temp.gc_old) AND id IN (SELECT id FROM temp.gc_keep)")
+    # Driven from the few kept ids, not a scan of the run log.
+    conn.execute(f"INSERT INTO {COLLECTED} SELECT k.id FROM temp.gc_keep k JOIN temp.gc_old o "
+                 "ON o.id = k.id JOIN events e ON e.id = k.id WHERE e.collected_at IS NULL")
 
 
 def _one(conn: sqlite3.Connection, sql: str) -> int:
