@@ -245,7 +245,7 @@ KILL = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize(("step", "finished"), [
+@pytest.mark.parametrize("step, finished", [
     ("rows", False), ("built", False), ("unlocked", False), ("copying", False),
     ("copied", True)])
 def test_a_process_killed_at_any_step_leaves_the_old_store_or_the_new_one(tmp_path, step,
