@@ -30,6 +30,7 @@ from agentstate.sync.records import (
     FILES,
     Folder,
     Record,
+    file_digest,
     line_id,
     make_record,
     shareable_scope,
@@ -170,6 +171,12 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
             record_mapping(store, record_id, memory, version, "export", None)
         mark_scanned(store, plan.scanned)
     return written
+
+
+def written_digests(path: Path, names: list[str]) -> dict[str, str]:
+    """The digests of the files an export just wrote (read_folder's `checked`)."""
+    digests = {name: file_digest(path / name) for name in names}
+    return {name: digest for name, digest in digests.items() if digest is not None}
 
 
 def updated(folder: Folder, plan: ExportPlan) -> Folder:

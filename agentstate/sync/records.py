@@ -76,6 +76,9 @@ class Folder:
     path: Path
     records: dict[str, Record] = field(default_factory=dict)
     lines: dict[str, list[str]] = field(default_factory=dict)  # file name → raw lines
+    # file name → sha256 of its text, for the files read whole and found valid (see
+    # read_folder's `checked`)
+    digests: dict[str, str] = field(default_factory=dict)
 
     def of_type(self, *types: str) -> list[Record]:
         return sorted((r for r in self.records.values() if r.type in types), key=lambda r: r.id)
@@ -246,11 +249,18 @@ def record_over_limits(data: dict[str, Any], max_chars: int) -> str | None:
     return None
 
 
-def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Folder:
+def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset(),
+                checked: dict[str, str] | None = None) -> Folder:
     """Parse every shared file; raise InvalidInput naming file and line on the first bad one.
 
     `skip`: record ids whose lines are not validated (this machine purged them: a purge may
-    have scrubbed their text out of the line already)."""
+    have scrubbed their text out of the line already). `checked`: file name → the sha256 of
+    a text of that file this store has validated (or written) before; a file whose text is
+    still that one is only parsed, not checked again line by line (issue 24: checking
+    every line was half of a sync that found nothing new). `Folder.digests` holds the
+    digests to keep for next time."""
+    import hashlib
+
     folder = Folder(path)
     check_folder(path)
     for name in sorted(set(FILES.values())):
@@ -260,6 +270,11 @@ def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Fo
             continue
         lines = [line for line in raw.splitlines() if line.strip()]
         folder.lines[name] = lines
+        digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()
+        folder.digests[name] = digest
+        if checked is not None and checked.get(name) == digest:
+            _parse_checked(folder, file, raw, skip)
+            continue
         for number, text in enumerate(raw.splitlines(), start=1):
             if not text.strip():
                 continue
@@ -280,6 +295,25 @@ def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Fo
                 check_id(record)
                 folder.records[record.id] = record
     return folder
+
+
+def _parse_checked(folder: Folder, file: Path, raw: str, skip: set[str] | frozenset[str]
+                   ) -> None:
+    """The records of a file whose exact text passed `read_folder`'s checks before."""
+    for number, text in enumerate(raw.splitlines(), start=1):
+        if not text.strip() or (skip and _raw_id(text) in skip):
+            continue
+        data = json.loads(text)
+        folder.records.setdefault(data["id"], Record(data, text.strip(),
+                                                     f"{_show(file)} line {number}"))
+
+
+def file_digest(file: Path) -> str | None:
+    """The sha256 of a shared file's text as written (None when it is absent)."""
+    import hashlib
+
+    raw = read_shared_file(file)
+    return None if raw is None else hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
 def _raw_id(text: str) -> str | None:
