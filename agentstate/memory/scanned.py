@@ -42,8 +42,11 @@ def digester(store: Store) -> Callable[[str, str | None, str, str], str]:
     from agentstate.store.keys import keyed_hasher
 
     hasher = keyed_hasher(store.root)
-    return lambda text, key, scope, source: hasher(
-        "\0".join(("scanned", scanner_fingerprint(), text, key or "", scope, source)))
+    return lambda text, key, scope, source: hasher(_message(text, key, scope, source))
+
+
+def _message(text: str, key: str | None, scope: str, source: str) -> str:
+    return "\0".join(("scanned", scanner_fingerprint(), text, key or "", scope, source))
 
 
 def scanned_digests(store: Store) -> set[str]:
@@ -58,5 +61,9 @@ def mark_scanned(store: Store, digests: Iterable[str]) -> None:
 
 def mark_fields_scanned(store: Store, text: str, key: str | None, scope: str,
                         source: str) -> None:
-    """After the scanner passed a version's fields, as they are stored."""
-    mark_scanned(store, [digester(store)(text, key, scope, source)])
+    """After the scanner passed a version's fields, as they are stored (one version: the
+    key comes from the process's copy, one stat, not a read of the key file)."""
+    from agentstate.store.keys import keyed_hash
+
+    digest = keyed_hash(store.root, _message(text, key, scope, source))
+    mark_scanned(store, [digest])
