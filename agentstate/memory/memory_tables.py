@@ -358,4 +358,6 @@ def m041_scanned_texts(db: sqlite_utils.Database) -> None:
     """Keyed digests of memory versions whose text, key, scope and source the secret scanner
     has passed (the write gate, an import): an export then writes their lines without
     scanning them again (issue 24: a text is scanned once). memory/scanned.py."""
-    run_script(db, "CREATE TABLE scanned_texts (digest TEXT PRIMARY KEY) WITHOUT ROWID;")
+    # A rowid table, as every table a purge searches for leftover text (memory/forget.py
+    # names a row by its rowid).
+    run_script(db, "CREATE TABLE scanned_texts (digest TEXT PRIMARY KEY);")
