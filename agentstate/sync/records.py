@@ -102,6 +102,8 @@ def record_id(data: dict[str, Any], body: str | None = None) -> str:
 
 def make_record(record_type: str, /, **fields: Any) -> Record:
     """A new record of `record_type` with its content-derived id."""
+    if record_type == "evidence" and fields.keys() == {"memory", "ref"}:
+        return evidence_record(fields["memory"], fields["ref"])
     data: dict[str, Any] = {"v": FORMAT, "type": record_type, **fields}
     if record_type in ("forget", "purge"):
         # Only the type and target: the same tombstone from two teammates is one line.
@@ -109,6 +111,20 @@ def make_record(record_type: str, /, **fields: Any) -> Record:
     body = canonical(data)
     data["id"] = record_id(data, body)
     return Record(data, canonical(data), "", body)
+
+
+def evidence_record(memory: str, ref: str) -> Record:
+    """`make_record("evidence", memory=…, ref=…)` with the canonical JSON spelled out: an
+    export builds one per evidence ref of every shared version to learn whether its line is
+    there already, and two `json.dumps` with sorted keys each were a third of that (issue 24).
+    The text is the one `canonical` makes (keys in order, no spaces, non-ASCII kept; a test
+    compares them)."""
+    quoted = (json.dumps(memory, ensure_ascii=False), json.dumps(ref, ensure_ascii=False))
+    rest = f'"memory":{quoted[0]},"ref":{quoted[1]},"type":"evidence","v":{FORMAT}}}'
+    body = "{" + rest
+    rid = hashlib.sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
+    data = {"v": FORMAT, "type": "evidence", "memory": memory, "ref": ref, "id": rid}
+    return Record(data, f'{{"id":"{rid}",' + rest, "", body)
 
 
 def shareable_scope(scope: str) -> bool:

@@ -55,3 +55,13 @@ def test_a_teammates_new_lines_are_checked(store, checks):
     checks.clear()
     assert sync(store, principal="owner").imported == 1
     assert len(checks) == 2  # the whole changed file, once
+
+
+@pytest.mark.parametrize("ref", ["user", "evt:abc123", 'file:a "quoted" path@1a2b',
+                                 "file:路径/文件.py@main", "file:tab\there@x"])
+def test_the_quick_evidence_record_is_the_canonical_one(ref):
+    quick = records.evidence_record("0" * 32, ref)
+    data = {"v": records.FORMAT, "type": "evidence", "memory": "0" * 32, "ref": ref}
+    body = records.canonical(data)
+    data["id"] = records.record_id(data, body)
+    assert (quick.line, quick.body, quick.data) == (records.canonical(data), body, data)
