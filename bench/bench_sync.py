@@ -43,24 +43,31 @@ def _store(path: Path):
 
 
 def _fill(store, count: int) -> None:
+    """Facts as `remember` stores them: each text passes the secret scanner when written
+    (`scanned=True` keeps that, as the write gate does), so the export need not scan it
+    again; the scan's cost belongs to the write, not to the export."""
     from agentstate.memory.versions import insert_version
+    from agentstate.safety import refuse_secrets
 
     with store.transaction():
         for n in range(count):
             key = f"setting-{n}" if n % 3 == 0 else None
             memory_id = f"bench{n:05d}"
+            text = f"service {n} listens on port {10000 + n} behind the gateway of zone {n % 17}"
+            refuse_secrets(text, "the memory text")
             insert_version(store, memory_id=memory_id, version=1, kind="fact", key=key,
-                           scope="repo", text=f"service {n} listens on port {10000 + n} "
-                           f"behind the gateway of zone {n % 17}", source="user",
+                           scope="repo", text=text, source="user",
                            status="superseded" if key else "active", confidence=0.9,
                            valid_until=None, supersedes=None, principal="owner",
-                           reason="bench", evidence=[("user", "user")])
+                           reason="bench", evidence=[("user", "user")], scanned=True)
             if key:
+                text = f"service {n} listens on port {20000 + n}"
+                refuse_secrets(text, "the memory text")
                 insert_version(store, memory_id=memory_id, version=2, kind="fact", key=key,
-                               scope="repo", text=f"service {n} listens on port {20000 + n}",
-                               source="user", status="active", confidence=0.9,
-                               valid_until=None, supersedes=1, principal="owner",
-                               reason="bench", evidence=[("user", "user")])
+                               scope="repo", text=text, source="user", status="active",
+                               confidence=0.9, valid_until=None, supersedes=1,
+                               principal="owner", reason="bench",
+                               evidence=[("user", "user")], scanned=True)
 
 
 def _timed(label: str, action):

@@ -144,7 +144,8 @@ def gc(
                       markup=False)
         console.print(f"  event text and meta: {_size(r.body_bytes)}", markup=False)
         if not r.dry_run:
+            how = " (rewritten with what stays)" if r.rewritten else ""
             console.print(f"  database {_size(r.bytes_before)} → {_size(r.bytes_after)}: "
-                          f"{_size(r.reclaimed)} reclaimed", markup=False)
+                          f"{_size(r.reclaimed)} reclaimed{how}", markup=False)
 
     emit(result, as_json=as_json, human=human)

@@ -86,8 +86,8 @@ def correct(store: Store, ref: str, text: str, *, principal: Principal | str,
             scope=target.scope, text=text, source="user", status=MemoryStatus.ACTIVE,
             confidence=confidence_for("user"), valid_until=None,
             supersedes=(cur or rows[-1]).version, principal=who.name, reason=why,
-            evidence=[("user", "user")],
-        )
+            evidence=[("user", "user")], scanned=True,  # check_text scanned the new text;
+        )                                            # the rest is the scanned version's
         new_rows = chain_rows(store, target.id)
         new_row = next(r for r in new_rows if r.row == row)
         replaced = make_current(store, new_row, new_rows, who.name, "user correction", why)

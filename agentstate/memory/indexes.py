@@ -5,11 +5,10 @@ purge, the integrity check `doctor` runs, and the rebuild `doctor --repair` runs
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.memory_tables import CJK_GLOB
+from agentstate.store.rewrite import CopyPlan
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -63,53 +62,49 @@ def rebuild_indexes(store: Store) -> None:
         _refill_event_index(conn)
 
 
-def _refill_event_index(conn: Any, cjk_rows: str | None = None) -> None:
+def _refill_event_index(conn: Any, cjk_rows: str | None = None, schema: str = "main") -> None:
     """Empty the event index and fill it again from `events` (inside the caller's
     transaction). `cjk_rows`: a table of the index rows known to hold CJK text (the
     trigram index's rows before the change), so the costly CJK pattern is tried on those
-    alone; None (a repair) tries it on every text."""
+    alone; None (a repair) tries it on every text. `schema`: the database on the connection
+    (a store being rewritten is attached as another)."""
     for name in ("events_fts", "events_tri"):
-        conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
-    conn.execute("INSERT INTO event_search_map(event_id) SELECT e.id FROM events e "
-                 "WHERE NOT EXISTS (SELECT 1 FROM event_search_map m "
-                 "WHERE m.event_id = e.id) ORDER BY e.ts, e.run, e.seq")
-    conn.execute("DELETE FROM event_search_map WHERE event_id NOT IN (SELECT id FROM events)")
-    conn.execute("INSERT INTO events_fts(rowid, text) SELECT m.row, e.text "
-                 "FROM event_search_map m JOIN events e ON e.id = m.event_id")
+        conn.execute(f"INSERT INTO {schema}.{name}({name}) VALUES ('delete-all')")
+    conn.execute(f"INSERT INTO {schema}.event_search_map(event_id) SELECT e.id FROM "
+                 f"{schema}.events e WHERE NOT EXISTS (SELECT 1 FROM {schema}.event_search_map "
+                 "m WHERE m.event_id = e.id) ORDER BY e.ts, e.run, e.seq")
+    conn.execute(f"DELETE FROM {schema}.event_search_map WHERE event_id NOT IN "
+                 f"(SELECT id FROM {schema}.events)")
+    conn.execute(f"INSERT INTO {schema}.events_fts(rowid, text) SELECT m.row, e.text "
+                 f"FROM {schema}.event_search_map m JOIN {schema}.events e ON e.id = m.event_id")
     # The trigram index holds only texts with CJK (m015): what its triggers insert.
-    known = f"{cjk_rows} t JOIN event_search_map m ON m.row = t.row" if cjk_rows else (
-        "event_search_map m")
-    conn.execute(f"INSERT INTO events_tri(rowid, text) SELECT m.row, e.text FROM {known} "
-                 "JOIN events e ON e.id = m.event_id WHERE e.text GLOB ?", (CJK_GLOB,))
+    known = (f"{cjk_rows} t JOIN {schema}.event_search_map m ON m.row = t.row" if cjk_rows
+             else f"{schema}.event_search_map m")
+    conn.execute(f"INSERT INTO {schema}.events_tri(rowid, text) SELECT m.row, e.text FROM "
+                 f"{known} JOIN {schema}.events e ON e.id = m.event_id WHERE e.text GLOB ?",
+                 (CJK_GLOB,))
 
 
-# The triggers that keep the event index in step with each changed row (m102, m105, m015).
-_ROW_TRIGGERS = ("events_search_ad", "events_search_au")
+def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
+    """For a rewrite of the store that removes the events whose ids `removed` (a table)
+    holds and collects those of `collected` (store/rewrite.py, `agentstate gc`): what the
+    tables the events' triggers feed keep, and the index filled from the rows that stay.
 
+    What the triggers would have done row by row: a deleted event leaves the map and the
+    dense vectors (`events_search_ad`, `event_vectors_ad`); a collected one keeps its map row
+    (its index row number) but loses its vector (`event_vectors_au`: its text changed). The
+    word and trigram indexes are contentless, so they are created empty and filled from the
+    texts that stay (the trigram one only from rows it held before: the CJK ones)."""
+    def refill(conn: Any, schema: str) -> None:
+        conn.execute("CREATE TEMP TABLE event_index_cjk AS SELECT rowid AS row "
+                     "FROM main.events_tri")
+        _refill_event_index(conn, "temp.event_index_cjk", schema)
+        conn.execute("DROP TABLE temp.event_index_cjk")
 
-@contextmanager
-def event_index_set_aside(conn: Any) -> Iterator[None]:
-    """For a delete of most of the run log (gc): the index's per-row triggers are dropped
-    for the block and the index is refilled from the rows that remain afterwards, then the
-    triggers are put back as they were (their SQL is read from the store's own schema).
+    gone = f"(SELECT id FROM {removed})"
+    return CopyPlan(
+        keep={"event_search_map": f"event_id NOT IN {gone}",
+              "event_vectors": f"event_id NOT IN {gone} AND event_id NOT IN "
+                               f"(SELECT id FROM {collected})"},
+        refill={"events_fts", "events_tri"}, steps=[refill])
 
-    Why: the index is contentless, so every deleted row is tokenized again to take its
-    terms out — about as dear as indexing it. Removing 90% of the rows row by row cost ~50×
-    a copy of the database (issue 24); refilling tokenizes only the 10% that stay. Must run
-    inside the caller's transaction: an error rolls the dropped triggers back with the rest.
-    """
-    if not conn.in_transaction:
-        raise RuntimeError("event_index_set_aside needs an open transaction")
-    saved = conn.execute(
-        f"SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN "
-        f"({', '.join('?' * len(_ROW_TRIGGERS))})", _ROW_TRIGGERS).fetchall()
-    for name, _ in saved:
-        conn.execute(f"DROP TRIGGER {name}")
-    yield
-    # The rows that stay keep their index row numbers (event_search_map), so the trigram
-    # index's rows before the change say which of them can hold CJK text.
-    conn.execute("CREATE TEMP TABLE event_index_cjk AS SELECT rowid AS row FROM events_tri")
-    _refill_event_index(conn, "temp.event_index_cjk")
-    conn.execute("DROP TABLE temp.event_index_cjk")
-    for _, sql in saved:
-        conn.execute(sql)

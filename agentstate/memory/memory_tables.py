@@ -352,3 +352,12 @@ def m031_memories_status_created(db: sqlite_utils.Database) -> None:
         CREATE INDEX memories_expiring ON memories(valid_until, status)
             WHERE valid_until IS NOT NULL;
     """)
+
+
+def m041_scanned_texts(db: sqlite_utils.Database) -> None:
+    """Keyed digests of memory versions whose text, key, scope and source the secret scanner
+    has passed (the write gate, an import): an export then writes their lines without
+    scanning them again (issue 24: a text is scanned once). memory/scanned.py."""
+    # A rowid table, as every table a purge searches for leftover text (memory/forget.py
+    # names a row by its rowid).
+    run_script(db, "CREATE TABLE scanned_texts (digest TEXT PRIMARY KEY);")

@@ -69,7 +69,10 @@ def initial_confidence(source: str, evidence_count: int) -> float:
 def insert_version(store: Store, *, memory_id: str, version: int, kind: str, key: str | None,
                    scope: str, text: str, source: str, status: MemoryStatus, confidence: float,
                    valid_until: str | None, supersedes: int | None, principal: str,
-                   reason: str, evidence: list[tuple[str, str]]) -> int:
+                   reason: str, evidence: list[tuple[str, str]], scanned: bool = False) -> int:
+    """Store one version. `scanned`: the secret scanner passed its text, key, scope and
+    source (the write gate, an import): kept as a digest, so an export need not scan them
+    again (memory/scanned.py)."""
     now = store.now()
     cursor = store.conn.execute(
         "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, status,"
@@ -81,6 +84,10 @@ def insert_version(store: Store, *, memory_id: str, version: int, kind: str, key
     row = cursor.lastrowid
     assert row is not None  # an INSERT into a rowid table always sets it
     add_evidence(store, row, evidence, principal)
+    if scanned:
+        from agentstate.memory.scanned import mark_fields_scanned
+
+        mark_fields_scanned(store, text, key, scope, source)
     return row
 
 

@@ -251,7 +251,7 @@ def _new_chain(store: Store, text: str, kind: str, key: str | None, scope: str, 
     insert_version(store, memory_id=memory_id, version=1, kind=kind, key=key, scope=scope,
                    text=text, source=source, status=status, confidence=confidence,
                    valid_until=valid_until, supersedes=None, principal=actor, reason=reason,
-                   evidence=refs)
+                   evidence=refs, scanned=True)  # remember scanned every field first
     op = {"active": "remember", "candidate": "candidate", "quarantined": "quarantine"}[status]
     record_history(store, memory_id, 1, op, actor, reason, text, source=source, scope=scope,
                    kind=kind, evidence=[r for r, _ in refs])
@@ -281,7 +281,7 @@ def _new_version(store: Store, chain: list[MemoryVersion], text: str, kind: str,
         status=MemoryStatus.CANDIDATE if status == MemoryStatus.CANDIDATE else MemoryStatus.ACTIVE,
         confidence=confidence, valid_until=valid_until,
         supersedes=cur.version if cur else None, principal=actor, reason=reason,
-        evidence=refs,
+        evidence=refs, scanned=True,  # remember scanned every field first
     )
     action, replaced, contests = ("candidate" if status == "candidate" else "stored"), None, None
     if status == "active" and live is not None:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from agentstate.store.db import Store
+from agentstate.store.rewrite import CopyPlan
 
 # Tables (other than events) with a column that names an event: a foreign key to events(id)
 # (tool calls, skill loads), or a checkpoint's own id, which is its `checkpoint` event's id
@@ -36,67 +37,90 @@ class RetentionCounts:
     body_bytes: int = 0        # bytes of text and meta removed (or that would be)
 
 
-BulkChange = Callable[[sqlite3.Connection], AbstractContextManager[None]]
+# The marks mark_retention leaves on its connection: the ids of the events a removal deletes,
+# and of those whose body it collects.
+REMOVED = "temp.gc_removed"
+COLLECTED = "temp.gc_collected"
 
 
 def apply_retention(store: Store, cutoff: str, keep_refs: Iterable[str], *,
-                    dry_run: bool = False, bulk: BulkChange | None = None
-                    ) -> RetentionCounts:
+                    dry_run: bool = False) -> RetentionCounts:
     """Remove (or, with `dry_run`, count) the events of finished runs older than `cutoff`;
-    the ones named in `keep_refs` (`evt:…`) or linked from a kept row are collected.
-
-    `bulk`: wraps the changes when they remove more rows than stay (gc passes the event
-    index's set-aside, memory/indexes.py: refilling the index from the rows that stay is
-    then cheaper than taking each removed row out of it). A smaller removal goes row by row
-    through the triggers, in time proportional to what it removes."""
-    counts = RetentionCounts()
+    the ones named in `keep_refs` (`evt:…`) or linked from a kept row are collected, row by
+    row through the triggers. (`agentstate gc` calls `mark_retention` itself and chooses
+    between `remove_in_place` and a rewrite of the store by the share removed.)"""
     conn = store.conn
     with store.transaction():
-        _mark(conn, cutoff, keep_refs)
-        counts.candidates = _one(conn, "SELECT count(*) FROM temp.gc_old")
-        counts.removed = _one(conn, "SELECT count(*) FROM temp.gc_old WHERE id NOT IN "
-                                    "(SELECT id FROM temp.gc_keep)")
-        collect = ("FROM events WHERE collected_at IS NULL AND id IN (SELECT id FROM "
-                   "temp.gc_old) AND id IN (SELECT id FROM temp.gc_keep)")
-        counts.collected = _one(conn, f"SELECT count(*) {collect}")
-        counts.already_collected = _one(
-            conn, "SELECT count(*) FROM events WHERE collected_at IS NOT NULL AND id IN "
-                  "(SELECT id FROM temp.gc_old) AND id IN (SELECT id FROM temp.gc_keep)")
-        counts.body_bytes = _one(
-            conn, "SELECT coalesce(sum(length(CAST(text AS BLOB)) + length(CAST(meta AS BLOB))"
-                  "), 0) FROM events WHERE collected_at IS NULL AND id IN (SELECT id FROM "
-                  "temp.gc_old)")
+        counts = mark_retention(conn, cutoff, keep_refs)
         if not dry_run:
-            stay = _one(conn, "SELECT count(*) FROM events") - counts.removed
-            with (bulk(conn) if bulk and counts.removed > stay else nullcontext()):
-                _collect_and_delete(store, collect)
-        conn.execute("DROP TABLE temp.gc_old")
-        conn.execute("DROP TABLE temp.gc_keep")
+            remove_in_place(conn, store.root, store.now())
+        drop_marks(conn)
     return counts
 
 
-def _collect_and_delete(store: Store, collect: str) -> None:
+def mark_retention(conn: sqlite3.Connection, cutoff: str,
+                   keep_refs: Iterable[str]) -> RetentionCounts:
+    """Mark the candidates (temp tables on `conn`, inside the caller's transaction) and
+    count what a removal would do. `REMOVED` then names the ids to delete and `COLLECTED`
+    those whose body goes; `drop_marks` clears them."""
+    counts = RetentionCounts()
+    _mark(conn, cutoff, keep_refs)
+    counts.candidates = _one(conn, "SELECT count(*) FROM temp.gc_old")
+    counts.removed = _one(conn, f"SELECT count(*) FROM {REMOVED}")
+    counts.collected = _one(conn, f"SELECT count(*) FROM {COLLECTED}")
+    counts.already_collected = _one(
+        conn, "SELECT count(*) FROM temp.gc_keep k JOIN temp.gc_old o ON o.id = k.id "
+              "JOIN events e ON e.id = k.id WHERE e.collected_at IS NOT NULL")
+    counts.body_bytes = _one(conn, "SELECT coalesce(sum(bytes), 0) FROM temp.gc_old")
+    return counts
+
+
+def stay_count(conn: sqlite3.Connection, removed: int) -> int:
+    """How many events a removal of `removed` rows leaves."""
+    return _one(conn, "SELECT count(*) FROM events") - removed
+
+
+def drop_marks(conn: sqlite3.Connection) -> None:
+    for table in ("gc_removed", "gc_collected", "gc_old", "gc_keep"):
+        conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+
+def remove_in_place(conn: sqlite3.Connection, root: Path, now: str) -> None:
     """Collect the kept candidates' bodies, then delete the others (set-based: one
-    statement each)."""
+    statement each; the triggers keep the indexes in step)."""
+    _collect(conn, "main", root, now)
+    conn.execute(f"DELETE FROM events WHERE id IN (SELECT id FROM {REMOVED})")
+
+
+def rewrite_plan(root: Path, now: str) -> CopyPlan:
+    """For a rewrite of the store (store/rewrite.py): the events that stay, and their
+    collection in the new file (before its triggers exist: the owners of the tables those
+    triggers feed say in their own plans what the new file keeps)."""
+    return CopyPlan(keep={"events": f"id NOT IN (SELECT id FROM {REMOVED})"},
+                    steps=[lambda conn, schema: _collect(conn, schema, root, now)])
+
+
+def _collect(conn: sqlite3.Connection, schema: str, root: Path, now: str) -> None:
     from agentstate.store.keys import keyed_hasher
 
-    conn = store.conn
-    hasher = keyed_hasher(store.root)
+    hasher = keyed_hasher(root)
     conn.create_function("gc_body_hash", 2, lambda text, meta: hasher(
         json.dumps([text, meta], ensure_ascii=False)))
-    conn.execute(f"UPDATE events SET body_hash = gc_body_hash(text, meta), text = '', "
-                 f"meta = '{{}}', collected_at = ? WHERE rowid IN (SELECT rowid "
-                 f"{collect})", (store.now(),))
-    conn.execute("DELETE FROM events WHERE id IN (SELECT id FROM temp.gc_old) AND "
-                 "id NOT IN (SELECT id FROM temp.gc_keep)")
+    conn.execute(f"UPDATE {schema}.events SET body_hash = gc_body_hash(text, meta), "
+                 f"text = '', meta = '{{}}', collected_at = ? WHERE id IN "
+                 f"(SELECT id FROM {COLLECTED})", (now,))
 
 
 def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> None:
     """temp.gc_old: the candidates; temp.gc_keep: those that must keep their row."""
-    conn.execute("CREATE TEMP TABLE gc_old (id TEXT PRIMARY KEY)")
+    # With each candidate, the bytes of text and meta a removal takes away (none for a body
+    # an earlier gc collected): read in the one scan of the run log that finds them.
+    conn.execute("CREATE TEMP TABLE gc_old (id TEXT PRIMARY KEY, bytes INTEGER NOT NULL)")
     conn.execute("CREATE TEMP TABLE gc_keep (id TEXT PRIMARY KEY)")
-    conn.execute("INSERT INTO temp.gc_old SELECT e.id FROM events e JOIN runs r ON r.id = "
-                 "e.run WHERE r.status != 'active' AND e.ts < ?", (cutoff,))
+    conn.execute("INSERT INTO temp.gc_old SELECT e.id, CASE WHEN e.collected_at IS NULL THEN "
+                 "length(CAST(e.text AS BLOB)) + length(CAST(e.meta AS BLOB)) ELSE 0 END "
+                 "FROM events e JOIN runs r ON r.id = e.run WHERE r.status != 'active' AND "
+                 "e.ts < ?", (cutoff,))
     conn.executemany("INSERT OR IGNORE INTO temp.gc_keep VALUES (?)",
                      ((ref[4:],) for ref in keep_refs if ref.startswith("evt:")))
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -115,7 +139,14 @@ def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> No
                 f"(SELECT id FROM temp.gc_old) OR e.id IN (SELECT id FROM temp.gc_keep))"
             ).rowcount
         if not added:
-            return
+            break
+    conn.execute("CREATE TEMP TABLE gc_removed (id TEXT PRIMARY KEY)")
+    conn.execute(f"INSERT INTO {REMOVED} SELECT id FROM temp.gc_old WHERE id NOT IN "
+                 "(SELECT id FROM temp.gc_keep)")
+    conn.execute("CREATE TEMP TABLE gc_collected (id TEXT PRIMARY KEY)")
+    # Driven from the few kept ids, not a scan of the run log.
+    conn.execute(f"INSERT INTO {COLLECTED} SELECT k.id FROM temp.gc_keep k JOIN temp.gc_old o "
+                 "ON o.id = k.id JOIN events e ON e.id = k.id WHERE e.collected_at IS NULL")
 
 
 def _one(conn: sqlite3.Connection, sql: str) -> int:

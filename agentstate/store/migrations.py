@@ -73,6 +73,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     # Issue 23: memories in the dense fusion. Numbered past m032 (m020's block was passed
     # while it was open), in a block of its own: m040-m044.
     ("m040_memory_vectors", "memory"),  # dense vectors of memory versions (memory/dense.py)
+    ("m041_scanned_texts", "memory"),  # issue 24: a memory text is scanned for secrets once
 )
 
 

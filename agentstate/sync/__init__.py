@@ -115,13 +115,20 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
     # Imported only past the digest: export, merge and the record format pull in the secret
     # scanner (dozens of regular expressions to compile), ~100 ms that a sync with nothing
     # new never uses (issue 24: ≤ 0.2 s as a whole process).
-    from agentstate.sync.export import plan_export, removed_lines, updated, write_export
+    from agentstate.sync.export import (
+        plan_export,
+        removed_lines,
+        updated,
+        write_export,
+        written_digests,
+    )
     from agentstate.sync.gitsetup import ensure_gitattributes
     from agentstate.sync.merge import import_folder
     from agentstate.sync.records import read_folder
-    from agentstate.sync.shared import purged_record_ids
+    from agentstate.sync.shared import checked_files, keep_checked_files, purged_record_ids
 
-    folder = read_folder(path, skip=purged_record_ids(store))
+    folder = read_folder(path, skip=purged_record_ids(store), checked=checked_files(store))
+    checked = dict(folder.digests)  # every file read passed the checks (or it raised)
     if do_export:
         plan = plan_export(store, folder, include_candidates=include_candidates,
                            include_quarantined=include_quarantined)
@@ -137,6 +144,10 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
                 # the rule moved there, or joined from a clone, gets it here.
                 ensure_gitattributes(store.root)
             folder = updated(folder, plan)
+            # What the export wrote is checked lines kept and lines it made itself.
+            checked.update(written_digests(path, result.files_written))
+    if not dry_run:
+        keep_checked_files(store, checked)
     if do_import:
         merged = import_folder(store, folder, principal=principal, dry_run=dry_run)
         result.imported = len(merged.imported)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.lazy_re import LazyPattern
 from agentstate.memory.model import MemoryVersion, all_version_rows, evidence_refs_by_row
+from agentstate.memory.scanned import digester, mark_scanned, scanned_digests
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
 from agentstate.store.refs import make_ref
@@ -29,6 +30,7 @@ from agentstate.sync.records import (
     FILES,
     Folder,
     Record,
+    file_digest,
     line_id,
     make_record,
     shareable_scope,
@@ -46,6 +48,7 @@ EXPORTED = (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED, MemoryStatus.SUPERSEDED
 class ExportPlan:
     new: list[Record] = field(default_factory=list)
     mappings: list[tuple[str, str, int]] = field(default_factory=list)  # record, mem, version
+    scanned: list[str] = field(default_factory=list)  # digests of versions scanned here
     dropped: set[str] = field(default_factory=set)  # record ids whose lines a purge removes
     skipped: list[dict[str, Any]] = field(default_factory=list)
 
@@ -66,6 +69,9 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     present = set(folder.records)
     ids: dict[tuple[str, int], str] = {k: min(v) for k, v in known.items()}
     evidence = evidence_refs_by_row(store)
+    # Versions whose fields the scanner already passed (the write gate, an import): their
+    # lines hold nothing else a person wrote, so they are not scanned again.
+    known_clean, digest = scanned_digests(store), digester(store)
     # Records a teammate forgot or purged: nothing more is written about them, not even an
     # evidence line, before the import (which runs after the export) applies the tombstone.
     dead = folder.targets("forget") | folder.targets("purge")
@@ -88,8 +94,11 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
                 continue
         else:
             record = _memory_record(row, ids)
-            if not _clean(plan, record, make_ref("mem", row.id, row.version)):
-                continue
+            fields = digest(row.text, row.key, row.scope, row.source)
+            if fields not in known_clean:
+                if not _clean(plan, record, make_ref("mem", row.id, row.version)):
+                    continue
+                plan.scanned.append(fields)
             record_id = record.id
             ids[key] = record_id
             plan.mappings.append((record_id, row.id, row.version))
@@ -160,7 +169,14 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     with store.transaction():
         for record_id, memory, version in plan.mappings:
             record_mapping(store, record_id, memory, version, "export", None)
+        mark_scanned(store, plan.scanned)
     return written
+
+
+def written_digests(path: Path, names: list[str]) -> dict[str, str]:
+    """The digests of the files an export just wrote (read_folder's `checked`)."""
+    digests = {name: file_digest(path / name) for name in names}
+    return {name: digest for name, digest in digests.items() if digest is not None}
 
 
 def updated(folder: Folder, plan: ExportPlan) -> Folder:

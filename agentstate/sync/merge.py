@@ -299,7 +299,8 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
         confidence=initial_confidence(data["source"], 1) * (
             CONTESTED_FACTOR if status != "active" else 1),
         valid_until=data["valid_until"], supersedes=supersedes,
-        principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[])
+        principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[],
+        scanned=True)  # _refusal scanned the record's whole line before this
     record_mapping(store, record.id, memory_id, version, "import", data["rel"])
     new_ref = make_ref("mem", memory_id, version)
     result.touched.add(memory_id)

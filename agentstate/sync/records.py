@@ -76,6 +76,9 @@ class Folder:
     path: Path
     records: dict[str, Record] = field(default_factory=dict)
     lines: dict[str, list[str]] = field(default_factory=dict)  # file name → raw lines
+    # file name → sha256 of its text, for the files read whole and found valid (see
+    # read_folder's `checked`)
+    digests: dict[str, str] = field(default_factory=dict)
 
     def of_type(self, *types: str) -> list[Record]:
         return sorted((r for r in self.records.values() if r.type in types), key=lambda r: r.id)
@@ -99,6 +102,8 @@ def record_id(data: dict[str, Any], body: str | None = None) -> str:
 
 def make_record(record_type: str, /, **fields: Any) -> Record:
     """A new record of `record_type` with its content-derived id."""
+    if record_type == "evidence" and fields.keys() == {"memory", "ref"}:
+        return evidence_record(fields["memory"], fields["ref"])
     data: dict[str, Any] = {"v": FORMAT, "type": record_type, **fields}
     if record_type in ("forget", "purge"):
         # Only the type and target: the same tombstone from two teammates is one line.
@@ -106,6 +111,20 @@ def make_record(record_type: str, /, **fields: Any) -> Record:
     body = canonical(data)
     data["id"] = record_id(data, body)
     return Record(data, canonical(data), "", body)
+
+
+def evidence_record(memory: str, ref: str) -> Record:
+    """`make_record("evidence", memory=…, ref=…)` with the canonical JSON spelled out: an
+    export builds one per evidence ref of every shared version to learn whether its line is
+    there already, and two `json.dumps` with sorted keys each were a third of that (issue 24).
+    The text is the one `canonical` makes (keys in order, no spaces, non-ASCII kept; a test
+    compares them)."""
+    quoted = (json.dumps(memory, ensure_ascii=False), json.dumps(ref, ensure_ascii=False))
+    rest = f'"memory":{quoted[0]},"ref":{quoted[1]},"type":"evidence","v":{FORMAT}}}'
+    body = "{" + rest
+    rid = hashlib.sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
+    data = {"v": FORMAT, "type": "evidence", "memory": memory, "ref": ref, "id": rid}
+    return Record(data, f'{{"id":"{rid}",' + rest, "", body)
 
 
 def shareable_scope(scope: str) -> bool:
@@ -246,11 +265,18 @@ def record_over_limits(data: dict[str, Any], max_chars: int) -> str | None:
     return None
 
 
-def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Folder:
+def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset(),
+                checked: dict[str, str] | None = None) -> Folder:
     """Parse every shared file; raise InvalidInput naming file and line on the first bad one.
 
     `skip`: record ids whose lines are not validated (this machine purged them: a purge may
-    have scrubbed their text out of the line already)."""
+    have scrubbed their text out of the line already). `checked`: file name → the sha256 of
+    a text of that file this store has validated (or written) before; a file whose text is
+    still that one is only parsed, not checked again line by line (issue 24: checking
+    every line was half of a sync that found nothing new). `Folder.digests` holds the
+    digests to keep for next time."""
+    import hashlib
+
     folder = Folder(path)
     check_folder(path)
     for name in sorted(set(FILES.values())):
@@ -260,6 +286,11 @@ def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Fo
             continue
         lines = [line for line in raw.splitlines() if line.strip()]
         folder.lines[name] = lines
+        digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()
+        folder.digests[name] = digest
+        if checked is not None and checked.get(name) == digest:
+            _parse_checked(folder, file, raw, skip)
+            continue
         for number, text in enumerate(raw.splitlines(), start=1):
             if not text.strip():
                 continue
@@ -280,6 +311,25 @@ def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Fo
                 check_id(record)
                 folder.records[record.id] = record
     return folder
+
+
+def _parse_checked(folder: Folder, file: Path, raw: str, skip: set[str] | frozenset[str]
+                   ) -> None:
+    """The records of a file whose exact text passed `read_folder`'s checks before."""
+    for number, text in enumerate(raw.splitlines(), start=1):
+        if not text.strip() or (skip and _raw_id(text) in skip):
+            continue
+        data = json.loads(text)
+        folder.records.setdefault(data["id"], Record(data, text.strip(),
+                                                     f"{_show(file)} line {number}"))
+
+
+def file_digest(file: Path) -> str | None:
+    """The sha256 of a shared file's text as written (None when it is absent)."""
+    import hashlib
+
+    raw = read_shared_file(file)
+    return None if raw is None else hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
 def _raw_id(text: str) -> str | None:

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from agentstate.store.db import Store
 
 DIGEST_KEY = "sync_nothing_new"  # kv: the digest left by the last full sync
+CHECKED_KEY = "sync_checked_files"  # kv: shared file → sha256 of a text found valid
 
 
 @dataclass
@@ -111,3 +112,26 @@ def keep_digest(store: Store, digest: str) -> None:
     from agentstate.runs.log import set_kv_value
 
     set_kv_value(store, DIGEST_KEY, digest)
+
+
+def checked_files(store: Store) -> dict[str, str]:
+    """Shared file name → the sha256 of its text when this store last found it valid (or
+    wrote it): read_folder parses such a file without checking each line again."""
+    import json
+
+    from agentstate.runs.log import kv_value
+
+    try:
+        kept = json.loads(kv_value(store, CHECKED_KEY) or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return {str(k): str(v) for k, v in kept.items()} if isinstance(kept, dict) else {}
+
+
+def keep_checked_files(store: Store, digests: dict[str, str]) -> None:
+    import json
+
+    from agentstate.runs.log import set_kv_value
+
+    if digests != checked_files(store):
+        set_kv_value(store, CHECKED_KEY, json.dumps(digests, sort_keys=True))

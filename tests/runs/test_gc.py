@@ -212,13 +212,10 @@ def _index_terms(store) -> tuple[list[tuple], list[tuple]]:
                                ).fetchall())
 
 
-def test_a_gc_removing_most_events_refills_the_index_as_row_by_row_would(monkeypatch):
-    """The bulk path (memory/indexes.event_index_set_aside: triggers dropped, index refilled
-    from the rows that stay) ends with the same index terms as the per-row triggers, and
-    puts the triggers back so later writes are indexed again."""
-    import contextlib
-
-    import agentstate.memory.indexes as indexes
+def test_a_gc_removing_most_events_refills_the_index_as_row_by_row_would():
+    """The rewrite (store/rewrite.py: the rows that stay copied into a new file, the index
+    filled from them) ends with the same index terms as the per-row triggers, and keeps
+    the triggers so later writes are indexed again."""
     from agentstate.memory.indexes import check_indexes
 
     with fresh_store() as bulk, fresh_store() as rows:
@@ -226,18 +223,10 @@ def test_a_gc_removing_most_events_refills_the_index_as_row_by_row_would(monkeyp
         _most_old(rows)
         triggers = bulk.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = "
                                      "'trigger' ORDER BY name").fetchall()
-        used = []
-        real = indexes.event_index_set_aside
-
-        def spy(conn):
-            used.append(1)
-            return real(conn)
-
-        monkeypatch.setattr(indexes, "event_index_set_aside", spy)
-        assert gc(bulk, principal="owner").removed == 7 and used == [1]
-        monkeypatch.setattr(indexes, "event_index_set_aside",
-                            lambda conn: contextlib.nullcontext())
-        assert gc(rows, principal="owner").removed == 7
+        done = gc(bulk, principal="owner")
+        assert done.removed == 7 and done.rewritten  # chosen by the share removed
+        in_place = gc(rows, principal="owner", rewrite=False)
+        assert in_place.removed == 7 and not in_place.rewritten
         assert _index_terms(bulk) == _index_terms(rows)
         assert check_indexes(bulk.conn) == []
         for word, count in (("india0", 0), ("juliet", 0), ("kilo", 1), ("lima", 1)):

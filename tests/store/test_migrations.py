@@ -45,6 +45,7 @@ SHIPPED = [
     "m031_memories_status_created",
     "m032_sync_change_counter",
     "m040_memory_vectors",
+    "m041_scanned_texts",
 ]
 
 

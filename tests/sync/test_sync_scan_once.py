@@ -1,0 +1,87 @@
+"""A memory text is scanned for secrets once (issue 24): the write gate's scan (or an
+import's) is kept as a digest (memory/scanned.py), and the export writes such a version's
+line without scanning it again; a version stored any other way, a teammate's record, and
+anything after the scanner changed are still scanned."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentstate.memory import scanned
+from agentstate.memory.write import remember
+from agentstate.sync import export as export_module
+from agentstate.sync import merge as merge_module
+from agentstate.sync import shared_path, sync
+from agentstate.sync.records import make_record
+
+
+@pytest.fixture
+def scans(monkeypatch):
+    """The lines each side handed to the secret scanner."""
+    seen: dict[str, list[str]] = {"export": [], "import": []}
+    for side, module in (("export", export_module), ("import", merge_module)):
+        real = module.find_secrets
+
+        def spy(text, real=real, side=side):
+            seen[side].append(text)
+            return real(text)
+
+        monkeypatch.setattr(module, "find_secrets", spy)
+    return seen
+
+
+def _insert_raw(store, memory_id: str, text: str) -> None:
+    """A version stored without the write gate (as an older store or a direct insert)."""
+    store.conn.execute(
+        "INSERT INTO memories (id, version, kind, scope, text, norm_hash, source, status, "
+        "confidence, created, last_confirmed, principal) VALUES (?, 1, 'fact', 'repo', ?, "
+        "'h', 'user', 'active', 0.9, '2026-01-01', '2026-01-01', 'owner')", (memory_id, text))
+
+
+def test_an_export_scans_only_what_no_scanner_has_passed(store, scans):
+    remember(store, "the gateway listens on port 8080", kind="fact", principal="owner")
+    remember(store, "the cache lives in redis", kind="fact", principal="owner")
+    _insert_raw(store, "rawfact01", "the queue is rabbitmq on the second host")
+    result = sync(store, do_import=False, principal="owner")
+    assert result.exported == 3 and not result.skipped_items
+    assert [line for line in scans["export"] if '"type":"memory"' in line] == [
+        line for line in scans["export"] if "rabbitmq" in line]
+    assert len(scans["export"]) == 1
+    # The raw version passed the export's scan: its digest is kept, and a change of its
+    # line elsewhere (a new export of the same fields) needs no scan.
+    known = scanned.scanned_digests(store)
+    assert scanned.digester(store)("the queue is rabbitmq on the second host", None, "repo",
+                                   "user") in known
+    lines = (shared_path(store) / "memories.jsonl").read_text()
+    assert "8080" in lines and "redis" in lines and "rabbitmq" in lines
+
+
+def test_a_secret_stored_without_the_gate_is_still_caught(store, scans):
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    _insert_raw(store, "rawsecret1", f"the ci token is {token}")
+    result = sync(store, do_import=False, principal="owner")
+    assert result.exported == 0 and "secret" in result.skipped_items[0]["reason"]
+    assert len(scans["export"]) == 1 and scanned.scanned_digests(store) == set()
+    written = shared_path(store) / "memories.jsonl"
+    assert not written.exists() or token not in written.read_text()
+
+
+def test_a_teammates_record_is_scanned_once_on_import_then_not_on_export(store, scans):
+    folder = shared_path(store)
+    folder.mkdir(parents=True)
+    record = make_record("memory", kind="fact", key=None, scope="repo",
+                         text="the nightly build runs at 02:00", source="user",
+                         principal="alice", created="2026-01-01T00:00:00.000000Z",
+                         valid_until=None, parent=None, rel=None, held=None)
+    (folder / "memories.jsonl").write_text(record.line + "\n")
+    assert sync(store, do_export=False, principal="owner").imported == 1
+    assert scans["import"] == [record.line]  # the teammate's line: scanned, once
+    sync(store, principal="owner")
+    assert scans["import"] == [record.line] and scans["export"] == []
+
+
+def test_a_changed_scanner_scans_again(store, scans, monkeypatch):
+    remember(store, "the gateway listens on port 8080", kind="fact", principal="owner")
+    monkeypatch.setattr(scanned, "scanner_fingerprint", lambda: "another scanner")
+    sync(store, do_import=False, principal="owner")
+    assert len(scans["export"]) == 1
