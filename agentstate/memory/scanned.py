@@ -67,3 +67,13 @@ def mark_fields_scanned(store: Store, text: str, key: str | None, scope: str,
 
     digest = keyed_hash(store.root, _message(text, key, scope, source))
     mark_scanned(store, [digest])
+
+
+def forget_fields_scanned(store: Store, text: str, key: str | None, scope: str,
+                          source: str) -> None:
+    """A purge takes the version's digest too: nothing derived from a purged text is kept
+    beyond the purge's own audit hash."""
+    from agentstate.store.keys import keyed_hash
+
+    store.conn.execute("DELETE FROM scanned_texts WHERE digest = ?",
+                       (keyed_hash(store.root, _message(text, key, scope, source)),))

@@ -85,3 +85,21 @@ def test_a_changed_scanner_scans_again(store, scans, monkeypatch):
     monkeypatch.setattr(scanned, "scanner_fingerprint", lambda: "another scanner")
     sync(store, do_import=False, principal="owner")
     assert len(scans["export"]) == 1
+
+
+def test_a_purge_takes_the_versions_digest_with_it(store):
+    """Forgetting really forgets: a purged version leaves no scanned-text digest behind
+    (only the purge's own audit hash); a tombstone, which keeps the text, keeps its digest."""
+    from agentstate.memory.forget import forget
+
+    kept = remember(store, "the staging box is called heron", kind="fact", principal="owner")
+    gone = remember(store, "the old vpn host was kestrel-7", kind="fact", principal="owner")
+    digest = scanned.digester(store)
+    before = scanned.scanned_digests(store)
+    heron = digest("the staging box is called heron", None, "repo", "user")
+    kestrel = digest("the old vpn host was kestrel-7", None, "repo", "user")
+    assert {heron, kestrel} <= before
+    forget(store, kept.memory.ref, principal="owner", reason="outdated")
+    forget(store, gone.memory.ref, purge=True, principal="owner", reason="leaked")
+    after = scanned.scanned_digests(store)
+    assert heron in after and kestrel not in after
