@@ -113,15 +113,25 @@ def test_rival_records_settle_on_the_smallest_record_id_whatever_the_order(store
     one, two = _record("the cache is redis", key="cache"), _record("the cache is memcached",
                                                                    key="cache")
     first, second = sorted([one, two], key=lambda r: r.id)
-    # The later id arrives first (its line is first and it is inserted first).
-    result = _import_after(store, second, first)
-    [memory_id] = {m.split(":")[1].split("@")[0] for m in result.imported}
+    # One pull reads records in id order; here the later id arrives in an earlier pull, so
+    # only the settling step can make the smaller id current.
+    [ref] = _import_after(store, second).imported
+    memory_id = ref.split(":")[1].split("@")[0]
+    result = _import_after(store, first)
     current = [text for _, text, status in _statuses(store, memory_id) if status == "active"]
     rivals = [text for _, text, status in _statuses(store, memory_id) if status == "contested"]
     assert current == [first.data["text"]] and rivals == [second.data["text"]]
-    assert len(result.contested) >= 1
-    assert any(op == "promote" for _, op, _ in _history(store, memory_id)) or \
-        chain_rows(store, memory_id)[0].text == first.data["text"]
+    assert result.contested[-1] == ref  # the earlier value, contested once settled
+    ops = [(version, op) for version, op, _ in _history(store, memory_id)]
+    assert (2, "promote") in ops and (1, "contested") in ops
+
+
+def test_a_teammates_preference_says_why_it_waits(store):
+    [ref] = _import_after(store, _record("I prefer tabs", kind="preference")).imported
+    [row] = chain_rows(store, ref.split(":")[1].split("@")[0])
+    assert row.status == "candidate"
+    assert row.status_reason.startswith("imported from the shared folder (record ")
+    assert row.status_reason.endswith("(memory confirm REF --evidence user)")
 
 
 def test_a_record_matching_a_fact_here_maps_to_it_and_its_evidence_follows(store):
