@@ -385,3 +385,38 @@ def test_a_head_without_its_goal_yet_is_read_again(store, tmp_path):
     later = import_claude_code(store, path, cursor=cursor)
     assert cursor.state["head"]["goal"] == "Make the parser strict"
     assert later.session == "s-1"
+
+
+def test_a_cursor_stops_before_a_half_written_last_line(tmp_path):
+    """The agent is still writing the last line: it is reported `partial`, the cursor stays
+    before it, and the next read (once the line is whole) reads it, never skipping it."""
+    path = tmp_path / "t.jsonl"
+    whole = '{"a": 1}\n'
+    path.write_text(whole + '{"b": 2, "te')
+    cursor = ReadCursor()
+    assert [(n, error) for n, _, error in read_lines(path, cursor)] == [(1, None), (2, "partial")]
+    assert (cursor.offset, cursor.line) == (len(whole), 1)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write('xt": "done"}\n')
+    assert [(n, obj) for n, obj, _ in read_lines(path, cursor)] == [
+        (2, {"b": 2, "text": "done"})]
+    assert cursor.offset == path.stat().st_size and cursor.line == 2
+
+
+def test_a_claude_record_cut_mid_line_is_imported_when_it_is_whole(store, tmp_path):
+    path = tmp_path / "5b1f.jsonl"
+    path.write_text(CLAUDE.read_text().rsplit("\n", 1)[0] + "\n")
+    cursor = ReadCursor()
+    first = import_claude_code(store, path, cursor=cursor).result
+    line = json.dumps({"type": "user", "sessionId": "5b1f4e2a-7c3d-4e8f-9a10-2b3c4d5e6f70",
+                       "uuid": "c0000000-0000-4000-8000-00000000000d",
+                       "timestamp": "2026-01-14T10:05:30Z",
+                       "message": {"role": "user", "content": "and the flaky one too"}})
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(line[:40])
+    assert import_claude_code(store, path, cursor=cursor).result.imported == 0
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(line[40:] + "\n")
+    grown = import_claude_code(store, path, cursor=cursor).result
+    assert (grown.imported, grown.run) == (1, first.run)
+    assert [e.text for e in _events(store, first.run)][-1] == "and the flaky one too"

@@ -504,3 +504,42 @@ def test_a_text_of_exactly_max_chars_is_stored_and_one_more_is_refused(store):
     with pytest.raises(InvalidInput, match=f"is {len(text) + 1} characters; the limit is "
                                            f"{len(text)}"):
         remember(store, text + "!", kind="preference", source="user", principal="owner")
+
+
+def test_a_key_in_another_scope_starts_its_own_chain(cli, initialised):
+    """A key names a value within one scope: the same key on a branch is a chain of its own,
+    never a new version (superseding or contesting) of the repository-wide value."""
+    repo_wide = rem(cli, "tests run with make test", "--kind", "fact", "--key", "test-command")
+    on_branch = rem(cli, "tests run with tox on this branch", "--kind", "fact",
+                    "--key", "test-command", "--scope", "branch:main")
+    assert on_branch["action"] == "stored" and on_branch["ref"].endswith("@v1")
+    assert on_branch["ref"].split("@")[0] != repo_wide["ref"].split("@")[0]
+    assert on_branch["replaced"] is None and on_branch["contests"] is None
+    shown = cli.json("memory", "show", repo_wide["ref"].split("@")[0])
+    assert [v["status"] for v in shown["versions"]] == ["active"]
+    # And the other way round: a new repo-wide value leaves the branch's chain alone.
+    newer = rem(cli, "tests run with make check", "--kind", "fact", "--key", "test-command")
+    assert newer["replaced"] == repo_wide["ref"]
+    branch_chain = cli.json("memory", "show", on_branch["ref"].split("@")[0])
+    assert [v["status"] for v in branch_chain["versions"]] == ["active"]
+
+
+def test_a_candidate_repeated_without_evidence_stays_a_candidate(cli, initialised):
+    """Dedupe refreshes a candidate's time; only new evidence that passes the gate promotes
+    it. Saying the same unevidenced claim twice is not evidence."""
+    first = rem(cli, "the build uses bazel", "--kind", "fact", "--source", "model")
+    assert first["status"] == "candidate"
+    again = rem(cli, "the build uses bazel", "--kind", "fact", "--source", "model",
+                env={"AGENTSTATE_NOW": "2026-01-16T09:00:00Z"})
+    assert again["action"] == "deduplicated" and again["ref"] == first["ref"]
+    assert again["status"] == "candidate"
+    assert cli.json("memory", "show", first["ref"].split("@")[0])["versions"][0]["status"] \
+        == "candidate"
+    ops = [h["op"] for h in cli.json("memory", "history", first["ref"])]
+    assert "promote" not in ops
+    # With evidence from outside the model, the same claim is promoted.
+    run = start_run(cli)
+    seen = log(cli, "observation", "WORKSPACE file found: the build uses bazel", "--run", run,
+               "--source", "tool:ls")
+    backed = rem(cli, "the build uses bazel", "--kind", "fact", "--source", "model", "-e", seen)
+    assert backed["ref"] == first["ref"] and backed["status"] == "active"

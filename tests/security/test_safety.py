@@ -187,3 +187,19 @@ def test_hex_after_a_sensitive_word_counts_from_32_hex_digits():
     assert find_secrets("api key 9f8e7d6c-9f8e-7d6c-9f8e-7d6c9f8e7d6c")  # a UUID: 32 digits
     assert find_secrets("api key 9f8e7d6c-9f8e-7d6c-9f8e-7d6c9f8e") == []  # 28 digits
     assert find_secrets("commit sha " + "9f8e7d6c" * 5) == []  # a hash word: never
+
+
+@pytest.mark.parametrize("kind,text", [
+    ("AWS access key", "\u0410KIAIOSFODNN7EXAMPLE"),           # Cyrillic А
+    ("GitHub token", "gh\u0440_" + "abcdefghijklmnopqrstuvwxyz0123456789"),  # Cyrillic р
+    ("GitHub token", "gh\u0440_" + "aaaabbbbccccddddeeeeffffgggghhhhiiii"),
+    ("AWS access key", "AKI\u0391IOSFODNN7EXAMPLE"),            # Greek Α
+])
+def test_a_look_alike_letter_does_not_hide_a_known_format(kind, text):
+    """Letters of other scripts drawn like Latin ones are folded before matching, so the
+    format is recognised as such (not only when its body happens to look random)."""
+    assert [f.kind for f in find_secrets(text)] == [kind]
+    assert [f.kind for f in find_secrets(f"deploy with {text} tonight")] == [kind]
+    assert text not in redact_secrets(f"key={text}")
+    with pytest.raises(Refused):
+        refuse_secrets(f"the key is {text}", "the memory text")

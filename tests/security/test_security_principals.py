@@ -236,3 +236,29 @@ def test_a_principal_declared_without_actions_has_none_unless_it_writes_everythi
     assert b"Releases are cut on Fridays" in raw(initialised)
     # Forgetting (a tombstone) is not owner-only: the reviewer may speak as the user.
     assert cli.json("forget", fact["ref"], env=reviewer)["targets"] == [fact["ref"]]
+
+
+def _janitor(repo) -> None:
+    # The agent's scopes and sources, plus one owner-only action: not narrower than `agent`.
+    config = repo / ".agentstate" / "config.toml"
+    config.write_text(config.read_text() + '\n[principals.janitor]\n'
+                      'read = ["repo", "run:*"]\nwrite = ["repo"]\nsources = ["model"]\n'
+                      'actions = ["purge"]\n')
+
+
+def test_a_principal_with_an_owner_only_action_the_agent_lacks_is_not_narrower(
+        cli, initialised):
+    """Under a coding agent, a principal is only as wide as `agent` if every right is covered:
+    scopes and sources are, `purge` is not, so neither AGENTSTATE_PRINCIPAL nor --as may name
+    it, and the agent cannot purge the user's fact through it."""
+    _janitor(initialised)
+    fact = cli.json("remember", "The vault is unsealed by two admins", "--kind", "fact")
+    message = refused(cli, "forget", fact["ref"], "--purge",
+                      env={**CLAUDE, "AGENTSTATE_PRINCIPAL": "janitor"})
+    assert "AGENTSTATE_PRINCIPAL=janitor" in message
+    message = refused(cli, "forget", fact["ref"], "--purge", "--as", "janitor", env=CLAUDE)
+    assert "--as may only narrow" in message
+    assert b"The vault is unsealed by two admins" in raw(initialised)
+    # The owner's shell may name it (the owner has every action).
+    assert cli.json("forget", fact["ref"], "--purge", "--as", "janitor")["targets"] == \
+        [fact["ref"]]
