@@ -680,11 +680,19 @@ def _fused(store: Any, lexical: list[EventHit], near: list[tuple[str, float]],
     weight = weight if lexical else 1.0
     dense = {eid: weight * (sim - low) / span for eid, sim in near}
     by_id = {h.ref.removeprefix("evt:"): h for h in lexical}
-    by_id.update(_dense_only_hits(store, [eid for eid in dense if eid not in by_id]))
-    scores = {eid: max(h.score, dense.get(eid, 0.0)) for eid, h in by_id.items()}
-    place = {eid: n for n, eid in enumerate(by_id)}
+    scores = {eid: h.score for eid, h in by_id.items()}
+    for eid, value in dense.items():
+        scores[eid] = max(scores.get(eid, 0.0), value)
+    place = {eid: n for n, eid in enumerate([*by_id, *(e for e in dense if e not in by_id)])}
     order = sorted(scores, key=lambda eid: (-scores[eid], place[eid]))[:limit]
-    return [replace(by_id[eid], score=round(scores[eid], 4)) for eid in order]
+    # Only the dense hits that made the cut are read (each is a row of text, and the
+    # dense list is as long as the pool).
+    by_id.update(_dense_only_hits(store, [eid for eid in order if eid not in by_id]))
+    # Made anew rather than with dataclasses.replace, which looks up the fields per call
+    # (a few ms over a pool of hundreds, on every query). An id no longer in the table (a
+    # deleted event whose vector was still cached) is left out.
+    return [EventHit(h.ref, h.run, h.kind, h.text, h.source, h.ts, round(scores[eid], 4))
+            for eid in order if (h := by_id.get(eid)) is not None]
 
 
 def _dense_only_hits(store: Any, ids: list[str]) -> dict[str, EventHit]:
