@@ -14,14 +14,6 @@ from agentstate.runs.log import append_event
 from tests.memory.test_dense import PARTY, _log
 
 
-@pytest.fixture
-def embedder(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    found = dense.load_embedder()
-    assert found is not None, "the dense extra is part of [dev]: wordllama must be installed"
-    return found
-
-
 def _statements(store, action):
     """The SQL statements `action` runs on the store's connection."""
     seen: list[str] = []
