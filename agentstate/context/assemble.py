@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.config import MAX_BUDGET, ContextSettings
 from agentstate.context import sources as src
-from agentstate.context.budgeter import CountMany, allocate, class_order, room_below
+from agentstate.context.budgeter import (
+    Allocation,
+    CountMany,
+    allocate,
+    class_order,
+    room_below,
+)
 from agentstate.context.candidates import Candidate, ClassAllocation, ManifestEntry
 from agentstate.errors import InvalidInput, UsageError
 from agentstate.store.db import Store
@@ -174,8 +180,8 @@ def build_context(
     what = WHAT if the_run is not None else "the pinned instructions and preferences"
     if system is not None:
         what = f"the system instructions and {what}"
-    allocation = allocate(candidates, budget_n, counter.count, order=order,
-                          index_reserve=reserve, count_many=counter.count_many, what=what)
+    allocation = _allocate(candidates, budget_n, counter, order=order,
+                           index_reserve=reserve, what=what)
     return _finish(store, ContextPack(
         ref=None, run=the_run.ref if the_run else None, principal=who.name, query=query,
         budget=budget_n, tokens=allocation.tokens, minimum=allocation.minimum,
@@ -184,6 +190,52 @@ def build_context(
         created=store.now(), manifest=_manifest(allocation.candidates, order),
         allocation=allocation.classes, withheld=withheld,
     ), save=save)
+
+
+def _allocate(candidates: list[Candidate], budget: int, counter: Any, *,
+              order: tuple[str, ...], index_reserve: int, what: str) -> Allocation:
+    """Allocate the budget; then, where an evidence hit that gave way to its copy in a
+    later class (one of the run's newest events, shown whole in its timeline) lost that
+    copy too while a weaker hit is shown — the weaker hits filled the budget before the
+    timeline was reached — allocate once more with such hits decided at their own rank
+    (the second allocation costs ~7% of a pack's build where it happens). A hit gives way
+    to a copy only where the copy is shown. Packs where no such hit is lost are decided
+    once, as before (deciding every copy at its hit's rank, whole, cost the dev split
+    0.010 at 8,000 tokens: docs/evaluation.md). The timeline copy of a hit decided at its
+    rank is then its duplicate."""
+
+    def run() -> Allocation:
+        return allocate(candidates, budget, counter.count, order=order,
+                        index_reserve=index_reserve, count_many=counter.count_many,
+                        what=what)
+
+    before = [_decision_state(c) for c in candidates]
+    allocation = run()
+    shown = [c.score for c in candidates if c.cls == "evidence" and _shown(c)]
+    weakest = min(shown, default=float("inf"))
+    if not any(c.after is not None and c.cls == "evidence" and not _shown(c)
+               and not _shown(c.after) and c.score > weakest for c in candidates):
+        return allocation  # no hit lost while a weaker one is shown: decided once
+    for cand, state in zip(candidates, before, strict=True):
+        (cand.decision, cand.reason, cand.form, cand.position, cand.tokens, cand.order,
+         cand.note) = state
+    # Every such hit, not only those lost: the budget does not reach the whole timeline,
+    # and a hit still waiting for its copy would lose the room the others now take first.
+    for cand in candidates:
+        if cand.after is not None and cand.cls == "evidence" \
+                and order.index(cand.after.cls) > order.index("evidence"):
+            cand.after = None
+    return run()
+
+
+def _decision_state(cand: Candidate) -> tuple[Any, ...]:
+    """What allocation writes on a candidate (restored before a second allocation)."""
+    return (cand.decision, cand.reason, cand.form, cand.position, cand.tokens, cand.order,
+            cand.note)
+
+
+def _shown(cand: Candidate) -> bool:
+    return cand.decision in ("included", "compressed")
 
 
 def _finish(store: Store, pack: ContextPack, *, save: bool) -> ContextPack:

@@ -26,7 +26,7 @@ text stays in the store.
 Memory versions are embedded the same way (`memory_vectors`, m040) and recall fuses
 them with its lexical match (memory/recall.py). A search multiplies the query's vector
 with every stored vector of its kind; the matrix is kept between searches of one process
-(`_matrix`) and read again when the table changes.
+and brought up to date by what is new (`_Index`).
 """
 
 from __future__ import annotations
@@ -147,9 +147,11 @@ class _Vectors:
     table: str       # the vector table (the matrix cache's key)
     counts: str      # (vectors of the model, texts)
     missing: str     # (key, text) of texts without a vector of the model, newest first
-    upsert: str      # (key, model, vec)
-    vectors: str     # (key, vec) of the model
-    stamp: str       # (count, largest rowid) of the vector table: has it changed?
+    upsert: str      # (key, model, vec): a replaced vector takes a new rowid (see _Index)
+    newer: str       # (rowid, key, vec) of the model's vectors above a rowid, in order
+    fresh: str       # (key, vec) of the model's vectors of some keys ({} for the marks)
+    text_top: str    # the largest rowid of the texts
+    new_texts: str   # (key, text) of texts above a rowid without a vector of the model
 
 
 EVENTS = _Vectors(
@@ -158,22 +160,34 @@ EVENTS = _Vectors(
     "(SELECT count(*) FROM events)",
     "SELECT e.id, e.text FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_vectors v "
     "WHERE v.event_id = e.id AND v.model = ?) ORDER BY e.rowid DESC LIMIT ?",
-    "INSERT INTO event_vectors (event_id, model, vec) VALUES (?, ?, ?) "
-    "ON CONFLICT(event_id) DO UPDATE SET model = excluded.model, vec = excluded.vec",
-    "SELECT event_id, vec FROM event_vectors WHERE model = ?",
-    "SELECT count(*), max(rowid) FROM event_vectors",
+    # REPLACE deletes and inserts: the new row takes a rowid above every other, which is
+    # how a process's cached matrix learns of it (`newer`).
+    "INSERT OR REPLACE INTO event_vectors (event_id, model, vec) VALUES (?, ?, ?)",
+    "SELECT rowid, event_id, vec FROM event_vectors WHERE rowid > ? AND model = ? "
+    "ORDER BY rowid",
+    # `+model`: the look-up goes by key; on the model's index it would scan every vector.
+    "SELECT event_id, vec FROM event_vectors WHERE +model = ? AND event_id IN ({})",
+    "SELECT max(rowid) FROM events",
+    "SELECT e.id, e.text FROM events e WHERE e.rowid > ? AND NOT EXISTS (SELECT 1 FROM "
+    "event_vectors v WHERE v.event_id = e.id AND v.model = ?) ORDER BY e.rowid LIMIT ?",
 )
 # Memory versions, by their row (m040): recall reads the same fusion as the event search.
+# Their rowid is the version's row, so a vector replaced in place keeps it: only this
+# process's own writes (added to its matrix as they are made) and the re-read of the best
+# keys (`fresh`) see such a change; a version's text never changes but by a purge, whose
+# trigger deletes the vector.
 MEMORIES = _Vectors(
     "memory_vectors",
     "SELECT (SELECT count(*) FROM memory_vectors WHERE model = ?), "
     "(SELECT count(*) FROM memories)",
     "SELECT m.row, m.text FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v "
     "WHERE v.row = m.row AND v.model = ?) ORDER BY m.row DESC LIMIT ?",
-    "INSERT INTO memory_vectors (row, model, vec) VALUES (?, ?, ?) "
-    "ON CONFLICT(row) DO UPDATE SET model = excluded.model, vec = excluded.vec",
-    "SELECT row, vec FROM memory_vectors WHERE model = ?",
-    "SELECT count(*), max(rowid) FROM memory_vectors",
+    "INSERT OR REPLACE INTO memory_vectors (row, model, vec) VALUES (?, ?, ?)",
+    "SELECT rowid, row, vec FROM memory_vectors WHERE rowid > ? AND model = ? ORDER BY rowid",
+    "SELECT row, vec FROM memory_vectors WHERE +model = ? AND row IN ({})",
+    "SELECT max(row) FROM memories",
+    "SELECT m.row, m.text FROM memories m WHERE m.row > ? AND NOT EXISTS (SELECT 1 FROM "
+    "memory_vectors v WHERE v.row = m.row AND v.model = ?) ORDER BY m.row LIMIT ?",
 )
 
 
@@ -187,11 +201,15 @@ def ensure_vectors(store: Store, embedder: Embedder, limit: int = EMBED_BATCH,
     if have >= total:
         return 0
     rows = conn.execute(kind.missing, (embedder.model, limit)).fetchall()
+    return _store_vectors(store, embedder, kind, rows)
+
+
+def _store_vectors(store: Store, embedder: Embedder, kind: _Vectors,
+                   rows: list[tuple[Any, str | None]]) -> int:
     if not rows:
         return 0
     vectors = embedder.encode([text or "" for _, text in rows]).astype("<f2")
-    _WRITES[0] += 1
-    with store.transaction():
+    with store.transaction() as conn:
         conn.executemany(kind.upsert, [(key, embedder.model, vectors[i].tobytes())
                                        for i, (key, _) in enumerate(rows)])
     return len(rows)
@@ -221,23 +239,16 @@ def dense_memory_ranked(store: Store, query: str, limit: int,
 
 def _nearest(store: Store, query: str, limit: int, embedder: Embedder | None,
              kind: _Vectors) -> list[Any]:
-    import numpy as np
-
     embedder = embedder or load_embedder()
     if embedder is None or not query.strip() or limit < 1 or _cjk(query):
         return []
-    ensure_vectors(store, embedder, kind=kind)
-    keys, matrix = _matrix(store, embedder.model, kind)
-    if not keys:
+    index = _index(store, embedder, kind)
+    if not index.size:
         return []
     q = embedder.encode([query])[0]
     if not q.any():
         return []  # no token of the query is in the vocabulary
-    sims = matrix @ q
-    k = min(limit, len(keys))
-    top = np.argpartition(-sims, k - 1)[:k]
-    top = top[np.argsort(-sims[top], kind="stable")]
-    return [(keys[i], float(sims[i])) for i in top]
+    return index.nearest(store, embedder.model, q, limit)
 
 
 def _cjk(query: str) -> bool:
@@ -251,38 +262,151 @@ def _cjk(query: str) -> bool:
     return not query.isascii() and bool(split_query(query)[1])
 
 
-# The stored vectors of one store, model and kind, kept in the process between searches:
-# reading and converting 100,000 vectors costs ~50 ms a query, a cached matrix ~5 ms
-# (bench/bench_context.py). The cache is keyed by the database file and checked against
-# the table's row count and largest rowid (a new vector, a purge's trigger), SQLite's
-# data_version on the same connection (a commit by another connection or process) and
-# this module's own count of writes (ensure_vectors replaces another model's vectors in
-# place): any of them moved, the matrix is read again. Only the newest store's are kept.
-_CACHE: dict[tuple[str, str, str], tuple[tuple[int, ...], list[Any], Any]] = {}
-_WRITES = [0]
+# Rows of the best-first list re-read from the table beyond the `limit` asked for: a vector
+# changed in place since it was cached may fall below one just outside the list.
+RESCORE_MARGIN = 16
 
 
-def _matrix(store: Store, model: str, kind: _Vectors) -> tuple[list[Any], Any]:
-    """(keys, float32 matrix of their vectors) of `kind` embedded with `model`."""
-    import numpy as np
+class _Index:
+    """The stored vectors of one store, model and kind, kept in the process between
+    searches (bench/bench_context.py: reading and converting 100,000 vectors took ~50 ms,
+    and counting the vectors and texts to learn whether any were missing ~20 ms, on every
+    query; a search now reads only what is new).
+
+    What keeps it right without reading the table again:
+    - new vectors, this process's or another's, have rowids above `top` (a replaced vector
+      is deleted and inserted, so it is new too): read by rowid on every search;
+    - texts added after the index was complete (`mark`, their largest rowid then) are
+      embedded on the next search, found by rowid (no count);
+    - the best rows of every answer are read again from the table and scored from what is
+      stored (`nearest`): a vector deleted (a purge's or a deleted event's trigger, another
+      model's run) is dropped from the index for good, never ranked from memory.
+    The matrix is (DIM, capacity), its columns the vectors: a query is one BLAS product over
+    contiguous rows of DIM values, and new columns fill the spare capacity."""
+
+    def __init__(self, kind: _Vectors, model: str, file_id: tuple[int, int]) -> None:
+        import numpy as np
+
+        self.kind, self.model, self.file_id = kind, model, file_id
+        self.keys: list[Any] = []              # column → key (None: dropped)
+        self.column: dict[Any, int] = {}       # key → column
+        self.matrix = np.zeros((DIM, 1024), np.float32)
+        self.top = 0                           # the largest vector rowid read
+        self.mark: int | None = None           # texts up to here all had vectors
+
+    @property
+    def size(self) -> int:
+        return len(self.keys)
+
+    def add(self, rows: list[tuple[int, Any, bytes]]) -> None:
+        """Put vectors (rowid, key, blob) into their columns (a known key's is replaced)."""
+        import numpy as np
+
+        if not rows:
+            return
+        need = self.size + len(rows)
+        if need > self.matrix.shape[1]:
+            grown = np.zeros((DIM, max(need, 2 * self.matrix.shape[1])), np.float32)
+            grown[:, :self.size] = self.matrix[:, :self.size]
+            self.matrix = grown
+        columns = []
+        for _, key, _ in rows:
+            col = self.column.get(key)
+            if col is None:
+                col = self.column[key] = len(self.keys)
+                self.keys.append(key)
+            columns.append(col)
+        block = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f2").reshape(len(rows), DIM)
+        self.matrix[:, columns] = block.T  # keys are unique in a vector table
+        self.top = max(self.top, max(r[0] for r in rows))
+
+    def drop(self, key: Any) -> None:
+        col = self.column.pop(key, None)
+        if col is not None:
+            self.keys[col] = None
+            self.matrix[:, col] = 0.0
+
+    def _best(self, q: Any, k: int) -> Any:
+        """The columns of the `k` best scores (unordered): one product over every vector.
+        (Scoring a prefix of the dimensions first and the whole vector of a pool after was
+        tried: at 100,000 vectors the gather of the pool's columns cost more than the half
+        of the matrix it saved reading.)"""
+        import numpy as np
+
+        n = self.size
+        if k >= n:
+            return np.arange(n)
+        return np.argpartition(-(q @ self.matrix[:, :n]), k - 1)[:k]
+
+    def nearest(self, store: Store, model: str, q: Any, limit: int) -> list[tuple[Any, float]]:
+        """The `limit` best keys for the query vector `q`, scored from the stored vectors."""
+        import numpy as np
+
+        k = min(limit + RESCORE_MARGIN, self.size)
+        top = self._best(q, k)
+        keys = [self.keys[i] for i in top if self.keys[i] is not None]
+        stored = dict(store.conn.execute(self.kind.fresh.format(",".join("?" * len(keys))),
+                                         (model, *keys)).fetchall()) if keys else {}
+        for key in keys:
+            if key not in stored:
+                self.drop(key)  # deleted since it was read: never ranked from memory
+                # Its text may be back without a vector of the model (another model's run
+                # replaced it): the next search counts again and embeds what is missing.
+                self.mark = None
+        if not stored:
+            return []
+        vecs = np.frombuffer(b"".join(stored.values()), dtype="<f2").reshape(len(stored), DIM)
+        scores = vecs.astype(np.float32) @ q
+        order = np.argsort(-scores, kind="stable")[:limit]
+        found = list(stored)
+        return [(found[i], float(scores[i])) for i in order]
+
+
+# One store's indexes (its events' and its memories'), kept while searches go to that
+# store's file; a search on another file starts afresh (an eval opens many small stores).
+_CACHE: dict[tuple[str, str, str], _Index] = {}
+
+
+def _index(store: Store, embedder: Embedder, kind: _Vectors) -> _Index:
+    """The index of `kind` for this store and model, brought up to date."""
+    import os
 
     conn = store.conn
-    count, top = conn.execute(kind.stamp).fetchone()
-    stamp = (count, top or 0, conn.execute("PRAGMA data_version").fetchone()[0],
-             id(conn), _WRITES[0])
     where = str(conn.execute("PRAGMA database_list").fetchone()[2])
-    cached = _CACHE.get((where, model, kind.table))
-    if cached is not None and cached[0] == stamp and where:
-        return cached[1], cached[2]
-    rows = conn.execute(kind.vectors, (model,)).fetchall()
-    keys = [r[0] for r in rows]
-    matrix = np.frombuffer(b"".join(v for _, v in rows), dtype="<f2").reshape(
-        len(rows), DIM).astype(np.float32) if rows else np.zeros((0, DIM), np.float32)
-    if where:
+    info = os.stat(where) if where else None
+    file_id = (info.st_dev, info.st_ino) if info else (0, id(conn))
+    key = (where, embedder.model, kind.table)
+    index = _CACHE.get(key)
+    vector_top = conn.execute(f"SELECT max(rowid) FROM {kind.table}").fetchone()[0] or 0
+    if index is None or index.file_id != file_id or vector_top < index.top:
+        # First search here, another file at the same path (a restore), or rows gone from
+        # the top of the table: read it whole.
         for old in [k for k in _CACHE if k[0] != where]:
             del _CACHE[old]
-        _CACHE[(where, model, kind.table)] = (stamp, keys, matrix)
-    return keys, matrix
+        index = _CACHE[key] = _Index(kind, embedder.model, file_id)
+    _embed_missing(store, embedder, kind, index)
+    index.add(conn.execute(kind.newer, (index.top, embedder.model)).fetchall())
+    return index
+
+
+def _embed_missing(store: Store, embedder: Embedder, kind: _Vectors, index: _Index) -> None:
+    """Embed the texts without a vector: once the index is complete, only texts added since
+    (by rowid, no count); until then, the next EMBED_BATCH of every text, newest first."""
+    conn = store.conn
+    mark = conn.execute(kind.text_top).fetchone()[0] or 0  # read first: a text added
+    if index.mark is not None:                              # meanwhile is above it
+        rows = conn.execute(kind.new_texts, (index.mark, embedder.model, EMBED_BATCH)
+                            ).fetchall()
+        _store_vectors(store, embedder, kind, rows)
+        if len(rows) < EMBED_BATCH:
+            index.mark = mark
+        return
+    have, total = conn.execute(kind.counts, (embedder.model,)).fetchone()
+    if have < total:
+        rows = conn.execute(kind.missing, (embedder.model, EMBED_BATCH)).fetchall()
+        if _store_vectors(store, embedder, kind, rows) < total - have:
+            return
+    index.mark = mark
 
 
 # ---------------------------------------------------------------- fusion

@@ -621,20 +621,55 @@ WEAK_LEXICAL_DENSE_WEIGHT = 0.5
 STRENGTH_HITS = 5
 
 
+def _content_stems(query: str, hits: list[EventHit]) -> tuple[str, ...]:
+    """The query's content words as stems, the speakers of the hits left out (every turn of
+    theirs, and every turn addressing them, carries the name)."""
+    words = [w for w in split_query(query)[0] if w not in STOP_WORDS]
+    names = {w for h in hits for w in split_query(speaker_of(h.text))[0]}
+    return tuple(dict.fromkeys(stem(w) for w in words if w not in names))
+
+
+def _content_share(pattern: re.Pattern[str], stems: tuple[str, ...], text: str) -> float:
+    return len(set(pattern.findall(fold(text)))) / len(stems)
+
+
 def lexical_strength(query: str, hits: list[EventHit]) -> float:
     """The largest share of the query's content words (stems; the speakers named in the
     query left out, since every turn of theirs carries the name) that one of the best
     STRENGTH_HITS hits holds; 0.0 without hits, 1.0 for a query of names alone."""
-    words = [w for w in split_query(query)[0] if w not in STOP_WORDS]
-    names = {w for h in hits for w in split_query(speaker_of(h.text))[0]}
-    stems = tuple(dict.fromkeys(stem(w) for w in words if w not in names))
+    stems = _content_stems(query, hits)
     if not stems:
         return 1.0
     if not hits:
         return 0.0
     pattern = stem_pattern(stems)
-    return max(len(set(pattern.findall(fold(h.text)))) / len(stems)
-               for h in hits[:STRENGTH_HITS])
+    return max(_content_share(pattern, stems, h.text) for h in hits[:STRENGTH_HITS])
+
+
+# In the fusion, a lexical hit that holds none of the question's content words (only a
+# name: a speaker's, matched as text) weighs NAME_ONLY_SHARE of its score. A lexical score
+# is relative to the best hit: where every hit matches only a name ("Which role did Chidi
+# get hired for?" against every turn of Chidi's and every "Hey Chidi"), the best holds
+# nothing of the question and still scores 1.0, above any dense neighbour. (Weighing every
+# hit by the share it holds, from NAME_ONLY_SHARE to 1.0, cost the dev split 0.024 at
+# 8,000 tokens: a hit with one of three words is still the better bet there.) A hit
+# holding only a name is worth what the pack gives a turn two away from a hit
+# (sources.NEIGHBOUR_WEIGHT ** 2): related by who speaks, not by what is said. Only where
+# the room gives the dense ranking a weight of its own (context/assemble.py, dense_weight):
+# in a small room the dense hits are the weaker bet, and weighing the lexical ones down
+# there cost the second corpus 0.021 at 1,000 tokens (docs/evaluation.md).
+NAME_ONLY_SHARE = 0.25
+
+
+def _content_weighted(query: str, hits: list[EventHit]) -> list[EventHit]:
+    stems = _content_stems(query, hits)
+    if not stems or not hits:
+        return hits
+    pattern = stem_pattern(stems)
+    return [h if _content_share(pattern, stems, h.text) else
+            EventHit(h.ref, h.run, h.kind, h.text, h.source, h.ts,
+                     round(h.score * NAME_ONLY_SHARE, 4))
+            for h in hits]
 
 
 def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = MAX_TERMS,
@@ -643,7 +678,9 @@ def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = M
     """The event search of a context pack: the lexical ranking (`search_events`), fused
     with the dense one when the model is installed (`_fused`): at `dense_weight`, raised to
     WEAK_LEXICAL_DENSE_WEIGHT where the lexical hits hold little of the question
-    (`lexical_strength`); None keeps the search lexical. Then the speaker field is
+    (`lexical_strength`); None keeps the search lexical. Where `dense_weight` itself is
+    above 0, each lexical hit first weighs what it holds of the question
+    (`_content_weighted`). Then the speaker field is
     preferred (`prefer_speakers`). A query with no word the index knows is ranked by the
     dense signal alone, never an error."""
     try:
@@ -651,6 +688,9 @@ def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = M
     except InvalidInput:
         lexical = []
     hits = lexical
+    # Lexical hits are weighed by what they hold of the question only where the budget
+    # itself lets dense hits in (a small room keeps the lexical order: NAME_ONLY_SHARE).
+    weigh = bool(dense_weight)
     if dense_weight is not None and lexical_strength(query, lexical) < WEAK_LEXICAL:
         # The question's own words (a speaker's name aside) are in none of the best hits:
         # the lexical ranking says little, whatever the budget (a paraphrase).
@@ -660,7 +700,8 @@ def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = M
 
         near = dense_ranked(store, query, limit)
         if near:
-            hits = _fused(store, lexical, near, dense_weight, limit)
+            hits = _fused(store, _content_weighted(query, lexical) if weigh else lexical,
+                          near, dense_weight, limit)
     if speakers and hits:
         hits, _ = prefer_speakers(query, hits)
     return hits
@@ -680,11 +721,19 @@ def _fused(store: Any, lexical: list[EventHit], near: list[tuple[str, float]],
     weight = weight if lexical else 1.0
     dense = {eid: weight * (sim - low) / span for eid, sim in near}
     by_id = {h.ref.removeprefix("evt:"): h for h in lexical}
-    by_id.update(_dense_only_hits(store, [eid for eid in dense if eid not in by_id]))
-    scores = {eid: max(h.score, dense.get(eid, 0.0)) for eid, h in by_id.items()}
-    place = {eid: n for n, eid in enumerate(by_id)}
+    scores = {eid: h.score for eid, h in by_id.items()}
+    for eid, value in dense.items():
+        scores[eid] = max(scores.get(eid, 0.0), value)
+    place = {eid: n for n, eid in enumerate([*by_id, *(e for e in dense if e not in by_id)])}
     order = sorted(scores, key=lambda eid: (-scores[eid], place[eid]))[:limit]
-    return [replace(by_id[eid], score=round(scores[eid], 4)) for eid in order]
+    # Only the dense hits that made the cut are read (each is a row of text, and the
+    # dense list is as long as the pool).
+    by_id.update(_dense_only_hits(store, [eid for eid in order if eid not in by_id]))
+    # Made anew rather than with dataclasses.replace, which looks up the fields per call
+    # (a few ms over a pool of hundreds, on every query). An id no longer in the table (a
+    # deleted event whose vector was still cached) is left out.
+    return [EventHit(h.ref, h.run, h.kind, h.text, h.source, h.ts, round(scores[eid], 4))
+            for eid in order if (h := by_id.get(eid)) is not None]
 
 
 def _dense_only_hits(store: Any, ids: list[str]) -> dict[str, EventHit]:

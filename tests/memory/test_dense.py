@@ -21,13 +21,6 @@ def offline(monkeypatch):
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
-@pytest.fixture
-def embedder():
-    found = dense.load_embedder()
-    assert found is not None, "the dense extra is part of [dev]: wordllama must be installed"
-    return found
-
-
 PARTY = [
     "Mel: I can never remember a name at parties, it is embarrassing.",
     "Caroline: We adopted a little dog last month, she is called Biscuit.",

@@ -1,0 +1,132 @@
+"""The dense index kept in the process between searches (memory/dense.py, `_Index`): what
+is new is read by rowid, nothing is counted once the index is complete, and nothing
+deleted is ever ranked from memory — a new or forgotten event changes the result, a
+purged memory's vector never comes back."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from agentstate.memory import dense
+from agentstate.runs.log import append_event
+from tests.memory.test_dense import PARTY, _log
+
+
+def _statements(store, action):
+    """The SQL statements `action` runs on the store's connection."""
+    seen: list[str] = []
+    store.conn.set_trace_callback(seen.append)
+    try:
+        action()
+    finally:
+        store.conn.set_trace_callback(None)
+    return seen
+
+
+def test_a_search_after_the_first_counts_nothing_and_reads_no_vector_twice(store, embedder):
+    _, events = _log(store, PARTY)
+    dense.dense_ranked(store, "cello lessons", 3, embedder)  # builds the index
+    index = dense._CACHE[next(k for k in dense._CACHE if k[2] == "event_vectors")]
+    assert index.size == len(PARTY) and index.mark is not None
+    statements = _statements(store, lambda: dense.dense_ranked(store, "a dog", 3, embedder))
+    assert not [s for s in statements if "count(" in s.lower()], statements
+    # Vectors are read only above the highest rowid already held, and for the few keys
+    # whose stored vectors score the answer.
+    reads = [s for s in statements if "vec FROM event_vectors" in s]
+    assert len(reads) == 2 and any("rowid >" in s for s in reads)
+
+
+def test_a_new_event_is_embedded_and_changes_the_answer(store, embedder):
+    run, events = _log(store, PARTY)
+    assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == events[3].id
+    newer = append_event(store, run.ref, "note", "My cello lessons moved to Mondays.")
+    assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == newer.id
+
+
+def test_a_vector_written_by_another_process_is_seen(store, embedder):
+    run, events = _log(store, PARTY)
+    dense.dense_ranked(store, "cello lessons", 1, embedder)
+    newer = append_event(store, run.ref, "note", "My cello lessons moved to Mondays.")
+    # Another process embeds the new event first (its own connection, its own write).
+    other = sqlite3.connect(store.root / "state.db")
+    vec = embedder.encode([newer.text])[0].astype("<f2").tobytes()
+    with other:
+        other.execute("INSERT OR REPLACE INTO event_vectors (event_id, model, vec) "
+                      "VALUES (?, ?, ?)", (newer.id, embedder.model, vec))
+    other.close()
+    assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == newer.id
+
+
+def test_a_deleted_event_is_never_ranked_from_the_cached_matrix(store, embedder):
+    _, events = _log(store, PARTY)
+    cello = events[3].id
+    assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == cello
+    other = sqlite3.connect(store.root / "state.db")  # e.g. gc in another process
+    with other:
+        other.execute("DELETE FROM events WHERE id = ?", (cello,))
+    other.close()
+    near = [key for key, _ in dense.dense_ranked(store, "cello lessons", 10, embedder)]
+    assert cello not in near and len(near) == len(PARTY) - 1
+    # ... and it is gone from the index for good, not only from one answer.
+    index = dense._CACHE[next(k for k in dense._CACHE if k[2] == "event_vectors")]
+    assert cello not in index.column
+
+
+def test_a_purged_event_text_is_ranked_by_what_is_stored_now(store, embedder):
+    _, events = _log(store, PARTY)
+    cello = events[3].id
+    assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == cello
+    with store.transaction() as conn:  # purge scrubs the text; a trigger drops the vector
+        conn.execute("UPDATE events SET text = '[purged]' WHERE id = ?", (cello,))
+    near = dense.dense_ranked(store, "cello lessons", 10, embedder)
+    assert near[0][0] != cello and cello not in dict(near)
+    # The search that found the vector gone counts again on the next one, which embeds
+    # the scrubbed text (it is the event's text now): it scores as that text.
+    near = dense.dense_ranked(store, "cello lessons", 10, embedder)
+    scrubbed = embedder.encode(["[purged]"])[0] @ embedder.encode(["cello lessons"])[0]
+    assert dict(near)[cello] == pytest.approx(float(scrubbed), abs=2e-3)
+
+
+def test_a_purged_memorys_vector_never_comes_back(store, embedder):
+    from agentstate.memory.forget import forget
+    from agentstate.memory.recall import recall
+    from agentstate.memory.write import remember
+
+    notes = ["Caroline is learning to play the cello; her lessons are on Tuesdays.",
+             "Run the tests with pytest -q, never with unittest.",
+             "Deploys go out through the release branch only."]
+    written = [remember(store, t, kind="fact", source="user", principal="owner")
+               for t in notes]
+    question = "which musical instrument is she studying"
+    rows = dense.dense_memory_ranked(store, question, 3, embedder)  # the index is built
+    purged_row = rows[0][0]
+    forget(store, ref=written[0].ref, purge=True, reason="asked to", principal="owner")
+    for _ in range(2):  # and again: not dropped for one answer only
+        assert purged_row not in [r for r, _ in
+                                  dense.dense_memory_ranked(store, question, 3, embedder)]
+    assert recall(store, question, principal="owner").hits == []
+
+
+def test_a_store_replaced_at_the_same_path_is_read_afresh(store, embedder, tmp_path):
+    _, events = _log(store, PARTY)
+    dense.dense_ranked(store, "cello lessons", 1, embedder)
+    key = next(k for k in dense._CACHE if k[2] == "event_vectors")
+    before = dense._CACHE[key]
+    # A restore writes another file where the database was: another inode, read anew.
+    path = store.root / "state.db"
+    copy = tmp_path / "copy.db"
+    src = sqlite3.connect(path)
+    src.execute("VACUUM INTO ?", (str(copy),))
+    src.close()
+    store.close()
+    copy.replace(path)
+    from agentstate.store.db import open_store
+
+    reopened = open_store(start=store.root.parent)
+    try:
+        assert dense.dense_ranked(reopened, "cello lessons", 1, embedder)[0][0] == events[3].id
+        assert dense._CACHE[key] is not before
+    finally:
+        reopened.close()
