@@ -313,7 +313,8 @@ for fd in os.listdir("/proc/self/fd"):
         files.append(os.readlink(f"/proc/self/fd/{fd}"))
     except OSError:
         pass  # the listing's own descriptor, closed by now
-print(json.dumps({"problems": problems, "files": files}))
+import tempfile
+print(json.dumps({"problems": problems, "files": files, "tmp": tempfile.gettempdir()}))
 """
 
 
@@ -322,14 +323,19 @@ def test_the_helper_rehearses_every_hook_and_forks_holding_no_database(tmp_path)
     """The warm-up runs one of each hook on a scratch store without a problem (a rehearsal
     that fails would silently leave every child cold), and leaves no SQLite file open: a
     connection shared by forked children would corrupt the file it points at."""
+    # Its own temporary directory: another test's helper may be rehearsing in the shared one.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     done = subprocess.run([sys.executable, "-c", FORK_PROBE], cwd=tmp_path,
+                          env=dict(os.environ, TMPDIR=str(scratch)),
                           capture_output=True, text=True, timeout=WAIT_S * 2)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["problems"] == []
     opened = [f for f in found["files"] if f.endswith((".sqlite", ".db", "-wal"))]
     assert opened == []
-    assert not list(Path(tempfile.gettempdir()).glob("agentstate-rehearsal-*/.agentstate"))
+    assert found["tmp"] == str(scratch)  # the rehearsal ran in there, and left nothing
+    assert not list(scratch.glob("agentstate-rehearsal-*"))
 
 
 def test_a_config_edited_between_hooks_is_read_again(helper_env, initialised, cli):
