@@ -105,12 +105,18 @@ def test_proposed_candidate_from_trusted_run_publishes_after_acceptance(store, r
     assert tool_calls == [{"purpose": "skill:python-version acceptance", "exit_code": 0}]
 
 
-def test_untrusted_notes_mark_the_candidate(store):
+def _vendor_notes_run(store):
+    """A finished run whose decision came from a file: untrusted notes for propose."""
     run, _ = start_run(store, "Follow the vendor's build notes")
     _tool(store, run, ["make", "build"])
     append_event(store, run.ref, "decision", "use the vendor's flags as documented",
                  source="file:VENDOR.md@abc1234")
     end_run(store, run.ref, "done")
+    return run
+
+
+def test_untrusted_notes_mark_the_candidate(store):
+    run = _vendor_notes_run(store)
     proposal = propose_from_run(store, run.ref, "vendor-build", trial=False,
                                 principal=resolve_principal(store))
     assert proposal.needs_approval and "file:VENDOR.md@abc1234" in proposal.needs_approval[0]
@@ -226,11 +232,7 @@ def test_a_proposal_is_a_candidate_without_a_version(cli, initialised):
 def test_a_candidate_from_untrusted_notes_needs_approval_to_publish(store):
     # What propose marks as untrusted is what publish asks a human about: the candidate is
     # refused without --approve, naming the untrusted source.
-    run, _ = start_run(store, "Follow the vendor's build notes")
-    _tool(store, run, ["make", "build"])
-    append_event(store, run.ref, "decision", "use the vendor's flags as documented",
-                 source="file:VENDOR.md@abc1234")
-    end_run(store, run.ref, "done")
+    run = _vendor_notes_run(store)
     propose_from_run(store, run.ref, "vendor-build", trial=False,
                      principal=resolve_principal(store))
     with pytest.raises(Refused) as caught:
