@@ -59,21 +59,23 @@ def mark_scanned(store: Store, digests: Iterable[str]) -> None:
                            ((d,) for d in digests))
 
 
-def mark_fields_scanned(store: Store, text: str, key: str | None, scope: str,
-                        source: str) -> None:
-    """After the scanner passed a version's fields, as they are stored (one version: the
-    key comes from the process's copy, one stat, not a read of the key file)."""
+def _fields_digest(store: Store, text: str, key: str | None, scope: str, source: str) -> str:
+    """One version's digest (the key comes from the process's copy, one stat, not a read of
+    the key file)."""
     from agentstate.store.keys import keyed_hash
 
-    digest = keyed_hash(store.root, _message(text, key, scope, source))
-    mark_scanned(store, [digest])
+    return keyed_hash(store.root, _message(text, key, scope, source))
+
+
+def mark_fields_scanned(store: Store, text: str, key: str | None, scope: str,
+                        source: str) -> None:
+    """After the scanner passed a version's fields, as they are stored."""
+    mark_scanned(store, [_fields_digest(store, text, key, scope, source)])
 
 
 def forget_fields_scanned(store: Store, text: str, key: str | None, scope: str,
                           source: str) -> None:
     """A purge takes the version's digest too: nothing derived from a purged text is kept
     beyond the purge's own audit hash."""
-    from agentstate.store.keys import keyed_hash
-
     store.conn.execute("DELETE FROM scanned_texts WHERE digest = ?",
-                       (keyed_hash(store.root, _message(text, key, scope, source)),))
+                       (_fields_digest(store, text, key, scope, source),))
