@@ -66,6 +66,21 @@ def test_a_secret_stored_without_the_gate_is_still_caught(store, scans):
     assert not written.exists() or token not in written.read_text()
 
 
+def test_a_scanned_text_does_not_vouch_for_a_secret_in_another_field(store, scans):
+    """The digest covers every field a person wrote: the same text, scope and source under a
+    key that holds a token (stored around the gate) is scanned on export, and refused."""
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    remember(store, "the deploy host is tern", kind="fact", principal="owner")
+    store.conn.execute(
+        "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, "
+        "status, confidence, created, last_confirmed, principal) VALUES ('rawkey001', 1, "
+        "'fact', ?, 'repo', 'the deploy host is tern', 'h', 'user', 'active', 0.9, "
+        "'2026-01-01', '2026-01-01', 'owner')", (f"deploy.{token}",))
+    result = sync(store, do_import=False, principal="owner")
+    assert result.exported == 1 and "secret" in result.skipped_items[0]["reason"]
+    assert token not in (shared_path(store) / "memories.jsonl").read_text()
+
+
 def test_a_teammates_record_is_scanned_once_on_import_then_not_on_export(store, scans):
     folder = shared_path(store)
     folder.mkdir(parents=True)
