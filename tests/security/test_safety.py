@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate.errors import Refused
 from agentstate.safety import find_injection, find_secrets, redact_secrets, refuse_secrets
@@ -203,3 +205,33 @@ def test_a_look_alike_letter_does_not_hide_a_known_format(kind, text):
     assert text not in redact_secrets(f"key={text}")
     with pytest.raises(Refused):
         refuse_secrets(f"the key is {text}", "the memory text")
+
+
+def test_a_look_alike_among_harmless_non_ascii_is_found_where_it_stands():
+    """Folding copies the ASCII runs whole and folds each distinct non-ASCII character once:
+    a look-alike among ellipses, accents and invisible characters is still folded, and its
+    span maps back to where it stands in the original text."""
+    token = "gh\u0440_" + "aaaabbbbccccddddeeeeffffgggghhhhiiii"
+    text = "caf\u00e9 \u2026 r\u00e9sum\u00e9\u200b \u2014 " + token + " \u2026 done \u00e9"
+    [found] = find_secrets(text)
+    assert (found.kind, text[found.start:found.end]) == ("GitHub token", token)
+    assert token not in redact_secrets(text) and "r\u00e9sum\u00e9" in redact_secrets(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab_0\n \u2026\u200b\u00ad\u0410\u0440\u0391\uff46\ufb01\u00e9\u0301",
+               max_size=40))
+def test_folding_is_each_character_folded_in_place(text):
+    """The folded text is each character's own fold, in order, and each folded character
+    points back at the one it came from (a reference written character by character)."""
+    from agentstate.secret_scan import _fold_char, _folded
+
+    expected = [(piece, index) for index, char in enumerate(text)
+                for piece in _fold_char(char)]
+    result = _folded(text)
+    if result is None:
+        assert all(_fold_char(char) == char for char in text)
+    else:
+        clean, origin = result
+        assert list(zip(clean, origin, strict=True)) == expected
+        assert clean != text
