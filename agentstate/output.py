@@ -49,7 +49,12 @@ def visible(text: str) -> str:
 
     The one rule for human output (every renderer's console applies it, and the context and
     resume packs are built with it); --json prints stored values exactly."""
-    return _INVISIBLE.sub(_escape, text) if text else text
+    if not text or text.replace("\n", "").replace("\t", "").isprintable():
+        # Every character the pattern escapes is unprintable to Python (a test checks all
+        # code points), so a text with only printable characters, newlines and tabs has none:
+        # checked in C, where the pattern's scan cost ~10 µs per pack candidate.
+        return text
+    return _INVISIBLE.sub(_escape, text)
 
 
 def _safe_console(**options: Any) -> Console:

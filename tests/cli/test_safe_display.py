@@ -20,6 +20,19 @@ def test_visible_writes_out_controls_and_keeps_layout():
     assert visible("plain [bold] ünïcode") == "plain [bold] ünïcode"
 
 
+def test_the_printable_shortcut_never_skips_a_character_that_must_be_written_out():
+    """`visible` returns a text untouched when Python calls every character printable (bar
+    newlines and tabs): no code point the pattern escapes may be printable, and each one
+    alone, between words and beside a newline, is written out."""
+    from agentstate.output import _INVISIBLE
+
+    escaped = [chr(cp) for cp in range(0x110000) if _INVISIBLE.search(chr(cp))]
+    assert len(escaped) > 2000 and not any(char.isprintable() for char in escaped)
+    for char in escaped[:64] + escaped[-64:] + ["\u2028", "\u202e", "\x9b", "\x7f"]:
+        for text in (char, f"word {char} word", f"line\n{char}\tend"):
+            assert char not in visible(text), repr(text)
+
+
 @pytest.fixture
 def nasty(cli, initialised):
     cli.ok("run", "start", f"goal {NASTY}")
