@@ -55,6 +55,8 @@ def is_error_line(line: str) -> bool:
 def redact(text: str) -> str:
     """Redact secrets; if a pattern still matches afterwards, withhold the text entirely."""
     cleaned = redact_secrets(text, mask=MASK)
+    if cleaned == text:
+        return text  # redact_secrets found nothing in it: scanning it again would find nothing
     if find_secrets(cleaned):
         return WITHHELD
     return cleaned

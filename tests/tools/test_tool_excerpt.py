@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agentstate.context.assemble import build_context
 from agentstate.context.resume import build_pack
 from agentstate.runs.log import append_event, start_run
@@ -148,3 +150,26 @@ def test_thousands_of_error_lines_cost_a_scan_of_what_is_kept_only(monkeypatch):
     kept = [line for line in out.splitlines() if not line.startswith("[…")]
     assert "4000 failed in 9.10s" in out and "test_3999 " in out
     assert len(scanned) <= len(kept) + 3, (len(scanned), len(kept))
+
+
+@pytest.mark.parametrize("secret", [False, True])
+def test_a_short_output_is_scanned_once_unless_something_was_masked(monkeypatch, secret):
+    """A clean output that fits is scanned once (its redaction found nothing, so a second
+    scan would find nothing); one where something was masked is scanned again, and the
+    token never survives."""
+    from agentstate.tools import excerpt as module
+
+    scanned = []
+    real = module.find_secrets
+
+    def counting(text):
+        scanned.append(text)
+        return real(text)
+
+    monkeypatch.setattr(module, "find_secrets", counting)
+    monkeypatch.setattr("agentstate.secret_scan.find_secrets", counting)
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    text = "collected 3 items\n" + (f"export GH={token}\n" if secret else "") + "3 passed"
+    out = module.excerpt(text)
+    assert token not in out and "3 passed" in out
+    assert len(scanned) == (3 if secret else 1), scanned
