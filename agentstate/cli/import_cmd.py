@@ -233,6 +233,9 @@ def _transcripts(agent: str, path: Path, run: str | None, goal: str | None, stri
                           + (" (new run)" if f["created_run"] else ""), markup=False)
             console.print("  " + ", ".join(f"{key.replace('_', ' ')} {f[key]}"
                                            for key in COUNTS))
+            if f["already_read"]:
+                console.print(f"  {f['already_read']} line(s) read by an earlier import of "
+                              "this file into this run were not read again", markup=False)
         if d["other_projects"]:
             shown = d["other_projects"][:WARN_LINES]
             names = ", ".join(f"{Path(o['file']).name} ({o['cwd'] or 'no cwd'})" for o in shown)

@@ -36,6 +36,7 @@ from agentstate.integrations.transcripts import (
     parsed_lines,
     read_lines,
     record,
+    resume_point,
     run_import,
     timestamp,
     tool_record,
@@ -68,14 +69,21 @@ def import_claude_code(
     malformed line (Refused for a secret), importing nothing. A `cursor` (see ReadCursor)
     starts the reading where an earlier import stopped and is moved to where this one did.
     """
+    # Without a cursor of its own (and with nothing asked that the earlier read did not do),
+    # the import goes on where the last one of this file into the same run stopped.
+    resuming = cursor is None and goal is None and not (strict or include_thinking)
     path = open_transcript(path, AGENT, cursor)
     kept = kept_session(cursor, AGENT)
     session = kept[0] if kept else read_session(path)
+    if resuming:
+        cursor = resume_point(store, path, session, run_ref)
+    start_line = cursor.line if cursor is not None else 0
     keep_session(cursor, session)
     records = _records(path, include_thinking, session.first_ts, cursor or ReadCursor())
     return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,
-                      already_logged=already_logged, make_current=make_current)
+                      already_logged=already_logged, make_current=make_current,
+                      resumed=(cursor, start_line) if resuming and cursor else None)
 
 
 def _text_of(content: Any) -> str:

@@ -38,6 +38,7 @@ from agentstate.integrations.transcripts import (
     parsed_lines,
     read_lines,
     record,
+    resume_point,
     run_import,
     timestamp,
     tool_record,
@@ -70,18 +71,24 @@ def import_codex(
     agent's format; with `strict`, the first malformed line imports nothing; a `cursor` as
     for Claude Code.
     """
+    # As for Claude Code: without a cursor of its own, go on where the last import stopped.
+    resuming = cursor is None and goal is None and not (strict or include_reasoning)
     path = open_transcript(path, AGENT, cursor)
     kept = kept_session(cursor, AGENT)
     if kept is not None and isinstance(kept[1].get("has_items"), bool):
         session, has_items = kept[0], kept[1]["has_items"]
     else:
         session, has_items = read_session(path)
+    if resuming:
+        cursor = resume_point(store, path, session, run_ref)
+    start_line = cursor.line if cursor is not None else 0
     if has_items:  # complete only then (read_session reads on until it knows)
         keep_session(cursor, session, {"has_items": has_items})
     records = _records(path, include_reasoning, has_items, cursor or ReadCursor())
     return run_import(store, path, session, records,
                       run_ref=run_ref, goal=goal, strict=strict,
-                      already_logged=already_logged, make_current=make_current)
+                      already_logged=already_logged, make_current=make_current,
+                      resumed=(cursor, start_line) if resuming and cursor else None)
 
 
 def _message_text(payload: dict[str, Any]) -> str:

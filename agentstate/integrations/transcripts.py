@@ -70,6 +70,9 @@ class TranscriptImport:
     branch: str | None
     result: ImportResult
     counts: dict[str, int] = field(default_factory=dict)
+    # Lines an earlier import (or a hook's catch-up) of this file into the same run had read
+    # already, and this one did not read again (see resume_point).
+    already_read: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         r = self.result
@@ -77,7 +80,8 @@ class TranscriptImport:
             "file": self.path, "agent": self.agent, "session": self.session, "cwd": self.cwd,
             "branch": self.branch, "run": r.run, "created_run": r.created_run,
             **self.counts,
-            "imported": r.imported, "duplicates": r.duplicates, "malformed": r.malformed,
+            "imported": r.imported, "duplicates": r.duplicates, "already_read": self.already_read,
+            "malformed": r.malformed,
             "refused": r.refused, "skipped": r.skipped, "skipped_reasons": r.skipped_reasons,
             "rejected": [{"line": x.position, "reason": x.reason, "refused": x.refused}
                          for x in r.rejected],
@@ -445,8 +449,11 @@ LOGGED_BY_HOOK = "already logged by a hook"
 def run_import(store: Store, path: Path, session: Session, records: Iterator[ImportLine], *,
                run_ref: str | None, goal: str | None, strict: bool,
                already_logged: AlreadyLogged | None = None,
-               make_current: bool = False) -> TranscriptImport:
+               make_current: bool = False,
+               resumed: tuple[ReadCursor, int] | None = None) -> TranscriptImport:
     """Import one transcript's records through the generic path and remember its session.
+    With `resumed` (the cursor the records are read with, and its line at the start), where
+    this import stopped is kept for the next one (see resume_point).
 
     What the hooks recorded of this session as it happened — a prompt, a tool call — is
     counted as skipped rather than stored twice (`already_logged`, by default the indexed
@@ -469,8 +476,7 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
         if hooked is not None:
             run_ref = hooked.ref
 
-    origin = (f"{session.agent}:{session.session}" if session.session
-              else f"{session.agent}:{path.resolve()}")
+    origin = _origin(session, path)
     default_goal = session.goal or (
         f"{session.agent} session {session.session}" if session.session
         else f"imported from {path}")
@@ -488,9 +494,11 @@ def run_import(store: Store, path: Path, session: Session, records: Iterator[Imp
             branch=redact(session.branch) if session.branch else None,
             file=redact(str(path.resolve())),
         ))
-    return TranscriptImport(path=str(path), agent=session.agent, session=session.session,
-                            cwd=session.cwd, branch=session.branch, result=result,
-                            counts=counts_by_kind(result))
+    imported = TranscriptImport(path=str(path), agent=session.agent, session=session.session,
+                                cwd=session.cwd, branch=session.branch, result=result,
+                                counts=counts_by_kind(result))
+    return imported if resumed is None else _remember_resume_point(store, imported, path,
+                                                                   *resumed)
 
 
 def _run_for_an_agent(store: Store) -> bool:
@@ -513,6 +521,50 @@ def _skipping(records: Iterator[ImportLine], already_logged: AlreadyLogged
             yield ImportLine(line.position, line.data, skip=LOGGED_BY_HOOK)
         else:
             yield line
+
+
+def _origin(session: Session, path: Path) -> str:
+    """What an import of this transcript is known by: its session (the same session read from
+    another path lands in the same run), else the file."""
+    return (f"{session.agent}:{session.session}" if session.session
+            else f"{session.agent}:{path.resolve()}")
+
+
+def resume_point(store: Store, path: Path, session: Session, run_ref: str | None
+                 ) -> ReadCursor:
+    """For an import that brings no cursor of its own (the CLI's, the library's): where an
+    earlier import or a hook's catch-up of this same file into the run this one goes to
+    stopped, if the file still starts with what that read (ReadCursor.fits); else the start.
+    Importing a file again then reads only what was added since, instead of re-reading and
+    re-checking every line to find each one a duplicate."""
+    from agentstate.runs.log import get_run
+    from agentstate.runs.sessions import session_run, transcript_cursor
+
+    run = get_run(store, run_ref) if run_ref else None
+    if run is None and session.session:
+        run = session_run(store, session.agent, session.session)
+    if run is None:
+        from agentstate.runs.importer import origin_run
+
+        run = origin_run(store, _origin(session, path))
+    if run is None:
+        return ReadCursor()
+    cursor = ReadCursor.from_dict(transcript_cursor(store, run, str(path.resolve())))
+    return cursor if cursor.fits(path) else ReadCursor()
+
+
+def _remember_resume_point(store: Store, imported: TranscriptImport, path: Path,
+                          cursor: ReadCursor, start_line: int) -> TranscriptImport:
+    """Keep where this import stopped for the next one (see resume_point); the report says
+    how many lines an earlier read had covered."""
+    imported.already_read = start_line
+    if imported.result.run is not None:
+        from agentstate.runs.log import get_run
+        from agentstate.runs.sessions import save_transcript_cursor
+
+        save_transcript_cursor(store, get_run(store, imported.result.run),
+                               str(path.resolve()), cursor.as_dict())
+    return imported
 
 
 def open_transcript(path: Path, agent: str, cursor: ReadCursor | None = None) -> Path:
@@ -570,7 +622,8 @@ class TranscriptBatch:
         reports, total = self.reports, self.total
         non_empty = [r for r in reports if Path(r.path).stat().st_size > 0]
         hooked = sum(r.result.skipped_reasons.get(LOGGED_BY_HOOK, 0) for r in reports)
-        if not non_empty or total["imported"] or total["duplicates"] or hooked:
+        if not non_empty or total["imported"] or total["duplicates"] or hooked \
+                or total["already_read"]:
             return
         first = next((r for r in non_empty if r.result.rejected), None)
         reason = (f"line {first.result.rejected[0].position}: {first.result.rejected[0].reason}"
@@ -605,5 +658,6 @@ def import_transcripts(store: Store, path: Path, files: list[Path],
         last = next((r.result.run for r in reversed(reports) if r.result.run), None)
         if last:
             set_current_run(store, last)
-    total = {key: sum(r.as_dict()[key] for r in reports) for key in ("imported", *COUNTS)}
+    total = {key: sum(r.as_dict()[key] for r in reports)
+             for key in ("imported", *COUNTS, "already_read")}
     return TranscriptBatch(path, reports, foreign, total)

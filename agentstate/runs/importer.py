@@ -267,8 +267,7 @@ def import_events(
     run: Run | None = get_run(store, run_ref) if run_ref else None
     if run is not None and run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); import into an active run")
-    origin_key = f"import_run:{hashlib.sha256(origin.encode()).hexdigest()[:24]}" if origin \
-        else None
+    origin_key = _origin_key(origin) if origin else None
     if run is None and origin_key:
         run = _earlier_run(store, origin_key, goal)
     title = goal or default_goal or f"imported from {origin or 'records'}"
@@ -483,6 +482,16 @@ class _Import:
                                f"(--strict)") from exc
         result.malformed += 1
         result.rejected.append(Rejected(position, exc.message))
+
+
+def _origin_key(origin: str) -> str:
+    return f"import_run:{hashlib.sha256(origin.encode()).hexdigest()[:24]}"
+
+
+def origin_run(store: Store, origin: str) -> Run | None:
+    """The run an earlier import of `origin` created or was bound to, if any (the run an
+    import of it without a run or goal goes on in)."""
+    return _earlier_run(store, _origin_key(origin), None)
 
 
 def _earlier_run(store: Store, origin_key: str, goal: str | None) -> Run | None:

@@ -145,7 +145,9 @@ def test_a_huge_tool_output_scans_only_the_excerpt(initialised, cli, monkeypatch
 
 
 def test_a_re_import_does_not_scan_again(initialised, cli, tmp_path, monkeypatch):
-    """The import key is checked before the secret scan: nothing new, nothing scanned."""
+    """Nothing new, nothing scanned: a re-import goes on where the last one stopped (its
+    lines are already read), and one that reads the whole file again (`--strict` does)
+    checks each record's import key before the secret scan."""
     import agentstate.runs.importer as importer
 
     path = tmp_path / "s.jsonl"
@@ -155,8 +157,11 @@ def test_a_re_import_does_not_scan_again(initialised, cli, tmp_path, monkeypatch
     real = importer.refuse_secrets
     monkeypatch.setattr(importer, "refuse_secrets",
                         lambda text, what="text": calls.append(1) or real(text, what))
-    again = cli.json("import", "claude-code", str(path))
-    assert again["total"]["duplicates"] == 50 and calls == []
+    again = cli.json("import", "claude-code", str(path))["total"]
+    assert (again["imported"], again["duplicates"], again["already_read"]) == (0, 0, 50)
+    whole = cli.json("import", "claude-code", str(path), "--strict")["total"]
+    assert (whole["imported"], whole["duplicates"], whole["already_read"]) == (0, 50, 0)
+    assert calls == []
 
 
 def test_an_oversized_transcript_line_is_skipped_unread(initialised, cli, tmp_path,

@@ -78,8 +78,17 @@ def test_claude_code_reimport_is_idempotent_and_picks_up_growth(store, tmp_path)
     path = tmp_path / "5b1f.jsonl"
     shutil.copy(CLAUDE, path)
     first = import_claude_code(store, path).result
-    again = import_claude_code(store, path).result
-    assert (again.imported, again.duplicates, again.run) == (0, first.imported, first.run)
+    read_again = import_claude_code(store, path)
+    again = read_again.result
+    # Read from where the first import stopped: its complete lines are not read again (the
+    # half-written last one is), so nothing is found twice.
+    complete_lines = path.read_bytes().count(b"\n")
+    assert (again.imported, again.duplicates, again.run) == (0, 0, first.run)
+    assert read_again.already_read == complete_lines
+    # Read whole (what --strict does), every record is found to be there already.
+    whole = import_claude_code(store, path, strict=True)
+    assert (whole.result.imported, whole.result.duplicates, whole.already_read) == (
+        0, first.imported, 0)
     # The session goes on: the cut line is completed and its tool result arrives.
     text = path.read_text()
     cut = text.rsplit("\n", 1)[0] + "\n"
@@ -91,13 +100,43 @@ def test_claude_code_reimport_is_idempotent_and_picks_up_growth(store, tmp_path)
             "content": "....\n5 passed in 0.10s"}]}})
     path.write_text(cut + result_line + "\n")
     grown = import_claude_code(store, path).result
-    assert (grown.imported, grown.duplicates, grown.run) == (1, first.imported, first.run)
+    assert (grown.imported, grown.duplicates, grown.run) == (1, 0, first.run)
     assert grown.kinds == {"tool": 1} and grown.skipped_reasons.get("incomplete last line") \
         is None
     # The same session from another path still lands in its run.
     other = tmp_path / "copy.jsonl"
     shutil.copy(path, other)
     assert import_claude_code(store, other).result.run == first.run
+
+
+def test_a_re_import_reads_the_whole_file_where_the_saved_read_no_longer_applies(store,
+                                                                                 tmp_path):
+    """Where an earlier import stopped is kept per run and file, and used only while the
+    file still starts with what was read and nothing more is asked of the lines read: a
+    rewritten head, another run, or thinking asked for now all mean reading every line."""
+    path = tmp_path / "5b1f.jsonl"
+    shutil.copy(CLAUDE, path)
+    first = import_claude_code(store, path)
+    lines = path.read_bytes().count(b"\n")
+    assert import_claude_code(store, path).already_read == lines
+    # Another run: nothing of this file is in it yet.
+    other = start_run(store, "another run", make_current=False)[0]
+    into_other = import_claude_code(store, path, run_ref=other.ref)
+    assert (into_other.already_read, into_other.result.imported) == (0, first.result.imported)
+    # Thinking asked for now: lines read before without it are read again for it.
+    thinking = import_claude_code(store, path, include_thinking=True)
+    assert thinking.already_read == 0 and thinking.result.kinds == {"note": 1}
+    # The file rewritten where the last read stopped: read whole again, its new text found.
+    text = path.read_text()
+    complete, last = text[:text.rindex("\n") + 1], text[text.rindex("\n") + 1:]
+    head, final = complete[:-1].rsplit("\n", 1)
+    record = json.loads(final)
+    assert record["type"] == "assistant"
+    record["uuid"] = "rewritten-" + record["uuid"]
+    path.write_text(head + "\n" + json.dumps(record) + "\n" + last)
+    rewritten = import_claude_code(store, path)
+    assert rewritten.already_read == 0 and rewritten.result.imported >= 1
+    assert rewritten.result.duplicates == first.result.imported - rewritten.result.imported
 
 
 def test_include_thinking_stores_notes(store):
@@ -132,8 +171,11 @@ def test_codex_rollout_maps_messages_calls_and_compaction(store):
     [checkpoint] = list_checkpoints(store, run.ref)
     assert checkpoint.note.startswith("Backoff work so far")
     assert checkpoint.created.startswith("2026-01-12T08:10:00")
-    again = import_codex(store, CODEX).result
-    assert (again.imported, again.duplicates) == (0, result.imported)
+    again = import_codex(store, CODEX)
+    assert (again.result.imported, again.result.duplicates) == (0, 0)
+    assert again.already_read == CODEX.read_bytes().count(b"\n")
+    whole = import_codex(store, CODEX, strict=False, run_ref=result.run, include_reasoning=False)
+    assert (whole.result.imported, whole.already_read) == (0, again.already_read)
     with_reasoning = import_codex(store, CODEX, goal="again, with reasoning",
                                   include_reasoning=True).result
     [note] = list_events(store, with_reasoning.run, kind="note")
@@ -198,7 +240,10 @@ def test_nothing_imported_is_an_error_but_duplicates_only_is_not(cli, initialise
     assert result.exit_code == 1 and result.json()["error"]["details"]["malformed"] == 2
     cli.ok("import", "claude-code", str(CLAUDE))
     again = cli.json("import", "claude-code", str(CLAUDE))["total"]
-    assert (again["imported"], again["duplicates"]) == (0, 8)
+    assert (again["imported"], again["duplicates"], again["already_read"]) == (
+        0, 0, CLAUDE.read_bytes().count(b"\n"))
+    whole = cli.json("import", "claude-code", str(CLAUDE), "--strict")["total"]
+    assert (whole["imported"], whole["duplicates"]) == (0, 8)
     empty = cli("import", "claude-code", str(EMPTY))
     assert empty.exit_code == 0 and "nothing to import" in empty.stdout
 
