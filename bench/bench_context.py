@@ -147,6 +147,52 @@ def _in_process(path: Path) -> tuple[float, int]:
     return time.perf_counter() - start, pack.tokens
 
 
+def _essentials_cost(path: Path) -> tuple[float, float, int]:
+    """(ms now, ms reading every preference as before, preferences stored): the essentials
+    of the active run in process, p50. The old read — every live preference loaded as a
+    record, ranked in Python, each line tokenized by the ceiling — is kept here as the
+    figure the SQL ranking is measured against (issue 24), in the same process."""
+    from agentstate.context import essentials
+    from agentstate.memory.model import list_user_preferences
+    from agentstate.memory.scopes import scope_applies
+    from agentstate.runs.log import current_run
+    from agentstate.store.db import open_store
+
+    def every_preference(store, run, *, principal):
+        def read_all(ranked, room, count):
+            scope = essentials.scope_of(run)
+            prefs = sorted(reversed(list_user_preferences(store, principal, scope)),
+                           key=lambda p: -(scope_applies(p.scope, scope) or 0.0))
+            return prefs, [essentials._preference_item(essentials.preference_ref(p), p.scope,
+                                                        p.text) for p in prefs]
+        saved = essentials.fitting_preferences
+        essentials.fitting_preferences = read_all
+        try:
+            return essentials.gather(store, run, principal=principal)
+        finally:
+            essentials.fitting_preferences = saved
+
+    store = open_store(start=path)
+    try:
+        principal = resolve_principal(store)
+        run = current_run(store)
+        times: dict[str, list[float]] = {"now": [], "before": []}
+        texts = set()
+        for _ in range(scaled(9, 1)):
+            for name, gather in (("now", essentials.gather), ("before", every_preference)):
+                start = time.perf_counter()
+                ess = gather(store, run, principal=principal)
+                times[name].append(time.perf_counter() - start)
+                texts.add(ess.text())
+        if len(texts) != 1:
+            raise SystemExit("the essentials differ between the two reads")
+        stored = ess.left_out.get("preferences", 0) + len(ess.preferences)
+    finally:
+        store.close()
+    return (statistics.median(times["now"]) * 1000, statistics.median(times["before"]) * 1000,
+            stored)
+
+
 def _new_events(path: Path, rng: random.Random) -> None:
     """What an agent logs between two turns: failures naming files and tests never seen."""
     from agentstate.runs.log import append_event
@@ -330,6 +376,7 @@ def _measure() -> None:
             extra["full encoder build"].append(_full_encoder_build())
             extra["agentstate --help"].append(_cli(paths[SIZES[0]], ["--help"]))
         dense = _dense_cost(paths[SIZES[-1]])
+        essentials_ms = _essentials_cost(paths[SIZES[-1]])
     med = statistics.median
     for size in SIZES:
         print(f"  {size:>7,} events: assembly {med(inproc[size]) * 1000:6.1f} ms; CLI wall: "
@@ -340,6 +387,10 @@ def _measure() -> None:
               f"repeat right after each {med(cold_then_warm[size]) * 1000:6.1f} ms")
     for name, samples in extra.items():
         print(f"  {name}: {med(samples) * 1000:.1f} ms (same run)")
+    now_ms, before_ms, pinned = essentials_ms
+    print(f"  essentials of the active run with {pinned:,} pinned preferences, in process, p50: "
+          f"{now_ms:.1f} ms (ranked in SQL, read to the ceiling) against {before_ms:.1f} ms "
+          f"reading every preference as before ({before_ms / now_ms:.1f}x, same run)")
     small, large = SIZES[0], SIZES[-1]
     growth = {
         "assembly": med(inproc[large]) / med(inproc[small]),

@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentstate.memory.model import list_user_preferences
-from agentstate.memory.scopes import scope_applies
+from agentstate.memory.preferences import RankedPreferences, ranked_user_preferences
 from agentstate.output import visible
 from agentstate.runs.checkpoint import StateItem, WorkingState, recorded_version, working_state
 from agentstate.runs.log import Run
@@ -98,6 +97,8 @@ class Essentials:
     preferences: list[Any] = field(default_factory=list)  # those shown (within the ceiling)
     scope: dict[str, Any] | None = None  # run, branch, paths: what preferences apply to
     left_out: dict[str, int] = field(default_factory=dict)  # section → items past the ceiling
+    # section → items past the ceiling that were never read (they could not be shown)
+    unread: dict[str, int] = field(default_factory=dict)
 
     def text(self, full: Iterable[str] = ()) -> str:
         """The essentials alone; `full` names the items shown in their full form."""
@@ -162,9 +163,11 @@ def gather(store: Store, run: Run | None, *, principal: Principal | str,
 
         count = counter_for(store.settings.tokens).count
     scope = scope_of(run)
-    prefs = rank_preferences(list_user_preferences(store, principal, scope), scope)
+    ranked = ranked_user_preferences(store, principal, scope)
     if run is None:
-        return cap(Essentials(None, [_preference(p) for p in prefs], preferences=prefs), count)
+        prefs, chosen = fitting_preferences(ranked, PINNED_ROOM, count)
+        return cap(Essentials(None, chosen, preferences=prefs,
+                              unread={"preferences": ranked.total - len(prefs)}), count)
     if per_group is None:
         per_group = store.settings.context.task_items
     state = working_state(store, run, per_group=per_group)
@@ -174,24 +177,59 @@ def gather(store: Store, run: Run | None, *, principal: Principal | str,
     goal = f"- [{run.ref}] {run.goal}"
     items = [Item(run.ref, "goal", "goal", goal, goal)]
     items += [_state_item(i, "constraints", pinned=True) for i in state.constraints]
-    items += [_preference(p) for p in prefs]
+    prefs, chosen = fitting_preferences(ranked, _room_after(items, count), count)
+    items += chosen
     items += [_state_item(i, "questions") for i in state.open_questions]
     items += [_state_item(i, "verifications") for i in state.pending_verifications]
     if failures:
         items.append(_failure(failures[0]))
     items.append(Item(f"worktree:{run.ref}", "drift", "worktree", drift_summary(drift),
                       drift_details(drift)))
-    return cap(Essentials(run, items, state, failures, drift, prefs, scope), count)
+    return cap(Essentials(run, items, state, failures, drift, prefs, scope,
+                          unread={"preferences": ranked.total - len(prefs)}), count)
 
 
 # ---------------------------------------------------------------- the ceiling
 
 
-def rank_preferences(prefs: list[Any], scope: dict[str, Any] | None) -> list[Any]:
-    """Most specific scope first (a path or branch rule beats a repo-wide one), then the
-    newest (a later statement is the user's current wish). `prefs` come oldest first
-    (created, then row), so the reversed list, sorted stably by specificity, is that."""
-    return sorted(reversed(prefs), key=lambda p: -(scope_applies(str(p.scope), scope) or 0.0))
+def _room_after(items: list[Item], count: Callable[[str], int]) -> int:
+    """PINNED_ROOM less what `cap` keeps of the pinned items in `items` (the constraints:
+    they come before the preferences and take the room first, by the same rule)."""
+    room = PINNED_ROOM
+    for item in (i for i in items if i.pinned):
+        cost = count(item.floor) + 1
+        if cost <= room:
+            room -= cost
+    return room
+
+
+def fitting_preferences(ranked: RankedPreferences, room: int, count: Callable[[str], int]
+                        ) -> tuple[list[Any], list[Item]]:
+    """The preferences `cap` will keep in `room` tokens — taken in rank order while they fit,
+    a long one passed over — read from the ranked lines no further than one could still fit.
+
+    Ranked in SQL (memory/preferences.py), so only what the ceiling can show is tokenized
+    and loaded as a record. A line is counted only when it could fit: the tokenizers
+    agentstate uses (tiktoken's BPE encodings) split text into pieces before merging, and no
+    piece has non-space characters on both sides of a space, so a line has at least as many
+    tokens as whitespace-separated words — a bound that costs no tokenizer. Reading stops
+    when the room left is below the cheapest line any preference can make.
+    """
+    chosen: list[tuple[int, Item]] = []
+    label_words: dict[str, int] = {}  # scope → the words of a line with no text, and its newline
+    for line in ranked.lines():
+        if room < _CHEAPEST_PREFERENCE:
+            break
+        if line.scope not in label_words:
+            label_words[line.scope] = _words(_preference_item("mem:x@v1", line.scope, "").floor)
+        if label_words[line.scope] + 1 + _words(line.text) > room:
+            continue
+        item = _preference_item(line.ref, line.scope, line.text)
+        cost = count(item.floor) + 1
+        if cost <= room:
+            room -= cost
+            chosen.append((line.row, item))
+    return ranked.memories([row for row, _ in chosen]), [item for _, item in chosen]
 
 
 def shorten(line: str, limit: int, count: Callable[[str], int], note: str) -> str:
@@ -243,8 +281,7 @@ def cap(ess: Essentials, count: Callable[[str], int]) -> Essentials:
     optional = [i for section in ("questions", "verifications") for i in left.get(section, [])]
     for item in optional:
         item.optional = True
-    ess.items = kept + [_pointer(section, len(items), run_ref)
-                        for section, items in left.items()]
+    ess.items = kept + _pointers(left, ess.unread, run_ref)
     # The rooms leave space for titles and pointers; this makes the bound exact whatever
     # the tokenizer does at the joins: drop the lowest-ranked queue, then pinned, items.
     while count(ess.text()) > BOUND:
@@ -261,13 +298,24 @@ def cap(ess: Essentials, count: Callable[[str], int]) -> Essentials:
             worst.optional = True
             optional.append(worst)
         ess.items = [i for i in ess.items if i is not worst and not i.pointer]
-        ess.items += [_pointer(section, len(items), run_ref)
-                      for section, items in left.items()]
+        ess.items += _pointers(left, ess.unread, run_ref)
     ess.items += optional
     shown = {i.ref for i in ess.items}
     ess.preferences = [p for p in ess.preferences if preference_ref(p) in shown]
-    ess.left_out = {section: len(items) for section, items in left.items()}
+    ess.left_out = {p.section: _left_count(p.section, left, ess.unread)
+                    for p in ess.items if p.pointer}
     return ess
+
+
+def _left_count(section: str, left: dict[str, list[Item]], unread: dict[str, int]) -> int:
+    return len(left.get(section, ())) + unread.get(section, 0)
+
+
+def _pointers(left: dict[str, list[Item]], unread: dict[str, int], run_ref: str) -> list[Item]:
+    """One `+ N more …` line per section with items past the ceiling, read or not, in the
+    sections' order."""
+    return [_pointer(section, _left_count(section, left, unread), run_ref)
+            for section in SECTIONS if _left_count(section, left, unread)]
 
 
 def _pointer(section: str, n: int, run_ref: str) -> Item:
@@ -301,12 +349,23 @@ def preference_ref(pref: Any) -> str:
     return f"{ref}@v{version}" if version is not None and "@v" not in ref else ref
 
 
-def _preference(pref: Any) -> Item:
-    ref = preference_ref(pref)
-    # list_user_preferences returns only what the user stated: trusted by construction.
-    line = f"- [{_label(ref, 'preference', 'scope ' + str(pref.scope), 'user (trusted)')}] " \
-           f"{pref.text}"
+def _preference_item(ref: str, scope: str, text: str) -> Item:
+    # Only what the user stated is read as a preference: trusted by construction.
+    line = f"- [{_label(ref, 'preference', 'scope ' + scope, 'user (trusted)')}] {text}"
     return Item(ref, "preferences", "preference", line, line, pinned=True)
+
+
+def _words(text: str) -> int:
+    """Whitespace-separated words of `text` as a pack shows it (output.visible): a lower
+    bound of its tokens (fitting_preferences). Text with control or separator characters
+    is made visible first, since visible writes some whitespace (a form feed, a lone
+    carriage return) out as letters that join two words."""
+    return len((text if text.isprintable() else visible(text)).split())
+
+
+# The fewest words (hence tokens, fitting_preferences) a preference line has, plus its
+# newline: the label with a one-word scope and no text (a ref is one word).
+_CHEAPEST_PREFERENCE = _words(_preference_item("mem:x@v1", "s", "").floor) + 1
 
 
 def failure_line(failure: ToolFailure) -> str:

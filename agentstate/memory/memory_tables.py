@@ -361,3 +361,14 @@ def m041_scanned_texts(db: sqlite_utils.Database) -> None:
     # A rowid table, as every table a purge searches for leftover text (memory/forget.py
     # names a row by its rowid).
     run_script(db, "CREATE TABLE scanned_texts (digest TEXT PRIMARY KEY);")
+
+
+def m042_user_preferences(db: sqlite_utils.Database) -> None:
+    """The user's live preferences, newest first, without walking every active memory: the
+    essentials rank them in SQL and stop reading at what their ceiling can show (issue 24).
+    Partial, so it holds only those rows; scope and expiry are in it, so the count per scope
+    that the pointer line needs is read from the index alone."""
+    run_script(db, """
+        CREATE INDEX memories_user_preferences ON memories(created, row, scope, valid_until)
+            WHERE kind = 'preference' AND source = 'user' AND status = 'active';
+    """)

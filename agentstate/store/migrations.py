@@ -74,6 +74,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     # while it was open), in a block of its own: m040-m044.
     ("m040_memory_vectors", "memory"),  # dense vectors of memory versions (memory/dense.py)
     ("m041_scanned_texts", "memory"),  # issue 24: a memory text is scanned for secrets once
+    ("m042_user_preferences", "memory"),  # issue 24: essentials read what they show
 )
 
 

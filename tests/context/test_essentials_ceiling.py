@@ -72,7 +72,7 @@ def test_the_minimum_stays_under_the_bound_and_pinned_items_that_fit_are_in(case
             if ref in shown:
                 assert body in shown[ref].floor and shown[ref].floor in text
                 continue
-            line_cost = count(next(i.floor for i in _uncapped(store, run) if i.ref == ref)) + 1
+            line_cost = count(_uncapped_lines(store, run, prefs)[ref]) + 1
             assert used + line_cost > PINNED_ROOM, (ref, used, line_cost)
         # Whatever is left out is counted in a pointer line, per section.
         left = len(pinned) - len(shown)
@@ -92,16 +92,23 @@ def test_the_minimum_stays_under_the_bound_and_pinned_items_that_fit_are_in(case
                     assert item.floor in built
 
 
-def _uncapped(store, run):
-    """The essentials' items before the ceiling: the lines the cap chose from."""
+def _uncapped_lines(store, run, prefs):
+    """ref → the line of every pinned item before the ceiling: the run's constraints as the
+    essentials make them, and a line for every preference (the essentials read only those
+    that could fit)."""
     from agentstate.context import essentials
 
     saved = essentials.cap
     essentials.cap = lambda ess, count: ess
     try:
-        return gather(store, run, principal=resolve_principal(store)).items
+        lines = {i.ref: i.floor for i in gather(store, run,
+                                                principal=resolve_principal(store)).items}
     finally:
         essentials.cap = saved
+    for p in prefs:
+        ref = preference_ref(p)
+        lines[ref] = essentials._preference_item(ref, p.scope, p.text).floor
+    return lines
 
 
 PREFERENCES = 983  # the issue's store: a tenth of 10k memories are pinned preferences
