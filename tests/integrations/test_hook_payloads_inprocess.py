@@ -159,3 +159,21 @@ def test_session_start_of_a_sessions_run_is_its_resume_pack_as_the_agent_reads_i
     assert text.startswith("agentstate resume pack")
     assert "fix the flaky date test" in text and "keep each commit small" in text
     assert "release notes short" not in text  # user scope: the agent may not read it
+
+
+def test_session_start_shows_the_sessions_run_even_when_another_run_is_current(store):
+    from agentstate.runs.log import current_run, start_run
+
+    first = handle(store, _payload("UserPromptSubmit", cwd=str(store.work_tree),
+                                   prompt="fix the flaky date test"))
+    start_run(store, "an unrelated task started from the shell")
+    assert current_run(store).ref != first.run
+    outcome = handle(store, _payload("SessionStart", cwd=str(store.work_tree)))
+    assert outcome.run == first.run
+    text = _context(outcome)
+    assert "fix the flaky date test" in text and "unrelated task" not in text
+
+
+def test_a_tool_record_without_a_problems_list_still_returns_its_record():
+    text, source, meta = tool_record(_payload("PostToolUse", tool_response=7))
+    assert (text.startswith("tool"), source, meta["tool"]) == (True, "tool:tool", "tool")
