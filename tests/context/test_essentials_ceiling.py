@@ -169,3 +169,22 @@ def test_preferences_rank_the_most_specific_then_the_newest_first(store):
     assert "on this run always write the tests first" in shown[0].floor
     assert "preference number 199:" in shown[1].floor  # the newest repo-wide one next
     assert ess.left_out["preferences"] == 201 - len(shown)
+
+
+def test_a_preference_scoped_to_another_run_is_not_pinned_in_this_runs_essentials(store):
+    """The essentials pin what applies to this run: a preference the user scoped to another
+    run (or branch, or path) stays out of this run's packs, one scoped to this run is in."""
+    other, _ = start_run(store, "the other task")
+    run, _ = start_run(store, "this task")
+    who = resolve_principal(store)
+    remember(store, "in the other task keep the old parser", kind="preference", source="user",
+             evidence=["user"], scope=f"run:{other.id}", principal=who)
+    remember(store, "in this task write the tests first", kind="preference", source="user",
+             evidence=["user"], scope=f"run:{run.id}", principal=who)
+    ess = gather(store, run, principal=who)
+    text = ess.text()
+    assert "in this task write the tests first" in text
+    assert "keep the old parser" not in text
+    assert [p.text for p in ess.preferences] == ["in this task write the tests first"]
+    pack = build_pack(store, run.ref, principal=who)
+    assert "write the tests first" in pack.text and "keep the old parser" not in pack.text

@@ -84,3 +84,96 @@ def test_a_tool_event_is_stored_in_the_sessions_run(store):
                                      tool_response="3 problems"))
     [event] = [e for e in list_events(store, outcome.run) if e.kind == "tool"]
     assert event.meta["failed"] is True and event.meta["command"] == "make lint"
+
+
+# ---------------------------------------------------------------- how a tool call ended
+# The flags tool_record derives from the client's word (a mutation run left them alive): who
+# said what decides which failure signatures count, and an exit code never hides a failure
+# event.
+
+TRACEBACK = "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: odd\n"
+
+
+def _bash(event: str, agent: str, response) -> dict:
+    return tool_record(_payload(event, agent=agent, tool_name="Bash",
+                                tool_input={"command": "python x.py"},
+                                tool_response=response))[2]
+
+
+def test_a_claude_success_report_is_believed_over_a_printed_traceback():
+    # Claude Code reports every failed call as PostToolUseFailure: its PostToolUse is a
+    # success, and a traceback alone (a program printing one it caught) does not outweigh it.
+    meta = _bash("PostToolUse", "claude-code", TRACEBACK)
+    assert (meta["failed"], meta["outcome"]) == (False, "client event")
+    plain = _bash("PostToolUse", "claude-code", "done")
+    assert (plain["failed"], plain["outcome"]) == (False, "client event")
+
+
+def test_codex_says_nothing_so_the_output_decides_or_the_outcome_is_unknown():
+    meta = _bash("PostToolUse", "codex", TRACEBACK)
+    assert (meta["failed"], meta["outcome"]) == (True, "signature")
+    plain = _bash("PostToolUse", "codex", "done")
+    assert (plain["failed"], plain["outcome"]) == (None, "unknown")
+    assert plain["exit_code"] is None  # a command without a stated code keeps None
+
+
+@pytest.mark.parametrize("response", [{"stdout": "half", "interrupted": True},
+                                      {"stdout": "half", "is_error": True}])
+def test_a_response_that_says_it_failed_is_a_failure_even_from_claude(response):
+    meta = _bash("PostToolUse", "claude-code", response)
+    assert (meta["failed"], meta["outcome"]) == (True, "client event")
+
+
+def test_a_failure_event_with_exit_code_zero_is_still_a_failure():
+    meta = _bash("PostToolUseFailure", "claude-code", {"stdout": "x", "exit_code": 0})
+    assert (meta["exit_code"], meta["failed"], meta["outcome"]) == (0, True, "exit code")
+    ok = _bash("PostToolUse", "codex", {"stdout": "x", "exit_code": 0})
+    assert (ok["exit_code"], ok["failed"]) == (0, False)
+
+
+# ---------------------------------------------------------------- SessionStart in process
+
+def _context(outcome) -> str:
+    answer = json.loads(outcome.stdout)["hookSpecificOutput"]
+    assert answer["hookEventName"] == "SessionStart"
+    return answer["additionalContext"]
+
+
+def test_session_start_without_a_run_says_how_one_starts(store):
+    outcome = handle(store, _payload("SessionStart", cwd=str(store.work_tree)))
+    assert outcome.run is None
+    assert _context(outcome).startswith("agentstate: no active run in this repository yet.")
+
+
+def test_session_start_of_a_sessions_run_is_its_resume_pack_as_the_agent_reads_it(store):
+    from agentstate.memory.write import remember
+
+    remember(store, "the owner keeps the release notes short", kind="preference",
+             scope="user", principal="owner")
+    remember(store, "keep each commit small", kind="preference", principal="owner")
+    first = handle(store, _payload("UserPromptSubmit", cwd=str(store.work_tree),
+                                   prompt="fix the flaky date test"))
+    outcome = handle(store, _payload("SessionStart", cwd=str(store.work_tree)))
+    assert outcome.run == first.run
+    text = _context(outcome)
+    assert text.startswith("agentstate resume pack")
+    assert "fix the flaky date test" in text and "keep each commit small" in text
+    assert "release notes short" not in text  # user scope: the agent may not read it
+
+
+def test_session_start_shows_the_sessions_run_even_when_another_run_is_current(store):
+    from agentstate.runs.log import current_run, start_run
+
+    first = handle(store, _payload("UserPromptSubmit", cwd=str(store.work_tree),
+                                   prompt="fix the flaky date test"))
+    start_run(store, "an unrelated task started from the shell")
+    assert current_run(store).ref != first.run
+    outcome = handle(store, _payload("SessionStart", cwd=str(store.work_tree)))
+    assert outcome.run == first.run
+    text = _context(outcome)
+    assert "fix the flaky date test" in text and "unrelated task" not in text
+
+
+def test_a_tool_record_without_a_problems_list_still_returns_its_record():
+    text, source, meta = tool_record(_payload("PostToolUse", tool_response=7))
+    assert (text.startswith("tool"), source, meta["tool"]) == (True, "tool:tool", "tool")

@@ -56,7 +56,11 @@ def test_a_prompt_piped_into_the_hook_is_the_users_word_unverified(cli, initiali
     assert cli.json("memory", "show", stored["ref"])["versions"][-1]["status"] == "candidate"
 
 
-def test_a_hooks_transcript_catch_up_relays_user_turns_too(cli, initialised, isolated_home):
+# A hook acts as `agent` whatever its environment says: a client that sets no agent variable
+# for its hooks (or a hook helper started from the owner's shell) relays the user turns too.
+@pytest.mark.parametrize("env", [CLAUDE, {}], ids=["under-claude-code", "no-agent-variable"])
+def test_a_hooks_transcript_catch_up_relays_user_turns_too(cli, initialised, isolated_home,
+                                                            env):
     """The transcript a Stop hook names is a file the agent can write (even in the client's
     own transcript folder): its user turns are relayed prompts, never `user`."""
     import re
@@ -72,7 +76,7 @@ def test_a_hooks_transcript_catch_up_relays_user_turns_too(cli, initialised, iso
     stop = {"hook_event_name": "Stop", "session_id": "s-1", "cwd": str(initialised),
             "transcript_path": str(transcript)}
     done = run_agentstate("hook", "claude-code", cwd=initialised, input=json.dumps(stop),
-                          env=CLAUDE)
+                          env=env)
     assert done.returncode == 0, done.stderr
     found = cli.json("events", "--all")
     approve = [e for e in found if "release branch" in e["text"]]
