@@ -74,6 +74,8 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     # while it was open), in a block of its own: m040-m044.
     ("m040_memory_vectors", "memory"),  # dense vectors of memory versions (memory/dense.py)
     ("m041_scanned_texts", "memory"),  # issue 24: a memory text is scanned for secrets once
+    # Issue 23: the dense extra's start-up (m042-m049 are kept for another block).
+    ("m050_dense_queries", "memory"),  # query vectors and their rankings (dense_queries.py)
 )
 
 
