@@ -491,6 +491,14 @@ DENSE_FULL_ROOM = 8_000
 DENSE_MAX_WEIGHT = 0.5
 
 
+# Where the room lets dense hits in, a neighbour turn that holds none of the question's
+# content words weighs this share of its score (memory/search.py, quiet_neighbours): on the
+# second corpus such turns took 2,000-2,700 of 4,000 tokens while the evidence, ranked
+# 80-350th by the dense signal, was cut for budget or never asked for.
+QUIET_NEIGHBOUR_SHARE = 0.05
+WIDE_POOL = 2
+
+
 def dense_weight(room: int) -> float:
     """The dense ranking's weight in the fusion for evidence with `room` tokens."""
     share = (room - DENSE_FROM_ROOM) / (DENSE_FULL_ROOM - DENSE_FROM_ROOM)
@@ -507,6 +515,8 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     pool = event_pool(room, settings.evidence_events)
     if not pool:
         return []
+    if dense and room >= DENSE_FROM_ROOM:
+        pool = min(EVENT_POOL_MAX, pool * WIDE_POOL)
     # Nothing searchable in the query (only punctuation) and no dense signal: no hits.
     hits = ranked_events(store, query, limit=pool, max_terms=settings.evidence_terms,
                          dense_weight=dense_weight(room) if dense else None,
@@ -514,6 +524,10 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     if not hits:
         return []
     neighbours = src.neighbour_hits(store, hits) if hits else []
+    if dense and room >= DENSE_FROM_ROOM:
+        from agentstate.memory.search import quiet_neighbours
+
+        neighbours = quiet_neighbours(query, hits, neighbours, QUIET_NEIGHBOUR_SHARE)
     ids = [h.ref.removeprefix("evt:") for h in hits + neighbours]
     superseded = {f"evt:{i}" for i in superseded_among(store, ids)}
     resolved = {f"evt:{i}" for i in resolved_among(store, ids)}
