@@ -491,11 +491,11 @@ DENSE_FULL_ROOM = 8_000
 DENSE_MAX_WEIGHT = 0.5
 
 
-# Where the room lets dense hits in, a neighbour turn that holds none of the question's
-# content words weighs this share of its score (memory/search.py, quiet_neighbours): on the
-# second corpus such turns took 2,000-2,700 of 4,000 tokens while the evidence, ranked
-# 80-350th by the dense signal, was cut for budget or never asked for.
-QUIET_NEIGHBOUR_SHARE = 0.05
+# Where the room lets dense hits in (from DENSE_FROM_ROOM), the event search asks for this
+# many times the pool: on the second corpus the evidence `full` missed at 4,000 tokens stood
+# 80th-350th in the dense ranking, beyond the ~145 hits a pool of one per 25 tokens holds
+# (docs/evaluation.md, fourth round: 0.868 -> 0.974 there, 0.867 -> 0.927 on 150 dev
+# questions). Smaller rooms keep the pool as it was.
 WIDE_POOL = 2
 
 
@@ -524,10 +524,6 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     if not hits:
         return []
     neighbours = src.neighbour_hits(store, hits) if hits else []
-    if dense and room >= DENSE_FROM_ROOM:
-        from agentstate.memory.search import quiet_neighbours
-
-        neighbours = quiet_neighbours(query, hits, neighbours, QUIET_NEIGHBOUR_SHARE)
     ids = [h.ref.removeprefix("evt:") for h in hits + neighbours]
     superseded = {f"evt:{i}" for i in superseded_among(store, ids)}
     resolved = {f"evt:{i}" for i in resolved_among(store, ids)}

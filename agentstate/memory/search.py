@@ -672,22 +672,6 @@ def _content_weighted(query: str, hits: list[EventHit]) -> list[EventHit]:
             for h in hits]
 
 
-def quiet_neighbours(query: str, hits: list[EventHit], neighbours: list[EventHit],
-                     share: float) -> list[EventHit]:
-    """`neighbours` (turns next to `hits`) that hold none of the query's content words
-    (the hits' speakers' names left out) weighed at `share` of their score, in place: a
-    turn next to a hit is worth its room where it goes on with what the question asks,
-    less where it only sits beside it ("Hello Kate." next to Kate's answer)."""
-    stems = _content_stems(query, hits)
-    if not stems or share >= 1.0:
-        return neighbours
-    pattern = stem_pattern(stems)
-    for n in neighbours:
-        if not _content_share(pattern, stems, n.text):
-            n.score = round(n.score * share, 4)
-    return neighbours
-
-
 def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = MAX_TERMS,
                   dense_weight: float | None = None, speakers: bool = True
                   ) -> list[EventHit]:

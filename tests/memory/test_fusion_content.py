@@ -70,16 +70,3 @@ def test_a_small_room_keeps_the_lexical_scores(store, embedder):
     assert hits[0].score > max(NAME_ONLY_SHARE, WEAK_LEXICAL_DENSE_WEIGHT)
     assert "Chidi" in hits[0].text
 
-
-def test_a_neighbour_holding_nothing_of_the_question_is_quieted():
-    from agentstate.memory.search import quiet_neighbours
-
-    hits = [_hit("Chidi: I got hired at the bakery.")]
-    chatter, goes_on = _hit("Tara: Hey Chidi, well done!", 0.5), _hit(
-        "Chidi: the role starts Monday, early shifts.", 0.5)
-    quiet_neighbours("Which role was Chidi hired for?", hits, [chatter, goes_on], 0.1)
-    # The turn that goes on with what was asked keeps its weight; the greeting (a name
-    # only) weighs a tenth of it.
-    assert (chatter.score, goes_on.score) == (0.05, 0.5)
-    again = _hit("Tara: Hey Chidi, well done!", 0.5)
-    assert quiet_neighbours("Which role?", hits, [again], 1.0)[0].score == 0.5
