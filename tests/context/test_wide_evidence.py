@@ -1,6 +1,6 @@
-"""Where the room lets dense hits in (context/assemble.py, DENSE_FROM_ROOM), the event
-search asks for a wider pool (WIDE_POOL); a smaller room keeps the pool as it was (the dev
-split's small budgets)."""
+"""From WIDE_FROM_ROOM tokens of room (context/assemble.py) the event search asks for
+WIDE_POOL times the pool; a smaller room keeps the pool as it was (the dev split lost 0.015
+at 4,000 tokens with it)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,10 @@ def test_a_large_room_asks_for_a_wider_pool(store, monkeypatch):
     append_event(store, run.ref, "note", "Kate: I baked a lemon cake.")
     # A small room: the pool as before, dense or not.
     assert _asked(store, monkeypatch, 2_000) == _asked(store, monkeypatch, 2_000, dense=False)
-    wide = _asked(store, monkeypatch, 8_000)[0]
-    narrow = _asked(store, monkeypatch, 8_000, dense=False)[0]
+    # A room past WIDE_FROM_ROOM: WIDE_POOL times the pool.
+    wide = _asked(store, monkeypatch, 20_000)[0]
+    narrow = _asked(store, monkeypatch, 20_000, dense=False)[0]
     assert wide == min(assemble.EVENT_POOL_MAX, narrow * assemble.WIDE_POOL) > narrow
+    # Below WIDE_FROM_ROOM (a 4,000-token pack), as before.
+    assert _asked(store, monkeypatch, 4_000) == _asked(store, monkeypatch, 4_000, dense=False)
 
