@@ -281,9 +281,10 @@ DENSE_QUERIES = ("why does the build fail on the module import", "flaky test in 
                  "what broke the release build", "slow test run again")
 
 
-def _dense_cost(path: Path) -> tuple[float, float, float] | None:
-    """(lexical, lexical + dense, lexical + dense with the vector matrix read again) ms per
-    event search, p50 in process, on a store whose events are all embedded; None without
+def _dense_cost(path: Path) -> tuple[float, float, float, float] | None:
+    """(lexical, lexical + dense for a question never asked, the same question asked again
+    (its kept ranking), a new question with the vector matrix read again) ms per event
+    search, p50 in process, on a store whose events are all embedded; None without
     the `dense` extra. Embedding the store comes first and is not timed (it is done once,
     lazily, in batches)."""
     from agentstate.memory import dense
@@ -300,18 +301,28 @@ def _dense_cost(path: Path) -> tuple[float, float, float] | None:
         while dense.ensure_vectors(store, embedder, limit=20_000):
             pass
         print(f"  embedded the store's events in {time.perf_counter() - t0:.1f}s (once)")
-        timings: list[list[float]] = [[], [], []]
+        timings: list[list[float]] = [[], [], [], []]
         for query in DENSE_QUERIES * REPEATS:
-            for n, weight in enumerate((None, 0.5, 0.5)):
-                if n == 2:
+            for n, weight in enumerate((None, 0.5, 0.5, 0.5)):
+                if n == 1:
+                    _forget_kept_queries(store)  # a question never asked: the matrix
+                if n == 3:
+                    _forget_kept_queries(store)
                     dense._CACHE.clear()  # the matrix read from the table, as before caching
                 start = time.perf_counter()
                 ranked_events(store, query, limit=320, dense_weight=weight)
                 timings[n].append((time.perf_counter() - start) * 1000)
     finally:
         store.close()
-    lexical, cached, uncached = (statistics.median(t) for t in timings)
-    return lexical, cached, uncached
+    lexical, new, repeated, uncached = (statistics.median(t) for t in timings)
+    return lexical, new, repeated, uncached
+
+
+def _forget_kept_queries(store) -> None:
+    """Drop the query vectors and rankings the store keeps (memory/dense_queries.py), so
+    the next search is one of a question never asked."""
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM dense_queries")
 
 
 def main() -> None:
@@ -407,8 +418,10 @@ def _measure() -> None:
         added = dense[1] - dense[0]
         print(f"  dense signal at {large:,} events, in process, per query (p50 of "
               f"{len(DENSE_QUERIES)}): lexical {dense[0]:.1f} ms, with dense {dense[1]:.1f} ms "
-              f"(+{added:.1f} ms; target +15 ms: {'ok' if added <= 15 else 'MISSED'}); "
-              f"the same without the cached matrix {dense[2]:.1f} ms")
+              f"for a new question (+{added:.1f} ms; target +15 ms: "
+              f"{'ok' if added <= 15 else 'MISSED'}), {dense[2]:.1f} ms asked again (its "
+              f"kept ranking, +{dense[2] - dense[0]:.1f} ms); a new question without the "
+              f"process's matrix {dense[3]:.1f} ms")
     print(f"  under 300 ms at {large:,}: "
           + ", ".join(f"{name} {v}" for name, v in verdict.items())
           + f"; cold cache (first command on a machine) "

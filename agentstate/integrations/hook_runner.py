@@ -8,7 +8,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentstate.store.db import Store
 
 
 def run_hook(agent: str, args: list[str], stdin: IO[str] | IO[bytes], *,
@@ -73,7 +76,22 @@ def run_hook(agent: str, args: list[str], stdin: IO[str] | IO[bytes], *,
             if after_answer is None:
                 store.close()
             else:
-                after_answer.append(store.close)
+                after_answer.extend((_embedder_of(store), store.close))
+
+
+def _embedder_of(store: Store) -> Callable[[], None]:
+    """Embed the turn's new events for the dense signal once the agent has its answer (the
+    numpy-free reader, a few ms an event), so that no command pays for it later; a failure
+    only leaves them to the next search, which embeds what is missing."""
+    def embed() -> None:
+        try:
+            from agentstate.memory.dense import embed_recent
+
+            embed_recent(store)
+        except Exception:  # noqa: BLE001 - after the answer: nobody to tell, nothing lost
+            pass
+
+    return embed
 
 
 def _store_root_guess(directory: str | None) -> Path | None:

@@ -19,7 +19,11 @@ the token vectors, normalised (a test compares the two).
 Vectors live in `event_vectors` (memory/memory_tables.py, m020), one per event, with the model's
 name and version: a vector of another model is never compared with this one's, and is
 replaced when the event is embedded again. They are computed lazily, in batches, by the
-first search that needs them (`ensure_vectors`), never by a hook: hooks do not search.
+first search that needs them (`ensure_vectors`), and by the hook helper's child for a turn's
+newest events once the agent has its answer (`embed_recent`). A few texts (a query, a turn)
+are embedded by the numpy-free reader (dense_static.py), a batch by the loaded model; a
+question's vector and ranking are kept in the store (dense_queries.py), so a question asked
+again needs neither.
 A purge that scrubs an event's text deletes its vector (a trigger), so no trace of erased
 text stays in the store.
 
@@ -36,6 +40,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agentstate.memory.dense_static import StaticModel
     from agentstate.store.db import Store
 
 PACKAGE = "wordllama"
@@ -86,7 +91,6 @@ class Embedder:
 def _package_files() -> tuple[Any, Any, str] | str:
     """(weights path, tokenizer path, version), or why the model cannot be used."""
     import importlib.util
-    from importlib.metadata import PackageNotFoundError, version
     from pathlib import Path
 
     spec = importlib.util.find_spec(PACKAGE)
@@ -99,11 +103,51 @@ def _package_files() -> tuple[Any, Any, str] | str:
     missing = [p.name for p in (weights, tokenizer) if not p.is_file()]
     if missing:
         return f"lexical search only: {PACKAGE} is installed without {', '.join(missing)}"
+    return weights, tokenizer, _version(root)
+
+
+def _version(root: Any) -> str:
+    """The installed package's version, from its dist-info folder's name beside it (what
+    importlib.metadata would find, without its ~50-100 ms import on every command); the
+    metadata's own answer where the folder is not there (an editable or unusual install)."""
+    found = sorted(root.parent.glob(f"{PACKAGE}-*.dist-info"))
+    if len(found) == 1:
+        return found[0].name[len(PACKAGE) + 1:-len(".dist-info")]
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        number = version(PACKAGE)
+        return version(PACKAGE)
     except PackageNotFoundError:
-        number = "unknown"
-    return weights, tokenizer, number
+        return "unknown"
+
+
+@lru_cache(maxsize=2)
+def _files(package: str) -> tuple[Any, Any, str] | str:
+    """`_package_files`, once per process (keyed by the package name, which tests change)."""
+    return _package_files()
+
+
+def _model_name(number: str) -> str:
+    return f"{PACKAGE}-{CONFIG}-{DIM}@{number}"
+
+
+def current_model() -> str | None:
+    """The installed model's name@version, without loading it; None without the package."""
+    found = _files(PACKAGE)
+    return None if isinstance(found, str) else _model_name(found[2])
+
+
+def load_static_model() -> StaticModel | None:
+    """The numpy-free reader of the installed model (memory/dense_static.py), for the few
+    texts a command embeds; None without the package or where it cannot be made."""
+    found = _files(PACKAGE)
+    if isinstance(found, str):
+        return None
+    from agentstate.memory.dense_static import load_static
+
+    weights, tokenizer, number = found
+    return load_static(weights, tokenizer, number, _model_name(number), "embedding.weight",
+                       DIM)
 
 
 @lru_cache(maxsize=1)
@@ -121,7 +165,7 @@ def load_embedder() -> Embedder | None:
         table = load_file(str(weights))["embedding.weight"]
     except Exception:  # a broken install: the lexical path, and doctor says why
         return None
-    return Embedder(tokenizer, table, f"{PACKAGE}-{CONFIG}-{DIM}@{number}")
+    return Embedder(tokenizer, table, _model_name(number))
 
 
 def signal() -> Signal:
@@ -145,24 +189,30 @@ class _Vectors:
     read them (written out whole, so the tables each one names are plain to read)."""
 
     table: str       # the vector table (the matrix cache's key)
+    key: str         # its key column
     counts: str      # (vectors of the model, texts)
     missing: str     # (key, text) of texts without a vector of the model, newest first
-    upsert: str      # (key, model, vec): a replaced vector takes a new rowid (see _Index)
+    drop: str        # (key): the key's vector, whatever its model (see _store_vectors)
+    insert: str      # (key, model, vec): a replaced vector takes a new rowid (see _Index)
     newer: str       # (rowid, key, vec) of the model's vectors above a rowid, in order
     fresh: str       # (key, vec) of the model's vectors of some keys ({} for the marks)
     text_top: str    # the largest rowid of the texts
     new_texts: str   # (key, text) of texts above a rowid without a vector of the model
+    recent: str      # (key, text) among the newest N texts, without a vector of the model
 
 
 EVENTS = _Vectors(
     "event_vectors",
+    "event_id",
     "SELECT (SELECT count(*) FROM event_vectors WHERE model = ?), "
     "(SELECT count(*) FROM events)",
     "SELECT e.id, e.text FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_vectors v "
     "WHERE v.event_id = e.id AND v.model = ?) ORDER BY e.rowid DESC LIMIT ?",
-    # REPLACE deletes and inserts: the new row takes a rowid above every other, which is
-    # how a process's cached matrix learns of it (`newer`).
-    "INSERT OR REPLACE INTO event_vectors (event_id, model, vec) VALUES (?, ?, ?)",
+    # A vector is replaced by a delete and an insert: the new row takes a rowid above every
+    # other, which is how a process's cached matrix learns of it (`newer`), and the delete
+    # clears the kept rankings (m050's trigger, which REPLACE's own delete would not fire).
+    "DELETE FROM event_vectors WHERE event_id = ?",
+    "INSERT INTO event_vectors (event_id, model, vec) VALUES (?, ?, ?)",
     "SELECT rowid, event_id, vec FROM event_vectors WHERE rowid > ? AND model = ? "
     "ORDER BY rowid",
     # `+model`: the look-up goes by key; on the model's index it would scan every vector.
@@ -170,6 +220,8 @@ EVENTS = _Vectors(
     "SELECT max(rowid) FROM events",
     "SELECT e.id, e.text FROM events e WHERE e.rowid > ? AND NOT EXISTS (SELECT 1 FROM "
     "event_vectors v WHERE v.event_id = e.id AND v.model = ?) ORDER BY e.rowid LIMIT ?",
+    "SELECT e.id, e.text FROM events e WHERE e.rowid > (SELECT max(rowid) FROM events) - ? "
+    "AND NOT EXISTS (SELECT 1 FROM event_vectors v WHERE v.event_id = e.id AND v.model = ?)",
 )
 # Memory versions, by their row (m040): recall reads the same fusion as the event search.
 # Their rowid is the version's row, so a vector replaced in place keeps it: only this
@@ -178,16 +230,20 @@ EVENTS = _Vectors(
 # trigger deletes the vector.
 MEMORIES = _Vectors(
     "memory_vectors",
+    "row",
     "SELECT (SELECT count(*) FROM memory_vectors WHERE model = ?), "
     "(SELECT count(*) FROM memories)",
     "SELECT m.row, m.text FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v "
     "WHERE v.row = m.row AND v.model = ?) ORDER BY m.row DESC LIMIT ?",
-    "INSERT OR REPLACE INTO memory_vectors (row, model, vec) VALUES (?, ?, ?)",
+    "DELETE FROM memory_vectors WHERE row = ?",
+    "INSERT INTO memory_vectors (row, model, vec) VALUES (?, ?, ?)",
     "SELECT rowid, row, vec FROM memory_vectors WHERE rowid > ? AND model = ? ORDER BY rowid",
     "SELECT row, vec FROM memory_vectors WHERE +model = ? AND row IN ({})",
     "SELECT max(row) FROM memories",
     "SELECT m.row, m.text FROM memories m WHERE m.row > ? AND NOT EXISTS (SELECT 1 FROM "
     "memory_vectors v WHERE v.row = m.row AND v.model = ?) ORDER BY m.row LIMIT ?",
+    "SELECT m.row, m.text FROM memories m WHERE m.row > (SELECT max(row) FROM memories) - ? "
+    "AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.row = m.row AND v.model = ?)",
 )
 
 
@@ -201,18 +257,78 @@ def ensure_vectors(store: Store, embedder: Embedder, limit: int = EMBED_BATCH,
     if have >= total:
         return 0
     rows = conn.execute(kind.missing, (embedder.model, limit)).fetchall()
-    return _store_vectors(store, embedder, kind, rows)
+    return _store_vectors(store, _Encoder(embedder.model, embedder), kind, rows)
 
 
-def _store_vectors(store: Store, embedder: Embedder, kind: _Vectors,
+# Texts embedded by the numpy-free reader at most; a larger batch loads the model (numpy
+# and `tokenizers`: ~0.35 s once, then ~0.3 ms a text, where the reader takes 1-10 ms).
+STATIC_TEXTS = 64
+
+
+class _Encoder:
+    """Vectors of one model: a few texts through the numpy-free reader (dense_static.py),
+    a batch through the loaded model, which is loaded only when a batch needs it. Both make
+    the same vectors (tests/memory/test_dense_static.py)."""
+
+    def __init__(self, model: str, embedder: Embedder | None = None) -> None:
+        self.model, self.embedder = model, embedder
+
+    def _static(self) -> StaticModel | None:
+        static = load_static_model()
+        return static if static is not None and static.model == self.model else None
+
+    def _loaded(self) -> Embedder | None:
+        if self.embedder is None:
+            self.embedder = load_embedder()
+        return self.embedder if self.embedder and self.embedder.model == self.model else None
+
+    def blobs(self, texts: list[str]) -> list[bytes] | None:
+        """The texts' vectors as stored (float16); None when the model is not there."""
+        if len(texts) <= STATIC_TEXTS and (static := self._static()) is not None:
+            return [static.blob(text) for text in texts]
+        embedder = self._loaded()
+        if embedder is None:
+            return None
+        return [row.tobytes() for row in embedder.encode(texts).astype("<f2")]
+
+    def query(self, text: str) -> list[float] | None:
+        """A query's vector (float32 precision)."""
+        if (static := self._static()) is not None:
+            return static.vector(text)
+        embedder = self._loaded()
+        return None if embedder is None else [float(x) for x in embedder.encode([text])[0]]
+
+
+def _store_vectors(store: Store, enc: _Encoder, kind: _Vectors,
                    rows: list[tuple[Any, str | None]]) -> int:
     if not rows:
         return 0
-    vectors = embedder.encode([text or "" for _, text in rows]).astype("<f2")
+    blobs = enc.blobs([text or "" for _, text in rows])
+    if blobs is None:
+        return 0
     with store.transaction() as conn:
-        conn.executemany(kind.upsert, [(key, embedder.model, vectors[i].tobytes())
-                                       for i, (key, _) in enumerate(rows)])
+        conn.executemany(kind.drop, [(key,) for key, _ in rows])
+        conn.executemany(kind.insert, [(key, enc.model, blob)
+                                       for (key, _), blob in zip(rows, blobs, strict=True)])
     return len(rows)
+
+
+def embed_recent(store: Store, newest: int = STATIC_TEXTS) -> int:
+    """Embed what the newest `newest` events and memory versions lack, with the numpy-free
+    reader only (never loading numpy or `tokenizers`); returns how many. The hook helper
+    runs this after the agent has its answer (integrations/hook_runner.py), so the next
+    `context` finds a turn's events embedded and pays for no model. Nothing without the
+    model; a store whose older texts lack vectors is left to the next search's batch."""
+    model = current_model()
+    static = load_static_model()
+    if model is None or static is None:
+        return 0
+    enc = _Encoder(model)
+    done = 0
+    for kind in (EVENTS, MEMORIES):
+        rows = store.conn.execute(kind.recent, (newest, model)).fetchall()
+        done += _store_vectors(store, enc, kind, rows)
+    return done
 
 
 def vector_models(conn: Any) -> dict[str, int]:
@@ -239,16 +355,127 @@ def dense_memory_ranked(store: Store, query: str, limit: int,
 
 def _nearest(store: Store, query: str, limit: int, embedder: Embedder | None,
              kind: _Vectors) -> list[Any]:
-    embedder = embedder or load_embedder()
-    if embedder is None or not query.strip() or limit < 1 or _cjk(query):
+    """The ranking kept in the store for this query, brought up to date without numpy
+    (`_from_kept`); else the query's kept vector (or a new one) against the matrix."""
+    from agentstate.memory import dense_queries
+
+    if not query.strip() or limit < 1 or _cjk(query):
         return []
-    index = _index(store, embedder, kind)
-    if not index.size:
+    model = embedder.model if embedder is not None else current_model()
+    if model is None:
         return []
-    q = embedder.encode([query])[0]
-    if not q.any():
-        return []  # no token of the query is in the vocabulary
-    return index.nearest(store, embedder.model, q, limit)
+    enc = _Encoder(model, embedder)
+    kept = dense_queries.read(store, model, kind.table, query)
+    if kept is not None and kept.ranked is not None:
+        quick = _from_kept(store, enc, kind, query, kept, limit)
+        if quick is not None:
+            return quick
+    vec = kept.vec if kept is not None else enc.query(query)
+    if vec is None:
+        return []
+    if not any(vec):  # no token of the query is in the vocabulary: nothing ever ranks
+        if kept is None:
+            dense_queries.write(store, model, kind.table, query,
+                                dense_queries.Kept(vec, [], 0, 0, True), kind.key)
+        return []
+    return _ranked_afresh(store, enc, kind, query, vec, limit)
+
+
+# Up to this many texts and vectors (their largest rowids, which bound their counts) a new
+# query is scored in Python, one dot product per stored vector (~10 ms per 1,000), where
+# numpy costs ~180 ms to import; above, the process's matrix (`_Index`).
+PY_VECTORS = 2_000
+
+
+def _ranked_afresh(store: Store, enc: _Encoder, kind: _Vectors, query: str,
+                   vec: list[float], limit: int) -> list[Any]:
+    """The query against every stored vector, kept for next time (`dense_queries`)."""
+    from agentstate.memory import dense_queries
+
+    conn = store.conn
+    text_top = conn.execute(kind.text_top).fetchone()[0] or 0
+    vector_top = conn.execute(f"SELECT max(rowid) FROM {kind.table}").fetchone()[0] or 0
+    if max(text_top, vector_top) <= PY_VECTORS:
+        found, kept = _scored_in_python(store, enc, kind, vec, limit, text_top)
+    else:
+        import numpy as np
+
+        index = _index(store, enc, kind)
+        found = index.nearest(store, enc.model, np.asarray(vec, np.float32), limit) \
+            if index.size else []
+        # A ranking is kept only when every text had a vector (else what is missing would
+        # be embedded later below the mark, and the kept list would never see it).
+        kept = dense_queries.Kept(vec, found if index.mark is not None else None, index.top,
+                                  index.mark or 0, len(index.column) <= limit)
+    dense_queries.write(store, enc.model, kind.table, query, kept, kind.key)
+    return found
+
+
+def _scored_in_python(store: Store, enc: _Encoder, kind: _Vectors, vec: list[float],
+                      limit: int, text_top: int) -> tuple[list[Any], Any]:
+    """A small store's ranking without numpy: what lacks a vector embedded first, then
+    every vector of the model scored (`text_top` read before, so a text added meanwhile is
+    above the kept mark)."""
+    import operator
+    import struct
+
+    from agentstate.memory import dense_queries
+
+    conn = store.conn
+    _store_vectors(store, enc, kind, conn.execute(kind.missing, (enc.model, PY_VECTORS + 1)
+                                                  ).fetchall())
+    unpack = struct.Struct(f"<{DIM}e").unpack
+    rows = conn.execute(kind.newer, (0, enc.model)).fetchall()
+    scored = sorted(((key, sum(map(operator.mul, vec, unpack(blob)))) for _, key, blob in rows),
+                    key=lambda item: -item[1])
+    top = max((rowid for rowid, _, _ in rows), default=0)
+    return scored[:limit], dense_queries.Kept(vec, scored[:limit], top, text_top,
+                                              len(scored) <= limit)
+
+
+# A kept ranking is brought up to date in Python for at most this many new texts to embed
+# and new vectors to score (a dot product of DIM floats: ~10 us each); beyond, the matrix.
+QUICK_TEXTS = 32
+QUICK_VECTORS = 512
+
+
+def _from_kept(store: Store, enc: _Encoder, kind: _Vectors, query: str,
+               kept: Any, limit: int) -> list[Any] | None:
+    """The kept ranking with the vectors added since scored against the kept query vector,
+    the texts added since embedded first (a few, by the numpy-free reader); None where that
+    would not be exact (a list shorter than `limit` of a larger store) or cheap."""
+    import operator
+    import struct
+
+    from agentstate.memory import dense_queries
+
+    if not any(kept.vec):
+        return []
+    if not kept.whole and len(kept.ranked) < limit:
+        return None
+    conn = store.conn
+    mark = conn.execute(kind.text_top).fetchone()[0] or 0  # first: a text added meanwhile
+    pending = conn.execute(kind.new_texts,                  # is above it
+                           (kept.text_mark, enc.model, QUICK_TEXTS + 1)).fetchall()
+    if len(pending) > QUICK_TEXTS or _store_vectors(store, enc, kind, pending) < len(pending):
+        return None
+    new = conn.execute(kind.newer + " LIMIT ?",
+                       (kept.vector_top, enc.model, QUICK_VECTORS + 1)).fetchall()
+    if len(new) > QUICK_VECTORS:
+        return None
+    if not new and mark == kept.text_mark:
+        return kept.ranked[:limit]
+    scores = dict(kept.ranked)
+    unpack = struct.Struct(f"<{DIM}e").unpack
+    for _, key, blob in new:
+        scores[key] = sum(map(operator.mul, kept.vec, unpack(blob)))
+    ranked = sorted(scores.items(), key=lambda item: -item[1])  # stable: kept order on ties
+    if not kept.whole:
+        ranked = ranked[:len(kept.ranked)]
+    top = max([kept.vector_top, *(rowid for rowid, _, _ in new)])
+    dense_queries.write(store, enc.model, kind.table, query,
+                        dense_queries.Kept(kept.vec, ranked, top, mark, kept.whole), kind.key)
+    return ranked[:limit]
 
 
 def _cjk(query: str) -> bool:
@@ -367,7 +594,7 @@ class _Index:
 _CACHE: dict[tuple[str, str, str], _Index] = {}
 
 
-def _index(store: Store, embedder: Embedder, kind: _Vectors) -> _Index:
+def _index(store: Store, enc: _Encoder, kind: _Vectors) -> _Index:
     """The index of `kind` for this store and model, brought up to date."""
     import os
 
@@ -375,7 +602,7 @@ def _index(store: Store, embedder: Embedder, kind: _Vectors) -> _Index:
     where = str(conn.execute("PRAGMA database_list").fetchone()[2])
     info = os.stat(where) if where else None
     file_id = (info.st_dev, info.st_ino) if info else (0, id(conn))
-    key = (where, embedder.model, kind.table)
+    key = (where, enc.model, kind.table)
     index = _CACHE.get(key)
     vector_top = conn.execute(f"SELECT max(rowid) FROM {kind.table}").fetchone()[0] or 0
     if index is None or index.file_id != file_id or vector_top < index.top:
@@ -383,28 +610,28 @@ def _index(store: Store, embedder: Embedder, kind: _Vectors) -> _Index:
         # the top of the table: read it whole.
         for old in [k for k in _CACHE if k[0] != where]:
             del _CACHE[old]
-        index = _CACHE[key] = _Index(kind, embedder.model, file_id)
-    _embed_missing(store, embedder, kind, index)
-    index.add(conn.execute(kind.newer, (index.top, embedder.model)).fetchall())
+        index = _CACHE[key] = _Index(kind, enc.model, file_id)
+    _embed_missing(store, enc, kind, index)
+    index.add(conn.execute(kind.newer, (index.top, enc.model)).fetchall())
     return index
 
 
-def _embed_missing(store: Store, embedder: Embedder, kind: _Vectors, index: _Index) -> None:
+def _embed_missing(store: Store, enc: _Encoder, kind: _Vectors, index: _Index) -> None:
     """Embed the texts without a vector: once the index is complete, only texts added since
     (by rowid, no count); until then, the next EMBED_BATCH of every text, newest first."""
     conn = store.conn
     mark = conn.execute(kind.text_top).fetchone()[0] or 0  # read first: a text added
     if index.mark is not None:                              # meanwhile is above it
-        rows = conn.execute(kind.new_texts, (index.mark, embedder.model, EMBED_BATCH)
+        rows = conn.execute(kind.new_texts, (index.mark, enc.model, EMBED_BATCH)
                             ).fetchall()
-        _store_vectors(store, embedder, kind, rows)
+        _store_vectors(store, enc, kind, rows)
         if len(rows) < EMBED_BATCH:
             index.mark = mark
         return
-    have, total = conn.execute(kind.counts, (embedder.model,)).fetchone()
+    have, total = conn.execute(kind.counts, (enc.model,)).fetchone()
     if have < total:
-        rows = conn.execute(kind.missing, (embedder.model, EMBED_BATCH)).fetchall()
-        if _store_vectors(store, embedder, kind, rows) < total - have:
+        rows = conn.execute(kind.missing, (enc.model, EMBED_BATCH)).fetchall()
+        if _store_vectors(store, enc, kind, rows) < total - have:
             return
     index.mark = mark
 

@@ -341,6 +341,41 @@ def m040_memory_vectors(db: sqlite_utils.Database) -> None:
     )
 
 
+def m050_dense_queries(db: sqlite_utils.Database) -> None:
+    """Query vectors and the rankings made with them (memory/dense_queries.py), so that a
+    command asking what an earlier one asked (every `context` of a run asks its goal) needs
+    neither the model nor numpy: one row per (model, vector table, digest of the query), the
+    query's vector, and — while no vector of that table has been deleted since — its best
+    keys with their scores. Deleting or changing any vector of the table (a purge, a
+    deleted event, another model's vector replacing this one's) clears every ranking of the
+    table at once (the triggers), so a forgotten text's event is never ranked from a kept
+    list; the partial index makes that a probe when nothing is left to clear."""
+    run_script(
+        db,
+        """
+        CREATE TABLE dense_queries (
+            model TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            vec BLOB NOT NULL,
+            ranked TEXT,
+            vector_top INTEGER NOT NULL DEFAULT 0,
+            text_mark INTEGER NOT NULL DEFAULT 0,
+            whole INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (model, kind, digest)
+        );
+        CREATE INDEX dense_queries_ranked ON dense_queries(kind) WHERE ranked IS NOT NULL;
+        """ + "".join(
+            f"""
+        CREATE TRIGGER {table}_unrank{suffix} AFTER {event} ON {table} BEGIN
+            UPDATE dense_queries SET ranked = NULL
+            WHERE kind = '{table}' AND ranked IS NOT NULL;
+        END;"""
+            for table in ("event_vectors", "memory_vectors")
+            for event, suffix in (("DELETE", ""), ("UPDATE", "_au"))),
+    )
+
+
 def m031_memories_status_created(db: sqlite_utils.Database) -> None:
     """Newest first within a status (`memory list`, the ui's memory page and review queue)
     without sorting every version of that status: the index is read in order and stops at

@@ -75,6 +75,8 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m040_memory_vectors", "memory"),  # dense vectors of memory versions (memory/dense.py)
     ("m041_scanned_texts", "memory"),  # issue 24: a memory text is scanned for secrets once
     ("m042_user_preferences", "memory"),  # issue 24: essentials read what they show
+    # Issue 23: the dense extra's start-up (m043-m049 are kept for the memory block).
+    ("m050_dense_queries", "memory"),  # query vectors and their rankings (dense_queries.py)
 )
 
 

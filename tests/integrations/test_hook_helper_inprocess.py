@@ -107,6 +107,22 @@ def test_the_answer_goes_out_before_the_store_closes_with_everything_committed(
     assert closing.is_set() and not child.is_alive()  # and then it closed
 
 
+def test_the_turns_events_are_embedded_after_the_answer(initialised, cli, process_state):
+    """The dense signal's vectors for what a hook logged are made by the helper's child once
+    the agent has its answer (hook_runner.py), by the numpy-free reader: the next `context`
+    pays for no model."""
+    import sqlite3
+
+    from agentstate.memory import dense
+
+    _, answer = _exchange(initialised, confirm=True)
+    assert answer is not None and answer["code"] == 0
+    with sqlite3.connect(initialised / ".agentstate" / "state.db") as conn:
+        rows = conn.execute("SELECT e.kind, v.model FROM events e JOIN event_vectors v "
+                            "ON v.event_id = e.id").fetchall()
+    assert rows == [("tool", dense.current_model())]
+
+
 def test_without_the_go_ahead_nothing_runs(initialised, cli, process_state):
     first, _ = _exchange(initialised, confirm=False)
     assert first == hook_client.READY

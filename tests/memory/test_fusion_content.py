@@ -69,3 +69,4 @@ def test_a_small_room_keeps_the_lexical_scores(store, embedder):
     # above its weight (WEAK_LEXICAL_DENSE_WEIGHT).
     assert hits[0].score > max(NAME_ONLY_SHARE, WEAK_LEXICAL_DENSE_WEIGHT)
     assert "Chidi" in hits[0].text
+

@@ -1,0 +1,39 @@
+"""From WIDE_FROM_ROOM tokens of room (context/assemble.py) the event search asks for
+WIDE_POOL times the pool; a smaller room keeps the pool as it was (the dev split lost 0.015
+at 4,000 tokens with it)."""
+
+from __future__ import annotations
+
+from agentstate.context import assemble
+from agentstate.memory import search
+from agentstate.runs.log import append_event, start_run
+from agentstate.store.principals import resolve_principal
+
+
+def _asked(store, monkeypatch, budget: int, dense: bool = True) -> list[int]:
+    limits: list[int] = []
+    real = search.ranked_events
+
+    def spy(store_, query, *, limit, **kw):
+        limits.append(limit)
+        return real(store_, query, limit=limit, **kw)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(search, "ranked_events", spy)
+        assemble.build_context(store, query="which cake did Kate bake", budget=budget,
+                               save=False, principal=resolve_principal(store), dense=dense)
+    return limits
+
+
+def test_a_large_room_asks_for_a_wider_pool(store, monkeypatch):
+    run, _ = start_run(store, "a conversation")
+    append_event(store, run.ref, "note", "Kate: I baked a lemon cake.")
+    # A small room: the pool as before, dense or not.
+    assert _asked(store, monkeypatch, 2_000) == _asked(store, monkeypatch, 2_000, dense=False)
+    # A room past WIDE_FROM_ROOM: WIDE_POOL times the pool.
+    wide = _asked(store, monkeypatch, 20_000)[0]
+    narrow = _asked(store, monkeypatch, 20_000, dense=False)[0]
+    assert wide == min(assemble.EVENT_POOL_MAX, narrow * assemble.WIDE_POOL) > narrow
+    # Below WIDE_FROM_ROOM (a 4,000-token pack), as before.
+    assert _asked(store, monkeypatch, 4_000) == _asked(store, monkeypatch, 4_000, dense=False)
+
