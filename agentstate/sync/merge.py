@@ -50,18 +50,25 @@ from agentstate.memory.model import (
     MemoryVersion,
     acting,
     chain_rows,
+    chains_with_rivals,
     confidence_for,
+    content_keys,
     current_memory_version,
     key_chain_id,
+    keyed_chains,
+    norm_hash,
+    record_histories,
     record_history,
     rows_with_content,
 )
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import (
     CONTESTED_FACTOR,
+    NewVersion,
     add_evidence,
     contest,
     initial_confidence,
+    insert_scanned_versions,
     insert_version,
     set_status,
     vref,
@@ -71,7 +78,7 @@ from agentstate.store.principals import Principal, check_whole_store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
 from agentstate.sync.records import Folder, Record, evidence_kind, record_over_limits
-from agentstate.sync.shared import mapping, mappings_of, record_mapping
+from agentstate.sync.shared import mapping, mappings_of, record_mapping, record_mappings
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -95,7 +102,9 @@ class _Rollback(Exception):
 
 
 def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
-                  dry_run: bool = False) -> ImportResult:
+                  dry_run: bool = False, batch_new: bool = True) -> ImportResult:
+    """`batch_new=False` takes every record through the per-record path (the reference the
+    batched one is tested against: tests/sync/test_sync_batched_import.py)."""
     who = acting(store, principal)
     result = ImportResult()
     forgets, purges = folder.targets("forget"), folder.targets("purge")
@@ -107,14 +116,24 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
         with store.transaction():
             from agentstate.sync.shared import all_mappings
 
+            # A record already mapped here costs a set look-up, no statement.
             known = set(all_mappings(store))
             memories = [r for r in _parents_first(folder.of_type("memory"))
                         if r.id not in known]
+            batch = _Batch(store, who) if batch_new else None
             for record in memories:
+                if batch is not None and record.id not in dead and batch.take(record, result):
+                    continue
+                if batch is not None:
+                    batch.flush()  # what the per-record path reads is then all written
                 if record.id not in dead:
                     _memory(store, record, who, result)
                 else:
                     _replaced_by_dead(store, record, who, result)
+                if batch is not None:
+                    batch.saw(record)
+            if batch is not None:
+                batch.flush()
             # After every insert, so what a tombstoned record matches does not depend on
             # the order the records came in.
             for record in memories:
@@ -122,7 +141,9 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
                     _dead(store, record)
             _evidence(store, folder.of_type("evidence"), who)
             _tombstones(store, forgets, purges, who, result, dry_run)
-            for chain in sorted(result.touched):
+            # A chain with at most one current version, none contested, has nothing to
+            # settle (most chains of a first import: one new value each).
+            for chain in sorted(chains_with_rivals(store, result.touched)):
                 _settle(store, chain, result)
             if dry_run:
                 raise _Rollback
@@ -274,19 +295,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
     chain_id = parent.memory if parent else (
         key_chain_id(store, data["key"], data["scope"]) if data["key"] else None)
     rows = chain_rows(store, chain_id) if chain_id else []
-    status, reason = (MemoryStatus.ACTIVE,
-                      f"imported from the shared folder (record {record.id[:12]})")
-    if data["held"]:
-        status = MemoryStatus(data["held"])  # checked when the folder was read
-    elif find_injection(data["text"]):
-        status = MemoryStatus.QUARANTINED
-        reason += "; it reads as instructions to the agent, kept out of reads"
-    elif data["kind"] == "preference":
-        # A teammate's preference (or a line written by hand) is never pinned here by the
-        # import alone: the local user confirms it (`memory confirm REF --evidence user`).
-        status = MemoryStatus.CANDIDATE
-        reason += ("; a teammate's preference is a candidate until you confirm it "
-                   "(memory confirm REF --evidence user)")
+    status, reason = _arrival(record)
     cur = current_memory_version(rows, store.now()) if rows else None
     live = cur if cur is not None and cur.status == MemoryStatus.ACTIVE else None
     memory_id = chain_id or store.new_id()
@@ -296,8 +305,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
         store, memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
         scope=data["scope"], text=data["text"], source=data["source"],
         status=status,
-        confidence=initial_confidence(data["source"], 1) * (
-            CONTESTED_FACTOR if status != "active" else 1),
+        confidence=_confidence(data["source"], status),
         valid_until=data["valid_until"], supersedes=supersedes,
         principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[],
         scanned=True)  # _refusal scanned the record's whole line before this
@@ -322,6 +330,99 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
             op = "contest"
     record_history(store, memory_id, version, op, who.name, reason, data["text"],
                    record=record.id, scope=data["scope"], source=data["source"])
+
+
+def _arrival(record: Record) -> tuple[MemoryStatus, str]:
+    """A new version's status and reason as it arrives."""
+    data = record.data
+    status, reason = (MemoryStatus.ACTIVE,
+                      f"imported from the shared folder (record {record.id[:12]})")
+    if data["held"]:
+        status = MemoryStatus(data["held"])  # checked when the folder was read
+    elif find_injection(data["text"]):
+        status = MemoryStatus.QUARANTINED
+        reason += "; it reads as instructions to the agent, kept out of reads"
+    elif data["kind"] == "preference":
+        # A teammate's preference (or a line written by hand) is never pinned here by the
+        # import alone: the local user confirms it (`memory confirm REF --evidence user`).
+        status = MemoryStatus.CANDIDATE
+        reason += ("; a teammate's preference is a candidate until you confirm it "
+                   "(memory confirm REF --evidence user)")
+    return status, reason
+
+
+def _confidence(source: str, status: MemoryStatus) -> float:
+    return initial_confidence(source, 1) * (CONTESTED_FACTOR if status != "active" else 1)
+
+
+class _Batch:
+    """New chains of one pull, written in a few statements instead of about twelve a record.
+
+    A record qualifies only when the per-record path (_memory) would do nothing but insert
+    it: no parent, not tombstoned, not already mapped, no version here (or earlier in the
+    pull) with its content and key, no chain here (or earlier in the pull) holding its key.
+    Then there is nothing to match, supersede or contest, and its chain has one version, so
+    settling leaves it as it is. Everything else takes the per-record path, and the batch is
+    written (flush) before that path reads anything, so it sees the same store as an import
+    without the batch. The sets below may hold more than the store (content of a version
+    since purged, a quarantined key): a false hit only sends a record down the slow path."""
+
+    def __init__(self, store: Store, who: Principal) -> None:
+        self.store, self.who = store, who
+        self.contents = content_keys(store)
+        self.keys = keyed_chains(store)
+        self.ids: set[str] = set()  # records of this pull seen so far
+        self.versions: list[NewVersion] = []
+        self.history: list[tuple[str, int | None, str, str, str, str | None,
+                                 dict[str, Any]]] = []
+        self.maps: list[tuple[str, str, int, str, str | None]] = []
+
+    def _content(self, data: dict[str, Any]) -> tuple[str, str, str, str | None]:
+        return (norm_hash(data["text"]), data["scope"], data["kind"], data["key"])
+
+    def saw(self, record: Record) -> None:
+        """A record the per-record path took: what it may have written is in the sets."""
+        data = record.data
+        self.ids.add(record.id)
+        self.contents.add(self._content(data))
+        if data["key"]:
+            self.keys.add((data["key"], data["scope"]))
+
+    def take(self, record: Record, result: ImportResult) -> bool:
+        """Handle the record here (inserted into the batch, or skipped as the per-record
+        path would skip it); False: it needs the per-record path."""
+        data = record.data
+        content = self._content(data)
+        if (data["parent"] or record.id in self.ids or content in self.contents
+                or (data["key"] and (data["key"], data["scope"]) in self.keys)):
+            return False
+        # Scanned here and only here (the record does not reach _memory): once per record.
+        refused = record_over_limits(data, self.store.settings.memory.max_chars) \
+            or _refusal(record, self.who)
+        self.saw(record)
+        if refused:
+            _skip(result, record, refused)
+            return True
+        status, reason = _arrival(record)
+        memory_id = self.store.new_id()
+        self.versions.append(NewVersion(
+            memory_id=memory_id, version=1, kind=data["kind"], key=data["key"],
+            scope=data["scope"], text=data["text"], source=data["source"], status=status,
+            confidence=_confidence(data["source"], status), valid_until=data["valid_until"],
+            supersedes=None, principal=f"{ACTOR}:{data['principal']}", reason=reason))
+        self.maps.append((record.id, memory_id, 1, "import", data["rel"]))
+        self.history.append((memory_id, 1, "import", self.who.name, reason, data["text"],
+                             {"record": record.id, "scope": data["scope"],
+                              "source": data["source"]}))
+        result.touched.add(memory_id)
+        result.imported.append(make_ref("mem", memory_id, 1))
+        return True
+
+    def flush(self) -> None:
+        insert_scanned_versions(self.store, self.versions)
+        record_mappings(self.store, self.maps)
+        record_histories(self.store, self.history)
+        self.versions, self.maps, self.history = [], [], []
 
 
 def _evidence(store: Store, records: list[Record], who: Principal) -> None:
