@@ -43,7 +43,7 @@ never raises them:
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import (
@@ -376,6 +376,10 @@ class _Batch:
         self.history: list[tuple[str, int | None, str, str, str, str | None,
                                  dict[str, Any]]] = []
         self.maps: list[tuple[str, str, int, str, str | None]] = []
+        # Chains the pending batch started: a record's index in `versions` by its id, and
+        # how many versions each chain has in the batch.
+        self.fresh: dict[str, int] = {}
+        self.length: dict[str, int] = {}
 
     def _content(self, data: dict[str, Any]) -> tuple[str, str, str, str | None]:
         return (norm_hash(data["text"]), data["scope"], data["kind"], data["key"])
@@ -388,13 +392,28 @@ class _Batch:
         if data["key"]:
             self.keys.add((data["key"], data["scope"]))
 
+    def _parent(self, data: dict[str, Any]) -> int | None:
+        """The batch's index of the record's parent when the record is the second version
+        of a chain the batch started and would simply replace it: the parent is current,
+        alone in its chain, not outranked, and (inserted by this import, no evidence yet)
+        neither stated nor vouched for by the user here."""
+        at = self.fresh.get(data["parent"])
+        if at is None or data["rel"] != "supersedes":
+            return None
+        parent = self.versions[at]
+        if (self.length[parent.memory_id] != 1 or parent.status != MemoryStatus.ACTIVE
+                or authority(data["source"]) < authority(parent.source)):
+            return None
+        return at
+
     def take(self, record: Record, result: ImportResult) -> bool:
         """Handle the record here (inserted into the batch, or skipped as the per-record
         path would skip it); False: it needs the per-record path."""
         data = record.data
-        content = self._content(data)
-        if (data["parent"] or record.id in self.ids or content in self.contents
-                or (data["key"] and (data["key"], data["scope"]) in self.keys)):
+        at = self._parent(data) if data["parent"] else None
+        if ((data["parent"] and at is None) or record.id in self.ids
+                or self._content(data) in self.contents
+                or (at is None and data["key"] and (data["key"], data["scope"]) in self.keys)):
             return False
         # Scanned here and only here (the record does not reach _memory): once per record.
         refused = record_over_limits(data, self.store.settings.memory.max_chars) \
@@ -404,25 +423,40 @@ class _Batch:
             _skip(result, record, refused)
             return True
         status, reason = _arrival(record)
-        memory_id = self.store.new_id()
+        parent = self.versions[at] if at is not None else None
+        memory_id = parent.memory_id if parent else self.store.new_id()
+        version = 2 if parent else 1
+        if parent is None:
+            self.fresh[record.id] = len(self.versions)
+        self.length[memory_id] = version
         self.versions.append(NewVersion(
-            memory_id=memory_id, version=1, kind=data["kind"], key=data["key"],
+            memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
             scope=data["scope"], text=data["text"], source=data["source"], status=status,
             confidence=_confidence(data["source"], status), valid_until=data["valid_until"],
-            supersedes=None, principal=f"{ACTOR}:{data['principal']}", reason=reason))
-        self.maps.append((record.id, memory_id, 1, "import", data["rel"]))
-        self.history.append((memory_id, 1, "import", self.who.name, reason, data["text"],
-                             {"record": record.id, "scope": data["scope"],
-                              "source": data["source"]}))
+            supersedes=1 if parent else None, principal=f"{ACTOR}:{data['principal']}",
+            reason=reason))
+        self.maps.append((record.id, memory_id, version, "import", data["rel"]))
+        if parent is not None and at is not None and status == MemoryStatus.ACTIVE:
+            # What _replace_parent does to a stored parent, done to the pending one.
+            why = f"superseded by a teammate's newer value (record {record.id[:12]})"
+            self.versions[at] = replace(parent, status=MemoryStatus.SUPERSEDED, reason=why)
+            self.history.append((memory_id, 1, "superseded", ACTOR, why, None,
+                                 {"record": record.id}))
+        self.history.append((memory_id, version, "import", self.who.name, reason,
+                             data["text"], {"record": record.id, "scope": data["scope"],
+                                            "source": data["source"]}))
         result.touched.add(memory_id)
-        result.imported.append(make_ref("mem", memory_id, 1))
+        result.imported.append(make_ref("mem", memory_id, version))
         return True
 
     def flush(self) -> None:
+        if not (self.versions or self.maps or self.history):
+            return
         insert_scanned_versions(self.store, self.versions)
         record_mappings(self.store, self.maps)
         record_histories(self.store, self.history)
         self.versions, self.maps, self.history = [], [], []
+        self.fresh, self.length = {}, {}
 
 
 def _evidence(store: Store, records: list[Record], who: Principal) -> None:
