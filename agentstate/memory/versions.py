@@ -152,6 +152,21 @@ def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor:
     return added
 
 
+def add_evidence_rows(store: Store, items: list[tuple[int, str, str]], actor: str) -> None:
+    """(version row, ref, kind) each, as add_evidence for one ref at a time would add them
+    (the same rows and counts, each count refreshed after its insert), in two statements."""
+    if not items:
+        return
+    now = store.now()
+    store.conn.executemany(
+        "INSERT OR IGNORE INTO memory_evidence (memory_row, ref, kind, added, actor) "
+        "VALUES (?, ?, ?, ?, ?)", [(row, ref, kind, now, actor) for row, ref, kind in items])
+    store.conn.executemany(
+        "UPDATE memories SET evidence_count = "
+        "(SELECT count(*) FROM memory_evidence WHERE memory_row = ?) WHERE row = ?",
+        [(row, row) for row in dict.fromkeys(row for row, _, _ in items)])
+
+
 def set_status(store: Store, row: MemoryVersion, status: MemoryStatus, reason: str,
                confidence: float | None = None) -> None:
     store.conn.execute(

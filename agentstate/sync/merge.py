@@ -66,6 +66,7 @@ from agentstate.memory.versions import (
     CONTESTED_FACTOR,
     NewVersion,
     add_evidence,
+    add_evidence_rows,
     contest,
     initial_confidence,
     insert_scanned_versions,
@@ -139,7 +140,7 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
             for record in memories:
                 if record.id in dead:
                     _dead(store, record)
-            _evidence(store, folder.of_type("evidence"), who)
+            _evidence(store, folder.of_type("evidence"), who, batch_new)
             _tombstones(store, forgets, purges, who, result, dry_run)
             # A chain with at most one current version, none contested, has nothing to
             # settle (most chains of a first import: one new value each).
@@ -384,11 +385,12 @@ class _Batch:
     def _content(self, data: dict[str, Any]) -> tuple[str, str, str, str | None]:
         return (norm_hash(data["text"]), data["scope"], data["kind"], data["key"])
 
-    def saw(self, record: Record) -> None:
+    def saw(self, record: Record, content: tuple[str, str, str, str | None] | None = None
+            ) -> None:
         """A record the per-record path took: what it may have written is in the sets."""
         data = record.data
         self.ids.add(record.id)
-        self.contents.add(self._content(data))
+        self.contents.add(content or self._content(data))
         if data["key"]:
             self.keys.add((data["key"], data["scope"]))
 
@@ -411,14 +413,15 @@ class _Batch:
         path would skip it); False: it needs the per-record path."""
         data = record.data
         at = self._parent(data) if data["parent"] else None
+        content = self._content(data)
         if ((data["parent"] and at is None) or record.id in self.ids
-                or self._content(data) in self.contents
+                or content in self.contents
                 or (at is None and data["key"] and (data["key"], data["scope"]) in self.keys)):
             return False
         # Scanned here and only here (the record does not reach _memory): once per record.
         refused = record_over_limits(data, self.store.settings.memory.max_chars) \
             or _refusal(record, self.who)
-        self.saw(record)
+        self.saw(record, content)
         if refused:
             _skip(result, record, refused)
             return True
@@ -459,9 +462,9 @@ class _Batch:
         self.fresh, self.length = {}, {}
 
 
-def _evidence(store: Store, records: list[Record], who: Principal) -> None:
+def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) -> None:
     """Evidence refs of records mapped here, added where they are missing (read in bulk:
-    every pull reads them all)."""
+    every pull reads them all; written in two statements with `batch`)."""
     from agentstate.memory.model import all_version_rows, evidence_refs_by_row
     from agentstate.sync.shared import all_mappings
 
@@ -470,6 +473,7 @@ def _evidence(store: Store, records: list[Record], who: Principal) -> None:
     maps = all_mappings(store)
     rows = {(r.id, r.version): r for r in all_version_rows(store)}
     have = {(row, ref) for row, refs in evidence_refs_by_row(store).items() for ref in refs}
+    items: list[tuple[int, str, str]] = []
     for record in records:
         data = record.data
         found = maps.get(data["memory"])
@@ -479,8 +483,13 @@ def _evidence(store: Store, records: list[Record], who: Principal) -> None:
         kind = evidence_kind(data["ref"])
         if kind == "user" and not who.can_claim("user"):
             continue
-        add_evidence(store, row.row, [(data["ref"], kind)], ACTOR)
+        items.append((row.row, data["ref"], kind))
         have.add((row.row, data["ref"]))
+    if batch:
+        add_evidence_rows(store, items, ACTOR)
+    else:  # the per-record reference (tests/sync/test_sync_batched_import.py)
+        for row_id, ref, kind in items:
+            add_evidence(store, row_id, [(ref, kind)], ACTOR)
 
 
 def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principal,

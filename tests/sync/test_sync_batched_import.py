@@ -60,6 +60,7 @@ def _folder_records(known_id):
         _record("the ledger is kept", held="candidate"),
     ]
     evidence = [make_record("evidence", memory=new[2].id, ref="user"),
+                make_record("evidence", memory=new[2].id, ref="file:docs/queues.md@0123abc"),
                 make_record("evidence", memory=child.id, ref="user")]
     tombstones = [make_record("forget", target=doomed.id),
                   make_record("forget", target=known_id),
