@@ -40,6 +40,8 @@ from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.refs import make_ref, parse_ref
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from agentstate.store.db import Store
 
 KINDS = ("fact", "preference", "event", "procedure")
@@ -427,6 +429,45 @@ def record_history(store: Store, memory_id: str, version: int | None, op: str, a
          keyed_hash(store.root, text) if text is not None else None,
          json.dumps(detail, ensure_ascii=False, sort_keys=True)),
     )
+
+
+def record_histories(store: Store, entries: list[tuple[str, int | None, str, str, str,
+                                                      str | None, dict[str, Any]]]) -> None:
+    """Many audit rows at once, each (memory, version, op, actor, reason, text, detail) as
+    record_history takes them (the store's key read once, one statement)."""
+    from agentstate.store.keys import keyed_hasher
+
+    if not entries:
+        return
+    now, hasher = store.now(), keyed_hasher(store.root)
+    store.conn.executemany(
+        "INSERT INTO memory_history (memory, version, op, actor, reason, time, text_hash, detail)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(memory_id, version, op, actor, reason, now,
+          hasher(text) if text is not None else None,
+          json.dumps(detail, ensure_ascii=False, sort_keys=True))
+         for memory_id, version, op, actor, reason, text, detail in entries])
+
+
+def content_keys(store: Store) -> set[tuple[str, str, str, str | None]]:
+    """(norm_hash, scope, kind, key) of every version, purged or not (one read: an import
+    asks it of thousands of records)."""
+    return set(store.conn.execute("SELECT norm_hash, scope, kind, key FROM memories"))
+
+
+def keyed_chains(store: Store) -> set[tuple[str, str]]:
+    """(key, scope) of every keyed version, of any status."""
+    return set(store.conn.execute(
+        "SELECT DISTINCT key, scope FROM memories WHERE key IS NOT NULL"))
+
+
+def chains_with_rivals(store: Store, ids: Iterable[str]) -> set[str]:
+    """Of these chains, the ones with more than one current (active or contested) version
+    or a contested one: only there can a sync import's settling change anything."""
+    return {row[0] for row in store.conn.execute(
+        "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?)) "
+        "AND status IN ('active', 'contested') GROUP BY id "
+        "HAVING count(*) > 1 OR sum(status = 'contested') > 0", (json.dumps(sorted(ids)),))}
 
 
 def list_memories(store: Store, *, status: str | None = None, kind: str | None = None,

@@ -91,6 +91,47 @@ def insert_version(store: Store, *, memory_id: str, version: int, kind: str, key
     return row
 
 
+@dataclass(frozen=True)
+class NewVersion:
+    """One version for insert_scanned_versions (the fields insert_version takes, without
+    evidence)."""
+
+    memory_id: str
+    version: int
+    kind: str
+    key: str | None
+    scope: str
+    text: str
+    source: str
+    status: MemoryStatus
+    confidence: float
+    valid_until: str | None
+    supersedes: int | None
+    principal: str
+    reason: str
+
+
+def insert_scanned_versions(store: Store, versions: list[NewVersion]) -> None:
+    """Many versions without evidence whose fields the secret scanner passed, in one
+    statement: the same rows as insert_version(..., evidence=[], scanned=True) for each,
+    without a round trip per version (a sync import's batch of new chains, issue 24)."""
+    from agentstate.memory.scanned import digester, mark_scanned
+
+    if not versions:
+        return
+    now = store.now()
+    # evidence_count 0 is what add_evidence with no refs would count.
+    store.conn.executemany(
+        "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, status,"
+        " confidence, valid_until, created, last_confirmed, evidence_count, supersedes,"
+        " principal, status_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(v.memory_id, v.version, v.kind, v.key, v.scope, v.text, norm_hash(v.text), v.source,
+          v.status, bounded(v.confidence), v.valid_until, now, now, 0, v.supersedes,
+          v.principal, v.reason) for v in versions])
+    digest = digester(store)
+    mark_scanned(store, [digest(v.text, v.key, v.scope, v.source) for v in versions])
+
+
 def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor: str) -> list[str]:
     """Attach evidence refs (ignoring ones already there); return the refs newly added."""
     added = []
@@ -109,6 +150,21 @@ def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor:
         (row, row),
     )
     return added
+
+
+def add_evidence_rows(store: Store, items: list[tuple[int, str, str]], actor: str) -> None:
+    """(version row, ref, kind) each, as add_evidence for one ref at a time would add them
+    (the same rows and counts, each count refreshed after its insert), in two statements."""
+    if not items:
+        return
+    now = store.now()
+    store.conn.executemany(
+        "INSERT OR IGNORE INTO memory_evidence (memory_row, ref, kind, added, actor) "
+        "VALUES (?, ?, ?, ?, ?)", [(row, ref, kind, now, actor) for row, ref, kind in items])
+    store.conn.executemany(
+        "UPDATE memories SET evidence_count = "
+        "(SELECT count(*) FROM memory_evidence WHERE memory_row = ?) WHERE row = ?",
+        [(row, row) for row in dict.fromkeys(row for row, _, _ in items)])
 
 
 def set_status(store: Store, row: MemoryVersion, status: MemoryStatus, reason: str,

@@ -82,5 +82,5 @@ def keyed_hash(root: Path, text: str) -> str:
 def keyed_hasher(root: Path) -> Callable[[str], str]:
     """keyed_hash with the key read once: for hashing many texts (gc collects thousands of
     events, and reading the key file for each cost more than the hashing)."""
-    key = store_key(root)
+    key = _cached_key(root)
     return lambda text: PREFIX + hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()

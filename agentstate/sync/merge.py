@@ -43,25 +43,33 @@ never raises them:
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import (
     MemoryVersion,
     acting,
     chain_rows,
+    chains_with_rivals,
     confidence_for,
+    content_keys,
     current_memory_version,
     key_chain_id,
+    keyed_chains,
+    norm_hash,
+    record_histories,
     record_history,
     rows_with_content,
 )
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import (
     CONTESTED_FACTOR,
+    NewVersion,
     add_evidence,
+    add_evidence_rows,
     contest,
     initial_confidence,
+    insert_scanned_versions,
     insert_version,
     set_status,
     vref,
@@ -71,7 +79,7 @@ from agentstate.store.principals import Principal, check_whole_store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
 from agentstate.sync.records import Folder, Record, evidence_kind, record_over_limits
-from agentstate.sync.shared import mapping, mappings_of, record_mapping
+from agentstate.sync.shared import mapping, mappings_of, record_mapping, record_mappings
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -95,7 +103,9 @@ class _Rollback(Exception):
 
 
 def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
-                  dry_run: bool = False) -> ImportResult:
+                  dry_run: bool = False, batch_new: bool = True) -> ImportResult:
+    """`batch_new=False` takes every record through the per-record path (the reference the
+    batched one is tested against: tests/sync/test_sync_batched_import.py)."""
     who = acting(store, principal)
     result = ImportResult()
     forgets, purges = folder.targets("forget"), folder.targets("purge")
@@ -107,22 +117,34 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
         with store.transaction():
             from agentstate.sync.shared import all_mappings
 
+            # A record already mapped here costs a set look-up, no statement.
             known = set(all_mappings(store))
             memories = [r for r in _parents_first(folder.of_type("memory"))
                         if r.id not in known]
+            batch = _Batch(store, who) if batch_new else None
             for record in memories:
+                if batch is not None and record.id not in dead and batch.take(record, result):
+                    continue
+                if batch is not None:
+                    batch.flush()  # what the per-record path reads is then all written
                 if record.id not in dead:
                     _memory(store, record, who, result)
                 else:
                     _replaced_by_dead(store, record, who, result)
+                if batch is not None:
+                    batch.saw(record)
+            if batch is not None:
+                batch.flush()
             # After every insert, so what a tombstoned record matches does not depend on
             # the order the records came in.
             for record in memories:
                 if record.id in dead:
                     _dead(store, record)
-            _evidence(store, folder.of_type("evidence"), who)
+            _evidence(store, folder.of_type("evidence"), who, batch_new)
             _tombstones(store, forgets, purges, who, result, dry_run)
-            for chain in sorted(result.touched):
+            # A chain with at most one current version, none contested, has nothing to
+            # settle (most chains of a first import: one new value each).
+            for chain in sorted(chains_with_rivals(store, result.touched)):
                 _settle(store, chain, result)
             if dry_run:
                 raise _Rollback
@@ -274,19 +296,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
     chain_id = parent.memory if parent else (
         key_chain_id(store, data["key"], data["scope"]) if data["key"] else None)
     rows = chain_rows(store, chain_id) if chain_id else []
-    status, reason = (MemoryStatus.ACTIVE,
-                      f"imported from the shared folder (record {record.id[:12]})")
-    if data["held"]:
-        status = MemoryStatus(data["held"])  # checked when the folder was read
-    elif find_injection(data["text"]):
-        status = MemoryStatus.QUARANTINED
-        reason += "; it reads as instructions to the agent, kept out of reads"
-    elif data["kind"] == "preference":
-        # A teammate's preference (or a line written by hand) is never pinned here by the
-        # import alone: the local user confirms it (`memory confirm REF --evidence user`).
-        status = MemoryStatus.CANDIDATE
-        reason += ("; a teammate's preference is a candidate until you confirm it "
-                   "(memory confirm REF --evidence user)")
+    status, reason = _arrival(record)
     cur = current_memory_version(rows, store.now()) if rows else None
     live = cur if cur is not None and cur.status == MemoryStatus.ACTIVE else None
     memory_id = chain_id or store.new_id()
@@ -296,8 +306,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
         store, memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
         scope=data["scope"], text=data["text"], source=data["source"],
         status=status,
-        confidence=initial_confidence(data["source"], 1) * (
-            CONTESTED_FACTOR if status != "active" else 1),
+        confidence=_confidence(data["source"], status),
         valid_until=data["valid_until"], supersedes=supersedes,
         principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[],
         scanned=True)  # _refusal scanned the record's whole line before this
@@ -324,9 +333,138 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
                    record=record.id, scope=data["scope"], source=data["source"])
 
 
-def _evidence(store: Store, records: list[Record], who: Principal) -> None:
+def _arrival(record: Record) -> tuple[MemoryStatus, str]:
+    """A new version's status and reason as it arrives."""
+    data = record.data
+    status, reason = (MemoryStatus.ACTIVE,
+                      f"imported from the shared folder (record {record.id[:12]})")
+    if data["held"]:
+        status = MemoryStatus(data["held"])  # checked when the folder was read
+    elif find_injection(data["text"]):
+        status = MemoryStatus.QUARANTINED
+        reason += "; it reads as instructions to the agent, kept out of reads"
+    elif data["kind"] == "preference":
+        # A teammate's preference (or a line written by hand) is never pinned here by the
+        # import alone: the local user confirms it (`memory confirm REF --evidence user`).
+        status = MemoryStatus.CANDIDATE
+        reason += ("; a teammate's preference is a candidate until you confirm it "
+                   "(memory confirm REF --evidence user)")
+    return status, reason
+
+
+def _confidence(source: str, status: MemoryStatus) -> float:
+    return initial_confidence(source, 1) * (CONTESTED_FACTOR if status != "active" else 1)
+
+
+class _Batch:
+    """New chains of one pull, written in a few statements instead of about twelve a record.
+
+    A record qualifies only when the per-record path (_memory) would do nothing but insert
+    it: no parent, not tombstoned, not already mapped, no version here (or earlier in the
+    pull) with its content and key, no chain here (or earlier in the pull) holding its key.
+    Then there is nothing to match, supersede or contest, and its chain has one version, so
+    settling leaves it as it is. Everything else takes the per-record path, and the batch is
+    written (flush) before that path reads anything, so it sees the same store as an import
+    without the batch. The sets below may hold more than the store (content of a version
+    since purged, a quarantined key): a false hit only sends a record down the slow path."""
+
+    def __init__(self, store: Store, who: Principal) -> None:
+        self.store, self.who = store, who
+        self.contents = content_keys(store)
+        self.keys = keyed_chains(store)
+        self.ids: set[str] = set()  # records of this pull seen so far
+        self.versions: list[NewVersion] = []
+        self.history: list[tuple[str, int | None, str, str, str, str | None,
+                                 dict[str, Any]]] = []
+        self.maps: list[tuple[str, str, int, str, str | None]] = []
+        # Chains the pending batch started: a record's index in `versions` by its id, and
+        # how many versions each chain has in the batch.
+        self.fresh: dict[str, int] = {}
+        self.length: dict[str, int] = {}
+
+    def _content(self, data: dict[str, Any]) -> tuple[str, str, str, str | None]:
+        return (norm_hash(data["text"]), data["scope"], data["kind"], data["key"])
+
+    def saw(self, record: Record, content: tuple[str, str, str, str | None] | None = None
+            ) -> None:
+        """A record the per-record path took: what it may have written is in the sets."""
+        data = record.data
+        self.ids.add(record.id)
+        self.contents.add(content or self._content(data))
+        if data["key"]:
+            self.keys.add((data["key"], data["scope"]))
+
+    def _parent(self, data: dict[str, Any]) -> int | None:
+        """The batch's index of the record's parent when the record is the second version
+        of a chain the batch started and would simply replace it: the parent is current,
+        alone in its chain, not outranked, and (inserted by this import, no evidence yet)
+        neither stated nor vouched for by the user here."""
+        at = self.fresh.get(data["parent"])
+        if at is None or data["rel"] != "supersedes":
+            return None
+        parent = self.versions[at]
+        if (self.length[parent.memory_id] != 1 or parent.status != MemoryStatus.ACTIVE
+                or authority(data["source"]) < authority(parent.source)):
+            return None
+        return at
+
+    def take(self, record: Record, result: ImportResult) -> bool:
+        """Handle the record here (inserted into the batch, or skipped as the per-record
+        path would skip it); False: it needs the per-record path."""
+        data = record.data
+        at = self._parent(data) if data["parent"] else None
+        content = self._content(data)
+        if ((data["parent"] and at is None) or record.id in self.ids
+                or content in self.contents
+                or (at is None and data["key"] and (data["key"], data["scope"]) in self.keys)):
+            return False
+        # Scanned here and only here (the record does not reach _memory): once per record.
+        refused = record_over_limits(data, self.store.settings.memory.max_chars) \
+            or _refusal(record, self.who)
+        self.saw(record, content)
+        if refused:
+            _skip(result, record, refused)
+            return True
+        status, reason = _arrival(record)
+        parent = self.versions[at] if at is not None else None
+        memory_id = parent.memory_id if parent else self.store.new_id()
+        version = 2 if parent else 1
+        if parent is None:
+            self.fresh[record.id] = len(self.versions)
+        self.length[memory_id] = version
+        self.versions.append(NewVersion(
+            memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
+            scope=data["scope"], text=data["text"], source=data["source"], status=status,
+            confidence=_confidence(data["source"], status), valid_until=data["valid_until"],
+            supersedes=1 if parent else None, principal=f"{ACTOR}:{data['principal']}",
+            reason=reason))
+        self.maps.append((record.id, memory_id, version, "import", data["rel"]))
+        if parent is not None and at is not None and status == MemoryStatus.ACTIVE:
+            # What _replace_parent does to a stored parent, done to the pending one.
+            why = f"superseded by a teammate's newer value (record {record.id[:12]})"
+            self.versions[at] = replace(parent, status=MemoryStatus.SUPERSEDED, reason=why)
+            self.history.append((memory_id, 1, "superseded", ACTOR, why, None,
+                                 {"record": record.id}))
+        self.history.append((memory_id, version, "import", self.who.name, reason,
+                             data["text"], {"record": record.id, "scope": data["scope"],
+                                            "source": data["source"]}))
+        result.touched.add(memory_id)
+        result.imported.append(make_ref("mem", memory_id, version))
+        return True
+
+    def flush(self) -> None:
+        if not (self.versions or self.maps or self.history):
+            return
+        insert_scanned_versions(self.store, self.versions)
+        record_mappings(self.store, self.maps)
+        record_histories(self.store, self.history)
+        self.versions, self.maps, self.history = [], [], []
+        self.fresh, self.length = {}, {}
+
+
+def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) -> None:
     """Evidence refs of records mapped here, added where they are missing (read in bulk:
-    every pull reads them all)."""
+    every pull reads them all; written in two statements with `batch`)."""
     from agentstate.memory.model import all_version_rows, evidence_refs_by_row
     from agentstate.sync.shared import all_mappings
 
@@ -335,6 +473,7 @@ def _evidence(store: Store, records: list[Record], who: Principal) -> None:
     maps = all_mappings(store)
     rows = {(r.id, r.version): r for r in all_version_rows(store)}
     have = {(row, ref) for row, refs in evidence_refs_by_row(store).items() for ref in refs}
+    items: list[tuple[int, str, str]] = []
     for record in records:
         data = record.data
         found = maps.get(data["memory"])
@@ -344,8 +483,13 @@ def _evidence(store: Store, records: list[Record], who: Principal) -> None:
         kind = evidence_kind(data["ref"])
         if kind == "user" and not who.can_claim("user"):
             continue
-        add_evidence(store, row.row, [(data["ref"], kind)], ACTOR)
+        items.append((row.row, data["ref"], kind))
         have.add((row.row, data["ref"]))
+    if batch:
+        add_evidence_rows(store, items, ACTOR)
+    else:  # the per-record reference (tests/sync/test_sync_batched_import.py)
+        for row_id, ref, kind in items:
+            add_evidence(store, row_id, [(ref, kind)], ACTOR)
 
 
 def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principal,

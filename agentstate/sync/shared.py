@@ -65,6 +65,13 @@ def record_mapping(store: Store, record_id: str, memory: str, version: int, orig
         "VALUES (?, ?, ?, ?, ?)", (record_id, memory, version, origin, rel))
 
 
+def record_mappings(store: Store, rows: list[tuple[str, str, int, str, str | None]]) -> None:
+    """Many (record_id, memory, version, origin, rel) at once, as record_mapping each."""
+    store.conn.executemany(
+        "INSERT OR IGNORE INTO shared_records (record_id, memory, version, origin, rel) "
+        "VALUES (?, ?, ?, ?, ?)", rows)
+
+
 def purged_record_ids(store: Store) -> set[str]:
     """Record ids whose version this store has purged (their lines may be scrubbed)."""
     from agentstate.memory.model import all_version_rows
