@@ -46,6 +46,7 @@ SHIPPED = [
     "m032_sync_change_counter",
     "m040_memory_vectors",
     "m041_scanned_texts",
+    "m042_user_preferences",
     "m050_dense_queries",
 ]
 
