@@ -49,7 +49,7 @@ mutation: $(BIN)/mutmut
 	$(BIN)/python bench/mutation.py --budget $(MUTATION_BUDGET)
 
 $(BIN)/mutmut: $(BIN)/agentstate
-	$(BIN)/pip install -q -e '.[dev,mutation]'
+	$(BIN)/pip install -q -e '.[dev,mutation]' $(EDITABLE) || $(BIN)/pip install -q -e '.[dev,mutation]'
 	@touch $@
 
 lint: $(BIN)/agentstate
