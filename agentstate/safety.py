@@ -154,6 +154,22 @@ _INJECTION_ANCHORS: tuple[tuple[str, ...], ...] = (
 )
 
 
+def _anchor_table(groups: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """(anchor, indexes of the patterns it lets run): each distinct word looked for once per
+    text, not once per pattern naming it through a generator (issue 24: a sync import checks
+    every record it inserts)."""
+    table: dict[str, list[int]] = {}
+    for index, anchors in enumerate(groups):
+        for anchor in anchors:
+            table.setdefault(anchor, []).append(index)
+    return tuple((anchor, tuple(indexes)) for anchor, indexes in table.items())
+
+
+def _to_run(table: tuple[tuple[str, tuple[int, ...]], ...], lower: str) -> list[int]:
+    """Indexes of the patterns one of whose anchors is in `lower`, in the patterns' order."""
+    return sorted({i for anchor, indexes in table if anchor in lower for i in indexes})
+
+
 @cache
 def _injection_pattern(index: int) -> re.Pattern[str]:
     return re.compile(_INJECTION_SOURCES[index], re.IGNORECASE)
@@ -164,6 +180,10 @@ def _rule_pattern(index: int) -> re.Pattern[str]:
     return re.compile(_RULE_SOURCES[index], re.IGNORECASE)
 
 
+_INJECTION_TABLE = _anchor_table(_INJECTION_ANCHORS)
+_RULE_TABLE = _anchor_table(_RULE_ANCHORS)
+
+
 def find_injection(text: str, *, from_user: bool = True) -> list[str]:
     """Phrases that read as instructions aimed at the agent. With `from_user=False` (tool
     output, files, records from elsewhere) rules for the agent ("from now on, always skip the
@@ -172,17 +192,15 @@ def find_injection(text: str, *, from_user: bool = True) -> list[str]:
     flat = _SPACES.sub(" ", unicodedata.normalize("NFKC", remove_invisible(text)))
     lower = flat.lower()
     found = []
-    for index, anchors in enumerate(_INJECTION_ANCHORS):
-        if any(a in lower for a in anchors):
-            m = _injection_pattern(index).search(flat)
+    for index in _to_run(_INJECTION_TABLE, lower):
+        m = _injection_pattern(index).search(flat)
+        if m:
+            found.append(m.group(0))
+    if not from_user:
+        for index in _to_run(_RULE_TABLE, lower):
+            m = _rule_pattern(index).search(flat)
             if m:
                 found.append(m.group(0))
-    if not from_user:
-        for index, anchors in enumerate(_RULE_ANCHORS):
-            if any(a in lower for a in anchors):
-                m = _rule_pattern(index).search(flat)
-                if m:
-                    found.append(m.group(0))
     return found
 
 

@@ -581,6 +581,19 @@ def all_version_rows(store: Store) -> list[MemoryVersion]:
     return select_versions(store, "ORDER BY id, version")
 
 
+def version_rows(store: Store) -> dict[tuple[str, int], tuple[int, bool]]:
+    """(memory id, version) → (row, purged) of every version: what a sync needs of the
+    versions it does not read whole (one narrow read, no record built per version)."""
+    return {(r[0], r[1]): (r[2], bool(r[3])) for r in store.conn.execute(
+        "SELECT id, version, row, purged FROM memories")}
+
+
+def purged_versions(store: Store) -> set[tuple[str, int]]:
+    """(memory id, version) of every purged version."""
+    return {(r[0], r[1]) for r in store.conn.execute(
+        "SELECT id, version FROM memories WHERE purged")}
+
+
 def evidence_refs_by_row(store: Store) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
     for row, ref in store.conn.execute(

@@ -109,6 +109,7 @@ class NewVersion:
     supersedes: int | None
     principal: str
     reason: str
+    norm: str = ""  # norm_hash(text) when the caller has it already, else computed here
 
 
 def insert_scanned_versions(store: Store, versions: list[NewVersion]) -> None:
@@ -125,9 +126,10 @@ def insert_scanned_versions(store: Store, versions: list[NewVersion]) -> None:
         "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, status,"
         " confidence, valid_until, created, last_confirmed, evidence_count, supersedes,"
         " principal, status_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(v.memory_id, v.version, v.kind, v.key, v.scope, v.text, norm_hash(v.text), v.source,
-          v.status, bounded(v.confidence), v.valid_until, now, now, 0, v.supersedes,
-          v.principal, v.reason) for v in versions])
+        [(v.memory_id, v.version, v.kind, v.key, v.scope, v.text,
+          v.norm or norm_hash(v.text), v.source, v.status, bounded(v.confidence),
+          v.valid_until, now, now, 0, v.supersedes, v.principal, v.reason)
+         for v in versions])
     digest = digester(store)
     mark_scanned(store, [digest(v.text, v.key, v.scope, v.source) for v in versions])
 

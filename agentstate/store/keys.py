@@ -83,4 +83,6 @@ def keyed_hasher(root: Path) -> Callable[[str], str]:
     """keyed_hash with the key read once: for hashing many texts (gc collects thousands of
     events, and reading the key file for each cost more than the hashing)."""
     key = _cached_key(root)
-    return lambda text: PREFIX + hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+    # hmac.digest: the same HMAC in one call into OpenSSL, without an HMAC object per text
+    # (issue 24: a sync hashes one text per version).
+    return lambda text: PREFIX + hmac.digest(key, text.encode("utf-8"), "sha256").hex()

@@ -16,6 +16,8 @@ that trips it is not written and is reported.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +38,7 @@ from agentstate.sync.records import (
     shareable_scope,
     write_lines,
 )
-from agentstate.sync.shared import mapped_ids, record_mapping
+from agentstate.sync.shared import mapped_ids, record_mappings
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -51,9 +53,10 @@ class ExportPlan:
     scanned: list[str] = field(default_factory=list)  # digests of versions scanned here
     dropped: set[str] = field(default_factory=set)  # record ids whose lines a purge removes
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)  # new records by type
 
     def count(self, *types: str) -> int:
-        return sum(1 for r in self.new if r.type in types)
+        return sum(self.counts[t] for t in types)
 
 
 def plan_export(store: Store, folder: Folder, *, include_candidates: bool = False,
@@ -67,6 +70,10 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     if include_quarantined:
         statuses.add(MemoryStatus.QUARANTINED)
     present = set(folder.records)
+    # (memory record, ref) of the evidence lines there: a known version's evidence is looked
+    # up without building its record (ids derive from content, so the pair names the line).
+    cited = {(r.data["memory"], r.data["ref"]) for r in folder.records.values()
+             if r.data["type"] == "evidence"}
     ids: dict[tuple[str, int], str] = {k: min(v) for k, v in known.items()}
     evidence = evidence_refs_by_row(store)
     # Versions whose fields the scanner already passed (the write gate, an import): their
@@ -103,19 +110,29 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
             ids[key] = record_id
             plan.mappings.append((record_id, row.id, row.version))
             _add(plan, record, present)
-        for ref in evidence.get(row.row, ()):
-            item = make_record("evidence", memory=record_id, ref=ref)
-            if item.id not in present and (_GENERATED_REF.fullmatch(ref) or _clean(
-                    plan, item, f"evidence {ref} of {make_ref('mem', row.id)}")):
-                _add(plan, item, present)
+        _add_evidence(plan, row, record_id, evidence.get(row.row, ()), cited, present)
     plan.dropped |= folder.targets("purge")
     return plan
+
+
+def _add_evidence(plan: ExportPlan, row: MemoryVersion, record_id: str, refs: Iterable[str],
+                  cited: set[tuple[str, str]], present: set[str]) -> None:
+    """The evidence lines of one shared version that the folder lacks."""
+    for ref in refs:
+        if (record_id, ref) in cited:
+            continue
+        item = make_record("evidence", memory=record_id, ref=ref)
+        if item.id not in present and (_GENERATED_REF.fullmatch(ref) or _clean(
+                plan, item, f"evidence {ref} of {make_ref('mem', row.id)}")):
+            _add(plan, item, present)
+            cited.add((record_id, ref))
 
 
 def _add(plan: ExportPlan, record: Record, present: set[str]) -> None:
     if record.id not in present:
         present.add(record.id)
         plan.new.append(record)
+        plan.counts[record.type] += 1
 
 
 # An evidence ref that is a fixed word or an id agentstate made: its line holds nothing
@@ -167,8 +184,8 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
         write_lines(Path(folder.path) / name, kept + added)
         written.append(name)
     with store.transaction():
-        for record_id, memory, version in plan.mappings:
-            record_mapping(store, record_id, memory, version, "export", None)
+        record_mappings(store, [(record_id, memory, version, "export", None)
+                                for record_id, memory, version in plan.mappings])
         mark_scanned(store, plan.scanned)
     return written
 

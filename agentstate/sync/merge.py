@@ -437,7 +437,7 @@ class _Batch:
             scope=data["scope"], text=data["text"], source=data["source"], status=status,
             confidence=_confidence(data["source"], status), valid_until=data["valid_until"],
             supersedes=1 if parent else None, principal=f"{ACTOR}:{data['principal']}",
-            reason=reason))
+            reason=reason, norm=content[0]))
         self.maps.append((record.id, memory_id, version, "import", data["rel"]))
         if parent is not None and at is not None and status == MemoryStatus.ACTIVE:
             # What _replace_parent does to a stored parent, done to the pending one.
@@ -465,26 +465,27 @@ class _Batch:
 def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) -> None:
     """Evidence refs of records mapped here, added where they are missing (read in bulk:
     every pull reads them all; written in two statements with `batch`)."""
-    from agentstate.memory.model import all_version_rows, evidence_refs_by_row
+    from agentstate.memory.model import evidence_refs_by_row, version_rows
     from agentstate.sync.shared import all_mappings
 
     if not records:
         return
     maps = all_mappings(store)
-    rows = {(r.id, r.version): r for r in all_version_rows(store)}
+    rows = version_rows(store)  # (memory, version) → (row, purged)
     have = {(row, ref) for row, refs in evidence_refs_by_row(store).items() for ref in refs}
     items: list[tuple[int, str, str]] = []
     for record in records:
         data = record.data
         found = maps.get(data["memory"])
-        row = rows.get((found.memory, found.version)) if found else None
-        if row is None or row.purged or (row.row, data["ref"]) in have:
+        row, purged = rows.get((found.memory, found.version), (None, True)) if found else (
+            None, True)
+        if row is None or purged or (row, data["ref"]) in have:
             continue
         kind = evidence_kind(data["ref"])
         if kind == "user" and not who.can_claim("user"):
             continue
-        items.append((row.row, data["ref"], kind))
-        have.add((row.row, data["ref"]))
+        items.append((row, data["ref"], kind))
+        have.add((row, data["ref"]))
     if batch:
         add_evidence_rows(store, items, ACTOR)
     else:  # the per-record reference (tests/sync/test_sync_batched_import.py)

@@ -74,9 +74,11 @@ def record_mappings(store: Store, rows: list[tuple[str, str, int, str, str | Non
 
 def purged_record_ids(store: Store) -> set[str]:
     """Record ids whose version this store has purged (their lines may be scrubbed)."""
-    from agentstate.memory.model import all_version_rows
+    from agentstate.memory.model import purged_versions
 
-    purged = {(r.id, r.version) for r in all_version_rows(store) if r.purged}
+    purged = purged_versions(store)
+    if not purged:
+        return set()
     return {rid for key, ids in mapped_ids(store).items() if key in purged for rid in ids}
 
 

@@ -32,3 +32,13 @@ def test_a_replaced_or_deleted_key_file_is_read_again(tmp_path):
     fresh = keyed_hash(root, "purged text")
     new_key = bytes.fromhex((root / KEY_FILE).read_text().strip())
     assert new_key != other and fresh == _expected(new_key, "purged text")
+
+
+def test_the_many_texts_hasher_gives_keyed_hash(tmp_path):
+    from agentstate.store.keys import keyed_hasher
+
+    root = tmp_path / ".agentstate"
+    root.mkdir()
+    hasher = keyed_hasher(root)
+    for text in ("", "purged text", "ünïcode 路径"):
+        assert hasher(text) == keyed_hash(root, text)

@@ -65,3 +65,19 @@ def test_the_quick_evidence_record_is_the_canonical_one(ref):
     body = records.canonical(data)
     data["id"] = records.record_id(data, body)
     assert (quick.line, quick.body, quick.data) == (records.canonical(data), body, data)
+
+
+@pytest.mark.parametrize("text", ["the cache lives in redis", 'a "quoted" ,"key": value',
+                                  "路径 ünïcode\tand a tab", "ends with a brace }"])
+@pytest.mark.parametrize("key", [None, "setting-1", "held"])
+def test_a_made_record_line_is_the_canonical_one(text, key):
+    """make_record splices the id into the body it encoded once: the line must be the one a
+    full encoding of the record gives, whatever the text holds."""
+    fields = {"kind": "fact", "key": key, "scope": "repo", "text": text, "source": "user",
+              "principal": "alice", "created": '2026-01-01T00:00:00.000000Z",id',
+              "valid_until": None, "parent": None, "rel": None, "held": None}
+    made = records.make_record("memory", **fields)
+    assert made.line == records.canonical(made.data)
+    assert made.body == records.canonical({k: v for k, v in made.data.items() if k != "id"})
+    tomb = records.make_record("forget", target="0" * 32)
+    assert tomb.line == records.canonical(tomb.data)
