@@ -145,3 +145,63 @@ def test_a_store_replaced_at_the_same_path_is_read_afresh(store, embedder, tmp_p
         assert dense._CACHE[key] is not before
     finally:
         reopened.close()
+
+
+def test_a_vector_changed_in_place_by_another_process_is_scored_as_stored(store, embedder):
+    _, events = _log(store, PARTY)
+    cello, dog = events[3].id, events[1].id
+    assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == cello
+    # Another process writes the cello line's vector over the dog line's, in place: the
+    # same rowid, so only the count of changes (m052's UPDATE trigger) tells the matrix.
+    other = sqlite3.connect(store.root / "state.db")
+    with other:
+        other.execute("UPDATE event_vectors SET vec = (SELECT vec FROM event_vectors "
+                      "WHERE event_id = ?) WHERE event_id = ?", (cello, dog))
+    other.close()
+    near = dict(dense.dense_ranked(store, "cello lessons", 2, embedder))
+    assert set(near) == {cello, dog} and near[dog] == pytest.approx(near[cello])
+
+
+def test_a_ranking_made_before_a_vector_was_deleted_is_not_kept(store, embedder,
+                                                                   monkeypatch):
+    from agentstate.memory import dense_queries
+
+    _, events = _log(store, PARTY)
+    cello = events[3].id
+    real = dense._Index.nearest
+
+    def deleted_meanwhile(self, q, limit):
+        found = real(self, q, limit)  # scored with the cello line still in the matrix
+        other = sqlite3.connect(store.root / "state.db")  # e.g. gc in another process
+        with other:
+            other.execute("DELETE FROM events WHERE id = ?", (cello,))
+        other.close()
+        return found
+
+    monkeypatch.setattr(dense._Index, "nearest", deleted_meanwhile)
+    assert dense.dense_ranked(store, "cello lessons", 3, embedder)[0][0] == cello
+    monkeypatch.undo()
+    # The query's vector is kept, not the ranking that names the deleted event ...
+    assert store.value("SELECT count(*) FROM dense_queries") == 1
+    assert store.value("SELECT count(*) FROM dense_queries WHERE ranked IS NOT NULL") == 0
+    # ... and the next search reads the matrix afresh, without it.
+    assert cello not in dict(dense.dense_ranked(store, "cello lessons", 10, embedder))
+    assert dense_queries.read(store, embedder.model, "event_vectors", "cello lessons"
+                              ).ranked is not None
+
+
+def test_equal_scores_are_ordered_by_key_as_the_stored_vectors_order_them(store, embedder):
+    import numpy as np
+
+    twice = ["Caroline's cello lessons are on Tuesdays."] * 4 + PARTY
+    _, events = _log(store, twice)
+    near = dense.dense_ranked(store, "cello lessons", 3, embedder)
+    # The same text has the same vector: the best scores are equal, and the list is what
+    # scoring every stored vector and sorting by (score, key) gives, not an arbitrary pick.
+    rows = store.conn.execute("SELECT event_id, vec FROM event_vectors").fetchall()
+    q = np.asarray(dense._Encoder(embedder.model, embedder).query("cello lessons"),
+                   np.float32)
+    scored = sorted(((-float(np.frombuffer(vec, "<f2").astype(np.float32) @ q), key)
+                     for key, vec in rows))
+    assert [key for key, _ in near] == [key for _, key in scored[:3]]
+    assert len({score for _, score in near}) == 1
