@@ -560,13 +560,16 @@ class _Index:
         n = self.size
         if n == 0 or limit < 1:
             return []
-        scores = q @ self.matrix[:, :n]
         k = min(limit + TIE_MARGIN, n)
-        best = np.arange(n) if k >= n else np.argpartition(-scores, k - 1)[:k]
+        best = np.arange(n) if k >= n else np.argpartition(-(q @ self.matrix[:, :n]), k - 1)[:k]
         keys = self.keys
-        ranked = sorted(zip(scores[best].tolist(), best.tolist(), strict=True),
-                        key=lambda item: (-item[0], keys[item[1]]))
-        return [(keys[col], score) for score, col in ranked[:limit]]
+        best = sorted(best.tolist(), key=keys.__getitem__)
+        # The pool scored again as rows in key order, the arithmetic the stored rows were
+        # scored with when they were read back: the same sums, so the same order of
+        # near-equal scores (the whole product sums in another order, ~1e-8 apart).
+        scores = np.ascontiguousarray(self.matrix[:, best].T) @ q
+        order = np.argsort(-scores, kind="stable")[:limit]
+        return [(keys[best[i]], float(scores[i])) for i in order]
 
 
 # One store's indexes (its events' and its memories'), kept while searches go to that
