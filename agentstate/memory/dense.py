@@ -561,9 +561,9 @@ class _Index:
         if n == 0 or limit < 1:
             return []
         k = min(limit + TIE_MARGIN, n)
-        best = np.arange(n) if k >= n else np.argpartition(-(q @ self.matrix[:, :n]), k - 1)[:k]
+        pool = np.arange(n) if k >= n else np.argpartition(-(q @ self.matrix[:, :n]), k - 1)[:k]
         keys = self.keys
-        best = sorted(best.tolist(), key=keys.__getitem__)
+        best = sorted(pool.tolist(), key=keys.__getitem__)
         # The pool scored again as rows in key order, the arithmetic the stored rows were
         # scored with when they were read back: the same sums, so the same order of
         # near-equal scores (the whole product sums in another order, ~1e-8 apart).
