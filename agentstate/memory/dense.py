@@ -195,7 +195,6 @@ class _Vectors:
     drop: str        # (key): the key's vector, whatever its model (see _store_vectors)
     insert: str      # (key, model, vec): a replaced vector takes a new rowid (see _Index)
     newer: str       # (rowid, key, vec) of the model's vectors above a rowid, in order
-    fresh: str       # (key, vec) of the model's vectors of some keys ({} for the marks)
     text_top: str    # the largest rowid of the texts
     new_texts: str   # (key, text) of texts above a rowid without a vector of the model
     recent: str      # (key, text) among the newest N texts, without a vector of the model
@@ -215,8 +214,6 @@ EVENTS = _Vectors(
     "INSERT INTO event_vectors (event_id, model, vec) VALUES (?, ?, ?)",
     "SELECT rowid, event_id, vec FROM event_vectors WHERE rowid > ? AND model = ? "
     "ORDER BY rowid",
-    # `+model`: the look-up goes by key; on the model's index it would scan every vector.
-    "SELECT event_id, vec FROM event_vectors WHERE +model = ? AND event_id IN ({})",
     "SELECT max(rowid) FROM events",
     "SELECT e.id, e.text FROM events e WHERE e.rowid > ? AND NOT EXISTS (SELECT 1 FROM "
     "event_vectors v WHERE v.event_id = e.id AND v.model = ?) ORDER BY e.rowid LIMIT ?",
@@ -224,10 +221,9 @@ EVENTS = _Vectors(
     "AND NOT EXISTS (SELECT 1 FROM event_vectors v WHERE v.event_id = e.id AND v.model = ?)",
 )
 # Memory versions, by their row (m040): recall reads the same fusion as the event search.
-# Their rowid is the version's row, so a vector replaced in place keeps it: only this
-# process's own writes (added to its matrix as they are made) and the re-read of the best
-# keys (`fresh`) see such a change; a version's text never changes but by a purge, whose
-# trigger deletes the vector.
+# Their rowid is the version's row, so a vector replaced in place keeps it: the delete that
+# replaces it moves the count of changes (m052), which is how a process's matrix learns of
+# it; a version's text never changes but by a purge, whose trigger deletes the vector.
 MEMORIES = _Vectors(
     "memory_vectors",
     "row",
@@ -238,7 +234,6 @@ MEMORIES = _Vectors(
     "DELETE FROM memory_vectors WHERE row = ?",
     "INSERT INTO memory_vectors (row, model, vec) VALUES (?, ?, ?)",
     "SELECT rowid, row, vec FROM memory_vectors WHERE rowid > ? AND model = ? ORDER BY rowid",
-    "SELECT row, vec FROM memory_vectors WHERE +model = ? AND row IN ({})",
     "SELECT max(row) FROM memories",
     "SELECT m.row, m.text FROM memories m WHERE m.row > ? AND NOT EXISTS (SELECT 1 FROM "
     "memory_vectors v WHERE v.row = m.row AND v.model = ?) ORDER BY m.row LIMIT ?",
@@ -376,7 +371,7 @@ def _nearest(store: Store, query: str, limit: int, embedder: Embedder | None,
     if not any(vec):  # no token of the query is in the vocabulary: nothing ever ranks
         if kept is None:
             dense_queries.write(store, model, kind.table, query,
-                                dense_queries.Kept(vec, [], 0, 0, True), kind.key)
+                                dense_queries.Kept(vec, [], 0, 0, True, 0))
         return []
     return _ranked_afresh(store, enc, kind, query, vec, limit)
 
@@ -401,13 +396,12 @@ def _ranked_afresh(store: Store, enc: _Encoder, kind: _Vectors, query: str,
         import numpy as np
 
         index = _index(store, enc, kind)
-        found = index.nearest(store, enc.model, np.asarray(vec, np.float32), limit) \
-            if index.size else []
+        found = index.nearest(np.asarray(vec, np.float32), limit)
         # A ranking is kept only when every text had a vector (else what is missing would
         # be embedded later below the mark, and the kept list would never see it).
         kept = dense_queries.Kept(vec, found if index.mark is not None else None, index.top,
-                                  index.mark or 0, len(index.column) <= limit)
-    dense_queries.write(store, enc.model, kind.table, query, kept, kind.key)
+                                  index.mark or 0, index.size <= limit, index.changes)
+    dense_queries.write(store, enc.model, kind.table, query, kept)
     return found
 
 
@@ -424,13 +418,15 @@ def _scored_in_python(store: Store, enc: _Encoder, kind: _Vectors, vec: list[flo
     conn = store.conn
     _store_vectors(store, enc, kind, conn.execute(kind.missing, (enc.model, PY_VECTORS + 1)
                                                   ).fetchall())
+    # Read before the vectors, so that it covers them.
+    changes = dense_queries.vector_changes(conn, kind.table, enc.model)
     unpack = struct.Struct(f"<{DIM}e").unpack
     rows = conn.execute(kind.newer, (0, enc.model)).fetchall()
     scored = sorted(((key, sum(map(operator.mul, vec, unpack(blob)))) for _, key, blob in rows),
                     key=lambda item: -item[1])
     top = max((rowid for rowid, _, _ in rows), default=0)
     return scored[:limit], dense_queries.Kept(vec, scored[:limit], top, text_top,
-                                              len(scored) <= limit)
+                                              len(scored) <= limit, changes)
 
 
 # A kept ranking is brought up to date in Python for at most this many new texts to embed
@@ -474,7 +470,7 @@ def _from_kept(store: Store, enc: _Encoder, kind: _Vectors, query: str,
         ranked = ranked[:len(kept.ranked)]
     top = max([kept.vector_top, *(rowid for rowid, _, _ in new)])
     dense_queries.write(store, enc.model, kind.table, query,
-                        dense_queries.Kept(kept.vec, ranked, top, mark, kept.whole), kind.key)
+                        dense_queries.Kept(kept.vec, ranked, top, mark, kept.whole, kept.changes))
     return ranked[:limit]
 
 
@@ -489,9 +485,10 @@ def _cjk(query: str) -> bool:
     return not query.isascii() and bool(split_query(query)[1])
 
 
-# Rows of the best-first list re-read from the table beyond the `limit` asked for: a vector
-# changed in place since it was cached may fall below one just outside the list.
-RESCORE_MARGIN = 16
+# Rows beyond the `limit` asked for that are ordered with it, so that equal scores at the
+# edge of the list are ordered by key (as a re-read from the table ordered them) rather
+# than by where the partial sort happened to leave them.
+TIE_MARGIN = 16
 
 
 class _Index:
@@ -505,17 +502,23 @@ class _Index:
       is deleted and inserted, so it is new too): read by rowid on every search;
     - texts added after the index was complete (`mark`, their largest rowid then) are
       embedded on the next search, found by rowid (no count);
-    - the best rows of every answer are read again from the table and scored from what is
-      stored (`nearest`): a vector deleted (a purge's or a deleted event's trigger, another
-      model's run) is dropped from the index for good, never ranked from memory.
+    - a vector deleted or changed in place (a purge's or a deleted event's trigger, another
+      model's run) moves the table's count of changes (m052, read with the largest rowid):
+      a search that finds it moved reads the index afresh, so nothing deleted is ever
+      ranked from memory. While it has not moved, the matrix holds exactly what is stored
+      and an answer is scored from it (the best rows were read back from the table on every
+      search before: 3-20 ms at 100,000 vectors on a loaded machine, about as much as the
+      product itself).
     The matrix is (DIM, capacity), its columns the vectors: a query is one BLAS product over
     contiguous rows of DIM values, and new columns fill the spare capacity."""
 
-    def __init__(self, kind: _Vectors, model: str, file_id: tuple[int, int]) -> None:
+    def __init__(self, kind: _Vectors, model: str, file_id: tuple[int, int],
+                 changes: int) -> None:
         import numpy as np
 
         self.kind, self.model, self.file_id = kind, model, file_id
-        self.keys: list[Any] = []              # column → key (None: dropped)
+        self.changes = changes                 # the table's count of changes it holds
+        self.keys: list[Any] = []              # column → key
         self.column: dict[Any, int] = {}       # key → column
         self.matrix = np.zeros((DIM, 1024), np.float32)
         self.top = 0                           # the largest vector rowid read
@@ -547,46 +550,26 @@ class _Index:
         self.matrix[:, columns] = block.T  # keys are unique in a vector table
         self.top = max(self.top, max(r[0] for r in rows))
 
-    def drop(self, key: Any) -> None:
-        col = self.column.pop(key, None)
-        if col is not None:
-            self.keys[col] = None
-            self.matrix[:, col] = 0.0
-
-    def _best(self, q: Any, k: int) -> Any:
-        """The columns of the `k` best scores (unordered): one product over every vector.
-        (Scoring a prefix of the dimensions first and the whole vector of a pool after was
-        tried: at 100,000 vectors the gather of the pool's columns cost more than the half
-        of the matrix it saved reading.)"""
+    def nearest(self, q: Any, limit: int) -> list[tuple[Any, float]]:
+        """The `limit` best keys for the query vector `q`, best first (equal scores by key):
+        one product over every vector. (Scoring a prefix of the dimensions first and the
+        whole vector of a pool after was tried: at 100,000 vectors the gather of the pool's
+        columns cost more than the half of the matrix it saved reading.)"""
         import numpy as np
 
         n = self.size
-        if k >= n:
-            return np.arange(n)
-        return np.argpartition(-(q @ self.matrix[:, :n]), k - 1)[:k]
-
-    def nearest(self, store: Store, model: str, q: Any, limit: int) -> list[tuple[Any, float]]:
-        """The `limit` best keys for the query vector `q`, scored from the stored vectors."""
-        import numpy as np
-
-        k = min(limit + RESCORE_MARGIN, self.size)
-        top = self._best(q, k)
-        keys = [self.keys[i] for i in top if self.keys[i] is not None]
-        stored = dict(store.conn.execute(self.kind.fresh.format(",".join("?" * len(keys))),
-                                         (model, *keys)).fetchall()) if keys else {}
-        for key in keys:
-            if key not in stored:
-                self.drop(key)  # deleted since it was read: never ranked from memory
-                # Its text may be back without a vector of the model (another model's run
-                # replaced it): the next search counts again and embeds what is missing.
-                self.mark = None
-        if not stored:
+        if n == 0 or limit < 1:
             return []
-        vecs = np.frombuffer(b"".join(stored.values()), dtype="<f2").reshape(len(stored), DIM)
-        scores = vecs.astype(np.float32) @ q
+        k = min(limit + TIE_MARGIN, n)
+        pool = np.arange(n) if k >= n else np.argpartition(-(q @ self.matrix[:, :n]), k - 1)[:k]
+        keys = self.keys
+        best = sorted(pool.tolist(), key=keys.__getitem__)
+        # The pool scored again as rows in key order, the arithmetic the stored rows were
+        # scored with when they were read back: the same sums, so the same order of
+        # near-equal scores (the whole product sums in another order, ~1e-8 apart).
+        scores = np.ascontiguousarray(self.matrix[:, best].T) @ q
         order = np.argsort(-scores, kind="stable")[:limit]
-        found = list(stored)
-        return [(found[i], float(scores[i])) for i in order]
+        return [(keys[best[i]], float(scores[i])) for i in order]
 
 
 # One store's indexes (its events' and its memories'), kept while searches go to that
@@ -598,19 +581,25 @@ def _index(store: Store, enc: _Encoder, kind: _Vectors) -> _Index:
     """The index of `kind` for this store and model, brought up to date."""
     import os
 
+    from agentstate.memory import dense_queries
+
     conn = store.conn
     where = str(conn.execute("PRAGMA database_list").fetchone()[2])
     info = os.stat(where) if where else None
     file_id = (info.st_dev, info.st_ino) if info else (0, id(conn))
     key = (where, enc.model, kind.table)
     index = _CACHE.get(key)
-    vector_top = conn.execute(f"SELECT max(rowid) FROM {kind.table}").fetchone()[0] or 0
-    if index is None or index.file_id != file_id or vector_top < index.top:
-        # First search here, another file at the same path (a restore), or rows gone from
-        # the top of the table: read it whole.
+    # One statement, one snapshot: the count first covers every row read after it.
+    vector_top, changes = conn.execute(
+        f"SELECT (SELECT max(rowid) FROM {kind.table}), {dense_queries.CHANGES}",
+        (kind.table, enc.model)).fetchone()
+    if (index is None or index.file_id != file_id or changes != index.changes
+            or (vector_top or 0) < index.top):
+        # First search here, another file at the same path (a restore), or a vector
+        # deleted or changed since the index was read: read it whole.
         for old in [k for k in _CACHE if k[0] != where]:
             del _CACHE[old]
-        index = _CACHE[key] = _Index(kind, enc.model, file_id)
+        index = _CACHE[key] = _Index(kind, enc.model, file_id, changes)
     _embed_missing(store, enc, kind, index)
     index.add(conn.execute(kind.newer, (index.top, enc.model)).fetchall())
     return index

@@ -16,6 +16,11 @@ clears every kept ranking of it (m050's trigger), since an entry of the list may
 another, outside the list, would then belong in it; the query vector is kept (it depends on
 the text and the model only). The query text itself is not stored, only its digest.
 
+A ranking is made against the vectors as they were at one count of `vector_changes` (m052:
+deleted or changed vectors, per table and model); it is kept only if the count is still that when it
+is written (in the writing transaction), so a vector deleted while it was being made never
+reaches a kept list — one read, where the keys themselves were looked up again before.
+
 There is a ceiling (KEEP rows, the least recently written go first): a store that sees many
 distinct questions keeps the recent ones.
 """
@@ -46,41 +51,50 @@ class Kept:
     vector_top: int
     text_mark: int
     whole: bool
+    changes: int  # `vector_changes` of the table the ranking was made against
 
 
 def digest(query: str) -> str:
     return hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# How many vectors of a table (?1) and model (?2) have been deleted or changed in place.
+CHANGES = ("(SELECT coalesce((SELECT changes FROM vector_changes WHERE kind = ?1 AND "
+           "model = ?2), 0))")
+
+
+def vector_changes(conn: Any, table: str, model: str) -> int:
+    """How many vectors of `table` and `model` have been deleted or changed so far (m052)."""
+    return int(conn.execute(f"SELECT {CHANGES}", (table, model)).fetchone()[0])
+
+
 def read(store: Store, model: str, table: str, query: str) -> Kept | None:
-    """The kept vector (and ranking, None once cleared) of `query`, None if never kept."""
+    """The kept vector (and ranking, None once cleared) of `query`, None if never kept. The
+    count of changes is read in the same statement: a kept ranking is exact at it (a later
+    deletion clears the ranking, m050, and moves the count)."""
     row = store.conn.execute(
-        "SELECT vec, ranked, vector_top, text_mark, whole FROM dense_queries "
-        "WHERE model = ? AND kind = ? AND digest = ?", (model, table, digest(query))).fetchone()
+        f"SELECT vec, ranked, vector_top, text_mark, whole, {CHANGES} FROM dense_queries "
+        "WHERE kind = ?1 AND model = ?2 AND digest = ?3", (table, model, digest(query))
+    ).fetchone()
     if row is None:
         return None
-    vec, ranked, top, mark, whole = row
+    vec, ranked, top, mark, whole, changes = row
     values = list(struct.unpack(f"<{len(vec) // 4}f", vec))
     pairs = [(key, float(score)) for key, score in json.loads(ranked)] if ranked else None
-    return Kept(values, pairs, top, mark, bool(whole))
+    return Kept(values, pairs, top, mark, bool(whole), changes)
 
 
-def write(store: Store, model: str, table: str, query: str, kept: Kept, key_column: str
-          ) -> bool:
+def write(store: Store, model: str, table: str, query: str, kept: Kept) -> bool:
     """Keep `kept` for `query`; False when the store cannot be written now (read-only, busy):
-    a read keeps working, it only pays again next time. A ranking naming a key whose vector
-    is gone by now (deleted since it was scored) is not kept, only the vector."""
+    a read keeps working, it only pays again next time. A ranking made before a vector of
+    its table was deleted or changed (the count moved since `kept.changes`) is not kept, only
+    the query's vector: the list may name what is gone."""
     ranked = kept.ranked
     blob = struct.pack(f"<{len(kept.vec)}f", *kept.vec)
     try:
         with store.transaction() as conn:
-            if ranked:
-                keys = [key for key, _ in ranked]
-                have = conn.execute(
-                    f"SELECT {key_column} FROM {table} WHERE +model = ? AND {key_column} IN "
-                    f"({','.join('?' * len(keys))})", (model, *keys)).fetchall()
-                if len(have) != len(set(keys)):
-                    ranked = None
+            if ranked and vector_changes(conn, table, model) != kept.changes:
+                ranked = None
             conn.execute(
                 "INSERT OR REPLACE INTO dense_queries (model, kind, digest, vec, ranked, "
                 "vector_top, text_mark, whole) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

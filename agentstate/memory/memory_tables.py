@@ -376,6 +376,37 @@ def m050_dense_queries(db: sqlite_utils.Database) -> None:
     )
 
 
+def m052_vector_changes(db: sqlite_utils.Database) -> None:
+    """How many vectors of each vector table and model have been deleted or changed in
+    place, kept by triggers (memory/dense.py): a process's matrix of one model's vectors,
+    and a ranking made with it, stay exact while the count is what it was when they were
+    read (a new vector has a rowid above those read). So a search no longer reads its best
+    vectors back from the table to learn whether one was deleted since: one read of this
+    count says (issue 23). Per model, so that replacing another model's vectors (a new
+    version of the package) leaves this one's matrix and rankings be."""
+    bump = ("INSERT INTO vector_changes (kind, model, changes) VALUES ('{table}', {which}"
+            ".model, 1) ON CONFLICT (kind, model) DO UPDATE SET changes = changes + 1;")
+    run_script(
+        db,
+        """
+        CREATE TABLE vector_changes (
+            kind TEXT NOT NULL,
+            model TEXT NOT NULL,
+            changes INTEGER NOT NULL,
+            PRIMARY KEY (kind, model)
+        );
+        """ + "".join(
+            f"""
+        CREATE TRIGGER {table}_changes{suffix} AFTER {event} ON {table} BEGIN
+            {" ".join(bump.format(table=table, which=which) for which in rows)}
+        END;"""
+            for table in ("event_vectors", "memory_vectors")
+            # A vector changed in place may change model: both models' matrices hold it.
+            for event, suffix, rows in (("DELETE", "", ("OLD",)),
+                                        ("UPDATE", "_au", ("OLD", "NEW")))),
+    )
+
+
 def m031_memories_status_created(db: sqlite_utils.Database) -> None:
     """Newest first within a status (`memory list`, the ui's memory page and review queue)
     without sorting every version of that status: the index is read in order and stops at

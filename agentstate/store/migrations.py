@@ -77,6 +77,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m042_user_preferences", "memory"),  # issue 24: essentials read what they show
     # Issue 23: the dense extra's start-up (m043-m049 are kept for the memory block).
     ("m050_dense_queries", "memory"),  # query vectors and their rankings (dense_queries.py)
+    ("m052_vector_changes", "memory"),  # a count of deleted vectors (memory/dense.py)
 )
 
 

@@ -39,10 +39,12 @@ def test_a_search_after_the_first_counts_nothing_and_reads_no_vector_twice(store
     assert index.size == len(PARTY) and index.mark is not None
     statements = _statements(store, lambda: dense.dense_ranked(store, "a dog", 3, embedder))
     assert not [s for s in statements if "count(" in s.lower()], statements
-    # Vectors are read only above the highest rowid already held, and for the few keys
-    # whose stored vectors score the answer.
+    # Vectors are read only above the highest rowid already held: with no vector deleted
+    # since (the count of changes, m052, is read instead), the answer is scored from the
+    # matrix, none of its rows read back.
     reads = [s for s in statements if "vec FROM event_vectors" in s]
-    assert len(reads) == 2 and any("rowid >" in s for s in reads)
+    assert len(reads) == 1 and "rowid >" in reads[0], reads
+    assert any("vector_changes" in s for s in statements)
 
 
 def test_a_new_event_is_embedded_and_changes_the_answer(store, embedder):
@@ -87,11 +89,11 @@ def test_a_purged_event_text_is_ranked_by_what_is_stored_now(store, embedder):
     assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == cello
     with store.transaction() as conn:  # purge scrubs the text; a trigger drops the vector
         conn.execute("UPDATE events SET text = '[purged]' WHERE id = ?", (cello,))
+    # The deleted vector moved the count of changes: the next search reads the index
+    # afresh, counts, and embeds the scrubbed text (the event's text now): the event
+    # scores as that text, never as the erased one.
     near = dense.dense_ranked(store, "cello lessons", 10, embedder)
-    assert near[0][0] != cello and cello not in dict(near)
-    # The search that found the vector gone counts again on the next one, which embeds
-    # the scrubbed text (it is the event's text now): it scores as that text.
-    near = dense.dense_ranked(store, "cello lessons", 10, embedder)
+    assert near[0][0] != cello
     scrubbed = embedder.encode(["[purged]"])[0] @ embedder.encode(["cello lessons"])[0]
     assert dict(near)[cello] == pytest.approx(float(scrubbed), abs=2e-3)
 
@@ -110,9 +112,12 @@ def test_a_purged_memorys_vector_never_comes_back(store, embedder):
     rows = dense.dense_memory_ranked(store, question, 3, embedder)  # the index is built
     purged_row = rows[0][0]
     forget(store, ref=written[0].ref, purge=True, reason="asked to", principal="owner")
-    for _ in range(2):  # and again: not dropped for one answer only
-        assert purged_row not in [r for r, _ in
-                                  dense.dense_memory_ranked(store, question, 3, embedder)]
+    # The purge's trigger deleted the vector (the count of changes moved): the index is read
+    # afresh and the version is embedded as its text is now, empty (no token: a zero
+    # vector). Its erased text's vector never comes back, on this search nor the next.
+    for _ in range(2):
+        near = dict(dense.dense_memory_ranked(store, question, 3, embedder))
+        assert near.get(purged_row, 0.0) == 0.0
     assert recall(store, question, principal="owner").hits == []
 
 
@@ -140,3 +145,63 @@ def test_a_store_replaced_at_the_same_path_is_read_afresh(store, embedder, tmp_p
         assert dense._CACHE[key] is not before
     finally:
         reopened.close()
+
+
+def test_a_vector_changed_in_place_by_another_process_is_scored_as_stored(store, embedder):
+    _, events = _log(store, PARTY)
+    cello, dog = events[3].id, events[1].id
+    assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == cello
+    # Another process writes the cello line's vector over the dog line's, in place: the
+    # same rowid, so only the count of changes (m052's UPDATE trigger) tells the matrix.
+    other = sqlite3.connect(store.root / "state.db")
+    with other:
+        other.execute("UPDATE event_vectors SET vec = (SELECT vec FROM event_vectors "
+                      "WHERE event_id = ?) WHERE event_id = ?", (cello, dog))
+    other.close()
+    near = dict(dense.dense_ranked(store, "cello lessons", 2, embedder))
+    assert set(near) == {cello, dog} and near[dog] == pytest.approx(near[cello])
+
+
+def test_a_ranking_made_before_a_vector_was_deleted_is_not_kept(store, embedder,
+                                                                   monkeypatch):
+    from agentstate.memory import dense_queries
+
+    _, events = _log(store, PARTY)
+    cello = events[3].id
+    real = dense._Index.nearest
+
+    def deleted_meanwhile(self, q, limit):
+        found = real(self, q, limit)  # scored with the cello line still in the matrix
+        other = sqlite3.connect(store.root / "state.db")  # e.g. gc in another process
+        with other:
+            other.execute("DELETE FROM events WHERE id = ?", (cello,))
+        other.close()
+        return found
+
+    monkeypatch.setattr(dense._Index, "nearest", deleted_meanwhile)
+    assert dense.dense_ranked(store, "cello lessons", 3, embedder)[0][0] == cello
+    monkeypatch.undo()
+    # The query's vector is kept, not the ranking that names the deleted event ...
+    assert store.value("SELECT count(*) FROM dense_queries") == 1
+    assert store.value("SELECT count(*) FROM dense_queries WHERE ranked IS NOT NULL") == 0
+    # ... and the next search reads the matrix afresh, without it.
+    assert cello not in dict(dense.dense_ranked(store, "cello lessons", 10, embedder))
+    assert dense_queries.read(store, embedder.model, "event_vectors", "cello lessons"
+                              ).ranked is not None
+
+
+def test_equal_scores_are_ordered_by_key_as_the_stored_vectors_order_them(store, embedder):
+    import numpy as np
+
+    twice = ["Caroline's cello lessons are on Tuesdays."] * 4 + PARTY
+    _, events = _log(store, twice)
+    near = dense.dense_ranked(store, "cello lessons", 3, embedder)
+    # The same text has the same vector: the best scores are equal, and the list is what
+    # scoring every stored vector and sorting by (score, key) gives, not an arbitrary pick.
+    rows = store.conn.execute("SELECT event_id, vec FROM event_vectors").fetchall()
+    q = np.asarray(dense._Encoder(embedder.model, embedder).query("cello lessons"),
+                   np.float32)
+    scored = sorted(((-float(np.frombuffer(vec, "<f2").astype(np.float32) @ q), key)
+                     for key, vec in rows))
+    assert [key for key, _ in near] == [key for _, key in scored[:3]]
+    assert len({score for _, score in near}) == 1

@@ -48,6 +48,7 @@ SHIPPED = [
     "m041_scanned_texts",
     "m042_user_preferences",
     "m050_dense_queries",
+    "m052_vector_changes",
 ]
 
 
