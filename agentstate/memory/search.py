@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from agentstate.errors import InvalidInput
@@ -136,11 +137,57 @@ DF_CAP = SCORED_ROWS + 1
 def _document_frequencies(conn: Any, corpus: Corpus, words: dict[str, str]
                           ) -> dict[str, int]:
     """Per index term (`words` maps each to a query word that stems to it): how many
-    indexed texts hold it, exact below DF_CAP and DF_CAP from there on."""
+    indexed texts hold it, exact below DF_CAP and DF_CAP from there on. Kept per process
+    while the word index is unchanged (`_index_state`): a long-lived process (the MCP
+    server) plans the same task query on every `context` call, ~40 bounded counts each."""
+    state = _index_state(conn, corpus)
+    if state is None:
+        return _count_frequencies(conn, corpus, words)
+    where, now = state
+    seen = _DF_KEPT.get(where)
+    if seen is None or seen[0] != now or len(seen[1]) > DF_KEPT_TERMS:
+        for other in [w for w in _DF_KEPT if w[0] != where[0]]:
+            del _DF_KEPT[other]  # another database file: an eval goes through many stores
+        seen = _DF_KEPT[where] = (now, {})
+    kept = seen[1]
+    missing = {term: word for term, word in words.items() if term not in kept}
+    if missing:
+        kept.update(_count_frequencies(conn, corpus, missing))
+    return {term: kept[term] for term in words}
+
+
+def _count_frequencies(conn: Any, corpus: Corpus, words: dict[str, str]) -> dict[str, int]:
     sql = (f"SELECT count(*) FROM (SELECT 1 FROM {corpus.words} "
            f"WHERE {corpus.words} MATCH ? LIMIT ?)")
     return {term: conn.execute(sql, (_quote(word), DF_CAP)).fetchone()[0]
             for term, word in words.items()}
+
+
+# (database file, word index) → (the index's state when counted, {term: frequency}).
+_DF_KEPT: dict[tuple[str, str], tuple[tuple[Any, ...], dict[str, int]]] = {}
+DF_KEPT_TERMS = 4_096
+# FTS5 keeps its index's structure (the list of its segments, and a count of the segments
+# ever written) in one record of its `_data` table. Segments are never changed in place:
+# every committed insert, delete or merge writes a new one and rewrites this record, so an
+# equal record means an equal index (tests/memory/test_kept_frequencies.py).
+_STRUCTURE_ID = 10
+
+
+def _index_state(conn: Any, corpus: Corpus
+                 ) -> tuple[tuple[str, str], tuple[Any, ...]] | None:
+    """((database path, word index), what identifies the index's contents now: the file's
+    identity — a restore puts another file at the path — and FTS5's structure record), read
+    before the counts, so a commit landing between the two makes the next call count again;
+    None for a database without a file."""
+    import os
+
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    if not path:
+        return None
+    info = os.stat(path)
+    row = conn.execute(f"SELECT block FROM {corpus.words}_data WHERE id = ?",
+                       (_STRUCTURE_ID,)).fetchone()
+    return (path, corpus.words), (info.st_dev, info.st_ino, row[0] if row else None)
 
 
 def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
@@ -399,19 +446,32 @@ def coverage(plan: QueryPlan, text: str) -> float:
     """Share of the query's (kept) terms a text contains: word terms by token, CJK segments
     by the share of their bigrams present. BM25's IDF is nearly flat on small stores (FTS5
     clamps it), so this keeps a one-word overlap from looking as good as a full match."""
+    return _coverage(*_coverage_key(plan), text)
+
+
+def _coverage_key(plan: QueryPlan) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """What `coverage` reads of a plan: its word terms, their index terms, its CJK segments."""
+    return (tuple(plan.words), tuple(plan.stems.get(w, w) for w in plan.words),
+            tuple(plan.cjk + plan.short_cjk))
+
+
+# Kept per process (a pure function of the terms and the text): a long-lived process (the
+# MCP server) scores the same hits for the same task query on every `context` call.
+@lru_cache(maxsize=8192)
+def _coverage(words: tuple[str, ...], stems: tuple[str, ...], segments: tuple[str, ...],
+              text: str) -> float:
     parts: list[float] = []
-    if plan.words:
+    if words:
         folded = fold(text)
         # ASCII text has no CJK run and folds word by word as a whole: one pass suffices.
         have = set(_WORD.findall(folded)) if text.isascii() else set(split_query(text)[0])
         # A whole word, or an inflection of it (a word starting with its stem), counts
         # fully; a fragment of a longer word (the fallback) half.
-        stems = tuple(plan.stems.get(w, w) for w in plan.words)
         inflected = set(stem_pattern(stems).findall(folded))
         parts.extend(1.0 if w in have or (len(st) >= 3 and st in inflected)
                      else 0.5 if w in folded else 0.0
-                     for w, st in zip(plan.words, stems, strict=True))
-    for seg in plan.cjk + plan.short_cjk:
+                     for w, st in zip(words, stems, strict=True))
+    for seg in segments:
         grams = [seg[i:i + 2] for i in range(max(1, len(seg) - 1))]
         parts.append(sum(1 for g in grams if g in text) / len(grams))
     return sum(parts) / len(parts) if parts else 1.0
@@ -419,7 +479,8 @@ def coverage(plan: QueryPlan, text: str) -> float:
 
 def _with_coverage(plan: QueryPlan, scores: dict[int, float], texts: dict[int, str]
                    ) -> dict[int, float]:
-    adjusted = {row: value * max(0.1, coverage(plan, texts.get(row) or ""))
+    terms = _coverage_key(plan)
+    adjusted = {row: value * max(0.1, _coverage(*terms, texts.get(row) or ""))
                 for row, value in scores.items()}
     best = max(adjusted.values(), default=0.0)
     return {row: value / best for row, value in adjusted.items()} if best > 0 else adjusted
