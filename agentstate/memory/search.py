@@ -138,56 +138,58 @@ def _document_frequencies(conn: Any, corpus: Corpus, words: dict[str, str]
                           ) -> dict[str, int]:
     """Per index term (`words` maps each to a query word that stems to it): how many
     indexed texts hold it, exact below DF_CAP and DF_CAP from there on. Kept per process
-    while the word index is unchanged (`_index_state`): a long-lived process (the MCP
-    server) plans the same task query on every `context` call, ~40 bounded counts each."""
-    state = _index_state(conn, corpus)
-    if state is None:
-        return _count_frequencies(conn, corpus, words)
-    where, now = state
-    seen = _DF_KEPT.get(where)
-    if seen is None or seen[0] != now or len(seen[1]) > DF_KEPT_TERMS:
-        for other in [w for w in _DF_KEPT if w[0] != where[0]]:
-            del _DF_KEPT[other]  # another database file: an eval goes through many stores
-        seen = _DF_KEPT[where] = (now, {})
-    kept = seen[1]
-    missing = {term: word for term, word in words.items() if term not in kept}
-    if missing:
-        kept.update(_count_frequencies(conn, corpus, missing))
-    return {term: kept[term] for term in words}
-
-
-def _count_frequencies(conn: Any, corpus: Corpus, words: dict[str, str]) -> dict[str, int]:
+    while the word index is unchanged (`_kept_for`): a long-lived process (the MCP server)
+    plans the same task query on every `context` call, ~40 bounded counts each."""
+    kept = _kept_for(conn, corpus.words)
+    missing = {term: word for term, word in words.items() if ("df", term) not in kept}
     sql = (f"SELECT count(*) FROM (SELECT 1 FROM {corpus.words} "
            f"WHERE {corpus.words} MATCH ? LIMIT ?)")
-    return {term: conn.execute(sql, (_quote(word), DF_CAP)).fetchone()[0]
-            for term, word in words.items()}
+    for term, word in missing.items():
+        kept["df", term] = conn.execute(sql, (_quote(word), DF_CAP)).fetchone()[0]
+    return {term: kept["df", term] for term in words}
 
 
-# (database file, word index) → (the index's state when counted, {term: frequency}).
-_DF_KEPT: dict[tuple[str, str], tuple[tuple[Any, ...], dict[str, int]]] = {}
-DF_KEPT_TERMS = 4_096
+# (database file, FTS5 index) → (the index's state when kept, what was read of it: the
+# document frequencies of terms, the best rows of MATCH expressions).
+_KEPT: dict[tuple[str, str], tuple[tuple[Any, ...], dict[Any, Any]]] = {}
+KEPT_ENTRIES = 4_096
 # FTS5 keeps its index's structure (the list of its segments, and a count of the segments
 # ever written) in one record of its `_data` table. Segments are never changed in place:
 # every committed insert, delete or merge writes a new one and rewrites this record, so an
-# equal record means an equal index (tests/memory/test_kept_frequencies.py).
+# equal record means an equal index (tests/memory/test_kept_index.py).
 _STRUCTURE_ID = 10
 
 
-def _index_state(conn: Any, corpus: Corpus
-                 ) -> tuple[tuple[str, str], tuple[Any, ...]] | None:
-    """((database path, word index), what identifies the index's contents now: the file's
-    identity — a restore puts another file at the path — and FTS5's structure record), read
-    before the counts, so a commit landing between the two makes the next call count again;
-    None for a database without a file."""
+def _kept_for(conn: Any, table: str) -> dict[Any, Any]:
+    """What this process keeps of the FTS5 index `table` of this connection's database,
+    emptied when the index changed since (`_index_state`); a fresh dict, kept nowhere, for
+    a database without a file."""
+    state = _index_state(conn, table)
+    if state is None:
+        return {}
+    where, now = state
+    seen = _KEPT.get(where)
+    if seen is None or seen[0] != now or len(seen[1]) > KEPT_ENTRIES:
+        for other in [w for w in _KEPT if w[0] != where[0]]:
+            del _KEPT[other]  # another database file: an eval goes through many stores
+        seen = _KEPT[where] = (now, {})
+    return seen[1]
+
+
+def _index_state(conn: Any, table: str) -> tuple[tuple[str, str], tuple[Any, ...]] | None:
+    """((database path, index), what identifies the index's contents now: the file's
+    identity — a restore puts another file at the path — and FTS5's structure record),
+    read before the index itself, so a commit landing between the two makes the next call
+    read again; None for a database without a file."""
     import os
 
     path = conn.execute("PRAGMA database_list").fetchone()[2]
     if not path:
         return None
     info = os.stat(path)
-    row = conn.execute(f"SELECT block FROM {corpus.words}_data WHERE id = ?",
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?",
                        (_STRUCTURE_ID,)).fetchone()
-    return (path, corpus.words), (info.st_dev, info.st_ino, row[0] if row else None)
+    return (path, table), (info.st_dev, info.st_ino, row[0] if row else None)
 
 
 def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
@@ -334,14 +336,24 @@ def _run_match(conn: Any, table: str, expression: str, cap: int, join: str, wher
     """Top `cap` rows of one FTS5 index by BM25 (or the newest `cap` matches, which FTS5
     reads straight off the end of its doclists); `join`/`where` narrow them (e.g. by run)."""
     extra = f"AND {where}" if where else ""
+    kept: dict[Any, Any] = {}
     if not where:  # the join only narrows: without a condition it would cost a row each
         join = ""
+        # The rows then depend on the index alone: kept per process while it is unchanged
+        # (a long-lived process runs the same task query on every `context` call).
+        kept = _kept_for(conn, table)
+        found = kept.get(("match", expression, cap, newest))
+        if found is not None:
+            return list(found)
     score, order = ("-1.0", f"{table}.rowid DESC") if newest else (f"bm25({table})", "s")
     sql = (
         f"SELECT {table}.rowid, {score} AS s FROM {table} {join} "
         f"WHERE {table} MATCH ? {extra} ORDER BY {order} LIMIT ?"
     )
-    return [(row, score) for row, score in conn.execute(sql, (expression, *values, cap))]
+    rows = [(row, score) for row, score in conn.execute(sql, (expression, *values, cap))]
+    if not where:
+        kept["match", expression, cap, newest] = tuple(rows)
+    return rows
 
 
 def _combine(*parts: dict[int, float]) -> dict[int, float]:

@@ -1,8 +1,9 @@
-"""Document frequencies kept per process (memory/search.py, `_document_frequencies`): a
-long-lived process plans the same query on every call and counts each term once — until
-the word index changes, by any connection or process, or another file takes the store's
-place. The plan shows the frequencies: a term in more than half of the texts is `common`
-(COMMON_FRACTION), so a stale count puts the wrong term there."""
+"""What a process keeps of a full-text index (memory/search.py, `_kept_for`): a long-lived
+process plans and runs the same query on every call, and counts each term and runs each
+MATCH once — until the index changes, by any connection or process, or another file takes
+the store's place. The plan shows the document frequencies: a term in more than half of
+the texts is `common` (COMMON_FRACTION), so a stale count puts the wrong term there; the
+hits show the kept MATCH rows."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 from agentstate.memory import search
-from agentstate.memory.search import EVENTS, plan_query
+from agentstate.memory.search import EVENTS, plan_query, search_events
 from agentstate.runs.log import append_event, start_run
 from agentstate.store.db import open_store
 
@@ -37,8 +38,8 @@ def _common(repo: Path) -> list[str]:
 
 
 def _kept_terms(db: Path) -> int:
-    return sum(len(kept) for (path, _), (_, kept) in search._DF_KEPT.items()
-               if Path(path) == db)
+    return sum(1 for (path, _), (_, kept) in search._KEPT.items() if Path(path) == db
+               for key in kept if key[0] == "df")
 
 
 def _texts(alpha: int, gamma: int) -> list[str]:
@@ -122,3 +123,36 @@ def test_another_file_put_at_the_store_path_is_counted_afresh(store, repo, tmp_p
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     os.replace(other_db, db)
     assert _common(repo) == ["alpha"]
+
+
+def test_a_search_run_again_reads_the_index_once_and_sees_every_later_write(store, repo):
+    _log(store, _texts(10, 50))
+    hits = {h.ref for h in search_events(store, "alpha", limit=100)}
+    assert len(hits) == 10
+    seen: list[str] = []
+    store.conn.set_trace_callback(seen.append)
+    try:
+        assert {h.ref for h in search_events(store, "alpha", limit=100)} == hits
+    finally:
+        store.conn.set_trace_callback(None)
+    assert not [s for s in seen if "MATCH" in s], seen
+    other = sqlite3.connect(store.db_path)
+    with other:
+        other.execute("DELETE FROM events WHERE id IN (SELECT id FROM events "
+                      "WHERE text LIKE 'alpha%' ORDER BY seq LIMIT 4)")
+    other.close()
+    after_delete = {h.ref for h in search_events(store, "alpha", limit=100)}
+    assert len(after_delete) == 6 and after_delete < hits
+    added = subprocess.run(
+        [sys.executable, "-c", "from agentstate.runs.log import append_event, current_run\n"
+         "from agentstate.store.db import open_store\n"
+         "store = open_store()\n"
+         "print(append_event(store, current_run(store).ref, 'note', 'alpha once more').ref)"],
+        cwd=repo, check=True, env=os.environ, capture_output=True, text=True).stdout.strip()
+    assert {h.ref for h in search_events(store, "alpha", limit=100)} == after_delete | {added}
+
+
+def test_a_longer_search_is_not_answered_with_the_rows_a_shorter_one_kept(store, repo):
+    _log(store, _texts(150, 0))
+    assert len(search_events(store, "alpha", limit=10)) == 10  # the 100 best rows read
+    assert len(search_events(store, "alpha", limit=150)) == 150
