@@ -163,8 +163,10 @@ _STRUCTURE_ID = 10
 def _kept_for(conn: Any, table: str) -> dict[Any, Any]:
     """What this process keeps of the FTS5 index `table` of this connection's database,
     emptied when the index changed since (`_index_state`); a fresh dict, kept nowhere, for
-    a database without a file."""
-    state = _index_state(conn, table)
+    a database without a file or inside a transaction (FTS5 shows the transaction's own
+    writes to its queries before the structure record changes at commit, and a rollback
+    takes them back)."""
+    state = None if conn.in_transaction else _index_state(conn, table)
     if state is None:
         return {}
     where, now = state

@@ -156,3 +156,31 @@ def test_a_longer_search_is_not_answered_with_the_rows_a_shorter_one_kept(store,
     _log(store, _texts(150, 0))
     assert len(search_events(store, "alpha", limit=10)) == 10  # the 100 best rows read
     assert len(search_events(store, "alpha", limit=150)) == 150
+
+
+def _insert_in_transaction(conn, word: str, commit: bool) -> None:
+    conn.execute("BEGIN")
+    for n in range(100):
+        conn.execute("INSERT INTO events (id, run, seq, kind, text, source, ts) "
+                     "SELECT ?, run, ? + 1000, 'note', ?, 'user', ts FROM events LIMIT 1",
+                     (f"tx{n:04d}", n, f"{word} in the transaction {n}"))
+    if not commit:
+        return
+    conn.execute("COMMIT")
+
+
+def test_nothing_read_inside_a_transaction_is_kept(store, repo):
+    """A transaction's searches see its own writes; after a rollback they are gone, and a
+    transaction of the same shape over other words is counted as it is. (FTS5 writes a
+    transaction's rows to new segments at each statement's savepoint, so the structure
+    record changes inside it too; nothing read there is kept all the same.)"""
+    _log(store, _texts(10, 50))
+    assert plan_query(store, QUERY, EVENTS).common == ["gamma"]
+    _insert_in_transaction(store.conn, "alpha", commit=False)
+    assert len(search_events(store, "alpha", limit=200)) == 110  # its own writes seen
+    assert plan_query(store, QUERY, EVENTS).common == ["alpha"]
+    store.conn.execute("ROLLBACK")
+    assert len(search_events(store, "alpha", limit=200)) == 10
+    _insert_in_transaction(store.conn, "gamma", commit=True)
+    assert plan_query(store, QUERY, EVENTS).common == ["gamma"]
+    assert len(search_events(store, "alpha", limit=200)) == 10
