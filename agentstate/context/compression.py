@@ -8,12 +8,19 @@ same line, so packs stay reproducible, and the ref lets the model fetch the whol
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 DEFAULT_CHARS = 140
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
 _WS = re.compile(r"\s+")
+# The forms are pure functions of their arguments, kept per process: a long-lived process
+# (the MCP server) asks for the same events' lines on every `context` call, and one pack
+# asks for some twice (an event that is both a hit and in the trajectory). A pack has at
+# most a few thousand lines (EVENT_POOL_MAX hits and their neighbours).
+FORMS_KEPT = 8192
 
 
+@lru_cache(maxsize=FORMS_KEPT)
 def first_sentence(text: str, max_chars: int = DEFAULT_CHARS) -> str:
     """The first sentence (or line) of `text`, whitespace folded, at most `max_chars`."""
     flat = _WS.sub(" ", text).strip()
@@ -67,7 +74,8 @@ def window(sentence: str, pattern: re.Pattern[str], max_chars: int) -> str:
     return ("… " if lo > 0 else "") + cut + (" …" if hi < len(sentence) else "")
 
 
-def focus_line(label: str, text: str, stems: list[str] | tuple[str, ...],
+@lru_cache(maxsize=FORMS_KEPT)
+def focus_line(label: str, text: str, stems: tuple[str, ...],
                max_chars: int = DEFAULT_CHARS) -> str:
     """Like `compress_line`, but the sentence kept is the one sharing most query terms
     (`stems`, matched as word prefixes so inflections count), the first on a tie, and a
@@ -101,7 +109,8 @@ def focus_line(label: str, text: str, stems: list[str] | tuple[str, ...],
     return f"- [{label}] {prefix}{chosen}"
 
 
-def evidence_line(label: str, text: str, stems: list[str] | tuple[str, ...],
+@lru_cache(maxsize=FORMS_KEPT)
+def evidence_line(label: str, text: str, stems: tuple[str, ...],
                   max_chars: int = DEFAULT_CHARS, whole_under: int = 0) -> str:
     """The one-line form of an evidence item, made to carry its answer: the whole text when
     it is at most `whole_under` characters (a short turn is cheaper whole than a cut that

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from agentstate.errors import InvalidInput
@@ -136,11 +137,61 @@ DF_CAP = SCORED_ROWS + 1
 def _document_frequencies(conn: Any, corpus: Corpus, words: dict[str, str]
                           ) -> dict[str, int]:
     """Per index term (`words` maps each to a query word that stems to it): how many
-    indexed texts hold it, exact below DF_CAP and DF_CAP from there on."""
+    indexed texts hold it, exact below DF_CAP and DF_CAP from there on. Kept per process
+    while the word index is unchanged (`_kept_for`): a long-lived process (the MCP server)
+    plans the same task query on every `context` call, ~40 bounded counts each."""
+    kept = _kept_for(conn, corpus.words)
+    missing = {term: word for term, word in words.items() if ("df", term) not in kept}
     sql = (f"SELECT count(*) FROM (SELECT 1 FROM {corpus.words} "
            f"WHERE {corpus.words} MATCH ? LIMIT ?)")
-    return {term: conn.execute(sql, (_quote(word), DF_CAP)).fetchone()[0]
-            for term, word in words.items()}
+    for term, word in missing.items():
+        kept["df", term] = conn.execute(sql, (_quote(word), DF_CAP)).fetchone()[0]
+    return {term: kept["df", term] for term in words}
+
+
+# (database file, FTS5 index) → (the index's state when kept, what was read of it: the
+# document frequencies of terms, the best rows of MATCH expressions).
+_KEPT: dict[tuple[str, str], tuple[tuple[Any, ...], dict[Any, Any]]] = {}
+KEPT_ENTRIES = 4_096
+# FTS5 keeps its index's structure (the list of its segments, and a count of the segments
+# ever written) in one record of its `_data` table. Segments are never changed in place:
+# every committed insert, delete or merge writes a new one and rewrites this record, so an
+# equal record means an equal index (tests/memory/test_kept_index.py).
+_STRUCTURE_ID = 10
+
+
+def _kept_for(conn: Any, table: str) -> dict[Any, Any]:
+    """What this process keeps of the FTS5 index `table` of this connection's database,
+    emptied when the index changed since (`_index_state`); a fresh dict, kept nowhere, for
+    a database without a file or inside a transaction (FTS5 shows the transaction's own
+    writes to its queries before the structure record changes at commit, and a rollback
+    takes them back)."""
+    state = None if conn.in_transaction else _index_state(conn, table)
+    if state is None:
+        return {}
+    where, now = state
+    seen = _KEPT.get(where)
+    if seen is None or seen[0] != now or len(seen[1]) > KEPT_ENTRIES:
+        for other in [w for w in _KEPT if w[0] != where[0]]:
+            del _KEPT[other]  # another database file: an eval goes through many stores
+        seen = _KEPT[where] = (now, {})
+    return seen[1]
+
+
+def _index_state(conn: Any, table: str) -> tuple[tuple[str, str], tuple[Any, ...]] | None:
+    """((database path, index), what identifies the index's contents now: the file's
+    identity — a restore puts another file at the path — and FTS5's structure record),
+    read before the index itself, so a commit landing between the two makes the next call
+    read again; None for a database without a file."""
+    import os
+
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    if not path:
+        return None
+    info = os.stat(path)
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?",
+                       (_STRUCTURE_ID,)).fetchone()
+    return (path, table), (info.st_dev, info.st_ino, row[0] if row else None)
 
 
 def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
@@ -287,14 +338,24 @@ def _run_match(conn: Any, table: str, expression: str, cap: int, join: str, wher
     """Top `cap` rows of one FTS5 index by BM25 (or the newest `cap` matches, which FTS5
     reads straight off the end of its doclists); `join`/`where` narrow them (e.g. by run)."""
     extra = f"AND {where}" if where else ""
+    kept: dict[Any, Any] = {}
     if not where:  # the join only narrows: without a condition it would cost a row each
         join = ""
+        # The rows then depend on the index alone: kept per process while it is unchanged
+        # (a long-lived process runs the same task query on every `context` call).
+        kept = _kept_for(conn, table)
+        found = kept.get(("match", expression, cap, newest))
+        if found is not None:
+            return list(found)
     score, order = ("-1.0", f"{table}.rowid DESC") if newest else (f"bm25({table})", "s")
     sql = (
         f"SELECT {table}.rowid, {score} AS s FROM {table} {join} "
         f"WHERE {table} MATCH ? {extra} ORDER BY {order} LIMIT ?"
     )
-    return [(row, score) for row, score in conn.execute(sql, (expression, *values, cap))]
+    rows = [(row, score) for row, score in conn.execute(sql, (expression, *values, cap))]
+    if not where:
+        kept["match", expression, cap, newest] = tuple(rows)
+    return rows
 
 
 def _combine(*parts: dict[int, float]) -> dict[int, float]:
@@ -399,19 +460,32 @@ def coverage(plan: QueryPlan, text: str) -> float:
     """Share of the query's (kept) terms a text contains: word terms by token, CJK segments
     by the share of their bigrams present. BM25's IDF is nearly flat on small stores (FTS5
     clamps it), so this keeps a one-word overlap from looking as good as a full match."""
+    return _coverage(*_coverage_key(plan), text)
+
+
+def _coverage_key(plan: QueryPlan) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """What `coverage` reads of a plan: its word terms, their index terms, its CJK segments."""
+    return (tuple(plan.words), tuple(plan.stems.get(w, w) for w in plan.words),
+            tuple(plan.cjk + plan.short_cjk))
+
+
+# Kept per process (a pure function of the terms and the text): a long-lived process (the
+# MCP server) scores the same hits for the same task query on every `context` call.
+@lru_cache(maxsize=8192)
+def _coverage(words: tuple[str, ...], stems: tuple[str, ...], segments: tuple[str, ...],
+              text: str) -> float:
     parts: list[float] = []
-    if plan.words:
+    if words:
         folded = fold(text)
         # ASCII text has no CJK run and folds word by word as a whole: one pass suffices.
         have = set(_WORD.findall(folded)) if text.isascii() else set(split_query(text)[0])
         # A whole word, or an inflection of it (a word starting with its stem), counts
         # fully; a fragment of a longer word (the fallback) half.
-        stems = tuple(plan.stems.get(w, w) for w in plan.words)
         inflected = set(stem_pattern(stems).findall(folded))
         parts.extend(1.0 if w in have or (len(st) >= 3 and st in inflected)
                      else 0.5 if w in folded else 0.0
-                     for w, st in zip(plan.words, stems, strict=True))
-    for seg in plan.cjk + plan.short_cjk:
+                     for w, st in zip(words, stems, strict=True))
+    for seg in segments:
         grams = [seg[i:i + 2] for i in range(max(1, len(seg) - 1))]
         parts.append(sum(1 for g in grams if g in text) / len(grams))
     return sum(parts) / len(parts) if parts else 1.0
@@ -419,7 +493,8 @@ def coverage(plan: QueryPlan, text: str) -> float:
 
 def _with_coverage(plan: QueryPlan, scores: dict[int, float], texts: dict[int, str]
                    ) -> dict[int, float]:
-    adjusted = {row: value * max(0.1, coverage(plan, texts.get(row) or ""))
+    terms = _coverage_key(plan)
+    adjusted = {row: value * max(0.1, _coverage(*terms, texts.get(row) or ""))
                 for row, value in scores.items()}
     best = max(adjusted.values(), default=0.0)
     return {row: value / best for row, value in adjusted.items()} if best > 0 else adjusted
