@@ -500,6 +500,11 @@ DENSE_MAX_WEIGHT = 0.5
 # there), so smaller rooms keep the pool as it was (docs/evaluation.md, fourth round).
 WIDE_FROM_ROOM = 6_000
 WIDE_POOL = 2
+# Where the question's content words are in none of the best lexical hits (only a name is:
+# memory/search.py, EMPTY_LEXICAL), the pool is this many times the room's, from
+# DENSE_FROM_ROOM: the lexical hits are then a flat band of name matches, and the dense
+# ranking, which finds the evidence, needs to go deep (docs/evaluation.md, fifth round).
+EMPTY_LEXICAL_POOL = 3
 
 
 def dense_weight(room: int) -> float:
@@ -515,7 +520,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     from agentstate.memory.search import ranked_events
     from agentstate.runs.lookups import resolved_among, superseded_among
 
-    pool = event_pool(room, settings.evidence_events)
+    base = pool = event_pool(room, settings.evidence_events)
     if not pool:
         return []
     if dense and room >= WIDE_FROM_ROOM:
@@ -523,7 +528,8 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     # Nothing searchable in the query (only punctuation) and no dense signal: no hits.
     hits = ranked_events(store, query, limit=pool, max_terms=settings.evidence_terms,
                          dense_weight=dense_weight(room) if dense else None,
-                         speakers=speakers)
+                         speakers=speakers,
+                         empty_limit=min(EVENT_POOL_MAX, base * EMPTY_LEXICAL_POOL))
     if not hits:
         return []
     neighbours = src.neighbour_hits(store, hits) if hits else []

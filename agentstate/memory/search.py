@@ -734,6 +734,16 @@ def lexical_strength(query: str, hits: list[EventHit]) -> float:
 # in a small room the dense hits are the weaker bet, and weighing the lexical ones down
 # there cost the second corpus 0.021 at 1,000 tokens (docs/evaluation.md).
 NAME_ONLY_SHARE = 0.25
+# Where not one of the best lexical hits holds a content word of the question (names aside:
+# `lexical_strength` at most this), the lexical list is no ranking at all — a flat band of
+# turns that carry a speaker's name — and what finds the evidence is the dense ranking, far
+# down it (a paraphrased fact stood 77th-347th on the second corpus). There the fused
+# ranking is as long as the caller's `empty_limit` (a pool sized for the room, not for the
+# lexical hits' one line each: context/assemble.py, EMPTY_LEXICAL_POOL), so the dense
+# list reaches that deep and its scale (weakest to best) spans it. Only where the room
+# already gives the dense ranking a weight of its own: widening every weak query's pool,
+# or any room's, cost the dev split (docs/evaluation.md, issue 23, fifth round).
+EMPTY_LEXICAL = 0.0
 
 
 def _content_weighted(query: str, hits: list[EventHit]) -> list[EventHit]:
@@ -748,14 +758,16 @@ def _content_weighted(query: str, hits: list[EventHit]) -> list[EventHit]:
 
 
 def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = MAX_TERMS,
-                  dense_weight: float | None = None, speakers: bool = True
-                  ) -> list[EventHit]:
+                  dense_weight: float | None = None, speakers: bool = True,
+                  empty_limit: int | None = None) -> list[EventHit]:
     """The event search of a context pack: the lexical ranking (`search_events`), fused
     with the dense one when the model is installed (`_fused`): at `dense_weight`, raised to
     WEAK_LEXICAL_DENSE_WEIGHT where the lexical hits hold little of the question
     (`lexical_strength`); None keeps the search lexical. Where `dense_weight` itself is
     above 0, each lexical hit first weighs what it holds of the question
-    (`_content_weighted`). Then the speaker field is
+    (`_content_weighted`), and where none of the best lexical hits holds any of the
+    question's content words (`lexical_strength` 0) the fused ranking is `empty_limit` long
+    when that is more than `limit` (see EMPTY_LEXICAL). Then the speaker field is
     preferred (`prefer_speakers`). A query with no word the index knows is ranked by the
     dense signal alone, never an error."""
     try:
@@ -766,10 +778,13 @@ def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = M
     # Lexical hits are weighed by what they hold of the question only where the budget
     # itself lets dense hits in (a small room keeps the lexical order: NAME_ONLY_SHARE).
     weigh = bool(dense_weight)
-    if dense_weight is not None and lexical_strength(query, lexical) < WEAK_LEXICAL:
+    strength = lexical_strength(query, lexical) if dense_weight is not None else 1.0
+    if strength < WEAK_LEXICAL:
         # The question's own words (a speaker's name aside) are in none of the best hits:
         # the lexical ranking says little, whatever the budget (a paraphrase).
-        dense_weight = max(dense_weight, WEAK_LEXICAL_DENSE_WEIGHT)
+        dense_weight = max(dense_weight or 0.0, WEAK_LEXICAL_DENSE_WEIGHT)
+    if weigh and strength <= EMPTY_LEXICAL and empty_limit:
+        limit = max(limit, empty_limit)
     if dense_weight:
         from agentstate.memory.dense import dense_ranked
 

@@ -11,18 +11,25 @@ from agentstate.store.principals import resolve_principal
 
 
 def _asked(store, monkeypatch, budget: int, dense: bool = True) -> list[int]:
-    limits: list[int] = []
+    """The pool (`limit`) each event search of a pack asked for."""
+    return [limit for limit, _ in _calls(store, monkeypatch, budget, dense)]
+
+
+def _calls(store, monkeypatch, budget: int, dense: bool = True
+           ) -> list[tuple[int, int | None]]:
+    """(limit, empty_limit) of each event search of a pack."""
+    calls: list[tuple[int, int | None]] = []
     real = search.ranked_events
 
-    def spy(store_, query, *, limit, **kw):
-        limits.append(limit)
-        return real(store_, query, limit=limit, **kw)
+    def spy(store_, query, *, limit, empty_limit=None, **kw):
+        calls.append((limit, empty_limit))
+        return real(store_, query, limit=limit, empty_limit=empty_limit, **kw)
 
     with monkeypatch.context() as patched:
         patched.setattr(search, "ranked_events", spy)
         assemble.build_context(store, query="which cake did Kate bake", budget=budget,
                                save=False, principal=resolve_principal(store), dense=dense)
-    return limits
+    return calls
 
 
 def test_a_large_room_asks_for_a_wider_pool(store, monkeypatch):
@@ -37,3 +44,13 @@ def test_a_large_room_asks_for_a_wider_pool(store, monkeypatch):
     # Below WIDE_FROM_ROOM (a 4,000-token pack), as before.
     assert _asked(store, monkeypatch, 4_000) == _asked(store, monkeypatch, 4_000, dense=False)
 
+
+def test_a_question_the_lexical_hits_hold_nothing_of_may_go_deeper(store, monkeypatch):
+    # The search is offered EMPTY_LEXICAL_POOL times the room's pool for a question none
+    # of whose content words the best lexical hits hold (memory/search.py decides that).
+    run, _ = start_run(store, "a conversation")
+    append_event(store, run.ref, "note", "Kate: I baked a lemon cake.")
+    for budget in (4_000, 10_000):  # 10,000: below EVENT_POOL_MAX either way
+        narrow = _asked(store, monkeypatch, budget, dense=False)[0]
+        assert [empty for _, empty in _calls(store, monkeypatch, budget)] == [
+            min(assemble.EVENT_POOL_MAX, narrow * assemble.EMPTY_LEXICAL_POOL)]
