@@ -42,6 +42,14 @@ class Finding:
     end: int
 
 
+class Scanned(str):
+    """A text the scanner has checked and found clean (what a redaction returns), so a meta
+    holding it is scanned without it. Only code makes one: JSON read from a file, a payload or
+    the store gives plain `str`, so no input can claim to have been scanned."""
+
+    __slots__ = ()
+
+
 # Format, zero-width and bidi characters: removed before matching, so `ghp_` + U+200B + the
 # rest is still a GitHub token. Spans are mapped back to the original text.
 _INVISIBLE = LazyPattern("[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"

@@ -33,7 +33,7 @@ from agentstate.errors import AgentStateError, InvalidInput, Refused
 from agentstate.runs.log import USER_KINDS, Run, append_event, get_run, start_run
 from agentstate.runs.status import RunStatus
 from agentstate.runs.worktree import WorkTree, snapshot
-from agentstate.safety import refuse_secrets
+from agentstate.safety import refuse_secrets, refuse_secrets_in_meta
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
 from agentstate.store.limits import (
@@ -190,7 +190,7 @@ def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) 
     # The expensive part (the secret scanner) runs here, before the write transaction:
     # append_event is told the record was scanned.
     refuse_secrets(text, "the text")
-    refuse_secrets(meta_json, "the meta")
+    refuse_secrets_in_meta(meta, meta_json, "the meta")
     if "id" in data and not isinstance(data["id"], str | int):
         raise InvalidInput("id must be a string or number")
     for how in ("resolves", "supersedes"):

@@ -380,10 +380,11 @@ def append_event(
     meta = validate_meta(meta)
     meta_json = compact_meta(meta, "the event meta")
     if not scanned:
-        from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
+        # here: its patterns compile slowly
+        from agentstate.safety import refuse_secrets, refuse_secrets_in_meta
 
         refuse_secrets(text, "the event text")
-        refuse_secrets(meta_json, "the event meta")
+        refuse_secrets_in_meta(meta, meta_json, "the event meta")
     run = resolve_run(store, run_ref)
     if run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); start or name an active run")
