@@ -555,7 +555,8 @@ def _scan_joined(text: str, joins: list[re.Match[str]]) -> list[Finding]:
     return found
 
 
-def _could_cross(text: str, join: re.Match[str]) -> bool:
+def _could_cross(text: str, lower: str, join: re.Match[str], words: tuple[str, ...],
+                 anchored: bool) -> bool:
     """Could a secret cross this line break once it is removed? Only then is the text around
     it scanned again: in test output and diffs most breaks join two words, and a re-scan of
     each cost about two scans of the whole text.
@@ -565,18 +566,22 @@ def _could_cross(text: str, join: re.Match[str]) -> bool:
     single-letter anchors of Discord tokens only with the dots those tokens have); a rule
     whose match may hold whitespace, one of _JOIN_WORDS in the left piece's word or the
     _JOIN_CONTEXT characters before it (a match crossing the break with its word after the
-    break holds that word's anchor); a generated-looking token, the joined token itself."""
+    break holds that word's anchor); a generated-looking token, the joined token itself.
+    `words` are the _JOIN_WORDS in the whole text, `anchored` whether any format's anchor is:
+    a text with none (most logs) pays for the last check only."""
     start, end = join.start(), join.end()
     left = text[max(0, start - _JOIN_REACH):start].rsplit(None, 1)[-1]
     right = text[end:end + _JOIN_REACH].split(None, 1)[0]
-    # `passed` (pytest's PASSED on every line of a -v run) is never a sensitive word.
-    before = text[max(0, start - len(left) - _JOIN_CONTEXT):start].lower().replace("passed", "")
-    if any(word in before for word in _JOIN_WORDS):
-        return True
-    word = left + right
-    for index in _known_to_run(word, word.lower()):
-        if index != _DISCORD or "." in word:
+    if words:
+        # `passed` (pytest's PASSED on every line of a -v run) is never a sensitive word.
+        before = lower[max(0, start - len(left) - _JOIN_CONTEXT):start].replace("passed", "")
+        if any(word in before for word in words):
             return True
+    if anchored:
+        word = left + right
+        for index in _known_to_run(word, word.lower()):
+            if index != _DISCORD or "." in word:
+                return True
     tail = left[len(left.rstrip(_TOKEN_CHARS)):]
     head = right[:len(right) - len(right.lstrip(_TOKEN_CHARS))]
     return _looks_generated(tail + head)
@@ -588,7 +593,11 @@ _DISCORD = next(i for i, (kind, _, _) in enumerate(_KNOWN) if kind == "Discord b
 def _scan_all(text: str) -> list[Finding]:
     found = _scan(text)
     if "\n" in text or "\\n" in text:
-        joins = [m for m in _LINE_JOIN.finditer(text) if _could_cross(text, m)]
+        lower = text.lower()
+        words = tuple(w for w in _JOIN_WORDS if w in lower)
+        anchored = bool(_known_to_run(text, lower))
+        joins = [m for m in _LINE_JOIN.finditer(text)
+                 if _could_cross(text, lower, m, words, anchored)]
         if joins:
             # Every other break joined, then the others: a value in two pieces is whole in
             # one of the passes with its neighbours still apart (`AKIA…` glued to the next
