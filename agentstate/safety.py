@@ -6,9 +6,11 @@ table, a history row or a log line. Messages name the kind of secret, never its 
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from functools import cache
+from typing import Any
 
 from agentstate.errors import Refused
 from agentstate.lazy_re import LazyPattern
@@ -17,14 +19,16 @@ from agentstate.lazy_re import LazyPattern
 # this module (which raises errors.Refused): no cycle between the two.
 from agentstate.secret_scan import (
     Finding,
+    Scanned,
     find_secrets,
     redact_secrets,
     remove_invisible,
     shannon_entropy,
 )
 
-__all__ = ["Finding", "find_injection", "find_secrets", "redact_secrets", "refuse_secrets",
-           "remove_invisible", "scannable_text", "shannon_entropy"]
+__all__ = ["Finding", "Scanned", "find_injection", "find_secrets", "redact_secrets",
+           "refuse_secrets", "refuse_secrets_in_meta", "remove_invisible", "scannable_text",
+           "shannon_entropy"]
 
 
 def refuse_secrets(text: str, what: str = "text") -> None:
@@ -36,6 +40,18 @@ def refuse_secrets(text: str, what: str = "text") -> None:
             f"{what} looks like it contains a secret ({', '.join(kinds)}); nothing was stored",
             details={"secret_kinds": kinds},
         )
+
+
+def refuse_secrets_in_meta(meta: dict[str, Any], meta_json: str, what: str = "the meta"
+                           ) -> None:
+    """refuse_secrets on a meta as stored (`meta_json`, its JSON), leaving out its top-level
+    values the scanner has already found clean (`Scanned`: a tool event's excerpt, command
+    and path, most of its meta). Their keys and every other value are still scanned."""
+    if any(isinstance(value, Scanned) for value in meta.values()):
+        meta_json = json.dumps({key: "" if isinstance(value, Scanned) else value
+                                for key, value in meta.items()},
+                               ensure_ascii=False, sort_keys=True)
+    refuse_secrets(meta_json, what)
 
 
 # Compiled on first use: most commands (context, recall, trace) never check for injection.

@@ -42,6 +42,14 @@ class Finding:
     end: int
 
 
+class Scanned(str):
+    """A text the scanner has checked and found clean (what a redaction returns), so a meta
+    holding it is scanned without it. Only code makes one: JSON read from a file, a payload or
+    the store gives plain `str`, so no input can claim to have been scanned."""
+
+    __slots__ = ()
+
+
 # Format, zero-width and bidi characters: removed before matching, so `ghp_` + U+200B + the
 # rest is still a GitHub token. Spans are mapped back to the original text.
 _INVISIBLE = LazyPattern("[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
@@ -457,6 +465,17 @@ _CONFUSABLES = str.maketrans(
 _LINE_JOIN = LazyPattern(r"(?<=[A-Za-z0-9_+/=\-]{8})[ \t]{0,64}\\{0,2}(?:\r?\n|(?:\\r)?\\n)"
                         r"[ \t]{0,64}(?=[A-Za-z0-9_+/=\-]{8})")
 _JOIN_REACH = 600  # characters scanned on each side of a removed break (a value is ≤ 512)
+# How far before the value's word the words that make it a secret can stand: a `mysql …
+# -pVALUE` command (~210), an assignment's name (~90), a prose "password for X is" (~90).
+_JOIN_CONTEXT = 240
+# Every rule whose match may hold whitespace (assignments, prose, a token after a sensitive
+# word, bearer, basic auth, Azure keys, mysql/sshpass/--password flags, .netrc) needs one of
+# these (lower case) before its value; the rules without whitespace match inside the joined
+# word and are found by their anchors there.
+_JOIN_WORDS = ("pass", "pwd", "secret", "token", "key", "cred", "auth", "sas", "bearer",
+               "mysql", "mariadb", "sharedaccess")
+# The characters _LINE_JOIN joins and _CANDIDATE takes into a token.
+_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=-"
 
 
 def _folded(text: str) -> tuple[str, list[int]] | None:
@@ -536,10 +555,49 @@ def _scan_joined(text: str, joins: list[re.Match[str]]) -> list[Finding]:
     return found
 
 
+def _could_cross(text: str, lower: str, join: re.Match[str], words: tuple[str, ...],
+                 anchored: bool) -> bool:
+    """Could a secret cross this line break once it is removed? Only then is the text around
+    it scanned again: in test output and diffs most breaks join two words, and a re-scan of
+    each cost about two scans of the whole text.
+
+    What a finding across the break needs, layer by layer (every match holding the break
+    holds the word made of the two pieces, `word`): a known format's anchor in `word` (the
+    single-letter anchors of Discord tokens only with the dots those tokens have); a rule
+    whose match may hold whitespace, one of _JOIN_WORDS in the left piece's word or the
+    _JOIN_CONTEXT characters before it (a match crossing the break with its word after the
+    break holds that word's anchor); a generated-looking token, the joined token itself.
+    `words` are the _JOIN_WORDS in the whole text, `anchored` whether any format's anchor is:
+    a text with none (most logs) pays for the last check only."""
+    start, end = join.start(), join.end()
+    left = text[max(0, start - _JOIN_REACH):start].rsplit(None, 1)[-1]
+    right = text[end:end + _JOIN_REACH].split(None, 1)[0]
+    if words:
+        # `passed` (pytest's PASSED on every line of a -v run) is never a sensitive word.
+        before = lower[max(0, start - len(left) - _JOIN_CONTEXT):start].replace("passed", "")
+        if any(word in before for word in words):
+            return True
+    if anchored:
+        word = left + right
+        for index in _known_to_run(word, word.lower()):
+            if index != _DISCORD or "." in word:
+                return True
+    tail = left[len(left.rstrip(_TOKEN_CHARS)):]
+    head = right[:len(right) - len(right.lstrip(_TOKEN_CHARS))]
+    return _looks_generated(tail + head)
+
+
+_DISCORD = next(i for i, (kind, _, _) in enumerate(_KNOWN) if kind == "Discord bot token")
+
+
 def _scan_all(text: str) -> list[Finding]:
     found = _scan(text)
     if "\n" in text or "\\n" in text:
-        joins = list(_LINE_JOIN.finditer(text))
+        lower = text.lower()
+        words = tuple(w for w in _JOIN_WORDS if w in lower)
+        anchored = bool(_known_to_run(text, lower))
+        joins = [m for m in _LINE_JOIN.finditer(text)
+                 if _could_cross(text, lower, m, words, anchored)]
         if joins:
             # Every other break joined, then the others: a value in two pieces is whole in
             # one of the passes with its neighbours still apart (`AKIA…` glued to the next

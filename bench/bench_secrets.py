@@ -70,6 +70,33 @@ def linear_time() -> None:
           f"largest 1MB/256KB ratio {max(r[3] for r in rows):.1f} (linear ≈ 4)")
 
 
+def realistic_outputs() -> None:
+    """MB/s of the scanner on what imports and hooks keep: multi-line test output and diffs,
+    as the text itself and as the JSON of an event's meta (where a break is `\\n`)."""
+    import json
+
+    from agentstate.safety import find_secrets
+    from bench.data import Texts
+
+    texts = Texts(11)
+    passed = "\n".join(f"tests/test_{texts.ident()}.py::test_{texts.ident()} PASSED"
+                       for _ in range(40))
+    samples = {
+        "pytest -v run with a failure": [passed + "\n" + texts.traceback() + "\n"
+                                         + texts.pytest_failure() for _ in range(scaled(60, 2))],
+        "unified diffs": ["\n".join(texts.diff() for _ in range(4)) for _ in range(scaled(60, 2))],
+    }
+    print(f"{'realistic text':<32} {'as text':>10} {'as JSON':>10}")
+    for name, docs in samples.items():
+        speeds = []
+        for form in (docs, [json.dumps({"excerpt": d}) for d in docs]):
+            size = sum(len(d) for d in form) / 1e6
+            took = min(_time(lambda batch: [find_secrets(d) for d in batch], form)
+                       for _ in range(scaled(3, 1)))
+            speeds.append(size / took)
+        print(f"{name:<32} {speeds[0]:>6.2f} MB/s {speeds[1]:>6.2f} MB/s")
+
+
 def _import_ms(statement: str) -> float:
     times = []
     for _ in range(scaled(5, 1)):
@@ -152,6 +179,8 @@ def _compare(POSITIVES: list, NEGATIVES: list, startup: bool = True) -> None:  #
 
 def main() -> None:
     if "--compare" not in sys.argv:  # `--compare`: the detector comparison only
+        realistic_outputs()
+        print()
         linear_time()
         print()
     compare_detect_secrets()

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.errors import AgentStateError, InvalidInput, Refused
-from agentstate.runs.log import USER_KINDS, Run, append_event, get_run, start_run
+from agentstate.runs.log import USER_KINDS, Run, get_run, insert_event, start_run, touch
 from agentstate.runs.status import RunStatus
 from agentstate.runs.worktree import WorkTree, snapshot
-from agentstate.safety import refuse_secrets
+from agentstate.safety import refuse_secrets, refuse_secrets_in_meta
 from agentstate.store.clock import format_ts, parse_ts
 from agentstate.store.db import Store
 from agentstate.store.limits import (
@@ -190,7 +190,7 @@ def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) 
     # The expensive part (the secret scanner) runs here, before the write transaction:
     # append_event is told the record was scanned.
     refuse_secrets(text, "the text")
-    refuse_secrets(meta_json, "the meta")
+    refuse_secrets_in_meta(meta, meta_json, "the meta")
     if "id" in data and not isinstance(data["id"], str | int):
         raise InvalidInput("id must be a string or number")
     for how in ("resolves", "supersedes"):
@@ -320,6 +320,7 @@ class _Import:
         self.result = ImportResult(run=None)
         self.id_map: dict[str, str] = {}
         self.bound = False
+        self.touched = False  # events were added in this batch: the run's time is updated
 
     def run_batches(self, records: Iterable[ImportLine | dict[str, Any]], batch_size: int,
                     on_record: Callable[[], None] | None) -> None:
@@ -335,10 +336,16 @@ class _Import:
             if not batch:
                 return
             with self.store.transaction():  # one transaction per batch
+                if self.run is not None:
+                    # Read again under the write lock: the run may have ended since.
+                    self.run = get_run(self.store, self.run.ref)
                 for prepared in batch:
                     self.write(prepared)
                     if on_record:
                         on_record()
+                if self.touched and self.run is not None:
+                    touch(self.store, self.run)  # once a batch, not once an event
+                    self.touched = False
 
     def prepare(self, item: ImportLine | dict[str, Any], ordinal: int) -> _Prepared:
         """Parse and check one record outside the write transaction."""
@@ -429,9 +436,11 @@ class _Import:
         record = self._attributed(data, record)
         key = import_key(data.get("id", position), data)
         target = self.ensure_run()
+        # A checkpoint's key is looked up here; an event's is kept unique by the index on
+        # (run, import_key), which insert_event leans on (prepare looked it up already).
         existing = self.store.conn.execute(
             "SELECT id FROM events WHERE run = ? AND import_key = ?", (target.id, key)
-        ).fetchone()
+        ).fetchone() if record["kind"] == "checkpoint" else None
         if not existing and target.status != RunStatus.ACTIVE:
             raise _Abort(InvalidInput(
                 f"{target.ref} (from an earlier import of this file) has ended; import the new "
@@ -457,13 +466,21 @@ class _Import:
             )
             kind, ref = "checkpoint", checkpoint.ref
         else:
-            event = append_event(
-                store, target.ref, record["kind"], record["text"], source=record["source"],
+            # The run is known and nothing needs the stored row back: a new record costs
+            # its key's look-up (prepare), the next seq and the insert.
+            event_id, created = insert_event(
+                store, target, record["kind"], record["text"], source=record["source"],
                 meta=record["meta"], resolves=record["resolves"],
                 supersedes=record["supersedes"], ts=record["ts"], import_key=key,
                 allow_system_kinds=record["kind"] == "tool", scanned=True,
+                key_by_index=True, touch_run=False,
             )
-            kind, ref = event.kind, event.ref
+            ref = make_ref("evt", event_id)
+            if not created:  # the same record earlier in this import, or a parallel one
+                self.result.duplicates += 1
+                return ref
+            self.touched = True
+            kind = record["kind"]
         self.result.imported += 1
         self.result.kinds[kind] = self.result.kinds.get(kind, 0) + 1
         self.result.events.append(ref)

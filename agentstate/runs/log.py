@@ -7,6 +7,7 @@ a verify) and correction (`supersedes`) are new events that point at old ones.
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -364,6 +365,41 @@ def append_event(
     allowed to claim `source` (Refused otherwise). `scanned`: the caller has already run the
     secret scanner on this text and meta (imports scan outside their write transaction).
     """
+    with store.transaction():
+        event_id, _ = insert_event(
+            store, run_ref, kind, text, source=source, meta=meta, resolves=resolves,
+            supersedes=supersedes, ts=ts, import_key=import_key,
+            allow_system_kinds=allow_system_kinds, claimed_by=claimed_by, scanned=scanned)
+    return get_event(store, make_ref("evt", event_id))
+
+
+def insert_event(
+    store: Store,
+    run: Run | str | None,
+    kind: str,
+    text: str,
+    *,
+    source: str = "user",
+    meta: dict[str, Any] | None = None,
+    resolves: str | None = None,
+    supersedes: str | None = None,
+    ts: str | None = None,
+    import_key: str | None = None,
+    allow_system_kinds: bool = False,
+    claimed_by: Principal | None = None,
+    scanned: bool = False,
+    key_by_index: bool = False,
+    touch_run: bool = True,
+) -> tuple[str, bool]:
+    """append_event's checks and write inside the caller's write transaction, for a run
+    already read (or its ref, None for the current run, read after the checks); the event's
+    id, and whether it is new (an event already imported under `import_key` keeps its id).
+
+    For a bulk import, which writes many events in one transaction: `key_by_index`, no look-up
+    of the import key before the insert (the caller did one before the transaction): the
+    unique index on (run, import_key) refuses a second one, and only then is it looked up;
+    `touch_run` False, the caller updates the run's time once for all of them. An import's
+    record then costs three statements (the key, the next seq, the insert) instead of ten."""
     allowed = EVENT_KINDS if allow_system_kinds else set(USER_KINDS)
     if kind not in allowed:
         expected = ", ".join(sorted(allowed))
@@ -380,34 +416,55 @@ def append_event(
     meta = validate_meta(meta)
     meta_json = compact_meta(meta, "the event meta")
     if not scanned:
-        from agentstate.safety import refuse_secrets  # here: its patterns compile slowly
+        # here: its patterns compile slowly
+        from agentstate.safety import refuse_secrets, refuse_secrets_in_meta
 
         refuse_secrets(text, "the event text")
-        refuse_secrets(meta_json, "the event meta")
-    run = resolve_run(store, run_ref)
+        refuse_secrets_in_meta(meta, meta_json, "the event meta")
+    if not isinstance(run, Run):
+        run = resolve_run(store, run)
     if run.status != RunStatus.ACTIVE:
         raise InvalidInput(f"{run.ref} has ended ({run.status}); start or name an active run")
     resolves_id = _check_link(store, run, kind, resolves, "resolves")
     supersedes_id = _check_link(store, run, kind, supersedes, "supersedes")
-    with store.transaction() as conn:
-        if import_key is not None:
-            existing = store.row("SELECT * FROM events WHERE run = ? AND import_key = ?",
-                                 (run.id, import_key))
-            if existing:
-                return row_to_event(existing)
-        seq_row = conn.execute(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run = ?", (run.id,)
-        ).fetchone()
-        event_id = store.new_id()
-        now = store.now()
+    conn = store.conn
+    if import_key is not None and not key_by_index:
+        existing = _imported(store, run, import_key)
+        if existing:
+            return existing, False
+    seq_row = conn.execute(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run = ?", (run.id,)
+    ).fetchone()
+    event_id = store.new_id()
+    now = store.now()
+    try:
         conn.execute(
-            "INSERT INTO events (id, run, seq, kind, text, source, ts, meta, resolves, supersedes,"
-            " import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (id, run, seq, kind, text, source, ts, meta, resolves,"
+            " supersedes, import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (event_id, run.id, seq_row[0], kind, text, source, ts or now, meta_json,
              resolves_id, supersedes_id, import_key),
         )
-        conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now, run.id))
-    return get_event(store, make_ref("evt", event_id))
+    except sqlite3.IntegrityError:
+        # Only the (run, import_key) index can refuse it (seq is read under the write lock);
+        # the failed statement left nothing behind.
+        existing = _imported(store, run, import_key) if import_key is not None else None
+        if existing is None:
+            raise
+        return existing, False
+    if touch_run:
+        touch(store, run)
+    return event_id, True
+
+
+def _imported(store: Store, run: Run, import_key: str) -> str | None:
+    found = store.value("SELECT id FROM events WHERE run = ? AND import_key = ?",
+                        (run.id, import_key))
+    return str(found) if found else None
+
+
+def touch(store: Store, run: Run) -> None:
+    """The run's `updated` time: now (it has a new event)."""
+    store.conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (store.now(), run.id))
 
 
 def _check_link(store: Store, run: Run, kind: str, ref: str | None, how: str) -> str | None:

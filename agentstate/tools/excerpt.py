@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 
 from agentstate.lazy_re import LazyPattern
-from agentstate.safety import find_secrets, redact_secrets
+from agentstate.safety import Scanned, find_secrets, redact_secrets
 
 EXCERPT_CHARS = 3000
 # A huge output is read from its head and its tail only: the command line and the summary
@@ -53,13 +53,15 @@ def is_error_line(line: str) -> bool:
 
 
 def redact(text: str) -> str:
-    """Redact secrets; if a pattern still matches afterwards, withhold the text entirely."""
+    """Redact secrets; if a pattern still matches afterwards, withhold the text entirely.
+    What comes back is marked scanned: a meta holding it is not scanned for it again."""
     cleaned = redact_secrets(text, mask=MASK)
     if cleaned == text:
-        return text  # redact_secrets found nothing in it: scanning it again would find nothing
+        # redact_secrets found nothing in it: scanning it again would find nothing
+        return Scanned(text)
     if find_secrets(cleaned):
-        return WITHHELD
-    return cleaned
+        return Scanned(WITHHELD)
+    return Scanned(cleaned)
 
 
 def _clip(line: str) -> str:
