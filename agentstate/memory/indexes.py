@@ -106,5 +106,26 @@ def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
         keep={"event_search_map": f"event_id NOT IN {gone}",
               "event_vectors": f"event_id NOT IN {gone} AND event_id NOT IN "
                                f"(SELECT id FROM {collected})"},
-        refill={"events_fts", "events_tri"}, steps=[refill])
+        refill={"events_fts", "events_tri"}, steps=[refill, _vectors_removed])
+
+
+def _vectors_removed(conn: Any, schema: str) -> None:
+    """What the vector tables' triggers would have done for each vector the rewrite leaves
+    out (m050, m052): the kept rankings of event vectors cleared, and each model's count of
+    deleted vectors raised by as many — else a process holding a matrix of the old vectors,
+    or a kept ranking, would go on ranking removed events. The rewrite only removes rows, so
+    the difference of the counts per model is the number removed."""
+    before = dict(conn.execute("SELECT model, count(*) FROM main.event_vectors GROUP BY model"))
+    after = dict(conn.execute(f"SELECT model, count(*) FROM {schema}.event_vectors "
+                              "GROUP BY model"))
+    removed = {model: n - after.get(model, 0) for model, n in before.items()
+               if n > after.get(model, 0)}
+    if not removed:
+        return
+    conn.executemany(
+        f"INSERT INTO {schema}.vector_changes (kind, model, changes) "
+        "VALUES ('event_vectors', ?, ?) ON CONFLICT (kind, model) "
+        "DO UPDATE SET changes = changes + excluded.changes", removed.items())
+    conn.execute(f"UPDATE {schema}.dense_queries SET ranked = NULL "
+                 "WHERE kind = 'event_vectors' AND ranked IS NOT NULL")
 

@@ -72,6 +72,11 @@ def _build(root: Path) -> None:
     for event in (old[0], cited[0], kept[0]):
         store.conn.execute("INSERT INTO event_vectors (event_id, model, vec) VALUES (?, 'm', ?)",
                            (event.id, b"\x00" * 8))
+    # A kept dense ranking of event vectors (m050): the removed vectors must clear it, as
+    # the triggers do in place, and count as deleted (m052); one of memories stays.
+    for kind in ("event_vectors", "memory_vectors"):
+        store.conn.execute("INSERT INTO dense_queries (model, kind, digest, vec, ranked) "
+                           "VALUES ('m', ?, 'd', x'00', '[]')", (kind,))
     store.conn.execute("INSERT INTO kv (key, value) VALUES ('note', 'kept')")
     store.conn.execute("PRAGMA user_version = 3")
     store.close()
@@ -137,6 +142,7 @@ def test_a_rewrite_leaves_what_an_in_place_gc_leaves_in_every_table(pair):
         assert after[name] == expected[name], name
     # The comparison is not empty-handed: the tables it is about hold rows.
     assert len(after["events"]) == 6 and len(after["event_vectors"]) == 1
+    assert len(after["vector_changes"]) == 1 and len(after["dense_queries"]) == 2
     assert len(after["_migrations"]) > 10 and after["user_version"] == 3
     assert any(row[0] == "events_search_ad" for row in [r[1:] for r in after["schema"]])
     conn = sqlite3.connect(rewritten / ".agentstate" / "state.db")
