@@ -82,9 +82,9 @@ def _cached_ranks() -> dict[bytes, int]:
                 return ranks
     except (OSError, ValueError, EOFError, TypeError):
         pass
-    from tiktoken.load import load_tiktoken_bpe  # only now: importing tiktoken costs ~15 ms
-
-    ranks = load_tiktoken_bpe(bundled_bpe_path(), expected_hash=CL100K_SHA256)
+    # Decoded from the verified file here, not by tiktoken's loader: that one keeps a copy of
+    # any file it reads in a shared cache folder (/tmp/data-gym-cache), 1.7 MB per install.
+    ranks = _bpe_index().decoded()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         blob = marshal.dumps(ranks)

@@ -88,9 +88,16 @@ def captured(project: Project) -> list[dict[str, Any]]:
     return found
 
 
+def client_tmp(project: Project) -> str:
+    folder = project.home / "tmp"
+    folder.mkdir(exist_ok=True)
+    return str(folder)
+
+
 def run_claude(binary: Path, project: Project, model: ModelServer, prompt: str,
                *, mcp: bool = False, path: str = ENV_PATH) -> subprocess.CompletedProcess:
     env = quiet_env(str(project.home), path) | {
+        "TMPDIR": client_tmp(project),  # its scratch folders go with the test's own
         "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-e2e-dummy",
         # MCP tools offered directly, not behind the tool-search indirection.
         "ENABLE_TOOL_SEARCH": "false", "MCP_TIMEOUT": "30000"}
@@ -131,7 +138,8 @@ def write_codex_config(project: Project, model: ModelServer, *, mcp: bool = Fals
 def run_codex(binary: Path, project: Project, model: ModelServer, prompt: str
               ) -> subprocess.CompletedProcess:
     env = quiet_env(str(project.home), ENV_PATH) | {
-        "CODEX_HOME": str(codex_home(project)), "SCRIPTED_API_KEY": "e2e-dummy"}
+        "CODEX_HOME": str(codex_home(project)), "SCRIPTED_API_KEY": "e2e-dummy",
+        "TMPDIR": client_tmp(project)}
     # No sandbox: Landlock may be unavailable in CI containers; approvals: never.
     args = [str(binary), "exec", "--dangerously-bypass-approvals-and-sandbox", prompt]
     return _run(args, project, env, model)

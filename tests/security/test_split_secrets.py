@@ -117,17 +117,20 @@ _LONG_COMMAND = ("mysql --host=replica-three.internal.example.org --port=3306 --
                  "--database=inventory_production --connect-timeout=30 --batch ")
 
 
-@pytest.mark.parametrize("before, value", [
-    ("db_password = ", "correcthorsebatterystaple"),
-    ("signing_key: ", "correcthorsebatterystaple"),
-    ("the deploy password is ", "Tr0ub4dor-horsebatterystaple"),
-    (_LONG_COMMAND + "-p", "correcthorsebatterystaple"),
-    ("bot ", "M" + "z" * 24 + ".Gabcde." + "z" * 30),  # a Discord token's shape
+@pytest.mark.parametrize("before, value, cut", [
+    ("db_password = ", "correcthorsebatterystaple", 12),
+    ("signing_key: ", "correcthorsebatterystaple", 12),
+    ("the deploy password is ", "Tr0ub4dor-horsebatterystaple", 12),
+    (_LONG_COMMAND + "-p", "correcthorsebatterystaple", 12),
+    # Cut late in a long passphrase: the sensitive word stands more than _JOIN_CONTEXT
+    # characters before the break, but within it of the value's first piece, where the
+    # window is measured from.
+    (_LONG_COMMAND + "-p", "correcthorsebatterystaple" * 6, 130),
+    ("bot ", "M" + "z" * 24 + ".Gabcde." + "z" * 30, 12),  # a Discord token's shape
 ])
-def test_a_plain_value_cut_by_a_line_break_is_found_by_its_context(before: str,
-                                                                    value: str) -> None:
+def test_a_plain_value_cut_by_a_line_break_is_found_by_its_context(before: str, value: str,
+                                                                    cut: int) -> None:
     assert find_secrets(before + value), "whole, the value is found"
-    cut = 12
     # Filler without a word that makes a value secret: only the value's own line decides.
     filler = [line for line in _FILLER
               if not any(word in line.lower() for word in secret_scan._JOIN_WORDS)]

@@ -346,13 +346,14 @@ def test_a_push_the_remote_rejects_leaves_it_unchanged(team):
 
 
 @pytest.mark.parametrize("step", ["journal", "tag"])
-def test_a_killed_pull_is_finished_or_rolled_back_by_the_next_command(team, step):
+def test_a_killed_pull_is_finished_or_rolled_back_by_the_next_command(team, step, tmp_path):
     """Killed after the tags: the next locked command inserts the rows. Killed before: it
     rolls back (no tag), and the pull can simply be run again."""
     a, b = team.a, team.b
     team.publish(a, "demo", "Check that the demo target exists before working on it.")
     team.json(a, "skill", "push")
-    killed = run_agentstate("skill", "pull", cwd=b, env={KILL_ENV: step})
+    # A killed process cannot remove its quarantine: it goes with the test's folder.
+    killed = run_agentstate("skill", "pull", cwd=b, env={KILL_ENV: step, "TMPDIR": str(tmp_path)})
     assert killed.returncode == -9
     assert (team.tag(b, "demo/v1") is not None) == (step == "tag")
     assert team.rows(b, "demo") == []

@@ -9,6 +9,7 @@ in the same readable memories with the same statuses.
 
 from __future__ import annotations
 
+import atexit
 import random
 import shutil
 import tempfile
@@ -40,6 +41,7 @@ def _template() -> Path:
     copied for every example: enough examples to reach every branch, in seconds."""
     if not _TEMPLATE:
         folder = Path(tempfile.mkdtemp(prefix="agentstate-sync-template-"))
+        atexit.register(shutil.rmtree, folder, True)
         create_store(target=folder)
         _TEMPLATE.append(folder / ".agentstate")
     return _TEMPLATE[0]

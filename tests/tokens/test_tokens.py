@@ -51,3 +51,18 @@ def test_damaged_cache_is_ignored_and_rebuilt(tmp_path, monkeypatch):
     assert rebuilt == first
     repaired = cache.read_bytes()
     assert hashlib.sha256(repaired[32:]).digest() == repaired[:32]
+
+
+def test_the_vocabulary_is_decoded_without_leaving_copies_in_a_shared_cache(tmp_path,
+                                                                             monkeypatch):
+    """The ranks are tiktoken's own for the file, and reading them leaves no copy of the
+    1.7 MB file in tiktoken's cache folder (a new one per install, in /tmp by default)."""
+    from tiktoken.load import load_tiktoken_bpe
+
+    monkeypatch.setenv("AGENTSTATE_CACHE_DIR", str(tmp_path / "ours"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "shared"))
+    ranks = tokens._cached_ranks()
+    assert not (tmp_path / "shared").exists()
+    assert list((tmp_path / "ours").iterdir())  # our own marshal copy, in our folder
+    assert ranks == load_tiktoken_bpe(tokens.bundled_bpe_path(),
+                                      expected_hash=tokens.CL100K_SHA256)
