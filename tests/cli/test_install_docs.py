@@ -21,6 +21,10 @@ INSTALL = re.compile(r"\b(?:pip3?|pipx|uv tool|uv pip)\s+(?:install|inject)\s+(?
 ALLOWED = {DISTRIBUTION, "mcp", "matplotlib", "detect-secrets"}
 
 
+_VALUED_OPTIONS = {"--config-settings", "-C", "-c", "--constraint", "-r", "--requirement",
+                   "-t", "--target", "--python", "-i", "--index-url"}
+
+
 def _names(args: str) -> list[str]:
     """The distribution names an install line asks for (paths, URLs and options skipped)."""
     args = re.split(r"\s#", args, maxsplit=1)[0]  # a shell comment
@@ -30,7 +34,14 @@ def _names(args: str) -> list[str]:
     except ValueError:
         words = args.split()
     names = []
+    skip = False
     for word in words:
+        if skip:  # the value of an option that takes one
+            skip = False
+            continue
+        if word in _VALUED_OPTIONS:
+            skip = True
+            continue
         if word.startswith("-") or word.startswith((".", "/", "~", "git+", "http", "file:")) \
                 or "/" in word.split("@", 1)[0]:
             continue
@@ -53,6 +64,8 @@ def test_the_scanner_catches_the_lines_that_misled_users():
     assert install_names("run `pipx install agentstate` first") == [(1, "agentstate")]
     assert install_names("uv tool install Agent_State") == [(1, "agent-state")]
     assert install_names("pip install -e '/path/to/agentstate[mcp]'  # ok") == []
+    assert install_names("pip install --config-settings editable_mode=compat -e .") == []
+    assert install_names("pip install -C editable_mode=compat agentstate") == [(1, "agentstate")]
     assert install_names("pipx install 'agentstate-cli[mcp] @ git+https://h/x.git'") == \
         [(1, "agentstate-cli")]
     assert install_names("pipx inject agentstate-cli 'mcp>=2.3,<3'") == \
@@ -68,7 +81,7 @@ def test_no_page_installs_a_name_that_is_not_ours(page):
 
 def test_the_readme_gives_each_way_to_install():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    for line in ("pip install -e .", "pipx install /path/to/agentstate",
+    for line in ("pip install .", "editable_mode=compat -e .", "pipx install /path/to/agentstate",
                  "uv tool install /path/to/agentstate",
                  f"'{DISTRIBUTION} @ git+"):
         assert line in text

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
+import types
 
 from tests.conftest import git
 
@@ -18,7 +20,7 @@ def test_doctor_on_a_healthy_store(cli, initialised):
     assert set(checks) == {"config", "principal", "schema", "integrity", "wal", "writable",
                            "tokenizer", "skills", "git", "search", "publish", "registry",
                            "hooks", "skill-tools", "restore", "restore-copies", "sandbox",
-                           "retrieval"}
+                           "retrieval", "install"}
     # the sandbox check is a warning where bubblewrap is missing (tests/tools covers it)
     assert all(c["status"] == "ok" for n, c in checks.items() if n != "sandbox"), checks
     assert checks["schema"]["status"] == "ok" and checks["schema"]["data"]["pending"] == []
@@ -28,6 +30,19 @@ def test_doctor_on_a_healthy_store(cli, initialised):
     assert checks["skills"]["status"] == "ok" and checks["skills"]["data"]["head"]
     human = cli.ok("doctor").stdout
     assert "healthy" in human and "integrity" in human
+
+
+def test_doctor_warns_of_an_editable_install_through_an_import_finder(cli, initialised,
+                                                                      monkeypatch):
+    """setuptools' default editable install loads its finder in every Python process (what
+    its .pth file does): each hook pays for it, so doctor says how to reinstall."""
+    name = "__editable___agentstate_cli_0_1_0_finder"
+    monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    data = cli.json("doctor")
+    check = _checks(data)["install"]
+    assert check["status"] == "warn" and check["data"]["finder"] == name
+    assert "editable_mode=compat" in check["detail"]
+    assert data["healthy"] is True  # a slower start is not a broken store
 
 
 def test_doctor_reports_pending_migrations_without_applying_them(cli, initialised):
