@@ -18,4 +18,4 @@ def install_hint(extra: str, requirement: str) -> str:
 
     return (f"{sys.executable} -m pip install '{requirement}' (the {extra!r} extra of "
             f"{DISTRIBUTION}; pipx: pipx inject {DISTRIBUTION} '{requirement}'; from a clone: "
-            f"pip install -e '.[{extra}]')")
+            f"pip install '.[{extra}]')")

@@ -29,7 +29,7 @@ def ui_cmd(
     Serves on 127.0.0.1 only, as the owner principal, with a random key in the URL that
     changes at every launch (requests without it are refused). Memory review actions go
     through the same gates as `memory confirm` and `forget`. Needs the ui extra
-    (pip install -e '.[ui]' from a clone).
+    (pip install '.[ui]' from a clone).
     """
     from agentstate.store.principals import resolve_principal
     from agentstate.web.views import PRINCIPAL
