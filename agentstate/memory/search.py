@@ -752,12 +752,24 @@ def _content_weighted(query: str, hits: list[EventHit]) -> list[EventHit]:
     if not stems or not hits:
         return hits
     pattern = stem_pattern(stems)
-    # Whether a hit holds any of the words, not which: the first match answers (finding
-    # them all in each of hundreds of ~700-character texts was most of a fused search).
-    return [h if pattern.search(fold(h.text)) else
+    return [h if _holds(pattern, stems, fold(h.text)) else
             EventHit(h.ref, h.run, h.kind, h.text, h.source, h.ts,
                      round(h.score * NAME_ONLY_SHARE, 4))
             for h in hits]
+
+
+def _holds(pattern: re.Pattern[str], stems: tuple[str, ...], folded: str) -> bool:
+    """Whether the folded text holds one of `stems` where `pattern` matches (at a word's
+    start). The pattern is tried only where a stem occurs: scanning a text with it costs
+    ~40 us per ~700 characters (its look-behind is tried at every position), which over
+    hundreds of hits was most of a fused search; substring search is ~100 times faster."""
+    for s in stems:
+        at = folded.find(s)
+        while at != -1:
+            if pattern.match(folded, at):
+                return True
+            at = folded.find(s, at + 1)
+    return False
 
 
 def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = MAX_TERMS,
