@@ -30,6 +30,18 @@ def test_a_hit_is_weighed_by_the_content_words_it_holds_names_aside():
     assert [h.ref for h in weighted] == [h.ref for h in hits]  # order is the fusion's job
 
 
+def test_a_word_anywhere_in_a_long_turn_counts_folded_and_inflected_but_not_inside_a_word():
+    filler = "We talked about the weather and the trains for a while. " * 12
+    hits = [_hit(f"Chidi: {filler}My parole ended, I was rehired. Then ROLES came up: the one "
+                 "I was HIRED for.", 0.8),
+            _hit(f"Chidi: {filler}Her parole officer rehired nobody.", 0.8)]
+    weighted = _content_weighted("Which role was Chidi hired for?", hits)
+    # The first holds both words late in a long text, upper-case and inflected, after the
+    # same letters inside other words: it keeps its score. The second holds them only
+    # inside other words ("parole", "rehired"): a name.
+    assert [h.score for h in weighted] == [0.8, round(0.8 * NAME_ONLY_SHARE, 4)]
+
+
 def test_a_question_of_names_alone_keeps_the_lexical_scores():
     hits = [_hit("Tara: Hey Chidi!"), _hit("Chidi: hello Tara", 0.3)]
     assert _content_weighted("Chidi and Tara?", hits) == hits
