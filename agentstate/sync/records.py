@@ -146,40 +146,59 @@ def evidence_record(memory: str, ref: str) -> Record:
     there already, and two `json.dumps` with sorted keys each were a third of that (issue 24).
     The text is the one `canonical` makes (keys in order, no spaces, non-ASCII kept; a test
     compares them)."""
-    rest = f'"memory":{_quote(memory)},"ref":{_quote(ref)},"type":"evidence","v":{FORMAT}}}'
+    rest = _evidence_rest(memory, ref)
     body = "{" + rest
     rid = hashlib.sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
     data = {"v": FORMAT, "type": "evidence", "memory": memory, "ref": ref, "id": rid}
     return Record(data, f'{{"id":"{rid}",' + rest, "", body)
 
 
+def _evidence_rest(memory: str, ref: str) -> str:
+    """An evidence record's canonical JSON after its opening brace, without the id (which
+    sorts first)."""
+    return f'"memory":{_quote(memory)},"ref":{_quote(ref)},"type":"evidence","v":{FORMAT}}}'
+
+
 def memory_record(*, kind: str, key: str | None, scope: str, text: str, source: str,
                   principal: str, created: str, valid_until: str | None, parent: str | None,
                   rel: str | None, held: str | None) -> Record:
-    """`make_record("memory", …)` with the canonical JSON spelled out, keys in sorted order
-    and the id's field between `held` and `key`: a first export builds one per shared
-    version, and the sorted-key encoder was most of that (issue 24). Each string is quoted
-    by the function the canonical encoder itself calls; a field that is neither a string
-    nor None takes the encoder (a test compares the two on awkward texts)."""
-    try:
-        head = (f'{{"created":{_quote(created)},'
-                f'"held":{_NULL if held is None else _quote(held)},')
-        tail = (f'"key":{_NULL if key is None else _quote(key)},"kind":{_quote(kind)},'
-                f'"parent":{_NULL if parent is None else _quote(parent)},'
-                f'"principal":{_quote(principal)},"rel":{_NULL if rel is None else _quote(rel)},'
-                f'"scope":{_quote(scope)},"source":{_quote(source)},"text":{_quote(text)},'
-                f'"type":"memory","v":{FORMAT},'
-                f'"valid_until":{_NULL if valid_until is None else _quote(valid_until)}}}')
-    except TypeError:  # not a string: the encoder spells it (a number, say)
-        return make_record("memory", kind=kind, key=key, scope=scope, text=text,
-                           source=source, principal=principal, created=created,
-                           valid_until=valid_until, parent=parent, rel=rel, held=held)
+    """`make_record("memory", …)` with the canonical JSON spelled out: a first export builds
+    one per shared version, and the sorted-key encoder was most of that (issue 24). A field
+    that is neither a string nor None takes the encoder (a test compares the two on awkward
+    texts)."""
+    fields = {"kind": kind, "key": key, "scope": scope, "text": text, "source": source,
+              "principal": principal, "created": created, "valid_until": valid_until,
+              "parent": parent, "rel": rel, "held": held}
+    parts = _memory_parts(fields)
+    if parts is None:
+        return make_record("memory", **fields)
+    head, tail = parts
     body = head + tail
     rid = hashlib.sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
-    data = {"v": FORMAT, "type": "memory", "kind": kind, "key": key, "scope": scope,
-            "text": text, "source": source, "principal": principal, "created": created,
-            "valid_until": valid_until, "parent": parent, "rel": rel, "held": held, "id": rid}
+    data = {"v": FORMAT, "type": "memory", **fields, "id": rid}
     return Record(data, f'{head}"id":"{rid}",{tail}', "", body)
+
+
+def _memory_parts(f: dict[str, Any]) -> tuple[str, str] | None:
+    """A memory record's canonical JSON without its id, in the two parts the id's field goes
+    between (keys sorted: `held` < `id` < `key`), from its fields `f`; each string quoted by
+    the function the canonical encoder itself calls. None when a field is neither a string
+    nor None."""
+    try:
+        head = (f'{{"created":{_quote(f["created"])},'
+                f'"held":{_NULL if f["held"] is None else _quote(f["held"])},')
+        tail = (f'"key":{_NULL if f["key"] is None else _quote(f["key"])},'
+                f'"kind":{_quote(f["kind"])},'
+                f'"parent":{_NULL if f["parent"] is None else _quote(f["parent"])},'
+                f'"principal":{_quote(f["principal"])},'
+                f'"rel":{_NULL if f["rel"] is None else _quote(f["rel"])},'
+                f'"scope":{_quote(f["scope"])},"source":{_quote(f["source"])},'
+                f'"text":{_quote(f["text"])},"type":"memory","v":{FORMAT},'
+                f'"valid_until":'
+                f'{_NULL if f["valid_until"] is None else _quote(f["valid_until"])}}}')
+    except TypeError:
+        return None
+    return head, tail
 
 
 def shareable_scope(scope: str) -> bool:
@@ -220,7 +239,21 @@ def parse_line(text: str, where: str) -> Record:
     if not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
         raise _bad(where, "missing or malformed id (32 lower-case hex digits)")
     _check_fields(kind, data, where)
-    return Record(data, text.strip(), where, _body(data))
+    return Record(data, text.strip(), where, _parsed_body(kind, data))
+
+
+def _parsed_body(kind: str, data: dict[str, Any]) -> str:
+    """`_body(data)` of a validated record: memory and evidence bodies spelled out (an import
+    checks the id of every line of the folder: issue 24). A `"v"` that equals the format
+    without being the integer (`true`, `1.0`) is spelled by the encoder, as it was."""
+    if type(data["v"]) is int:
+        if kind == "memory":
+            parts = _memory_parts(data)
+            if parts is not None:
+                return parts[0] + parts[1]
+        elif kind == "evidence":
+            return "{" + _evidence_rest(data["memory"], data["ref"])
+    return _body(data)
 
 
 def check_id(record: Record) -> None:

@@ -166,3 +166,36 @@ def test_a_text_holding_a_unicode_line_separator_travels(tmp_path, separator):
     assert b.conn.execute("SELECT text FROM memories").fetchone()[0] == text
     a.close()
     b.close()
+
+
+def _general_body(data: dict) -> str:
+    return records.canonical({k: v for k, v in data.items() if k != "id"})
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+def test_a_read_lines_body_is_the_encoders(text):
+    """read_folder checks each line's id against its body, now spelled out for memory and
+    evidence lines: the body must be the encoder's for any valid record."""
+    made = [records.make_record("memory", kind="fact", key=text, scope="repo", text=text,
+                                source="user", principal="alice", created=text,
+                                valid_until=None, parent=None, rel=None, held=None),
+            records.make_record("evidence", memory="0" * 32, ref=f"file:x{text}@main"),
+            records.make_record("forget", target="1" * 32)]
+    for record in made:
+        parsed = records.parse_line(record.line, "test")
+        assert parsed.body == _general_body(parsed.data) == record.body
+        records.check_id(parsed)
+
+
+@pytest.mark.parametrize("version", [True, 1.0])
+def test_a_format_version_equal_to_one_but_not_the_integer_keeps_its_spelling(version):
+    """`"v": true` passes the format check (true == 1): its id is the hash of the body the
+    encoder spells, `"v":true`, as before the bodies were spelled out."""
+    for data in ({"v": version, "type": "evidence", "memory": "0" * 32, "ref": "user"},
+                 {"v": version, "type": "memory", "kind": "fact", "key": None, "scope": "repo",
+                  "text": "t", "source": "user", "principal": "alice", "created": "c",
+                  "valid_until": None, "parent": None, "rel": None, "held": None}):
+        data["id"] = records.record_id(data)
+        parsed = records.parse_line(records.canonical(data), "test")
+        assert parsed.body == _general_body(data)
+        records.check_id(parsed)
