@@ -600,8 +600,13 @@ class SharedFields(NamedTuple):
 _SHARED_FIELDS = ", ".join(SharedFields._fields)
 
 
-def all_version_rows(store: Store) -> list[SharedFields]:
+def all_version_rows(store: Store) -> list[MemoryVersion]:
     """Every memory version, chain by chain, oldest version first."""
+    return select_versions(store, "ORDER BY id, version")
+
+
+def all_shared_fields(store: Store) -> list[SharedFields]:
+    """`all_version_rows`, narrowed to what an export reads."""
     make = SharedFields._make
     return [make(r) for r in store.conn.execute(
         f"SELECT {_SHARED_FIELDS} FROM memories ORDER BY id, version")]

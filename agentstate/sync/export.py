@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentstate.lazy_re import LazyPattern
-from agentstate.memory.model import SharedFields, all_version_rows, evidence_refs_by_row
+from agentstate.memory.model import SharedFields, all_shared_fields, evidence_refs_by_row
 from agentstate.memory.scanned import digester, mark_scanned, scanned_digests
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
@@ -84,7 +84,7 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     # Records a teammate forgot or purged: nothing more is written about them, not even an
     # evidence line, before the import (which runs after the export) applies the tombstone.
     dead = folder.targets("forget") | folder.targets("purge")
-    for row in all_version_rows(store):
+    for row in all_shared_fields(store):
         key = (row.id, row.version)
         if not shareable_scope(row.scope):
             continue

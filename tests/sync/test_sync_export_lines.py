@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 
 from agentstate.memory.forget import forget
-from agentstate.memory.model import select_versions
+from agentstate.memory.model import all_version_rows
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import insert_version
 from agentstate.store.clock import Clock, IdSource
@@ -94,8 +94,7 @@ def _general_encoders(monkeypatch) -> None:
     monkeypatch.setattr(export_module, "memory_record",
                         lambda **fields: records.make_record("memory", **fields))
     monkeypatch.setattr(export_module, "evidence_record", _general_evidence)
-    monkeypatch.setattr(export_module, "all_version_rows",
-                        lambda store: select_versions(store, "ORDER BY id, version"))
+    monkeypatch.setattr(export_module, "all_shared_fields", all_version_rows)
 
 
 def _open(path):
