@@ -19,7 +19,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.memory.status import (
@@ -576,9 +576,40 @@ def event_refs_cited(store: Store) -> set[str]:
 # ---------------------------------------------------------------- for sync (agentstate.sync)
 
 
+class SharedFields(NamedTuple):
+    """What an export reads of a version: the fields of its shared record, its status and
+    chain. A tuple straight from the row (a first export reads every version, and building
+    a MemoryVersion of each was a third of reading them: issue 24)."""
+
+    row: int
+    id: str
+    version: int
+    kind: str
+    key: str | None
+    scope: str
+    text: str
+    source: str
+    principal: str
+    created: str
+    valid_until: str | None
+    supersedes: int | None
+    status: str  # the stored status, as MemoryStatus values compare
+    purged: int
+
+
+_SHARED_FIELDS = ", ".join(SharedFields._fields)
+
+
 def all_version_rows(store: Store) -> list[MemoryVersion]:
     """Every memory version, chain by chain, oldest version first."""
     return select_versions(store, "ORDER BY id, version")
+
+
+def all_shared_fields(store: Store) -> list[SharedFields]:
+    """`all_version_rows`, narrowed to what an export reads."""
+    make = SharedFields._make
+    return [make(r) for r in store.conn.execute(
+        f"SELECT {_SHARED_FIELDS} FROM memories ORDER BY id, version")]
 
 
 def version_rows(store: Store) -> dict[tuple[str, int], tuple[int, bool]]:

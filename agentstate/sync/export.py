@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentstate.lazy_re import LazyPattern
-from agentstate.memory.model import MemoryVersion, all_version_rows, evidence_refs_by_row
+from agentstate.memory.model import SharedFields, all_shared_fields, evidence_refs_by_row
 from agentstate.memory.scanned import digester, mark_scanned, scanned_digests
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
@@ -32,9 +32,11 @@ from agentstate.sync.records import (
     FILES,
     Folder,
     Record,
+    evidence_record,
     file_digest,
     line_id,
     make_record,
+    memory_record,
     shareable_scope,
     write_lines,
 )
@@ -82,7 +84,7 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     # Records a teammate forgot or purged: nothing more is written about them, not even an
     # evidence line, before the import (which runs after the export) applies the tombstone.
     dead = folder.targets("forget") | folder.targets("purge")
-    for row in all_version_rows(store):
+    for row in all_shared_fields(store):
         key = (row.id, row.version)
         if not shareable_scope(row.scope):
             continue
@@ -115,22 +117,23 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     return plan
 
 
-def _add_evidence(plan: ExportPlan, row: MemoryVersion, record_id: str, refs: Iterable[str],
+def _add_evidence(plan: ExportPlan, row: SharedFields, record_id: str, refs: Iterable[str],
                   cited: set[tuple[str, str]], present: set[str]) -> None:
     """The evidence lines of one shared version that the folder lacks."""
     for ref in refs:
         if (record_id, ref) in cited:
             continue
-        item = make_record("evidence", memory=record_id, ref=ref)
-        if item.id not in present and (_GENERATED_REF.fullmatch(ref) or _clean(
+        item = evidence_record(record_id, ref)
+        if item.id not in present and (_generated(ref) or _clean(
                 plan, item, f"evidence {ref} of {make_ref('mem', row.id)}")):
             _add(plan, item, present)
             cited.add((record_id, ref))
 
 
 def _add(plan: ExportPlan, record: Record, present: set[str]) -> None:
-    if record.id not in present:
-        present.add(record.id)
+    record_id = record.id
+    if record_id not in present:
+        present.add(record_id)
         plan.new.append(record)
         plan.counts[record.type] += 1
 
@@ -139,6 +142,11 @@ def _add(plan: ExportPlan, record: Record, present: set[str]) -> None:
 # else a person wrote (the record ids are hashes), so it has nothing to scan. Half of a
 # first export's lines are such evidence; `file:PATH@COMMIT` refs are scanned.
 _GENERATED_REF = LazyPattern(r"user|evt:[0-9a-z]{4,32}")
+
+
+def _generated(ref: str) -> bool:
+    # `user`, the commonest ref, without the pattern's call.
+    return ref == "user" or _GENERATED_REF.fullmatch(ref) is not None
 
 
 def _clean(plan: ExportPlan, record: Record, what: str) -> bool:
@@ -152,18 +160,17 @@ def _clean(plan: ExportPlan, record: Record, what: str) -> bool:
     return True
 
 
-def _memory_record(row: MemoryVersion, ids: dict[tuple[str, int], str]) -> Record:
+def _memory_record(row: SharedFields, ids: dict[tuple[str, int], str]) -> Record:
     parent = ids.get((row.id, row.supersedes)) if row.supersedes else None
     rel = None
     if parent is not None:
         rel = "contests" if row.status == MemoryStatus.CONTESTED else "supersedes"
     held = row.status if row.status in (MemoryStatus.CANDIDATE,
-                                              MemoryStatus.QUARANTINED) else None
-    return make_record(
-        "memory", kind=row.kind, key=row.key, scope=row.scope, text=row.text,
-        source=row.source, principal=row.principal, created=row.created,
-        valid_until=row.valid_until, parent=parent, rel=rel,
-        held=str(held) if held else None,
+                                        MemoryStatus.QUARANTINED) else None
+    return memory_record(
+        kind=row.kind, key=row.key, scope=row.scope, text=row.text, source=row.source,
+        principal=row.principal, created=row.created, valid_until=row.valid_until,
+        parent=parent, rel=rel, held=str(held) if held else None,
     )
 
 
@@ -177,11 +184,11 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
         by_file.setdefault(FILES[record.type], []).append(record)
     for name in sorted(set(FILES.values())):
         old = folder.lines.get(name, [])
-        kept = [t for t in old if t not in gone]
-        added = [r.line for r in by_file.get(name, [])]
+        kept = [t for t in old if t not in gone] if gone else old
+        added = {r.line: r.id for r in by_file.get(name, [])}
         if not added and len(kept) == len(old):
             continue
-        write_lines(Path(folder.path) / name, kept + added)
+        write_lines(Path(folder.path) / name, kept + list(added), added)
         written.append(name)
     with store.transaction():
         record_mappings(store, [(record_id, memory, version, "export", None)
@@ -200,8 +207,9 @@ def updated(folder: Folder, plan: ExportPlan) -> Folder:
     """The folder as the export left it, without reading it back."""
     gone = set(removed_lines(folder, plan.dropped))
     fresh = Folder(folder.path)
-    fresh.records = {k: r for k, r in folder.records.items() if r.line not in gone}
-    fresh.lines = {name: [t for t in lines if t not in gone]
+    fresh.records = {k: r for k, r in folder.records.items() if r.line not in gone
+                     } if gone else dict(folder.records)
+    fresh.lines = {name: [t for t in lines if t not in gone] if gone else list(lines)
                    for name, lines in folder.lines.items()}
     for record in plan.new:
         fresh.records.setdefault(record.id, record)

@@ -90,6 +90,10 @@ class Folder:
 # One encoder for every record: `json.dumps` with options builds a new encoder per call, a
 # fifth of the time of encoding a short record (issue 24: an export encodes every version).
 _CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+# The string quoting that encoder applies (ensure_ascii=False): the lines spelled out below
+# quote each field with it, so they are the encoder's own text.
+_quote = json.encoder.encode_basestring
+_NULL = "null"
 
 
 def canonical(data: dict[str, Any]) -> str:
@@ -142,12 +146,59 @@ def evidence_record(memory: str, ref: str) -> Record:
     there already, and two `json.dumps` with sorted keys each were a third of that (issue 24).
     The text is the one `canonical` makes (keys in order, no spaces, non-ASCII kept; a test
     compares them)."""
-    quoted = (json.dumps(memory, ensure_ascii=False), json.dumps(ref, ensure_ascii=False))
-    rest = f'"memory":{quoted[0]},"ref":{quoted[1]},"type":"evidence","v":{FORMAT}}}'
+    rest = _evidence_rest(memory, ref)
     body = "{" + rest
     rid = hashlib.sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
     data = {"v": FORMAT, "type": "evidence", "memory": memory, "ref": ref, "id": rid}
     return Record(data, f'{{"id":"{rid}",' + rest, "", body)
+
+
+def _evidence_rest(memory: str, ref: str) -> str:
+    """An evidence record's canonical JSON after its opening brace, without the id (which
+    sorts first)."""
+    return f'"memory":{_quote(memory)},"ref":{_quote(ref)},"type":"evidence","v":{FORMAT}}}'
+
+
+def memory_record(*, kind: str, key: str | None, scope: str, text: str, source: str,
+                  principal: str, created: str, valid_until: str | None, parent: str | None,
+                  rel: str | None, held: str | None) -> Record:
+    """`make_record("memory", …)` with the canonical JSON spelled out: a first export builds
+    one per shared version, and the sorted-key encoder was most of that (issue 24). A field
+    that is neither a string nor None takes the encoder (a test compares the two on awkward
+    texts)."""
+    fields = {"kind": kind, "key": key, "scope": scope, "text": text, "source": source,
+              "principal": principal, "created": created, "valid_until": valid_until,
+              "parent": parent, "rel": rel, "held": held}
+    parts = _memory_parts(fields)
+    if parts is None:
+        return make_record("memory", **fields)
+    head, tail = parts
+    body = head + tail
+    rid = hashlib.sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
+    data = {"v": FORMAT, "type": "memory", **fields, "id": rid}
+    return Record(data, f'{head}"id":"{rid}",{tail}', "", body)
+
+
+def _memory_parts(f: dict[str, Any]) -> tuple[str, str] | None:
+    """A memory record's canonical JSON without its id, in the two parts the id's field goes
+    between (keys sorted: `held` < `id` < `key`), from its fields `f`; each string quoted by
+    the function the canonical encoder itself calls. None when a field is neither a string
+    nor None."""
+    try:
+        head = (f'{{"created":{_quote(f["created"])},'
+                f'"held":{_NULL if f["held"] is None else _quote(f["held"])},')
+        tail = (f'"key":{_NULL if f["key"] is None else _quote(f["key"])},'
+                f'"kind":{_quote(f["kind"])},'
+                f'"parent":{_NULL if f["parent"] is None else _quote(f["parent"])},'
+                f'"principal":{_quote(f["principal"])},'
+                f'"rel":{_NULL if f["rel"] is None else _quote(f["rel"])},'
+                f'"scope":{_quote(f["scope"])},"source":{_quote(f["source"])},'
+                f'"text":{_quote(f["text"])},"type":"memory","v":{FORMAT},'
+                f'"valid_until":'
+                f'{_NULL if f["valid_until"] is None else _quote(f["valid_until"])}}}')
+    except TypeError:
+        return None
+    return head, tail
 
 
 def shareable_scope(scope: str) -> bool:
@@ -188,7 +239,21 @@ def parse_line(text: str, where: str) -> Record:
     if not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
         raise _bad(where, "missing or malformed id (32 lower-case hex digits)")
     _check_fields(kind, data, where)
-    return Record(data, text.strip(), where, _body(data))
+    return Record(data, text.strip(), where, _parsed_body(kind, data))
+
+
+def _parsed_body(kind: str, data: dict[str, Any]) -> str:
+    """`_body(data)` of a validated record: memory and evidence bodies spelled out (an import
+    checks the id of every line of the folder: issue 24). A `"v"` that equals the format
+    without being the integer (`true`, `1.0`) is spelled by the encoder, as it was."""
+    if type(data["v"]) is int:
+        if kind == "memory":
+            parts = _memory_parts(data)
+            if parts is not None:
+                return parts[0] + parts[1]
+        elif kind == "evidence":
+            return "{" + _evidence_rest(data["memory"], data["ref"])
+    return _body(data)
 
 
 def check_id(record: Record) -> None:
@@ -288,6 +353,13 @@ def record_over_limits(data: dict[str, Any], max_chars: int) -> str | None:
     return None
 
 
+def file_lines(raw: str) -> list[str]:
+    """A shared file's lines, split at line ends only: `str.splitlines` also splits at
+    U+2028, U+2029 and U+0085, which JSON leaves unescaped inside a string, so a memory
+    text holding one made the whole folder unreadable."""
+    return raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset(),
                 checked: dict[str, str] | None = None) -> Folder:
     """Parse every shared file; raise InvalidInput naming file and line on the first bad one.
@@ -307,7 +379,7 @@ def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset(),
         raw = read_shared_file(file)
         if raw is None:
             continue
-        lines = [line for line in raw.splitlines() if line.strip()]
+        lines = [line for line in file_lines(raw) if line.strip()]
         folder.lines[name] = lines
         digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()
         folder.digests[name] = digest
@@ -315,7 +387,7 @@ def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset(),
             _parse_checked(folder, file, raw, skip)
             continue
         shown = _show(file)
-        for number, text in enumerate(raw.splitlines(), start=1):
+        for number, text in enumerate(file_lines(raw), start=1):
             if not text.strip():
                 continue
             where = f"{shown} line {number}"
@@ -341,7 +413,7 @@ def _parse_checked(folder: Folder, file: Path, raw: str, skip: set[str] | frozen
                    ) -> None:
     """The records of a file whose exact text passed `read_folder`'s checks before."""
     shown = _show(file)
-    for number, text in enumerate(raw.splitlines(), start=1):
+    for number, text in enumerate(file_lines(raw), start=1):
         if not text.strip() or (skip and _raw_id(text) in skip):
             continue
         data = json.loads(text)
@@ -384,11 +456,14 @@ def line_id(text: str) -> str:
         return ""
 
 
-def write_lines(file: Path, lines: list[str]) -> None:
-    """Replace `file` atomically with `lines`, sorted by id (one record per line)."""
+def write_lines(file: Path, lines: list[str], ids: dict[str, str] | None = None) -> None:
+    """Replace `file` atomically with `lines`, sorted by id (one record per line). `ids`:
+    line → its id where the caller knows it (the records it made), so that only the other
+    lines are searched for theirs."""
     check_folder(file.parent)
     file.parent.mkdir(parents=True, exist_ok=True)
-    ordered = sorted(dict.fromkeys(lines), key=lambda t: (line_id(t), t))
+    known = ids or {}
+    ordered = sorted(dict.fromkeys(lines), key=lambda t: (known.get(t) or line_id(t), t))
     temp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
     temp.unlink(missing_ok=True)  # a link planted under this name is removed, not followed
     try:

@@ -1,0 +1,200 @@
+"""The export spells each memory and evidence line out and reads the versions as narrow
+tuples (issue 24: the sorted-key encoder and a record object per version were most of a
+first export). The lines must be byte for byte the ones the general encoder writes: the
+same store exported both ways is the oracle."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+
+import pytest
+
+from agentstate.memory.forget import forget
+from agentstate.memory.model import all_version_rows
+from agentstate.memory.status import MemoryStatus
+from agentstate.memory.versions import insert_version
+from agentstate.store.clock import Clock, IdSource
+from agentstate.store.db import open_store
+from agentstate.sync import export as export_module
+from agentstate.sync import records, shared_path, sync
+
+AWKWARD = ['a "quoted" ,"key": value', "路径 ünïcode\tand a tab", "ends with a brace }",
+           "back\\slash and \x01 control", "line\u2028separator and emoji 🚀", "/* \n */",
+           "  padded with spaces\t "]
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+@pytest.mark.parametrize("optional", [None, "x"])
+def test_a_spelled_out_memory_line_is_the_encoders(text, optional):
+    fields = {"kind": "fact", "key": optional and f"key {text}", "scope": "branch:main",
+              "text": text, "source": "file:a.py@1", "principal": "alice",
+              "created": "2026-01-01T00:00:00.000000Z", "valid_until": optional,
+              "parent": optional and "0" * 32, "rel": optional and "contests",
+              "held": optional and "candidate"}
+    quick = records.memory_record(**fields)
+    general = records.make_record("memory", **fields)
+    assert (quick.line, quick.body, quick.data) == (general.line, general.body, general.data)
+    assert quick.line == records.canonical(general.data)
+
+
+def test_a_field_that_is_not_a_string_takes_the_encoder():
+    fields = {"kind": "fact", "key": None, "scope": "repo", "text": "t", "source": "user",
+              "principal": "alice", "created": 20260101, "valid_until": None, "parent": None,
+              "rel": None, "held": None}
+    assert records.memory_record(**fields).line == records.make_record("memory", **fields).line
+
+
+def _varied(store) -> None:
+    """Chains, rivals, held versions, expiry dates, unshared scopes, awkward texts, every
+    kind of evidence ref, a forgotten and a purged fact."""
+    plain = {"kind": "fact", "source": "user", "confidence": 0.9, "principal": "owner",
+             "reason": "test", "scanned": True}
+    with store.transaction():
+        for n, text in enumerate(AWKWARD):
+            scope = ("repo", "branch:main", "path:src/", "user")[n % 4]
+            insert_version(store, memory_id=f"fact{n:04d}", version=1, key=None, scope=scope,
+                           text=f"{text} {n}", status=MemoryStatus.ACTIVE,
+                           valid_until="2027-01-01T00:00:00Z" if n % 2 else None,
+                           supersedes=None, evidence=[("user", "user"),
+                                                      (f"file:src/{text[:3]}.py@abc", "file")],
+                           **plain)
+        for n, (second, held) in enumerate([(MemoryStatus.ACTIVE, None),
+                                            (MemoryStatus.CONTESTED, None),
+                                            (MemoryStatus.CANDIDATE, "held"),
+                                            (MemoryStatus.QUARANTINED, "held")]):
+            memory_id = f"chain{n:04d}"
+            insert_version(store, memory_id=memory_id, version=1, key=f"setting-{n}",
+                           scope="repo", text=f"the value {n} is one",
+                           status=MemoryStatus.SUPERSEDED if held is None and n == 0
+                           else MemoryStatus.ACTIVE, valid_until=None, supersedes=None,
+                           evidence=[("evt:abcd1234", "evt")], **plain)
+            insert_version(store, memory_id=memory_id, version=2, key=f"setting-{n}",
+                           scope="repo", text=f"the value {n} is two", status=second,
+                           valid_until=None, supersedes=1, evidence=[("user", "user")],
+                           **plain)
+        insert_version(store, memory_id="gone0001", version=1, key=None, scope="repo",
+                       text="a fact to forget", status=MemoryStatus.ACTIVE, valid_until=None,
+                       supersedes=None, evidence=[("user", "user")], **plain)
+        insert_version(store, memory_id="gone0002", version=1, key=None, scope="repo",
+                       text="a fact to purge", status=MemoryStatus.ACTIVE, valid_until=None,
+                       supersedes=None, evidence=[("user", "user")], **plain)
+
+
+def _general_evidence(memory: str, ref: str) -> records.Record:
+    data = {"v": records.FORMAT, "type": "evidence", "memory": memory, "ref": ref}
+    body = records.canonical(data)
+    data["id"] = records.record_id(data, body)
+    return records.Record(data, records.canonical(data), "", body)
+
+
+def _general_encoders(monkeypatch) -> None:
+    """The export as it was: every version read whole, every line through the encoder."""
+    monkeypatch.setattr(export_module, "memory_record",
+                        lambda **fields: records.make_record("memory", **fields))
+    monkeypatch.setattr(export_module, "evidence_record", _general_evidence)
+    monkeypatch.setattr(export_module, "all_shared_fields", all_version_rows)
+
+
+def _open(path):
+    return open_store(path / ".agentstate", clock=Clock(datetime(2026, 1, 15, tzinfo=UTC)),
+                      ids=IdSource(seed=3))
+
+
+def test_the_export_writes_the_general_encoders_bytes(tmp_path, monkeypatch):
+    from agentstate.store.init import create_store
+
+    (tmp_path / "quick").mkdir()
+    create_store(target=tmp_path / "quick")
+    store = _open(tmp_path / "quick")
+    _varied(store)
+    store.close()
+    shutil.copytree(tmp_path / "quick", tmp_path / "general")
+    outputs = []
+    for name in ("quick", "general"):
+        with monkeypatch.context() as patch:
+            if name == "general":
+                _general_encoders(patch)
+            opened = _open(tmp_path / name)
+            held = {"include_candidates": True, "include_quarantined": True}
+            first = sync(opened, do_import=False, principal="owner", **held)
+            forget(opened, "mem:gone0001", reason="test", principal="owner")
+            forget(opened, "mem:gone0002", reason="test", purge=True, principal="owner")
+            then = sync(opened, do_import=False, principal="owner", **held)
+            folder = shared_path(opened)
+            files = {p.name: p.read_bytes() for p in sorted(folder.glob("*.jsonl"))}
+            mapped = sorted(opened.conn.execute(
+                "SELECT record_id, memory, version, origin FROM shared_records"))
+            outputs.append((first.exported, first.exported_evidence, then.exported_tombstones,
+                            then.removed_lines, files, mapped))
+            opened.close()
+    quick, general = outputs
+    assert quick[0] >= 12 and quick[1] > quick[0] and quick[2] == 2 and quick[3] >= 2
+    assert set(quick[4]) == {"memories.jsonl", "evidence.jsonl", "tombstones.jsonl"}
+    assert quick == general
+    for data in quick[4].values():  # each file sorted by id, as the parsed lines say
+        ids = [json.loads(line)["id"] for line in data.decode().split("\n") if line]
+        assert ids == sorted(ids) and len(ids) == len(set(ids))
+    lines = quick[4]["memories.jsonl"].decode()
+    assert "🚀" in lines and '"held":"candidate"' in lines and '"rel":"contests"' in lines
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_a_text_holding_a_unicode_line_separator_travels(tmp_path, separator):
+    """JSON leaves these unescaped inside a string; the folder is split at line ends only
+    (it was split at these too, and every later sync failed on the broken line)."""
+    from agentstate.store.init import create_store
+
+    stores = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        create_store(target=tmp_path / name)
+        stores.append(_open(tmp_path / name))
+    a, b = stores
+    text = f"the build runs nightly{separator}and weekly"
+    with a.transaction():
+        insert_version(a, memory_id="sep00001", version=1, kind="fact", key=None,
+                       scope="repo", text=text, source="user", status=MemoryStatus.ACTIVE,
+                       confidence=0.9, valid_until=None, supersedes=None, principal="owner",
+                       reason="test", evidence=[("user", "user")], scanned=True)
+    assert sync(a, principal="owner").exported == 1
+    assert sync(a, principal="owner").exported == 0  # a's own folder reads back
+    shutil.copytree(shared_path(a), shared_path(b))
+    assert sync(b, principal="owner").imported == 1
+    assert b.conn.execute("SELECT text FROM memories").fetchone()[0] == text
+    a.close()
+    b.close()
+
+
+def _general_body(data: dict) -> str:
+    return records.canonical({k: v for k, v in data.items() if k != "id"})
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+def test_a_read_lines_body_is_the_encoders(text):
+    """read_folder checks each line's id against its body, now spelled out for memory and
+    evidence lines: the body must be the encoder's for any valid record."""
+    made = [records.make_record("memory", kind="fact", key=text, scope="repo", text=text,
+                                source="user", principal="alice", created=text,
+                                valid_until=None, parent=None, rel=None, held=None),
+            records.make_record("evidence", memory="0" * 32, ref=f"file:x{text}@main"),
+            records.make_record("forget", target="1" * 32)]
+    for record in made:
+        parsed = records.parse_line(record.line, "test")
+        assert parsed.body == _general_body(parsed.data) == record.body
+        records.check_id(parsed)
+
+
+@pytest.mark.parametrize("version", [True, 1.0])
+def test_a_format_version_equal_to_one_but_not_the_integer_keeps_its_spelling(version):
+    """`"v": true` passes the format check (true == 1): its id is the hash of the body the
+    encoder spells, `"v":true`, as before the bodies were spelled out."""
+    for data in ({"v": version, "type": "evidence", "memory": "0" * 32, "ref": "user"},
+                 {"v": version, "type": "memory", "kind": "fact", "key": None, "scope": "repo",
+                  "text": "t", "source": "user", "principal": "alice", "created": "c",
+                  "valid_until": None, "parent": None, "rel": None, "held": None}):
+        data["id"] = records.record_id(data)
+        parsed = records.parse_line(records.canonical(data), "test")
+        assert parsed.body == _general_body(data)
+        records.check_id(parsed)
