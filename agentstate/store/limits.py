@@ -142,9 +142,12 @@ def parse_json(text: str | bytes, what: str) -> Any:
     return value
 
 
-def compact_meta(meta: dict[str, Any], what: str = "the meta") -> str:
-    """Meta as stored: key-sorted JSON, checked and within MAX_META_CHARS."""
-    check_json(meta, what)
+def compact_meta(meta: dict[str, Any], what: str = "the meta", *, walked: bool = False) -> str:
+    """Meta as stored: key-sorted JSON, checked and within MAX_META_CHARS. `walked`: the
+    caller has just run check_json over a value holding this meta (an imported record), so
+    it is not walked again."""
+    if not walked:
+        check_json(meta, what)
     text = json.dumps(meta, ensure_ascii=False, sort_keys=True, allow_nan=False)
     check_length(text, MAX_META_CHARS, what)
     return text
