@@ -392,10 +392,14 @@ def _near_sensitive(text: str, start: int, token: str) -> bool:
     return len(classes) >= 2 and shannon_entropy(core) >= 3.3
 
 
-def _scan(text: str) -> list[Finding]:
+def _scan(text: str, lower: str | None = None, known: list[int] | None = None
+          ) -> list[Finding]:
+    """One pass of every layer over `text`; `lower` and `known` (its lower-cased form and
+    `_known_to_run`'s answer) when the caller has them already."""
     findings = _private_keys(text)
-    lower = text.lower()
-    for index in _known_to_run(text, lower):
+    if lower is None:
+        lower = text.lower()
+    for index in _known_to_run(text, lower) if known is None else known:
         kind, source, _ = _KNOWN[index]
         findings.extend(Finding(kind, m.start(), m.end())
                         for m in _compiled(source).finditer(text))
@@ -591,11 +595,14 @@ _DISCORD = next(i for i, (kind, _, _) in enumerate(_KNOWN) if kind == "Discord b
 
 
 def _scan_all(text: str) -> list[Finding]:
-    found = _scan(text)
+    # The text's lower-cased form and the formats whose anchors it holds, once: the scan
+    # and the join pass both need them (each an anchor test per format over the whole text).
+    lower = text.lower()
+    known = _known_to_run(text, lower)
+    found = _scan(text, lower, known)
     if "\n" in text or "\\n" in text:
-        lower = text.lower()
         words = tuple(w for w in _JOIN_WORDS if w in lower)
-        anchored = bool(_known_to_run(text, lower))
+        anchored = bool(known)
         joins = [m for m in _LINE_JOIN.finditer(text)
                  if _could_cross(text, lower, m, words, anchored)]
         if joins:

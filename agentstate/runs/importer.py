@@ -164,7 +164,7 @@ def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) 
     write, where the ids of the records before it are known."""
     if not isinstance(data, dict):
         raise InvalidInput("not a JSON object")
-    check_json(data, "the record")
+    check_json(data, "the record")  # the record's one walk: its meta is not walked again
     unknown = sorted(set(data) - KNOWN_FIELDS)
     if unknown:
         raise InvalidInput(f"unknown field(s) {', '.join(unknown)}")
@@ -186,7 +186,7 @@ def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) 
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise InvalidInput("meta must be an object")
-    meta_json = compact_meta(meta)
+    meta_json = compact_meta(meta, walked=True)
     # The expensive part (the secret scanner) runs here, before the write transaction:
     # append_event is told the record was scanned.
     refuse_secrets(text, "the text")
@@ -197,7 +197,8 @@ def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) 
         target = data.get(how)
         if target is not None and not isinstance(target, str):
             raise InvalidInput(f"{how} {target!r} is neither an evt: ref nor an earlier id")
-    return {"kind": kind, "text": text, "ts": ts, "source": source, "meta": meta}
+    return {"kind": kind, "text": text, "ts": ts, "source": source, "meta": meta,
+            "meta_json": meta_json}
 
 
 def _links(data: dict[str, Any], id_map: dict[str, str]) -> dict[str, str | None]:
@@ -304,9 +305,9 @@ class _ImportOptions:
 
 # One record after the checks that run outside the write transaction: (position, data,
 # checked record or None, the error it raised or None, why it was skipped or None, the id
-# of the event it duplicates or None).
+# of the event it duplicates or None, its import key or None).
 _Prepared = tuple[int | str, Any, dict[str, Any] | None, AgentStateError | None, str | None,
-                  Any]
+                  Any, str | None]
 
 
 class _Import:
@@ -351,35 +352,36 @@ class _Import:
         """Parse and check one record outside the write transaction."""
         if isinstance(item, ImportLine):
             if item.skip is not None:
-                return item.position, None, None, None, item.skip, None
+                return item.position, None, None, None, item.skip, None, None
             position, data, error = item.position, item.data, item.error
         else:
             position, data, error = ordinal, item, None
-        if error is None and self.run is not None and isinstance(data, dict):
-            # The key first: what the run already holds is not scanned again.
-            found = self._held(self.run, position, data)
-            if found:
-                return position, data, None, None, None, found
+        key = None
+        if error is None and isinstance(data, dict):
+            # The key once a record, here: the look-up below and the write both use it.
+            try:
+                key = import_key(data.get("id", position), data)
+            except (TypeError, ValueError, RecursionError):
+                pass  # not canonical JSON: _check_record names the problem
+            # The key first: what the run already holds is not scanned again. A run this
+            # import created holds only what it wrote itself (a record given twice is
+            # caught by the unique index), so nothing is looked up there.
+            if key is not None and self.run is not None and not self.result.created_run:
+                found = self.store.value(
+                    "SELECT id FROM events WHERE run = ? AND import_key = ?", (self.run.id, key))
+                if found:
+                    return position, data, None, None, None, found, key
         try:
             if error is not None:
                 raise InvalidInput(error)
             return position, data, _check_record(data, kinds=self.o.extra_kinds), None, None, \
-                None
+                None, key
         except AgentStateError as exc:
-            return position, data, None, exc, None, None
-
-    def _held(self, run: Run, position: int | str, data: dict[str, Any]) -> Any:
-        """The id of the event of `run` this record was imported as, if any."""
-        try:
-            key = import_key(data.get("id", position), data)
-        except (TypeError, ValueError):
-            return None  # not canonical JSON: _check_record names the problem
-        return self.store.value("SELECT id FROM events WHERE run = ? AND import_key = ?",
-                                (run.id, key))
+            return position, data, None, exc, None, None, key
 
     def write(self, prepared: _Prepared) -> None:
         """One prepared record, inside the batch's transaction."""
-        position, data, record, error, skip, duplicate = prepared
+        position, data, record, error, skip, duplicate, key = prepared
         result = self.result
         if duplicate is not None:
             result.duplicates += 1
@@ -391,10 +393,11 @@ class _Import:
         elif error is not None:
             self.reject(position, error)
         else:
-            assert record is not None  # prepared without error, skip or duplicate
+            # Prepared without error, skip or duplicate: checked, so its key was computed.
+            assert record is not None and key is not None
             try:
                 # append_event is atomic on its own (a savepoint).
-                self.store_record(position, data, record)
+                self.store_record(data, record, key)
             except AgentStateError as exc:
                 self.reject(position, exc)
 
@@ -427,14 +430,13 @@ class _Import:
         claimed_by = self.o.claimed_by
         if claimed_by is not None and not claimed_by.can_claim(record["source"]):
             record["meta"] = {**(record["meta"] or {}), "claimed_source": record["source"]}
+            record["meta_json"] = compact_meta(record["meta"])  # the meta as now stored
             record["source"] = "model"
             self.result.downgraded += 1
         return record
 
-    def store_record(self, position: int | str, data: dict[str, Any],
-                     record: dict[str, Any]) -> None:
+    def store_record(self, data: dict[str, Any], record: dict[str, Any], key: str) -> None:
         record = self._attributed(data, record)
-        key = import_key(data.get("id", position), data)
         target = self.ensure_run()
         # A checkpoint's key is looked up here; an event's is kept unique by the index on
         # (run, import_key), which insert_event leans on (prepare looked it up already).
@@ -470,7 +472,7 @@ class _Import:
             # its key's look-up (prepare), the next seq and the insert.
             event_id, created = insert_event(
                 store, target, record["kind"], record["text"], source=record["source"],
-                meta=record["meta"], resolves=record["resolves"],
+                meta=record["meta"], meta_json=record["meta_json"], resolves=record["resolves"],
                 supersedes=record["supersedes"], ts=record["ts"], import_key=key,
                 allow_system_kinds=record["kind"] == "tool", scanned=True,
                 key_by_index=True, touch_run=False,

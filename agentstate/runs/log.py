@@ -390,6 +390,7 @@ def insert_event(
     scanned: bool = False,
     key_by_index: bool = False,
     touch_run: bool = True,
+    meta_json: str | None = None,
 ) -> tuple[str, bool]:
     """append_event's checks and write inside the caller's write transaction, for a run
     already read (or its ref, None for the current run, read after the checks); the event's
@@ -399,7 +400,9 @@ def insert_event(
     of the import key before the insert (the caller did one before the transaction): the
     unique index on (run, import_key) refuses a second one, and only then is it looked up;
     `touch_run` False, the caller updates the run's time once for all of them. An import's
-    record then costs three statements (the key, the next seq, the insert) instead of ten."""
+    record then costs three statements (the key, the next seq, the insert) instead of ten.
+    `meta_json`: `meta` as compact_meta made it from the record the caller checked, so the
+    meta is neither walked nor serialised again."""
     allowed = EVENT_KINDS if allow_system_kinds else set(USER_KINDS)
     if kind not in allowed:
         expected = ", ".join(sorted(allowed))
@@ -413,14 +416,15 @@ def insert_event(
     source = validate_source(check_length(source, MAX_NAME_CHARS, "the source"))
     if claimed_by is not None:
         claimed_by.check_claim(source)
-    meta = validate_meta(meta)
-    meta_json = compact_meta(meta, "the event meta")
+    if meta_json is None:
+        meta = validate_meta(meta)
+        meta_json = compact_meta(meta, "the event meta")
     if not scanned:
         # here: its patterns compile slowly
         from agentstate.safety import refuse_secrets, refuse_secrets_in_meta
 
         refuse_secrets(text, "the event text")
-        refuse_secrets_in_meta(meta, meta_json, "the event meta")
+        refuse_secrets_in_meta(meta or {}, meta_json, "the event meta")
     if not isinstance(run, Run):
         run = resolve_run(store, run)
     if run.status != RunStatus.ACTIVE:

@@ -25,7 +25,11 @@ ID_LENGTH = 10
 
 def format_ts(moment: datetime) -> str:
     """Stored timestamps: UTC, ISO 8601, microseconds, 'Z' suffix; they sort as text."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = moment.astimezone(UTC)
+    if utc.year < 1000:  # strftime writes such a year unpadded; kept as it always was
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # The same text as strftime's, in about half the time: an import formats each line's.
+    return utc.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def parse_ts(text: str) -> datetime:

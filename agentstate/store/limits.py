@@ -52,7 +52,48 @@ def check_text(text: str, what: str) -> None:
 
 
 def check_json(value: Any, what: str, depth: int = 0) -> None:
-    """A parsed JSON value within the limits above; InvalidInput naming the problem."""
+    """A parsed JSON value within the limits above; InvalidInput naming the problem.
+
+    Every transcript line and imported record is walked (issue 24: a 2 MB import walks
+    ~60,000 values), so the usual members of a container take the short way: an ASCII
+    string cannot hold a lone surrogate (`isascii` reads a flag the string already has) and
+    a plain int is compared in place; containers, floats and anything else take the general
+    rule (`_check_value`). The checks run in the order of a plain recursive walk, so the
+    first problem named is the same."""
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidInput(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if not (type(key) is str and key.isascii()):
+                check_text(str(key), what)
+            _check_member(item, what, depth + 1)
+    elif kind is list:
+        for item in value:
+            _check_member(item, what, depth + 1)
+    else:
+        _check_value(value, what, depth)
+
+
+def _check_member(item: Any, what: str, depth: int) -> None:
+    """One member of a container, at `depth`."""
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidInput(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+    kind = type(item)
+    if kind is str:
+        if not item.isascii():
+            check_text(item, what)
+    elif kind is int:
+        if abs(item) > MAX_JSON_INT:
+            raise InvalidInput(f"{what} holds an integer beyond ±{MAX_JSON_INT}")
+    elif kind is dict or kind is list:
+        check_json(item, what, depth)
+    elif item is not None and kind is not bool:
+        _check_value(item, what, depth)
+
+
+def _check_value(value: Any, what: str, depth: int) -> None:
+    """check_json for any value (subclasses, floats, tuples): the general rule."""
     if depth > MAX_JSON_DEPTH:
         raise InvalidInput(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
     if isinstance(value, bool) or value is None:
@@ -101,9 +142,12 @@ def parse_json(text: str | bytes, what: str) -> Any:
     return value
 
 
-def compact_meta(meta: dict[str, Any], what: str = "the meta") -> str:
-    """Meta as stored: key-sorted JSON, checked and within MAX_META_CHARS."""
-    check_json(meta, what)
+def compact_meta(meta: dict[str, Any], what: str = "the meta", *, walked: bool = False) -> str:
+    """Meta as stored: key-sorted JSON, checked and within MAX_META_CHARS. `walked`: the
+    caller has just run check_json over a value holding this meta (an imported record), so
+    it is not walked again."""
+    if not walked:
+        check_json(meta, what)
     text = json.dumps(meta, ensure_ascii=False, sort_keys=True, allow_nan=False)
     check_length(text, MAX_META_CHARS, what)
     return text

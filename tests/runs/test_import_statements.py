@@ -44,3 +44,11 @@ def test_a_new_record_costs_three_statements_and_the_run_is_touched_once_a_batch
     assert len(events) == RECORDS + 1 and run.updated >= events[-1].ts
     again, _ = _traced(store, _records(RECORDS + 1))
     assert again.imported == 0 and again.duplicates == RECORDS + 1
+
+
+def test_a_run_the_import_creates_is_not_asked_for_keys(store):
+    # It holds only what this import wrote: a record given twice is refused by the unique
+    # index, so each new record costs the next seq and the insert, no key look-up.
+    result, statements = _traced(store, _records(RECORDS), goal="a new run", batch_size=50)
+    assert result.created_run and result.imported == RECORDS
+    assert not [s for s in statements if "import_key = " in s], statements[:6]
