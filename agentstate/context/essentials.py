@@ -26,7 +26,8 @@ always hold the essentials.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from copy import copy
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentstate.memory.preferences import RankedPreferences, ranked_user_preferences
@@ -163,21 +164,20 @@ def gather(store: Store, run: Run | None, *, principal: Principal | str,
 
         count = counter_for(store.settings.tokens).count
     scope = scope_of(run)
-    ranked = ranked_user_preferences(store, principal, scope)
     if run is None:
-        prefs, chosen = fitting_preferences(ranked, PINNED_ROOM, count)
+        prefs, chosen, total = pinned_preferences(store, principal, scope, PINNED_ROOM, count)
         return cap(Essentials(None, chosen, preferences=prefs,
-                              unread={"preferences": ranked.total - len(prefs)}), count)
+                              unread={"preferences": total - len(prefs)}), count)
     if per_group is None:
         per_group = store.settings.context.task_items
-    state = working_state(store, run, per_group=per_group)
-    failures = open_failures(store, run)
+    state, failures = run_state(store, run, per_group)
     if drift is None:
         drift = drift_dict(store, run)
     goal = f"- [{run.ref}] {run.goal}"
     items = [Item(run.ref, "goal", "goal", goal, goal)]
     items += [_state_item(i, "constraints", pinned=True) for i in state.constraints]
-    prefs, chosen = fitting_preferences(ranked, _room_after(items, count), count)
+    prefs, chosen, total = pinned_preferences(store, principal, scope,
+                                              _room_after(items, count), count)
     items += chosen
     items += [_state_item(i, "questions") for i in state.open_questions]
     items += [_state_item(i, "verifications") for i in state.pending_verifications]
@@ -186,7 +186,71 @@ def gather(store: Store, run: Run | None, *, principal: Principal | str,
     items.append(Item(f"worktree:{run.ref}", "drift", "worktree", drift_summary(drift),
                       drift_details(drift)))
     return cap(Essentials(run, items, state, failures, drift, prefs, scope,
-                          unread={"preferences": ranked.total - len(prefs)}), count)
+                          unread={"preferences": total - len(prefs)}), count)
+
+
+def run_state(store: Store, run: Run, per_group: int | None
+              ) -> tuple[WorkingState, list[ToolFailure]]:
+    """The run's working state and open failing tool results, both derived from the event
+    log alone: kept per process while the log is unchanged (memory/indexes.py,
+    `event_index_state`), since a long-lived process (the MCP server) builds every pack of
+    a run from the same log until the agent logs something (issue 24). Each call gets its
+    own lists around the kept items, and the run as it reads now."""
+    from agentstate.memory.indexes import event_index_state
+    from agentstate.store.kept import kept
+
+    state, failures = kept(store.conn, "run state", event_index_state, (run.id, per_group),
+                           lambda: (working_state(store, run, per_group=per_group),
+                                    open_failures(store, run)))
+    mine = replace(state, run=run, more=dict(state.more))
+    for group in _GROUPS:
+        setattr(mine, group, list(getattr(state, group)))
+    return mine, list(failures)
+
+
+@dataclass(frozen=True)
+class _Pinned:
+    """The preferences that fit a room, how many are live in all, and until when that
+    holds without a write (the earliest expiry after the time they were read; None: none
+    expires)."""
+
+    memories: list[Any]
+    items: list[Item]
+    total: int
+    until: str | None
+
+
+def pinned_preferences(store: Store, principal: Principal | str, scope: dict[str, Any] | None,
+                       room: int, count: Callable[[str], int]
+                       ) -> tuple[list[Any], list[Item], int]:
+    """(the preferences `fitting_preferences` keeps in `room`, their items, how many live
+    preferences the principal reads in this scope). Kept per process while no memory has
+    changed (`memory_changes`, m043) and no live preference has expired since they were
+    read: every pack of a run pins the same preferences (issue 24). The key holds all the
+    answer depends on besides: the principal's read rights (config may change between
+    calls), the scope, the room and the counter."""
+    from agentstate.memory.preferences import next_expiry
+    from agentstate.memory.recall import memory_changes
+    from agentstate.store.kept import kept
+    from agentstate.store.principals import acting
+
+    who = acting(store, principal)
+    now = store.now()
+
+    def read() -> _Pinned:
+        ranked = ranked_user_preferences(store, who, scope)
+        prefs, chosen = fitting_preferences(ranked, room, count)
+        return _Pinned(prefs, chosen, ranked.total, next_expiry(store, ranked.now))
+
+    where = None if scope is None else (scope["run"], scope["branch"], tuple(scope["paths"]))
+    key = (who.name, tuple(who.read), where, room, getattr(count, "__self__", count))
+    pinned = kept(store.conn, "pinned preferences", memory_changes, key, read,
+                  fresh=lambda kept_value: kept_value.until is None or now < kept_value.until)
+    return list(pinned.memories), [copy(item) for item in pinned.items], pinned.total
+
+
+_GROUPS = ("constraints", "diagnoses", "hypotheses", "open_questions", "pending_verifications",
+           "failed_verifications")
 
 
 # ---------------------------------------------------------------- the ceiling

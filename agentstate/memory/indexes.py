@@ -129,3 +129,14 @@ def _vectors_removed(conn: Any, schema: str) -> None:
     conn.execute(f"UPDATE {schema}.dense_queries SET ranked = NULL "
                  "WHERE kind = 'event_vectors' AND ranked IS NOT NULL")
 
+
+
+def event_index_state(conn: Any) -> tuple[Any, ...]:
+    """What identifies the event log's contents now, read from its word index: every event
+    is indexed as it is logged, removed as it is deleted and indexed again when a purge
+    scrubs its text (the triggers of m102/m105) — the only ways an event changes — and
+    FTS5 replaces the index's totals and structure records on each such commit. A long-lived
+    process keeps what it derived from the log under it (store/kept.py)."""
+    from agentstate.store.kept import fts5_records
+
+    return fts5_records(conn, "events_fts")

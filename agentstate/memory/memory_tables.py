@@ -438,3 +438,23 @@ def m042_user_preferences(db: sqlite_utils.Database) -> None:
         CREATE INDEX memories_user_preferences ON memories(created, row, scope, valid_until)
             WHERE kind = 'preference' AND source = 'user' AND status = 'active';
     """)
+
+
+# What a memory search reads: the versions, their evidence and their dense vectors.
+MEMORY_CHANGE_TABLES = ("memories", "memory_evidence", "memory_vectors")
+
+
+def m043_memory_changes(db: sqlite_utils.Database) -> None:
+    """One row counting every change to what the read gate reads (a memory version, any
+    column; its evidence; its dense vector), kept by triggers: a long-lived process keeps
+    the memory search's candidates while the count is what it was when it read them
+    (memory/recall.py; issue 24). `sync_changes` (m032) leaves out columns the gate ranks by
+    (confidence, last confirmed), and no vector."""
+    run_script(db, "CREATE TABLE memory_changes (id INTEGER PRIMARY KEY CHECK (id = 1), "
+                   "changes INTEGER NOT NULL);\n"
+                   "INSERT INTO memory_changes (id, changes) VALUES (1, 0);\n")
+    for table in MEMORY_CHANGE_TABLES:
+        for op in ("INSERT", "UPDATE", "DELETE"):
+            db.conn.execute(
+                f"CREATE TRIGGER memory_changes_{table}_{op.lower()} AFTER {op} ON {table} "
+                "BEGIN UPDATE memory_changes SET changes = changes + 1 WHERE id = 1; END")

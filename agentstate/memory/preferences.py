@@ -106,3 +106,13 @@ def ranked_user_preferences(store: Store, principal: Principal | str,
         total += n
     levels = sorted(by_weight.items(), key=lambda level: -level[0])
     return RankedPreferences(store, levels, total, now)
+
+
+def next_expiry(store: Store, now: str) -> str | None:
+    """The earliest expiry after `now` among the live preferences: until then, which
+    preferences are live changes only with a write (what a process keeps of them holds
+    until this time, or until a memory changes). None when none expires."""
+    until: str | None = store.conn.execute(
+        f"SELECT min(valid_until) FROM {_FROM} WHERE {_LIVE} AND valid_until > ?",
+        (now, now)).fetchone()[0]
+    return until

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -141,21 +143,11 @@ def recall(
     Raises InvalidInput for an empty or punctuation-only
     query, an unknown kind or include value; an undeclared principal is InvalidInput too.
     """
-    from agentstate.memory.search import (
-        MEMORIES,
-        fused_memory_rows,
-        plan_query,
-        search_memory_rows,
-    )
-
     scopes = _checked_filters(store, limit, kinds, include, scopes, context)
     who = acting(store, principal)
-    plan = plan_query(store, query, MEMORIES)
-    matches = search_memory_rows(store, query, cap=CANDIDATES, plan=plan)
-    if dense:
-        matches = fused_memory_rows(store, query, matches, cap=CANDIDATES)
+    found = searched(store, query, dense=dense)
+    plan, matches, rows = found.plan, found.matches, found.rows
     relevance = dict(matches)
-    rows = _load_rows(store, [row for row, _ in matches])
     now = store.now()
     min_relevance = store.settings.memory.min_relevance
 
@@ -179,9 +171,9 @@ def recall(
             withheld[reason] = withheld.get(reason, 0) + 1
 
     kept = _relevant(visible, min_relevance if gate else None, withheld)
-    evidence = load_evidence(store, [row.row for row, _, _ in kept])
+    evidence = found.evidence_of(store, [row.row for row, _, _ in kept])
     hits = [_hit(row, rel, spec, now, evidence[row.row]) for row, rel, spec in kept]
-    _flag_contests(store, hits, now)
+    _flag_contests(found.chain_of(store), hits, now)
     hits.sort(key=lambda h: (-h.score, h.ref))
     hits = _place_contested(hits)[:limit]
     return RecallResult(
@@ -190,6 +182,70 @@ def recall(
         withheld={k: withheld[k] for k in sorted(withheld)}, matched_nothing=not hits,
         pruned_terms=plan.stop_words + plan.common,
     )
+
+
+@dataclass
+class Searched:
+    """What a memory search read for one query: its plan, the matching rows (lexical, fused
+    with the dense ones where asked) with their relevance, the records of those rows, and —
+    filled as the gate shows them — their evidence and their chains' versions. None of it
+    depends on the time, the principal or the scope: the gate decides on those afresh."""
+
+    plan: Any
+    matches: list[tuple[int, float]]
+    rows: dict[int, MemoryVersion]
+    evidence: dict[int, list[Evidence]] = field(default_factory=dict)
+    chains: dict[str, list[MemoryVersion]] = field(default_factory=dict)
+
+    def evidence_of(self, store: Store, rows: list[int]) -> dict[int, list[Evidence]]:
+        missing = [r for r in rows if r not in self.evidence]
+        if missing:
+            self.evidence.update(load_evidence(store, missing))
+        return {r: self.evidence[r] for r in rows}
+
+    def chain_of(self, store: Store) -> Callable[[str], list[MemoryVersion]]:
+        def chain(memory_id: str) -> list[MemoryVersion]:
+            if memory_id not in self.chains:
+                self.chains[memory_id] = chain_rows(store, memory_id)
+            return self.chains[memory_id]
+        return chain
+
+
+def searched(store: Store, query: str, *, dense: bool) -> Searched:
+    """The memory search for `query`, kept per process while no memory version, evidence
+    or vector has changed since (`memory_changes`, m043, and the database file's identity:
+    store/kept.py): a long-lived process (the MCP server) asks the same task query on every
+    `context` call. Raises InvalidInput for a query with nothing to search for."""
+    from agentstate.store.kept import kept
+
+    return kept(store.conn, "memory search", memory_changes, (query, dense),
+                lambda: _search(store, query, dense))
+
+
+def memory_changes(conn: Any) -> int | None:
+    """The count m043's triggers keep of every change to a memory version, its evidence or
+    its vector: what a process keeps of the memories is valid while it has not moved
+    (store/kept.py). None on a store opened without migrating to it."""
+    try:
+        row = conn.execute("SELECT changes FROM memory_changes WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return None if row is None else int(row[0])
+
+
+def _search(store: Store, query: str, dense: bool) -> Searched:
+    from agentstate.memory.search import (
+        MEMORIES,
+        fused_memory_rows,
+        plan_query,
+        search_memory_rows,
+    )
+
+    plan = plan_query(store, query, MEMORIES)
+    matches = search_memory_rows(store, query, cap=CANDIDATES, plan=plan)
+    if dense:
+        matches = fused_memory_rows(store, query, matches, cap=CANDIDATES)
+    return Searched(plan, matches, _load_rows(store, [row for row, _ in matches]))
 
 
 def _checked_filters(store: Store, limit: int, kinds: list[str] | tuple[str, ...] | None,
@@ -225,7 +281,7 @@ def _gate_decision(row: MemoryVersion, who: Principal, context: dict[str, Any] |
     if not who.can_read(row.scope):
         return "permission", 0.0
     specificity = scope_applies(row.scope, context)
-    memory_status = row_to_memory(row, now).status
+    memory_status = effective_status(row.status, row.valid_until, now)
     if specificity is None:
         return "out_of_scope", 0.0
     if memory_status in CURRENT_STATUSES or memory_status in include:
@@ -305,11 +361,13 @@ def _hit(row: MemoryVersion, relevance: float, specificity: float, now: str,
     )
 
 
-def _flag_contests(store: Store, hits: list[MemoryHit], now: str) -> None:
-    """Link contested versions and the current version of the same chain, both ways."""
+def _flag_contests(chain: Callable[[str], list[MemoryVersion]], hits: list[MemoryHit],
+                   now: str) -> None:
+    """Link contested versions and the current version of the same chain, both ways
+    (`chain`: a chain's versions, oldest first)."""
     chains = {h.id for h in hits if h.status == MemoryStatus.CONTESTED}
     for memory_id in chains:
-        rows = chain_rows(store, memory_id)
+        rows = chain(memory_id)
         current = current_memory_version([r for r in rows if r.status == MemoryStatus.ACTIVE], now)
         if current is None:
             continue
@@ -329,10 +387,16 @@ def _place_contested(hits: list[MemoryHit]) -> list[MemoryHit]:
     """Put each contested version right after the current version it contests."""
     by_ref = {h.ref: h for h in hits}
     placed: list[MemoryHit] = []
-    moved = {h.ref for h in hits if h.contests and h.contests in by_ref}
+    # Each current version's contesters in rank order, found in one pass (a pass per hit
+    # was quadratic in the ~200 candidates).
+    contesters: dict[str, list[MemoryHit]] = {}
+    for hit in hits:
+        if hit.contests and hit.contests in by_ref:
+            contesters.setdefault(hit.contests, []).append(hit)
+    moved = {h.ref for group in contesters.values() for h in group}
     for hit in hits:
         if hit.ref in moved:
             continue
         placed.append(hit)
-        placed.extend(h for h in hits if h.ref in moved and h.contests == hit.ref)
+        placed.extend(contesters.get(hit.ref, ()))
     return placed

@@ -75,6 +75,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m040_memory_vectors", "memory"),  # dense vectors of memory versions (memory/dense.py)
     ("m041_scanned_texts", "memory"),  # issue 24: a memory text is scanned for secrets once
     ("m042_user_preferences", "memory"),  # issue 24: essentials read what they show
+    ("m043_memory_changes", "memory"),  # issue 24: a memory search kept while nothing changed
     # Issue 23: the dense extra's start-up (m043-m049 are kept for the memory block).
     ("m050_dense_queries", "memory"),  # query vectors and their rankings (dense_queries.py)
     ("m052_vector_changes", "memory"),  # a count of deleted vectors (memory/dense.py)

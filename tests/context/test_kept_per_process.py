@@ -91,6 +91,10 @@ WRITER = textwrap.dedent("""
                      source="tool:pytest")
     api.remember(store, f"the parser cache must be warmed before the login suite ({n})",
                  principal="owner", kind="fact")
+    # What the essentials pin and list: a preference, an open question.
+    api.remember(store, f"keep the parser cache per worker ({n})", principal="owner",
+                 kind="preference")
+    append_event(store, run.ref, "question", f"is the parser cache shared by workers ({n})?")
     store.close()
 """)
 
@@ -108,3 +112,5 @@ def test_packs_with_what_the_process_kept_are_the_packs_of_a_fresh_process(store
     kept = _kept(repo)
     assert kept == _afresh(repo)
     assert kept != first  # the writes are in the packs
+    assert all("keep the parser cache per worker (1)" in text for text in kept)
+    assert all("is the parser cache shared by workers (1)?" in text for text in kept)

@@ -47,6 +47,7 @@ SHIPPED = [
     "m040_memory_vectors",
     "m041_scanned_texts",
     "m042_user_preferences",
+    "m043_memory_changes",
     "m050_dense_queries",
     "m052_vector_changes",
 ]
