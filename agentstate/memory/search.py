@@ -691,7 +691,11 @@ def prefer_speakers(query: str, hits: list[EventHit]) -> tuple[list[EventHit], l
 
 # Below this share of the question's content words (speakers' names left out) found in its
 # best lexical hits, the lexical ranking is weak, and the dense signal weighs
-# WEAK_LEXICAL_DENSE_WEIGHT even where the budget alone would keep it out.
+# WEAK_LEXICAL_DENSE_WEIGHT even where the budget alone would keep it out. The share counts
+# stems at the start of a word, the count this threshold was set with: counted by stem
+# (`stems_held`), shares rise and two dev questions at 2,000 tokens crossed 0.5 and lost
+# their evidence (docs/evaluation.md, issue 23, sixth round) — whether a hit holds any
+# word of the question at all is decided by stem (`holds_nothing`, `_content_weighted`).
 WEAK_LEXICAL = 0.5
 WEAK_LEXICAL_DENSE_WEIGHT = 0.5
 STRENGTH_HITS = 5
@@ -705,10 +709,22 @@ def _content_stems(query: str, hits: list[EventHit]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(stem(w) for w in words if w not in names))
 
 
-def _content_share(stems: tuple[str, ...], text: str) -> float:
+def _content_share(pattern: re.Pattern[str], stems: tuple[str, ...], text: str) -> float:
+    return len(set(pattern.findall(fold(text)))) / len(stems)
+
+
+def _holds_content(stems: tuple[str, ...], text: str) -> bool:
     # By stem, not by prefix alone: a hit holding "injury" holds the question's "injury"
     # (indexed as injuri), and counting it as holding nothing made it a name-only hit.
-    return len(stems_held(stems, fold(text))) / len(stems)
+    return bool(stems_held(stems, fold(text)))
+
+
+def holds_nothing(query: str, hits: list[EventHit]) -> bool:
+    """Whether none of the best STRENGTH_HITS hits holds one of the query's content words
+    (by stem; the speakers' names left out), for a query that has some."""
+    stems = _content_stems(query, hits)
+    return bool(stems) and not any(_holds_content(stems, h.text)
+                                   for h in hits[:STRENGTH_HITS])
 
 
 def lexical_strength(query: str, hits: list[EventHit]) -> float:
@@ -720,7 +736,8 @@ def lexical_strength(query: str, hits: list[EventHit]) -> float:
         return 1.0
     if not hits:
         return 0.0
-    return max(_content_share(stems, h.text) for h in hits[:STRENGTH_HITS])
+    pattern = stem_pattern(stems)
+    return max(_content_share(pattern, stems, h.text) for h in hits[:STRENGTH_HITS])
 
 
 # In the fusion, a lexical hit that holds none of the question's content words (only a
@@ -738,8 +755,9 @@ def lexical_strength(query: str, hits: list[EventHit]) -> float:
 # down there cost the second corpus 0.021 at 1,000 tokens (docs/evaluation.md).
 NAME_ONLY_SHARE = 0.25
 # Where not one of the best lexical hits holds a content word of the question (names aside:
-# `lexical_strength` at most this), the lexical list is no ranking at all — a flat band of
-# turns that carry a speaker's name — and what finds the evidence is the dense ranking, far
+# `lexical_strength` at most this, and `holds_nothing` by stem), the lexical list is no
+# ranking at all — a flat band of turns that carry a speaker's name — and what finds the
+# evidence is the dense ranking, far
 # down it (a paraphrased fact stood 77th-347th on the second corpus). There the fused
 # ranking is as long as the caller's `empty_limit` (a pool sized for the room, not for the
 # lexical hits' one line each: context/assemble.py, EMPTY_LEXICAL_POOL), so the dense
@@ -756,7 +774,7 @@ def _content_weighted(query: str, hits: list[EventHit]) -> list[EventHit]:
     stems = _content_stems(query, hits)
     if not stems or not hits:
         return hits
-    return [h if _content_share(stems, h.text) else
+    return [h if _holds_content(stems, h.text) else
             EventHit(h.ref, h.run, h.kind, h.text, h.source, h.ts,
                      round(h.score * NAME_ONLY_SHARE, 4))
             for h in hits]
@@ -788,7 +806,7 @@ def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = M
         # The question's own words (a speaker's name aside) are in none of the best hits:
         # the lexical ranking says little, whatever the budget (a paraphrase).
         dense_weight = max(dense_weight or 0.0, WEAK_LEXICAL_DENSE_WEIGHT)
-    if strength <= EMPTY_LEXICAL:
+    if strength <= EMPTY_LEXICAL and holds_nothing(query, lexical):
         # Not one content word of the question in the best hits: they are a flat band of
         # name matches at any room, and the dense ranking needs to reach past them.
         weigh = True

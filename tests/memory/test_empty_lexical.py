@@ -62,3 +62,12 @@ def test_in_a_small_room_name_only_hits_give_way_to_a_paraphrase(store, embedder
     refs = [h.ref for h in ranked_events(store, QUESTION, limit=10, dense_weight=0.0,
                                          empty_limit=30)]
     assert answer.ref in refs, len(refs)
+
+
+def test_a_hit_holding_a_word_by_its_stem_keeps_the_pool(store, embedder):
+    # "injury" is indexed as injuri, which starts no word of the hit: held all the same
+    # (memory/terms.py, stems_held), so the question is not one whose hits hold nothing.
+    _chatter(store)
+    run, _ = start_run(store, "another conversation")
+    append_event(store, run.ref, "note", "Tara: I hope your injury heals soon, Chidi.")
+    assert _length(store, "Which injury did Chidi get?", 0.0, 30) == 10

@@ -9,7 +9,7 @@ from agentstate.memory.search import (
     NAME_ONLY_SHARE,
     EventHit,
     _content_weighted,
-    lexical_strength,
+    holds_nothing,
 )
 from agentstate.memory.terms import fold, stem, stems_held
 
@@ -47,6 +47,7 @@ def test_a_hit_holding_a_rewritten_stem_is_not_a_name_only_hit():
     hits = [_hit("Tim: Thanks! I hope your injury heals soon."),
             _hit("John: Hey Tim, how was your week?", 0.5)]
     # "John" is a name (a speaker's); the first hit holds "injury", the second nothing.
-    assert lexical_strength(question, hits) > 0
+    assert not holds_nothing(question, hits)
+    assert holds_nothing(question, hits[1:])
     assert [h.score for h in _content_weighted(question, hits)] == [1.0,
                                                                     0.5 * NAME_ONLY_SHARE]
