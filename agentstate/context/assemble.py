@@ -501,9 +501,9 @@ DENSE_MAX_WEIGHT = 0.5
 WIDE_FROM_ROOM = 6_000
 WIDE_POOL = 2
 # Where the question's content words are in none of the best lexical hits (only a name is:
-# memory/search.py, EMPTY_LEXICAL), the pool is this many times the room's, from
-# DENSE_FROM_ROOM: the lexical hits are then a flat band of name matches, and the dense
-# ranking, which finds the evidence, needs to go deep (docs/evaluation.md, fifth round).
+# memory/search.py, EMPTY_LEXICAL), the pool is this many times the room's, at any room:
+# the lexical hits are then a flat band of name matches, and the dense ranking, which
+# finds the evidence, needs to go deep (docs/evaluation.md, fifth and sixth rounds).
 EMPTY_LEXICAL_POOL = 3
 
 

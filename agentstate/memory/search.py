@@ -50,6 +50,7 @@ from agentstate.memory.terms import (
     _WORD,
     STOP_WORDS,
     fold,
+    holds_a_stem,
     split_query,
     stem,
     stem_pattern,
@@ -690,7 +691,11 @@ def prefer_speakers(query: str, hits: list[EventHit]) -> tuple[list[EventHit], l
 
 # Below this share of the question's content words (speakers' names left out) found in its
 # best lexical hits, the lexical ranking is weak, and the dense signal weighs
-# WEAK_LEXICAL_DENSE_WEIGHT even where the budget alone would keep it out.
+# WEAK_LEXICAL_DENSE_WEIGHT even where the budget alone would keep it out. The share counts
+# stems at the start of a word, the count this threshold was set with: counted by stem
+# (`stems_held`), shares rise and two dev questions at 2,000 tokens crossed 0.5 and lost
+# their evidence (docs/evaluation.md, issue 23, sixth round) — whether a hit holds any
+# word of the question at all is decided by stem (`holds_nothing`, `_content_weighted`).
 WEAK_LEXICAL = 0.5
 WEAK_LEXICAL_DENSE_WEIGHT = 0.5
 STRENGTH_HITS = 5
@@ -707,6 +712,20 @@ def _content_stems(query: str, hits: list[EventHit]) -> tuple[str, ...]:
 
 def _content_share(pattern: re.Pattern[str], stems: tuple[str, ...], text: str) -> float:
     return len(set(pattern.findall(fold(text)))) / len(stems)
+
+
+def _holds_content(stems: tuple[str, ...], text: str) -> bool:
+    # By stem, not by prefix alone: a hit holding "injury" holds the question's "injury"
+    # (indexed as injuri), and counting it as holding nothing made it a name-only hit.
+    return holds_a_stem(stems, fold(text))
+
+
+def holds_nothing(query: str, hits: list[EventHit]) -> bool:
+    """Whether none of the best STRENGTH_HITS hits holds one of the query's content words
+    (by stem; the speakers' names left out), for a query that has some."""
+    stems = _content_stems(query, hits)
+    return bool(stems) and not any(_holds_content(stems, h.text)
+                                   for h in hits[:STRENGTH_HITS])
 
 
 def lexical_strength(query: str, hits: list[EventHit]) -> float:
@@ -731,19 +750,24 @@ def lexical_strength(query: str, hits: list[EventHit]) -> float:
 # 8,000 tokens: a hit with one of three words is still the better bet there.) A hit
 # holding only a name is worth what the pack gives a turn two away from a hit
 # (sources.NEIGHBOUR_WEIGHT ** 2): related by who speaks, not by what is said. Only where
-# the room gives the dense ranking a weight of its own (context/assemble.py, dense_weight):
-# in a small room the dense hits are the weaker bet, and weighing the lexical ones down
-# there cost the second corpus 0.021 at 1,000 tokens (docs/evaluation.md).
+# the room gives the dense ranking a weight of its own (context/assemble.py, dense_weight),
+# or where no best hit holds anything of the question (EMPTY_LEXICAL): in a small room the
+# dense hits are the weaker bet where the lexical ones hold some of it, and weighing those
+# down there cost the second corpus 0.021 at 1,000 tokens (docs/evaluation.md).
 NAME_ONLY_SHARE = 0.25
 # Where not one of the best lexical hits holds a content word of the question (names aside:
-# `lexical_strength` at most this), the lexical list is no ranking at all — a flat band of
-# turns that carry a speaker's name — and what finds the evidence is the dense ranking, far
+# `lexical_strength` at most this, and `holds_nothing` by stem), the lexical list is no
+# ranking at all — a flat band of turns that carry a speaker's name — and what finds the
+# evidence is the dense ranking, far
 # down it (a paraphrased fact stood 77th-347th on the second corpus). There the fused
 # ranking is as long as the caller's `empty_limit` (a pool sized for the room, not for the
 # lexical hits' one line each: context/assemble.py, EMPTY_LEXICAL_POOL), so the dense
-# list reaches that deep and its scale (weakest to best) spans it. Only where the room
-# already gives the dense ranking a weight of its own: widening every weak query's pool,
-# or any room's, cost the dev split (docs/evaluation.md, issue 23, fifth round).
+# list reaches that deep and its scale (weakest to best) spans it, and the name-only hits
+# weigh NAME_ONLY_SHARE — at any room, since such a question is fused with the dense
+# ranking at any room (WEAK_LEXICAL). Widening every weak query's pool cost the dev split;
+# so did this rule in small rooms while "holds" meant a stem at the start of a word (hits
+# holding "injury", indexed as injuri, counted as name-only: `stems_held`), and it no
+# longer does (docs/evaluation.md, issue 23, fifth and sixth rounds).
 EMPTY_LEXICAL = 0.0
 
 
@@ -751,25 +775,10 @@ def _content_weighted(query: str, hits: list[EventHit]) -> list[EventHit]:
     stems = _content_stems(query, hits)
     if not stems or not hits:
         return hits
-    pattern = stem_pattern(stems)
-    return [h if _holds(pattern, stems, fold(h.text)) else
+    return [h if _holds_content(stems, h.text) else
             EventHit(h.ref, h.run, h.kind, h.text, h.source, h.ts,
                      round(h.score * NAME_ONLY_SHARE, 4))
             for h in hits]
-
-
-def _holds(pattern: re.Pattern[str], stems: tuple[str, ...], folded: str) -> bool:
-    """Whether the folded text holds one of `stems` where `pattern` matches (at a word's
-    start). The pattern is tried only where a stem occurs: scanning a text with it costs
-    ~40 us per ~700 characters (its look-behind is tried at every position), which over
-    hundreds of hits was most of a fused search; substring search is ~100 times faster."""
-    for s in stems:
-        at = folded.find(s)
-        while at != -1:
-            if pattern.match(folded, at):
-                return True
-            at = folded.find(s, at + 1)
-    return False
 
 
 def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = MAX_TERMS,
@@ -779,9 +788,9 @@ def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = M
     with the dense one when the model is installed (`_fused`): at `dense_weight`, raised to
     WEAK_LEXICAL_DENSE_WEIGHT where the lexical hits hold little of the question
     (`lexical_strength`); None keeps the search lexical. Where `dense_weight` itself is
-    above 0, each lexical hit first weighs what it holds of the question
-    (`_content_weighted`), and where none of the best lexical hits holds any of the
-    question's content words (`lexical_strength` 0) the fused ranking is `empty_limit` long
+    above 0, or none of the best lexical hits holds any of the question's content words
+    (`lexical_strength` 0), each lexical hit first weighs what it holds of the question
+    (`_content_weighted`); in the latter case the fused ranking is also `empty_limit` long
     when that is more than `limit` (see EMPTY_LEXICAL). Then the speaker field is
     preferred (`prefer_speakers`). A query with no word the index knows is ranked by the
     dense signal alone, never an error."""
@@ -790,16 +799,20 @@ def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = M
     except InvalidInput:
         lexical = []
     hits = lexical
-    # Lexical hits are weighed by what they hold of the question only where the budget
-    # itself lets dense hits in (a small room keeps the lexical order: NAME_ONLY_SHARE).
+    # Lexical hits are weighed by what they hold of the question where the budget itself
+    # lets dense hits in, or where they hold nothing of it (NAME_ONLY_SHARE, EMPTY_LEXICAL).
     weigh = bool(dense_weight)
     strength = lexical_strength(query, lexical) if dense_weight is not None else 1.0
     if strength < WEAK_LEXICAL:
         # The question's own words (a speaker's name aside) are in none of the best hits:
         # the lexical ranking says little, whatever the budget (a paraphrase).
         dense_weight = max(dense_weight or 0.0, WEAK_LEXICAL_DENSE_WEIGHT)
-    if weigh and strength <= EMPTY_LEXICAL and empty_limit:
-        limit = max(limit, empty_limit)
+    if strength <= EMPTY_LEXICAL and holds_nothing(query, lexical):
+        # Not one content word of the question in the best hits: they are a flat band of
+        # name matches at any room, and the dense ranking needs to reach past them.
+        weigh = True
+        if empty_limit:
+            limit = max(limit, empty_limit)
     if dense_weight:
         from agentstate.memory.dense import dense_ranked
 
