@@ -245,3 +245,28 @@ def test_another_file_at_the_store_path_is_read_afresh(store, run, repo, tmp_pat
         assert recall(reopened, QUERY, principal="agent").hits[0].confidence == 0.3 != first
     finally:
         reopened.close()
+
+
+def test_preferences_kept_for_one_principal_are_not_shown_to_another(store, run, repo):
+    """The kept preferences are keyed by who reads them: a reader limited to repo-wide
+    memories, asking right after the owner in the same process, never gets the owner's
+    user-wide preference from what was kept for the owner."""
+    config = repo / ".agentstate" / "config.toml"
+    config.write_text(config.read_text() + '\n[principals.reader]\nread = ["repo"]\n'
+                      'write = []\n')
+    remember(store, "answer me in French", kind="preference", scope="user",
+             principal="owner")
+    remember(store, "keep the parser cache on tmpfs", kind="preference", scope="repo",
+             principal="owner")
+    reopened = open_store(start=repo)
+    try:
+        def shown(principal: str) -> list[str]:
+            ess = gather(reopened, current_run(reopened), principal=principal, drift={})
+            return [i.full for i in ess.items if i.section == "preferences"]
+
+        assert any("French" in line for line in shown("owner"))
+        as_reader = shown("reader")
+        assert any("tmpfs" in line for line in as_reader)
+        assert not any("French" in line for line in as_reader)
+    finally:
+        reopened.close()
