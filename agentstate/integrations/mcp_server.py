@@ -7,7 +7,11 @@ the principal and source rules the CLI applies too, and never touches a table it
 
 How it behaves, and why:
 - Each call opens the store afresh and closes it, so the server sees what other processes
-  (the CLI, hooks, a second agent) wrote since the last call.
+  (the CLI, hooks, a second agent) wrote since the last call. Between calls the server
+  holds one idle connection to the database (store/db.py, `IdleConnection`): the last
+  connection to close a WAL database checkpoints the log into the file, ~12% of a
+  `context` call's CPU, and a call's close is then not the last. SQLite's own
+  auto-checkpoint on commit still bounds the log.
 - Every call runs on one worker thread, one at a time: SQLite connections and the token-count
   memo belong to the thread that made them, and one writer at a time is what the store
   expects anyway. The memo stays loaded between calls, which is the point of a long-lived
@@ -94,16 +98,22 @@ class StoreService:
         self.principal = principal
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentstate-store")
         self._warmed = False
+        self._idle: Any = None  # store.db.IdleConnection, made on the worker thread
 
     @contextmanager
     def store(self) -> Iterator[Any]:
-        from agentstate.store.db import open_store
+        from agentstate.store.db import IdleConnection, open_store
 
         store = open_store(self.directory)
         try:
             yield store
         finally:
-            store.close()
+            try:
+                if self._idle is None:
+                    self._idle = IdleConnection()
+                self._idle.hold(store)
+            finally:
+                store.close()
 
     def warm_once(self) -> None:
         """Start the warm-up on the worker thread, the first time only."""
@@ -178,6 +188,8 @@ class StoreService:
         from agentstate.tokens import save_counts
 
         self._worker.submit(save_counts).result()
+        if self._idle is not None:
+            self._worker.submit(self._idle.close).result()  # on the connection's own thread
         self._worker.shutdown(wait=True)
 
 
