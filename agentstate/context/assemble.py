@@ -19,7 +19,12 @@ from agentstate.context.budgeter import (
     class_order,
     room_below,
 )
-from agentstate.context.candidates import Candidate, ClassAllocation, ManifestEntry
+from agentstate.context.candidates import (
+    Candidate,
+    ClassAllocation,
+    ManifestEntry,
+    allocation_rows,
+)
 from agentstate.errors import InvalidInput, UsageError
 from agentstate.store.db import Store
 
@@ -59,12 +64,7 @@ class ContextPack:
                  "position": e.position, "flags": e.flags, "note": e.note}
                 for e in self.manifest
             ],
-            "allocation": [
-                {"class": a.cls, "tokens": a.tokens, "in": a.items_in,
-                 "compressed": a.items_compressed, "pointer": a.items_pointer,
-                 "out": a.items_out}
-                for a in self.allocation
-            ],
+            "allocation": allocation_rows(self.allocation),
             "withheld": self.withheld,
         }
 
