@@ -10,8 +10,8 @@ How it behaves, and why:
   (the CLI, hooks, a second agent) wrote since the last call. Between calls the server
   holds one idle connection to the database (store/db.py, `IdleConnection`): the last
   connection to close a WAL database checkpoints the log into the file, ~12% of a
-  `context` call's CPU, and a call's close is then not the last. SQLite's own
-  auto-checkpoint on commit still bounds the log.
+  `context` call's CPU, and a call's close is then not the last. The idle connection
+  checkpoints instead once the call is answered (`after_answer`), waiting for nobody.
 - Every call runs on one worker thread, one at a time: SQLite connections and the token-count
   memo belong to the thread that made them, and one writer at a time is what the store
   expects anyway. The memo stays loaded between calls, which is the point of a long-lived
@@ -173,10 +173,19 @@ class StoreService:
                     fail(RpcError(INTERNAL_ERROR, classify(exc, ["mcp"]).error.message))
                 else:
                     reply(result)
+                self.after_answer()
 
             self._worker.submit(run)
 
         return Deferred(start)
+
+    def after_answer(self) -> None:
+        """What can wait until the client has its answer (on the worker thread, before the
+        next call): the log the call's commits appended is copied into the database file,
+        so the next call's commit starts the log afresh rather than paying SQLite's
+        auto-checkpoint, and no call's close pays for it either."""
+        if self._idle is not None:
+            self._idle.checkpoint()
 
     def run_sync(self, fn: Callable[[], Any]) -> Any:
         return self._worker.submit(fn).result()

@@ -349,11 +349,11 @@ class IdleConnection:
     process that opens the store afresh for every call would otherwise pay on each one.
 
     It reads once (SQLite counts a connection among a WAL database's users from its first
-    read, when it maps the shared-memory index) and never again: it holds no transaction,
-    so it pins no snapshot and keeps no checkpoint or writer waiting, and nothing a call
-    reads goes through it. When another file is at the store's path (a restore moves the
-    old store aside) it follows the new file and lets go of the old one. Use it on one
-    thread (sqlite3's rule for a connection)."""
+    read, when it maps the shared-memory index) and never again, but for `checkpoint`: it
+    holds no transaction, so it pins no snapshot and keeps no checkpoint or writer waiting,
+    and nothing a call reads goes through it. When another file is at the store's path (a
+    restore moves the old store aside) it follows the new file and lets go of the old one.
+    Use it on one thread (sqlite3's rule for a connection)."""
 
     def __init__(self) -> None:
         self._conn: sqlite3.Connection | None = None
@@ -377,6 +377,19 @@ class IdleConnection:
             conn.close()
             return
         self._conn, self._identity = conn, identity
+
+    def checkpoint(self) -> None:
+        """Copy the log into the database file where no reader needs its frames, waiting
+        for no lock (PASSIVE: a writer or reader at work is left alone, and what they hold
+        is copied by a later checkpoint). For a moment nothing waits on: a fully copied
+        log is started afresh by the next commit, which then never runs SQLite's
+        auto-checkpoint itself."""
+        if self._conn is None:
+            return
+        try:
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error:  # a saving only: the next commit's auto-checkpoint is still there
+            pass
 
     def close(self) -> None:
         if self._conn is not None:

@@ -128,3 +128,40 @@ def _open_files() -> set[tuple[int, int]]:
             continue
         found.add((info.st_dev, info.st_ino))
     return found
+
+
+def _answered(service: mcp_server.StoreService) -> dict:
+    """A `context` call as the server answers it (`later`), and what runs after the answer."""
+    answers: list[dict] = []
+    service.later(lambda: service.tool_result(
+        "context", lambda s: mcp_server._context(s, ARGS, "agent"))).start(
+        answers.append, lambda failure: answers.append({"failure": failure}))
+    service.run_sync(lambda: None)  # queued behind the call and its after-answer work
+    assert answers and not answers[0].get("isError"), answers
+    return answers[0]
+
+
+def _log_frames(root: Path) -> int:
+    """The frames in the log now (a passive checkpoint by another connection reports them)."""
+    with sqlite3.connect(root / "state.db") as other:
+        busy, frames, _ = other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert busy == 0
+    return frames
+
+
+def test_the_log_is_checkpointed_after_each_answer(repo_store):
+    """Each call's commit starts the log afresh: the idle connection copied the previous
+    call's frames into the file once that call was answered. Without it the log keeps
+    every call's frames until SQLite's auto-checkpoint, paid inside a later commit."""
+    service = mcp_server.StoreService(str(repo_store), "agent")
+    try:
+        _answered(service)  # the first call writes more (the run's first pack)
+        _log_frames(repo_store)
+        _answered(service)
+        one = _log_frames(repo_store)  # one call's frames
+        for _ in range(4):
+            _answered(service)
+        four = _log_frames(repo_store)
+    finally:
+        service.shutdown()
+    assert 0 < one and four < 2 * one, (one, four)
