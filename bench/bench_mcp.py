@@ -76,9 +76,9 @@ def _in_process(repo: Path) -> float:
 
 def _handler_in_process(repo: Path) -> float:
     """The server's own `context` handler in this process (StoreService: the store opened
-    and closed per call, the idle connection held between calls), p50 of the answer; the
-    checkpoint the server runs once a call is answered is not counted (no client waits for
-    it) but runs between samples, as in the server."""
+    and closed per call, the idle connection held between calls), p50 of the answer; what
+    the server runs once a call is answered (a checkpoint every few answers) is not counted
+    but runs between samples, as in the server."""
     from agentstate.integrations.mcp_server import StoreService, _context
 
     service = StoreService(str(repo), "agent")
@@ -129,5 +129,5 @@ def main() -> None:
     print(f"  the same build_context in this process (open, assemble, save the manifest): "
           f"{inproc * 1000:.1f} ms; the server adds {(call - inproc) * 1000:+.1f} ms")
     print(f"  the server's handler in this process (the same, with the idle connection the "
-          f"server holds; the checkpoint after each answer not counted): {handler * 1000:.1f} "
+          f"server holds; what it runs after an answer not counted): {handler * 1000:.1f} "
           f"ms; the round trip adds {(call - handler) * 1000:+.1f} ms")
