@@ -74,6 +74,36 @@ def _in_process(repo: Path) -> float:
     return statistics.median(times)
 
 
+def _handler_in_process(repo: Path) -> float:
+    """The server's own `context` handler in this process (StoreService: the store opened
+    and closed per call, the idle connection held between calls), p50 of the answer; what
+    the server runs once a call is answered (a checkpoint every few answers) is not counted
+    but runs between samples, as in the server."""
+    from agentstate.integrations.mcp_server import StoreService, _context
+
+    service = StoreService(str(repo), "agent")
+    args = {"run": None, "budget": 8000, "query": None}
+
+    def once() -> None:
+        envelope, _ = service.run_sync(lambda: service.envelope(
+            "context", lambda store: _context(store, args, "agent")))
+        if not envelope["ok"]:
+            raise SystemExit(f"the context handler failed: {envelope}")
+
+    try:
+        once()
+        service.run_sync(service.after_answer)
+        times = []
+        for _ in range(CALLS):
+            began = time.perf_counter()
+            once()
+            times.append(time.perf_counter() - began)
+            service.run_sync(service.after_answer)
+    finally:
+        service.shutdown()
+    return statistics.median(times)
+
+
 def main() -> None:
     try:
         import mcp  # noqa: F401
@@ -87,6 +117,7 @@ def main() -> None:
                               for _ in range(max(STARTS, 1)))
     starts, calls = _client_figures(repo)
     inproc = _in_process(repo)
+    handler = _handler_in_process(repo)
     start, call = statistics.median(starts), statistics.median(calls)
     print(f"  store: {events:,} events; python -c pass {base * 1000:.0f} ms, agentstate --help "
           f"{helps * 1000:.0f} ms (same run)")
@@ -97,3 +128,6 @@ def main() -> None:
           f"{verdict(call <= CALL_TARGET_S)})")
     print(f"  the same build_context in this process (open, assemble, save the manifest): "
           f"{inproc * 1000:.1f} ms; the server adds {(call - inproc) * 1000:+.1f} ms")
+    print(f"  the server's handler in this process (the same, with the idle connection the "
+          f"server holds; what it runs after an answer not counted): {handler * 1000:.1f} "
+          f"ms; the round trip adds {(call - handler) * 1000:+.1f} ms")

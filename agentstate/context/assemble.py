@@ -19,7 +19,12 @@ from agentstate.context.budgeter import (
     class_order,
     room_below,
 )
-from agentstate.context.candidates import Candidate, ClassAllocation, ManifestEntry
+from agentstate.context.candidates import (
+    Candidate,
+    ClassAllocation,
+    ManifestEntry,
+    allocation_rows,
+)
 from agentstate.errors import InvalidInput, UsageError
 from agentstate.store.db import Store
 
@@ -59,12 +64,7 @@ class ContextPack:
                  "position": e.position, "flags": e.flags, "note": e.note}
                 for e in self.manifest
             ],
-            "allocation": [
-                {"class": a.cls, "tokens": a.tokens, "in": a.items_in,
-                 "compressed": a.items_compressed, "pointer": a.items_pointer,
-                 "out": a.items_out}
-                for a in self.allocation
-            ],
+            "allocation": allocation_rows(self.allocation),
             "withheld": self.withheld,
         }
 
@@ -532,7 +532,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
                          empty_limit=min(EVENT_POOL_MAX, base * EMPTY_LEXICAL_POOL))
     if not hits:
         return []
-    neighbours = src.neighbour_hits(store, hits) if hits else []
+    neighbours = _neighbours(store, hits)
     ids = [h.ref.removeprefix("evt:") for h in hits + neighbours]
     superseded = {f"evt:{i}" for i in superseded_among(store, ids)}
     resolved = {f"evt:{i}" for i in resolved_among(store, ids)}
@@ -541,6 +541,20 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
                               lapsed=lapsed, gate=gate,
                               stems=_query_stems(query), room=room,
                               answer_lines=answer_lines)
+
+
+def _neighbours(store: Store, hits: list[Any]) -> list[Any]:
+    """The hits' neighbours (`src.neighbour_hits`), kept per process under the event log's
+    state (memory/indexes.py, `event_index_state`: they are the events around each hit in
+    its run, read from the log alone) and the hits themselves, refs and scores: a
+    long-lived process (the MCP server) ranks the same hits on every call of a run until
+    the agent logs something. Callers must not change the kept hits."""
+    from agentstate.memory.indexes import event_index_state
+    from agentstate.store.kept import kept
+
+    return kept(store.conn, "event neighbours", event_index_state,
+                tuple((h.ref, h.score) for h in hits),
+                lambda: src.neighbour_hits(store, hits))
 
 
 def _query_stems(query: str) -> tuple[str, ...]:

@@ -136,3 +136,10 @@ class ClassAllocation:
     items_compressed: int
     items_pointer: int
     items_out: int
+
+
+def allocation_rows(classes: list[ClassAllocation]) -> list[dict[str, Any]]:
+    """A pack's allocation per class as JSON rows (its --json shape and its stored form)."""
+    return [{"class": a.cls, "tokens": a.tokens, "in": a.items_in,
+             "compressed": a.items_compressed, "pointer": a.items_pointer, "out": a.items_out}
+            for a in classes]

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentstate.context.candidates import ManifestEntry
+from agentstate.context.candidates import ManifestEntry, allocation_rows
 from agentstate.errors import NotFound
 from agentstate.safety import refuse_secrets
 from agentstate.store.db import Store
@@ -38,7 +38,7 @@ def save_pack(store: Store, pack: Any) -> str:
             "INSERT INTO packs (id, run, principal, query, budget, tokens, text_hash, created,"
             " allocation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (pack_id, run_id, pack.principal, pack.query, pack.budget, pack.tokens,
-             pack.text_hash, pack.created, json.dumps(pack.as_dict()["allocation"])),
+             pack.text_hash, pack.created, json.dumps(allocation_rows(pack.allocation))),
         )
         conn.executemany(
             "INSERT INTO pack_items (pack, seq, ref, class, score, tokens, decision, reason,"

@@ -7,7 +7,11 @@ the principal and source rules the CLI applies too, and never touches a table it
 
 How it behaves, and why:
 - Each call opens the store afresh and closes it, so the server sees what other processes
-  (the CLI, hooks, a second agent) wrote since the last call.
+  (the CLI, hooks, a second agent) wrote since the last call. Between calls the server
+  holds one idle connection to the database (store/db.py, `IdleConnection`): the last
+  connection to close a WAL database checkpoints the log into the file, ~12% of a
+  `context` call's CPU, and a call's close is then not the last. The idle connection
+  checkpoints instead, after every few answers (`after_answer`), waiting for nobody.
 - Every call runs on one worker thread, one at a time: SQLite connections and the token-count
   memo belong to the thread that made them, and one writer at a time is what the store
   expects anyway. The memo stays loaded between calls, which is the point of a long-lived
@@ -86,6 +90,13 @@ class Done:
         return f"[agentstate: {'; '.join(parts)}]" if parts else ""
 
 
+# Calls answered between two checkpoints of the log by the idle connection (`after_answer`):
+# a `context` call appends ~30-60 pages (its manifest), so the log stays well below SQLite's
+# auto-checkpoint of 1,000 pages, and one call in this many pays the copy's fsync only when
+# its client did not wait before sending it.
+CHECKPOINT_EVERY = 8
+
+
 class StoreService:
     """Runs domain calls against the store, one at a time, on one worker thread."""
 
@@ -94,16 +105,23 @@ class StoreService:
         self.principal = principal
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentstate-store")
         self._warmed = False
+        self._idle: Any = None  # store.db.IdleConnection, made on the worker thread
+        self._answers = 0
 
     @contextmanager
     def store(self) -> Iterator[Any]:
-        from agentstate.store.db import open_store
+        from agentstate.store.db import IdleConnection, open_store
 
         store = open_store(self.directory)
         try:
             yield store
         finally:
-            store.close()
+            try:
+                if self._idle is None:
+                    self._idle = IdleConnection()
+                self._idle.hold(store)
+            finally:
+                store.close()
 
     def warm_once(self) -> None:
         """Start the warm-up on the worker thread, the first time only."""
@@ -163,10 +181,23 @@ class StoreService:
                     fail(RpcError(INTERNAL_ERROR, classify(exc, ["mcp"]).error.message))
                 else:
                     reply(result)
+                self.after_answer()
 
             self._worker.submit(run)
 
         return Deferred(start)
+
+    def after_answer(self) -> None:
+        """What can wait until the client has its answer (on the worker thread, before the
+        next call): every CHECKPOINT_EVERY answers, the log the calls' commits appended is
+        copied into the database file, so no call's commit reaches SQLite's auto-checkpoint
+        (1,000 pages) and no call's close pays for it either. Not after every answer: the
+        copy ends with an fsync of the database file, and a client that sends its next
+        call at once waits for it (measured: the round trip of back-to-back calls 20-40%
+        longer than with none)."""
+        self._answers += 1
+        if self._idle is not None and self._answers % CHECKPOINT_EVERY == 0:
+            self._idle.checkpoint()
 
     def run_sync(self, fn: Callable[[], Any]) -> Any:
         return self._worker.submit(fn).result()
@@ -178,6 +209,8 @@ class StoreService:
         from agentstate.tokens import save_counts
 
         self._worker.submit(save_counts).result()
+        if self._idle is not None:
+            self._worker.submit(self._idle.close).result()  # on the connection's own thread
         self._worker.shutdown(wait=True)
 
 

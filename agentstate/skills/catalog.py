@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sqlite3
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -224,31 +225,58 @@ def match_skills(store: Store, text: str, *, limit: int = 3) -> list[SkillMatch]
     when nothing scores above the noise floor or no skill is published. A skill whose
     required tools cannot run here is never a match (see the module's docstring).
     """
-    query = set(tokens(text))
+    query = frozenset(tokens(text))
     if not query or limit < 1:
         return []
-    scored = []
+    matches: list[SkillMatch] = []
+    ranked = scored_skills(store, query)
+    # Best first, the tools checked only as far as the matches reach (a git call for trees
+    # not seen yet): which tools can run here is read on every call, never kept.
+    for start in range(0, len(ranked), limit):
+        chunk = ranked[start:start + limit]
+        gone = unavailable_reasons(store, [row for row, _ in chunk])
+        for row, score in chunk:
+            if (row["name"], row["version"]) not in gone and len(matches) < limit:
+                matches.append(SkillMatch(
+                    name=row["name"], version=row["version"],
+                    description=one_line(row["description"]),
+                    ref=make_ref("skill", row["name"], row["version"]), score=score))
+        if len(matches) >= limit:
+            break
+    return matches
+
+
+def scored_skills(store: Store, query: frozenset[str]) -> list[tuple[dict[str, Any], float]]:
+    """The current published versions that score at least MIN_SCORE for `query` (a task's
+    words, as `tokens` makes them), best first, ties by name: kept per process while no row
+    of `skill_versions` has changed (`skill_changes`, m054, and the database file's
+    identity: store/kept.py), as a long-lived process (the MCP server) asks the same task's
+    words on every `context` call. Callers must not change the rows."""
+    from agentstate.store.kept import kept
+
+    return kept(store.conn, "skill scores", skill_changes, query,
+                lambda: _score_all(store, query))
+
+
+def skill_changes(conn: Any) -> int | None:
+    """The count m054's triggers keep of every change to `skill_versions`; None on a store
+    opened without migrating to it (nothing is then kept)."""
+    try:
+        row = conn.execute("SELECT changes FROM skill_changes WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return None if row is None else int(row[0])
+
+
+def _score_all(store: Store, query: frozenset[str]) -> list[tuple[dict[str, Any], float]]:
+    scored, words = [], set(query)
     for row in _current_rows(store):
         triggers = json.loads(row["triggers"] or "[]")
-        score = score_skill(query, row["name"], row["description"], triggers)
+        score = score_skill(words, row["name"], row["description"], triggers)
         if score >= MIN_SCORE:
             scored.append((row, score))
-    # Only the rows that score are checked: the tool check costs a git call for new trees.
-    gone = unavailable_reasons(store, [row for row, _ in scored]) if scored else {}
-    matches = []
-    for row, score in scored:
-        if (row["name"], row["version"]) not in gone:
-            matches.append(
-                SkillMatch(
-                    name=row["name"],
-                    version=row["version"],
-                    description=one_line(row["description"]),
-                    ref=make_ref("skill", row["name"], row["version"]),
-                    score=score,
-                )
-            )
-    matches.sort(key=lambda m: (-m.score, m.name))
-    return matches[:limit]
+    scored.sort(key=lambda pair: (-pair[1], pair[0]["name"]))
+    return scored
 
 
 def list_catalog(store: Store, *, include_all: bool = False) -> list[CatalogEntry]:

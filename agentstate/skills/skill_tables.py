@@ -114,3 +114,17 @@ def m202_publish_journal(db: sqlite_utils.Database) -> None:
         );
         """
     )
+
+
+def m054_skill_changes(db: sqlite_utils.Database) -> None:
+    """One row counting every change to `skill_versions` (a version added, published,
+    revoked, renumbered, its description or triggers rewritten, a row deleted), kept by
+    triggers: a long-lived process keeps the catalog's scores for a task while the count is
+    what it was when it scored them (skills/catalog.py; issue 24), as m043 does for memories."""
+    run_script(db, "CREATE TABLE skill_changes (id INTEGER PRIMARY KEY CHECK (id = 1), "
+                   "changes INTEGER NOT NULL);\n"
+                   "INSERT INTO skill_changes (id, changes) VALUES (1, 0);\n")
+    for op in ("INSERT", "UPDATE", "DELETE"):
+        db.conn.execute(
+            f"CREATE TRIGGER skill_changes_{op.lower()} AFTER {op} ON skill_versions "
+            "BEGIN UPDATE skill_changes SET changes = changes + 1 WHERE id = 1; END")

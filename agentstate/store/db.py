@@ -342,6 +342,61 @@ def as_agentstate_error(exc: BaseException) -> AgentStateError | None:
 
 
 
+class IdleConnection:
+    """One connection to a store's database held by a long-lived process between its
+    calls (the MCP server), so that closing a call's connection is not the last close: the
+    last connection to close a WAL database checkpoints the log into the file, which a
+    process that opens the store afresh for every call would otherwise pay on each one.
+
+    It reads once (SQLite counts a connection among a WAL database's users from its first
+    read, when it maps the shared-memory index) and never again, but for `checkpoint`: it
+    holds no transaction, so it pins no snapshot and keeps no checkpoint or writer waiting,
+    and nothing a call reads goes through it. When another file is at the store's path (a
+    restore moves the old store aside) it follows the new file and lets go of the old one.
+    Use it on one thread (sqlite3's rule for a connection)."""
+
+    def __init__(self) -> None:
+        self._conn: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None
+
+    def hold(self, store: Store) -> None:
+        """Hold a connection to the file `store` has open (call it before the store
+        closes, so that the file is still in use)."""
+        try:
+            info = os.stat(store.db_path)
+        except OSError:
+            return
+        identity = (info.st_dev, info.st_ino)
+        if identity == self._identity:
+            return
+        self.close()
+        conn = sqlite3.connect(str(store.db_path), isolation_level=None)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error:  # only a saving: the call's close checkpoints, as before
+            conn.close()
+            return
+        self._conn, self._identity = conn, identity
+
+    def checkpoint(self) -> None:
+        """Copy the log into the database file where no reader needs its frames, waiting
+        for no lock (PASSIVE: a writer or reader at work is left alone, and what they hold
+        is copied by a later checkpoint). For a moment nothing waits on: a fully copied
+        log is started afresh by the next commit, which then never runs SQLite's
+        auto-checkpoint itself."""
+        if self._conn is None:
+            return
+        try:
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error:  # a saving only: the next commit's auto-checkpoint is still there
+            pass
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._identity = None, None
+
+
 def change_mark(db_path: Path) -> tuple[int, ...]:
     """A value that changes when anything is committed to the database, by any process:
     the size and modification time of the database file and of its write-ahead log (in

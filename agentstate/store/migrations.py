@@ -79,6 +79,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     # Issue 23: the dense extra's start-up (m043-m049 are kept for the memory block).
     ("m050_dense_queries", "memory"),  # query vectors and their rankings (dense_queries.py)
     ("m052_vector_changes", "memory"),  # a count of deleted vectors (memory/dense.py)
+    ("m054_skill_changes", "skills"),  # issue 24: the catalog's scores kept while unchanged
 )
 
 

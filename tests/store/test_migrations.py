@@ -50,6 +50,7 @@ SHIPPED = [
     "m043_memory_changes",
     "m050_dense_queries",
     "m052_vector_changes",
+    "m054_skill_changes",
 ]
 
 

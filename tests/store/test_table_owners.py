@@ -25,8 +25,8 @@ OWNERS: dict[str, str] = {
         "events_tri", "events_vocab", "events_tri_vocab", "event_vectors", "memory_vectors",
         "scanned_texts", "dense_queries", "vector_changes", "memory_changes",
     ), "memory"),
-    **dict.fromkeys(("skill_versions", "skill_loads", "skill_tests", "skill_publish_journal"),
-                    "skills"),
+    **dict.fromkeys(("skill_versions", "skill_loads", "skill_tests", "skill_publish_journal",
+                     "skill_changes"), "skills"),
     # Created by the skills migration m201 (shipped migrations never move), written and read
     # only by the one tool layer.
     "tool_calls": "tools",

@@ -35,6 +35,19 @@ def test_counter_follows_the_token_settings():
     assert counter_for(TokenSettings()) == TokenCounter()
 
 
+def test_a_counter_for_the_settings_counts_as_the_plain_counter(tmp_path, monkeypatch):
+    """`counter_for` looks the count memo up once (a pack asks for hundreds of counts):
+    its counts are the plain counter's, calibrated; another encoding keeps its encoder."""
+    monkeypatch.setenv("AGENTSTATE_CACHE_DIR", str(tmp_path))
+    texts = ["hello world", "", "你好，世界", "def f(x):\n    return x * 2\n"]
+    bound = counter_for(parse_settings({"tokens": {"calibration": 1.15}}).tokens)
+    assert bound.memo is not None
+    assert bound.count_many(texts) == TokenCounter(calibration=1.15).count_many(texts)
+    assert bound.count("hello world") == 3
+    with pytest.raises(InvalidInput):
+        counter_for(TokenSettings(encoding="no_such_encoding")).count("x")
+
+
 def test_unknown_encoding_is_a_clear_error():
     with pytest.raises(InvalidInput):
         TokenCounter(encoding="no_such_encoding").count("x")
