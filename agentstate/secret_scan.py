@@ -230,14 +230,36 @@ def _anchor_table(case_insensitive: bool) -> tuple[tuple[str, tuple[int, ...]], 
     return tuple((anchor, tuple(indexes)) for anchor, indexes in table.items())
 
 
-_ANCHORS = _anchor_table(case_insensitive=False)
-_ANCHORS_LOWER = _anchor_table(case_insensitive=True)
+# Characters from the most to the least frequent in what agents log (prose, code, test
+# output, diffs), roughly; a character not listed counts as rarer than all of them.
+_BY_FREQUENCY = (" etaoinsrlcdhupmfgy_.bw/-:=v,k0123456789xESTARIOCNLDPFjMqBzHGUKWVYJXQZ")
+_AnchorGroups = tuple[tuple[str, tuple[tuple[str, tuple[int, ...]], ...]], ...]
+
+
+def _by_rarest_character(table: tuple[tuple[str, tuple[int, ...]], ...]) -> _AnchorGroups:
+    """The anchors grouped under their rarest character: a text holds an anchor only if it
+    holds each of its characters, so a group is looked at only when the text holds its
+    character — a one-character test (memchr), where each anchor's own is a substring
+    search. Any character would be exact; the rarest skips the most groups."""
+    def rarity(char: str) -> int:
+        return _BY_FREQUENCY.find(char) if char in _BY_FREQUENCY else len(_BY_FREQUENCY)
+
+    groups: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
+    for anchor, indexes in table:
+        groups.setdefault(max(anchor, key=rarity), []).append((anchor, indexes))
+    return tuple((char, tuple(members)) for char, members in groups.items())
+
+
+_ANCHORS = _by_rarest_character(_anchor_table(case_insensitive=False))
+_ANCHORS_LOWER = _by_rarest_character(_anchor_table(case_insensitive=True))
 
 
 def _known_to_run(text: str, lower: str) -> list[int]:
     """Indexes of the _KNOWN patterns one of whose anchors is in the text, in _KNOWN order."""
-    wanted = {i for anchor, indexes in _ANCHORS if anchor in text for i in indexes}
-    wanted.update(i for anchor, indexes in _ANCHORS_LOWER if anchor in lower for i in indexes)
+    wanted = {i for char, members in _ANCHORS if char in text
+              for anchor, indexes in members if anchor in text for i in indexes}
+    wanted.update(i for char, members in _ANCHORS_LOWER if char in lower
+                  for anchor, indexes in members if anchor in lower for i in indexes)
     return sorted(wanted)
 
 
