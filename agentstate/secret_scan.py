@@ -168,16 +168,21 @@ _KNOWN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 
 # `NAME<sep>value`: the NAME's components decide (see _sensitive_name).
 _ASSIGNMENT = LazyPattern(
-    # The look-ahead rejects, inside the regex engine, names without a sensitive part.
-    r"(?<![A-Za-z0-9_.\-])(?=[A-Za-z0-9_.\-]{0,60}?(?i:pass|pwd|secret|token|key|cred|sas))"
+    # The look-aheads reject, inside the regex engine, what is no name followed by its `:` or
+    # `=` (the first, implied by the rest: it changes no match, but is a third cheaper than
+    # the second at each word of a text) and names without a sensitive part.
+    r"(?<![A-Za-z0-9_.\-])(?=[A-Za-z][A-Za-z0-9_.\-]{0,63}\\?[\"']?[ \t]{0,8}[:=])"
+    r"(?=[A-Za-z0-9_.\-]{0,60}?(?i:pass|pwd|secret|token|key|cred|sas))"
     r"([A-Za-z][A-Za-z0-9_.\-]{0,63})(\\?[\"']?)[ \t]{0,8}(?::=|=>|[:=])"
     r"[ \t]{0,8}(?=(\\?[\"'`]?)([^\s\"'`,;]{1,512}))"
 )
 # Words one of which _ASSIGNMENT's look-ahead needs (lower case; the scan runs on text whose
 # look-alike letters were folded to ASCII first, so a lower-cased substring test is enough).
 _ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key", "cred", "sas")
+# The look-ahead holds the first letters of the words it starts with (implied: no match
+# changes) and fails at once where none starts, before the look-behind and the alternatives.
 _PROSE = LazyPattern(
-    r"(?i)(?<![a-z0-9])(pass(?:word|phrase)s?|passwd|pwd|secret(?:\s+key)?|api\s+key|"
+    r"(?i)(?=[pstac])(?<![a-z0-9])(pass(?:word|phrase)s?|passwd|pwd|secret(?:\s+key)?|api\s+key|"
     r"access\s+key|private\s+key|token|credentials?)"
     r"(?:\s{1,4}(?:for|of|to)\s{1,4}[^\s]{1,40})?\s{1,4}(?:is|was|are|=|:|->|reads)\s{1,4}"
     r"[\"'`“]?([^\s\"'`”]{6,256})"
@@ -230,14 +235,36 @@ def _anchor_table(case_insensitive: bool) -> tuple[tuple[str, tuple[int, ...]], 
     return tuple((anchor, tuple(indexes)) for anchor, indexes in table.items())
 
 
-_ANCHORS = _anchor_table(case_insensitive=False)
-_ANCHORS_LOWER = _anchor_table(case_insensitive=True)
+# Characters from the most to the least frequent in what agents log (prose, code, test
+# output, diffs), roughly; a character not listed counts as rarer than all of them.
+_BY_FREQUENCY = (" etaoinsrlcdhupmfgy_.bw/-:=v,k0123456789xESTARIOCNLDPFjMqBzHGUKWVYJXQZ")
+_AnchorGroups = tuple[tuple[str, tuple[tuple[str, tuple[int, ...]], ...]], ...]
+
+
+def _by_rarest_character(table: tuple[tuple[str, tuple[int, ...]], ...]) -> _AnchorGroups:
+    """The anchors grouped under their rarest character: a text holds an anchor only if it
+    holds each of its characters, so a group is looked at only when the text holds its
+    character — a one-character test (memchr), where each anchor's own is a substring
+    search. Any character would be exact; the rarest skips the most groups."""
+    def rarity(char: str) -> int:
+        return _BY_FREQUENCY.find(char) if char in _BY_FREQUENCY else len(_BY_FREQUENCY)
+
+    groups: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
+    for anchor, indexes in table:
+        groups.setdefault(max(anchor, key=rarity), []).append((anchor, indexes))
+    return tuple((char, tuple(members)) for char, members in groups.items())
+
+
+_ANCHORS = _by_rarest_character(_anchor_table(case_insensitive=False))
+_ANCHORS_LOWER = _by_rarest_character(_anchor_table(case_insensitive=True))
 
 
 def _known_to_run(text: str, lower: str) -> list[int]:
     """Indexes of the _KNOWN patterns one of whose anchors is in the text, in _KNOWN order."""
-    wanted = {i for anchor, indexes in _ANCHORS if anchor in text for i in indexes}
-    wanted.update(i for anchor, indexes in _ANCHORS_LOWER if anchor in lower for i in indexes)
+    wanted = {i for char, members in _ANCHORS if char in text
+              for anchor, indexes in members if anchor in text for i in indexes}
+    wanted.update(i for char, members in _ANCHORS_LOWER if char in lower
+                  for anchor, indexes in members if anchor in lower for i in indexes)
     return sorted(wanted)
 
 
@@ -465,9 +492,12 @@ _CONFUSABLES = str.maketrans(
     "ABESIJKMHOPCTXYaeijopcxysdqwABEZHIKMNOPTYXovt")
 # A line break inside a value: `\` continuations and indentation around the break go too.
 # Also the break as JSON writes it (`\n`, `\\\n`): event meta and shared records are scanned
-# as JSON text. Only a break between two token characters can split a value.
-_LINE_JOIN = LazyPattern(r"(?<=[A-Za-z0-9_+/=\-]{8})[ \t]{0,64}\\{0,2}(?:\r?\n|(?:\\r)?\\n)"
-                        r"[ \t]{0,64}(?=[A-Za-z0-9_+/=\-]{8})")
+# as JSON text. Only a break between two token characters can split a value. The leading
+# look-ahead is implied by the rest (a match starts with a blank, a backslash or the break
+# itself): it changes no match, but fails at once where the look-behind would first test
+# up to eight characters — at nearly every position of a text (half the pass's time).
+_LINE_JOIN = LazyPattern(r"(?=[ \t\\\r\n])(?<=[A-Za-z0-9_+/=\-]{8})[ \t]{0,64}\\{0,2}"
+                        r"(?:\r?\n|(?:\\r)?\\n)[ \t]{0,64}(?=[A-Za-z0-9_+/=\-]{8})")
 _JOIN_REACH = 600  # characters scanned on each side of a removed break (a value is ≤ 512)
 # How far before the value's word the words that make it a secret can stand: a `mysql …
 # -pVALUE` command (~210), an assignment's name (~90), a prose "password for X is" (~90).

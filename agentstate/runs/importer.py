@@ -30,7 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.errors import AgentStateError, InvalidInput, Refused
-from agentstate.runs.log import USER_KINDS, Run, get_run, insert_event, start_run, touch
+from agentstate.runs.log import (
+    USER_KINDS,
+    Run,
+    events_batch,
+    get_run,
+    insert_event,
+    start_run,
+    touch,
+)
 from agentstate.runs.status import RunStatus
 from agentstate.runs.worktree import WorkTree, snapshot
 from agentstate.safety import refuse_secrets, refuse_secrets_in_meta
@@ -336,7 +344,9 @@ class _Import:
                 batch.append(self.prepare(item, ordinal))
             if not batch:
                 return
-            with self.store.transaction():  # one transaction per batch
+            # More than one new record: their search index is written once, at the end.
+            many = sum(1 for prepared in batch if prepared[2] is not None) > 1
+            with self.store.transaction(), events_batch(self.store) if many else nullcontext():
                 if self.run is not None:
                     # Read again under the write lock: the run may have ended since.
                     self.run = get_run(self.store, self.run.ref)

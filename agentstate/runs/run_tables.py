@@ -123,3 +123,21 @@ def m016_events_lean_indexes(db: sqlite_utils.Database) -> None:
         CREATE INDEX events_supersedes ON events(supersedes) WHERE supersedes IS NOT NULL;
         """,
     )
+
+
+def m056_events_batch(db: sqlite_utils.Database) -> None:
+    """A marker row for the duration of a bulk write of events (an import's batch), inside
+    its write transaction: `events_before` is the largest events rowid before the batch.
+    What is derived from each new event (the event index, m057) waits while the marker
+    exists and catches up on the batch's events when it is deleted, in a few statements
+    instead of a few per event. At most one row; never committed (runs/log.py,
+    `events_batch`)."""
+    run_script(
+        db,
+        """
+        CREATE TABLE events_batch (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            events_before INTEGER NOT NULL
+        );
+        """,
+    )

@@ -80,6 +80,9 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m050_dense_queries", "memory"),  # query vectors and their rankings (dense_queries.py)
     ("m052_vector_changes", "memory"),  # a count of deleted vectors (memory/dense.py)
     ("m054_skill_changes", "skills"),  # issue 24: the catalog's scores kept while unchanged
+    # Issue 24, the first import: the event index written once a batch.
+    ("m056_events_batch", "runs"),  # the marker of a bulk write of events
+    ("m057_event_index_after_batch", "memory"),  # the event index waits for the marker
 )
 
 
