@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -439,7 +440,7 @@ def _scan(text: str, lower: str | None = None, known: list[int] | None = None
     # The assignment and prose rules only match around one of their words: a text without
     # any skips them (and never compiles them).
     assigns = any(word in lower for word in _ASSIGNMENT_WORDS)
-    for m in _ASSIGNMENT.finditer(text) if assigns else ():
+    for m in _assignments(text, lower) if assigns else ():
         verdict = _sensitive_name(m.group(1))
         if verdict and _plausible_value(m.group(4), strict=verdict == "token"):
             findings.append(Finding("password assignment", m.start(4), m.end(4)))
@@ -460,6 +461,42 @@ def _scan(text: str, lower: str | None = None, known: list[int] | None = None
         elif _near_sensitive(text, m.start(), token):
             findings.append(Finding("token after a sensitive word", m.start(), m.end()))
     return sorted(findings, key=lambda f: (f.start, f.end))
+
+
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")  # _ASSIGNMENT's names
+_NAME_REACH = 60  # how far into a name _ASSIGNMENT's look-ahead seeks its word
+
+
+def _assignments(text: str, lower: str) -> list[re.Match[str]]:
+    """`_ASSIGNMENT.finditer(text)`, tried only where it can match. The pattern can match
+    only at the start of a run of name characters holding one of `_ASSIGNMENT_WORDS` at
+    most `_NAME_REACH` characters in; tried at every position, its look-ahead was about a
+    third of scanning a shared record's line, whose `"key":` field always holds a word
+    (issue 24). Found by substring search on the lower-cased text, which lines up with the
+    text only when it is ASCII; any other text takes the pattern everywhere, as before, and
+    so does a text dense with the words (`keykeykey…`: a walk back per word would no
+    longer be linear with a small constant; the pattern itself is, in C)."""
+    if not text.isascii() or sum(map(lower.count, _ASSIGNMENT_WORDS)) > len(text) // 256 + 8:
+        return list(_ASSIGNMENT.finditer(text))
+    starts = set()
+    for word in _ASSIGNMENT_WORDS:
+        at = lower.find(word)
+        while at >= 0:  # every occurrence, overlapping ones too
+            start = at
+            while start > 0 and at - start <= _NAME_REACH and text[start - 1] in _NAME_CHARS:
+                start -= 1
+            if at - start <= _NAME_REACH:
+                starts.add(start)
+            at = lower.find(word, at + 1)
+    found: list[re.Match[str]] = []
+    end = 0
+    for start in sorted(starts):
+        # finditer goes on from the end of each match: a start inside one is not tried.
+        match = _ASSIGNMENT.match(text, start) if start >= end else None
+        if match:
+            found.append(match)
+            end = match.end()
+    return found
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -133,7 +133,3 @@ def packs_of_run(store: Store, run_id: str, *, limit: int = 50) -> list[PackSumm
     ]
 
 
-def event_refs_in_packs(store: Store) -> set[str]:
-    """Every `evt:…` ref some stored pack's manifest lists (retention keeps those events)."""
-    return {r[0] for r in store.conn.execute(
-        "SELECT DISTINCT ref FROM pack_items WHERE ref LIKE 'evt:%'")}

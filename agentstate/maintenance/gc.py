@@ -48,7 +48,7 @@ def gc(store: Store, *, dry_run: bool = False, principal: Principal | str,
     days = store.settings.retention.keep_events_days
     if days <= 0:
         return GcResult(configured=False, keep_events_days=days, cutoff=None, dry_run=dry_run)
-    from agentstate.context.manifest import event_refs_in_packs
+    from agentstate.context.pack_refs import event_refs_in_packs
     from agentstate.memory.model import event_refs_cited
     from agentstate.runs.retention import apply_retention
     from agentstate.store.clock import format_ts

@@ -42,7 +42,10 @@ def digester(store: Store) -> Callable[[str, str | None, str, str], str]:
     from agentstate.store.keys import keyed_hasher
 
     hasher = keyed_hasher(store.root)
-    return lambda text, key, scope, source: hasher(_message(text, key, scope, source))
+    # `_message` with its fixed head joined once: an export asks for one digest a version.
+    head = _message("", None, "", "")[:-3]
+    return lambda text, key, scope, source: hasher(f"{head}{text}\0{key or ''}\0{scope}\0"
+                                                   f"{source}")
 
 
 def _message(text: str, key: str | None, scope: str, source: str) -> str:

@@ -143,7 +143,8 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
                 # Per clone (.git/info/attributes), nothing to commit: a store made before
                 # the rule moved there, or joined from a clone, gets it here.
                 ensure_gitattributes(store.root)
-            folder = updated(folder, plan)
+            if do_import:  # the folder as the export left it: only the import reads it
+                folder = updated(folder, plan)
             # What the export wrote is checked lines kept and lines it made itself.
             checked.update(written_digests(path, result.files_written))
     if not dry_run:

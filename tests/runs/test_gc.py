@@ -69,6 +69,7 @@ def test_gc_keeps_every_cited_event_as_ref_kind_and_hash(store):
     result = gc(store, principal=resolve_principal(store))
     ids = {r[0]: r for r in _rows(store)}
     assert result.removed == 2 and result.collected == 4 and result.vacuumed
+    assert result.already_collected == 0  # none was collected before this gc
     assert old[0].id not in ids and abandoned[0].id not in ids
     for kept in old[1:]:
         row = ids[kept.id]

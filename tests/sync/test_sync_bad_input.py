@@ -72,6 +72,27 @@ def test_duplicate_ids_with_different_content_name_both_lines(cli, initialised):
     assert _memories(cli) == []
 
 
+def test_a_field_this_agentstate_does_not_know_is_refused_by_name(cli, initialised):
+    """A line with an extra field (its id computed over it, so only the field is wrong) is
+    refused naming the field, for a memory and an evidence record alike."""
+    folder = _shared(initialised)
+    fact = _fact("the build cache lives on the second disk")
+    for name, data in (("memories.jsonl", dict(fact.data, note="added by hand")),
+                       ("evidence.jsonl", dict(make_record("evidence", memory=fact.id,
+                                                           ref="user").data, weight=2))):
+        del data["id"]
+        data["id"] = record_id(data)
+        _write(folder, "memories.jsonl", [fact.line] if name == "evidence.jsonl" else [])
+        _write(folder, name, [canonical(data)])
+        result = cli("sync", "--json")
+        assert result.exit_code == 1
+        message = result.json()["error"]["message"]
+        extra = "note" if name == "memories.jsonl" else "weight"
+        assert f"unknown field(s) {extra}" in message and f"{name} line 1" in message
+        (folder / name).unlink()
+    assert _memories(cli) == []
+
+
 def test_a_hand_edited_record_no_longer_matches_its_id(cli, initialised):
     folder = _shared(initialised)
     edited = dict(_fact("logs rotate daily").data, text="logs rotate weekly")
