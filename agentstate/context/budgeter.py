@@ -8,7 +8,7 @@
    still fits: whole, else its one-line compression, else (later, at index priority) a
    pointer line in the index, else it is dropped for budget. An evidence item with an
    answer line is compressed to its shorter line first; the answer line's extra tokens
-   come at half the item's score in that order (`_Upgrades`, ANSWER_LINE_SHARE).
+   come at 0.4 of the item's score in that order (`_Upgrades`, ANSWER_LINE_SHARE).
 3. Cost estimates are per fragment; the final answer is measured on the rendered text with the
    project's tokenizer. While that measurement is over budget, the lowest-priority placed
    fragment is demoted one step and the text measured again. The budget can therefore never
@@ -236,9 +236,12 @@ def _place_ranked(packer: _Packer, ranked: list[Candidate]
 # completes it) as if that were a candidate of the item's class scored this share of the
 # item's score: a strong hit's answer line comes before the weak tail of the ranking (the
 # two-away neighbours, the last hits), never before an item scoring above this share of
-# it. 0.5 is the weight of a hit's next turn (sources.NEIGHBOUR_WEIGHT): the words that
-# complete a hit are worth what the turn after it is.
-ANSWER_LINE_SHARE = 0.5
+# it. It was 0.5, the weight of a hit's next turn (sources.NEIGHBOUR_WEIGHT: the words
+# that complete a hit are worth what the turn after it is), while an answer line cost ~7
+# tokens more than its shorter line; the wider answer lines (compression.ANSWER_WIDTH)
+# cost ~15, and at 0.45 they already took room from items holding evidence (dev split,
+# 1,000 tokens: recall 0.802 → 0.798); at 0.4 they come after the items that paid for them.
+ANSWER_LINE_SHARE = 0.4
 
 
 class _Upgrades:
