@@ -17,7 +17,6 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-
 from types import ModuleType
 
 tomllib: ModuleType | None
