@@ -29,6 +29,7 @@ import importlib
 import io
 import os
 import platform
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -168,20 +169,37 @@ def main() -> int:
     return 0
 
 
+# A verdict as the benchmarks print it: `target …: ok` or `target …: MISSED` (a line may hold two).
+_VERDICT = re.compile(r"target[^()]*?: (ok|MISSED)(?![A-Za-z])")
+
+
 def verdicts(sections: list[tuple[str, str, float]]) -> list[str]:
-    """Every line a benchmark printed with a verdict against a target, in one table."""
+    """Every line a benchmark printed with a verdict against a target, in one table; beside a
+    MISSED one, why it is missed and what meeting it would take (bench/missed.py)."""
+    from bench.missed import note_for
+
     rows = []
     for title, text, _ in sections:
+        bench = title.removeprefix("bench_")
         for line in text.splitlines():
-            if "target" in line and ("ok" in line or "MISSED" in line):
-                status = "MISSED" if "MISSED" in line else "ok"
-                rows.append(f"| {status} | {title.removeprefix('bench_')} | "
-                            f"{line.strip().replace('|', '/')} |")
+            found = _VERDICT.findall(line)
+            if not found:
+                continue
+            status = "MISSED" if "MISSED" in found else "ok"
+            why = ""
+            if status == "MISSED":
+                note = note_for(bench, line)
+                why = (f"{note.why}. Would take: {note.would_take} ({note.where})" if note
+                       else "no note in bench/missed.py says why")
+            rows.append(f"| {status} | {bench} | {line.strip().replace('|', '/')} | "
+                        f"{why.replace('|', '/')} |")
     if not rows:
         return []
     return ["## Against the targets", "",
-            "Each line as its benchmark printed it below (ratios within this run).", "",
-            "| verdict | bench | figure |", "|---|---|---|", *rows, ""]
+            "Each line as its benchmark printed it below (ratios within this run); beside a "
+            "miss, why and what meeting the target would take, as last analysed.", "",
+            "| verdict | bench | figure | why missed, and what it would take |",
+            "|---|---|---|---|", *rows, ""]
 
 
 def write_report(sections: list[tuple[str, str, float]], seconds: float,

@@ -29,3 +29,11 @@ def test_every_benchmark_runs_in_smoke_mode_and_the_report_is_written(tmp_path):
                    "context call (budget 8000)", "start-up to initialized",
                    "first import", "store per 1,000 events"):
         assert any(figure in line and "target" in line for line in text.splitlines()), figure
+    # Every verdict, met or missed in this run, has its note on why a miss happens.
+    from bench.missed import note_for
+
+    rows = [line.split(" | ") for line in text.splitlines()
+            if line.startswith("| ok | ") or line.startswith("| MISSED | ")]
+    assert len(rows) >= 12
+    for row in rows:
+        assert note_for(row[1], row[2]) is not None, row[1:3]
