@@ -5,7 +5,8 @@ call: it goes straight to the hook handler, without importing Typer or building 
 tree, and for agents' hooks through the warm helper process (integrations/hook_client.py). A
 bare `agentstate sync` with nothing new is answered the same way (integrations/sync_runner.py;
 anything else falls through), and a bare `agentstate mcp` on a ready store is served without
-the CLI (`serve_if_ready`). Everything else, `hook --help` included, goes through the CLI
+the CLI (`serve_if_ready`), and so is `agentstate context` in its common forms
+(integrations/context_runner.py). Everything else, `hook --help` included, goes through the CLI
 (`agentstate.cli.main`).
 """
 
@@ -25,6 +26,12 @@ def main() -> None:
 
         if run_quick_sync(argv[-1] == "--json", os.environ.get("AGENTSTATE_DIR") or None):
             sys.exit(0)
+    if argv[:1] == ["context"]:
+        from agentstate.integrations.context_runner import run_quick_context
+
+        code = run_quick_context(argv[1:], os.environ.get("AGENTSTATE_DIR") or None)
+        if code is not None:
+            sys.exit(code)
     if argv == ["mcp"]:
         from agentstate.integrations.mcp_server import serve_if_ready
 

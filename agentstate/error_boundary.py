@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,3 +129,14 @@ def write_crash_log(exc: BaseException, argv: list[str]) -> Path:
     with open(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
         handle.write(redact_secrets(text))
     return path
+
+
+def stdout_gone() -> int:
+    """The reader closed the pipe (`agentstate events | head`): stop quietly, as a filter
+    would, and keep the interpreter from complaining while it flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 1

@@ -236,3 +236,18 @@ def author_scaffold(folder: Path) -> Path:
     script = folder / "scripts" / "check.py"
     script.write_text(script.read_text().replace(PLACEHOLDER_SCRIPT, "Existence check for the"))
     return folder
+
+
+def undo_m016(db: Path) -> None:
+    """Make a store look as if an older version made it: one migration (m016) pending, its
+    indexes as they were before it, so the next open upgrades it."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM _migrations WHERE name = 'm016_events_lean_indexes'")
+        conn.execute("DROP INDEX events_resolves")
+        conn.execute("DROP INDEX events_supersedes")
+        conn.execute("CREATE INDEX events_resolves ON events(resolves)")
+        conn.execute("CREATE INDEX events_supersedes ON events(supersedes)")
+        conn.execute("CREATE INDEX events_run_kind ON events(run, kind)")
+    conn.close()

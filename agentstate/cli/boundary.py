@@ -23,14 +23,13 @@ falls back to looking for the `--json` token.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import typer
 
-from agentstate.error_boundary import PROGRAM, Failure, classify
+from agentstate.error_boundary import PROGRAM, Failure, classify, stdout_gone
 from agentstate.errors import AgentStateError, Interrupted, InvalidInput
 from agentstate.output import envelope_error, info, print_json
 
@@ -313,7 +312,7 @@ def run(body: Callable[[], Any], invocation: Invocation) -> int:
         except typer.Abort:
             return report(AgentStateError("aborted"), invocation)
         except BrokenPipeError:
-            return _stdout_gone()
+            return stdout_gone()
         except _click_exception() as exc:
             return _usage(exc, invocation)
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the point of a boundary
@@ -321,7 +320,7 @@ def run(body: Callable[[], Any], invocation: Invocation) -> int:
             return _internal(failure, invocation) if failure.bug \
                 else report(failure.error, invocation)
     except BrokenPipeError:  # the reader went away while we reported
-        return _stdout_gone()
+        return stdout_gone()
     except KeyboardInterrupt:  # a second Ctrl-C while reporting the first
         return Interrupted.exit_code
 
@@ -379,14 +378,3 @@ def _internal(failure: Failure, invocation: Invocation) -> int:
         print_json(envelope_error(command_path(invocation.context), error.code, error.message,
                                   error.details))
     return error.exit_code
-
-
-def _stdout_gone() -> int:
-    """The reader closed the pipe (`agentstate events | head`): stop quietly, as a filter
-    would, and keep the interpreter from complaining while it flushes stdout at exit."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-    return 1

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
     from agentstate.context.assemble import ContextPack
     from agentstate.context.trace import TraceNode
-    from agentstate.store.db import Store
 
 
 @app.command("context")
@@ -69,46 +68,17 @@ def context(
     one `resume --budget` names.
     """
     from agentstate.context.assemble import build_context
+    from agentstate.integrations.context_runner import record_pack, show_pack
 
     with cli_store() as store:
         pack = build_context(store, run=run, budget=budget, query=query, system_file=system,
                              principal=acting_as(store, principal), no_run=no_run, save=False)
-        _record(store, pack)
+        record_pack(store, pack)
+    show_pack(pack, as_json)
+    if explain and not as_json:
+        from agentstate.output import stdout_console
 
-    if as_json:
-        emit(pack.as_dict(), as_json=True)
-        return
-    import sys
-
-    from agentstate.output import info, stdout_console
-
-    # The pack text goes to stdout byte for byte (pipe it to a model); the ref to stderr.
-    sys.stdout.write(pack.text)
-    if sys.stdout.isatty() and not pack.text.endswith("\n"):
-        sys.stdout.write("\n")  # a terminal only: piped output stays byte-identical
-    sys.stdout.flush()
-    info(f"{pack.ref or 'pack (not recorded)'}: {pack.tokens}/{pack.budget} tokens "
-         f"(sha256 {pack.text_hash[:12]})")
-    if explain:
         _print_allocation(stdout_console(), pack)
-
-
-def _record(store: Store, pack: ContextPack) -> None:
-    """Record the pack (its ref is how `trace` finds it later). A read-only store (a CI
-    checkout, a mounted volume) still gets its context: the record is skipped with a
-    warning and the pack has no ref."""
-    import sqlite3
-
-    from agentstate.context.manifest import save_pack
-    from agentstate.errors import AgentStateError
-    from agentstate.output import warn
-
-    try:
-        pack.ref = save_pack(store, pack)
-    except (sqlite3.Error, AgentStateError) as exc:
-        if "readonly" not in str(exc) and "read-only" not in str(exc):
-            raise
-        warn("the store is read-only: the pack is printed but not recorded (no pack ref)")
 
 
 def _print_allocation(console: Console, pack: ContextPack) -> None:

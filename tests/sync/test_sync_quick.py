@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import undo_m016
 
 
 def _sync(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess, bool]:
@@ -57,13 +58,7 @@ def test_anything_new_or_any_option_goes_through_the_full_command(synced, cli):
 
 def test_a_store_with_a_pending_migration_goes_through_the_full_command(synced):
     db = synced / ".agentstate" / "state.db"
-    with sqlite3.connect(db) as conn:  # as if made by an older version
-        conn.execute("DELETE FROM _migrations WHERE name = 'm016_events_lean_indexes'")
-        conn.execute("DROP INDEX events_resolves")
-        conn.execute("DROP INDEX events_supersedes")
-        conn.execute("CREATE INDEX events_resolves ON events(resolves)")
-        conn.execute("CREATE INDEX events_supersedes ON events(supersedes)")
-        conn.execute("CREATE INDEX events_run_kind ON events(run, kind)")
+    undo_m016(db)
     proc, typer = _sync(synced)
     assert proc.returncode == 0 and typer
     assert "upgraded this store's database (1 migration: m016_events_lean_indexes)" in \

@@ -1,0 +1,119 @@
+"""`agentstate context` in its common forms is answered before the CLI is built
+(agentstate/integrations/context_runner.py, issue 24: ≤ 0.2 s as a whole process): the same
+pack and output as the full command, without importing Typer; any other option, a refused
+budget, a pending migration or a missing store goes through the full command, which reports,
+and nothing is recorded twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentstate.integrations.context_runner import quick_form
+from tests.conftest import undo_m016
+
+
+def _context(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess, bool]:
+    """`agentstate context ARGS` as a real process; (the process, whether it imported Typer)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "agentstate", "context",
+                           *args], cwd=repo, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, NO_COLOR="1"))
+    typer = any(re.search(r"\|\s+typer$", line.rstrip()) for line in proc.stderr.splitlines())
+    proc.stderr = "\n".join(line for line in proc.stderr.splitlines()
+                            if not line.startswith("import time:"))
+    return proc, typer
+
+
+def _packs(repo: Path) -> int:
+    with sqlite3.connect(repo / ".agentstate" / "state.db") as conn:
+        return conn.execute("SELECT count(*) FROM packs").fetchone()[0]
+
+
+@pytest.fixture
+def working(initialised, cli) -> Path:
+    cli.ok("run", "start", "make the login test stop timing out")
+    cli.ok("log", "observation", "tests/test_login.py::test_timeout fails after 30 s on CI")
+    cli.ok("remember", "CI runners have 2 cores", "--kind", "fact")
+    return initialised
+
+
+@pytest.mark.parametrize("args", [(), ("--budget", "3000"), ("-b", "3000"), ("--budget=3000",)])
+def test_the_common_forms_are_answered_without_the_cli_and_print_the_same(working, cli, args):
+    before = _packs(working)
+    proc, typer = _context(working, *args)
+    assert proc.returncode == 0 and not typer, proc.stderr[-2000:]
+    full = cli.ok("context", *args)  # the same command line through the Typer command
+    assert proc.stdout == full.stdout and "make the login test stop timing out" in proc.stdout
+    assert _packs(working) == before + 2  # each recorded once
+    ref = re.fullmatch(r"(pack:\w+): (\d+)/(\d+) tokens \(sha256 (\w+)\)", proc.stderr.strip())
+    assert ref is not None, proc.stderr
+    assert cli.ok("trace", ref.group(1), "--json").json()["ok"]
+
+
+def test_json_is_the_full_commands_envelope(working, cli):
+    proc, typer = _context(working, "--budget", "3000", "--json")
+    assert proc.returncode == 0 and not typer
+    quick = json.loads(proc.stdout)
+    full = cli.ok("context", "--budget", "3000", "--json").json()
+    assert quick["command"] == full["command"] == "context" and quick["ok"] is True
+    assert quick["data"]["text"] == full["data"]["text"]
+    assert set(quick["data"]) == set(full["data"])
+    assert quick["data"]["ref"] != full["data"]["ref"]  # two packs, each recorded
+
+
+@pytest.mark.parametrize("args", [("--query", "login"), ("--budget", "3000", "--explain"),
+                                  ("--budget", "3000", "--budget", "4000"), ("--json", "--json"),
+                                  ("--run", "run:nope"), ("--no-run",), ("extra",)])
+def test_any_other_form_goes_through_the_full_command(working, args):
+    proc, typer = _context(working, *args)
+    assert typer, (args, proc.stderr[-1000:])
+
+
+def test_a_refused_budget_is_the_full_commands_error_and_records_nothing(working, cli):
+    before = _packs(working)
+    proc, typer = _context(working, "--budget", "20")
+    full = cli("context", "--budget", "20")
+    assert typer and proc.returncode == full.exit_code == 3
+    assert proc.stderr.strip() == full.stderr.strip() and "minimum" in proc.stderr
+    assert _packs(working) == before
+    proc, typer = _context(working, "--budget", "many", "--json")
+    assert typer and proc.returncode != 0 and json.loads(proc.stdout)["ok"] is False
+
+
+def test_a_store_with_a_pending_migration_goes_through_the_full_command(working):
+    db = working / ".agentstate" / "state.db"
+    undo_m016(db)
+    proc, typer = _context(working, "--budget", "3000")
+    assert proc.returncode == 0 and typer
+    assert "upgraded this store's database (1 migration: m016_events_lean_indexes)" in \
+        proc.stderr
+
+
+def test_no_store_is_the_full_commands_error(repo):
+    proc, typer = _context(repo)
+    assert proc.returncode == 1 and typer and "agentstate init" in proc.stderr
+
+
+def test_a_closed_pipe_ends_quietly(working):
+    """`agentstate context | head -c 10`: the reader goes away; no traceback, as the CLI."""
+    proc = subprocess.run(f"{sys.executable} -m agentstate context --budget 3000 | head -c 10",
+                          shell=True, cwd=working, capture_output=True, text=True, timeout=120)
+    assert len(proc.stdout) == 10 and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("args, form", [
+    ([], (None, False)), (["--json"], (None, True)), (["--budget", "9"], ("9", False)),
+    (["-b", "9", "--json"], ("9", True)), (["--budget=9"], ("9", False)),
+    (["--budget"], None), (["--budget", "--json"], None), (["--budget=9", "--budget", "9"], None),
+    (["-b", "9", "-b", "9"], None), (["--json=1"], None), (["--dir", "x"], None),
+    (["--help"], None), (["-q", "x"], None), (["x"], None),
+])
+def test_quick_form(args, form):
+    assert quick_form(args) == form
