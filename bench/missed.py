@@ -42,6 +42,7 @@ def _unanalysed(bench: str, marks: tuple[str, ...]) -> Note:
 
 
 _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 table"
+_NIGHT = "docs/development.md, \"`context` past Typer\""
 _EXPORT_IMPORT_GC = "docs/development.md, \"All three targets are still missed\""
 
 NOTES: tuple[Note, ...] = (
@@ -53,10 +54,9 @@ NOTES: tuple[Note, ...] = (
          "pack's record; Typer's command tree (~20 ms) is skipped for the common forms since",
          "fewer modules on a pack's import path (it imports the memory, runs, skills and "
          "safety layers whole), or the warm hook helper answering `context` as it answers "
-         "hooks", "docs/development.md, \"`context` past Typer\""),
+         "hooks", _NIGHT),
     _met("context", ("growth", "(target < 1.5x"), "growth 1.09x", _MAY_TABLE),
-    _met("context", ("dense signal", "target +15 ms"), "+14.1 ms a new question",
-         "docs/development.md, \"After the five merges of 2026-12-02\""),
+    _met("context", ("dense signal", "target +15 ms"), "+13.6 ms a new question", _NIGHT),
     _met("hooks", ("slowest write hook",), "0.075 s through the helper", _MAY_TABLE),
     _met("hooks", ("PostToolUse 200 KB",), "1.18x", _MAY_TABLE),
     _met("hooks", ("SessionStart with",), "within its budget: the essentials' ceiling",
@@ -71,14 +71,8 @@ NOTES: tuple[Note, ...] = (
          "the word index rebuilt from kept token lists rather than by re-tokenizing what "
          "stays; no rewrite that re-tokenizes reaches 2x of a cached copy", _EXPORT_IMPORT_GC),
     _met("mcp", ("start-up to initialized",), "103-153 ms", _MAY_TABLE),
-    Note("mcp", ("context call (budget 8000)",),
-         "the event evidence (the search, one-line forms and labels of ~300 hits), the "
-         "allocation, the memory gate and the manifest's rows written for every pack; "
-         "20.9 / 16.1 ms round trip at load 2-3 after the idle connection and kept catalog",
-         "the manifest's rows shared between identical packs, the evidence candidates of the "
-         "same hits kept",
-         "docs/development.md, \"The MCP `context` call's close, catalog, counts and "
-         "neighbours\""),
+    _met("mcp", ("context call (budget 8000)",), "20.0 ms round trip, 16.6 ms in process",
+         _NIGHT),
     _unanalysed("resume", ("resume on",)),
     _met("store", ("store per 1,000 events",), "1.40 MB",
          "docs/architecture.md, the store's size"),
