@@ -143,8 +143,10 @@ def test_whole_hits_grow_with_the_room_from_a_thousand_tokens(room, whole, chars
     assert one_line_forms(room) == (whole, chars)
 
 
-def test_the_whole_hits_are_the_strongest_and_never_a_neighbour():
-    cands = event_evidence(_hits(30), _neighbours(5), superseded=set(),
+@pytest.mark.parametrize("hits", [30, 3])
+def test_the_whole_hits_are_the_strongest_and_never_a_neighbour(hits):
+    # 30 hits: more than the room's whole ones; 3: fewer, the neighbours in the room left.
+    cands = event_evidence(_hits(hits), _neighbours(5), superseded=set(),
                            stems=("bakeri",), room=4_000)
     with_full = [c.ref for c in cands if c.full is not None]
-    assert with_full == [f"evt:h{i:04d}" for i in range(4_000 // WHOLE_PER)]
+    assert with_full == [f"evt:h{i:04d}" for i in range(min(hits, 4_000 // WHOLE_PER))]
