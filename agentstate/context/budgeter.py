@@ -8,7 +8,9 @@
    still fits: whole, else its one-line compression, else (later, at index priority) a
    pointer line in the index, else it is dropped for budget. An evidence item with an
    answer line is compressed to its shorter line first; the answer line's extra tokens
-   come at 0.4 of the item's score in that order (`_Upgrades`, ANSWER_LINE_SHARE).
+   come at 0.4 of the item's score in that order (`_Upgrades`, ANSWER_LINE_SHARE) — but a
+   complete item (`answer_first`, the strongest hits) is placed as its answer line first,
+   and as its shorter line only where that does not fit.
 3. Cost estimates are per fragment; the final answer is measured on the rendered text with the
    project's tokenizer. While that measurement is over budget, the lowest-priority placed
    fragment is demoted one step and the text measured again. The budget can therefore never
@@ -217,8 +219,9 @@ def _place_ranked(packer: _Packer, ranked: list[Candidate]
         compress_only = cand.full is None  # policy: older trajectory events are one line
         if cand.full is not None and packer.place(cand, cand.full, cand.section):
             cand.decision, cand.reason = "included", "fits"
-        elif cand.compressed and cand.compressed != cand.full and packer.place(
-            cand, cand.short or cand.compressed, cand.section
+        elif cand.compressed and cand.compressed != cand.full and (
+            (cand.answer_first and packer.place(cand, cand.compressed, cand.section))
+            or packer.place(cand, cand.short or cand.compressed, cand.section)
         ):
             cand.decision = "compressed"
             # One line by policy: an older trajectory event, or an evidence hit past the

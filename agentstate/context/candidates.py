@@ -90,9 +90,13 @@ class Candidate:
     tail: str = ""                      # label part a group prints once while it repeats
     # A shorter one-line form placed first where `compressed` is an evidence item's answer
     # line (the matched sentence and what completes it): the longer line replaces it only
-    # in room no other item wanted (budgeter, `_upgrade_lines`), so an answer line never
-    # costs the pack an evidence item. None: `compressed` is placed as it is.
+    # in room no other item wanted (budgeter, `_Upgrades`), so an answer line never costs
+    # the pack an evidence item — except a complete item's (`answer_first`). None:
+    # `compressed` is placed as it is.
     short: str | None = None
+    # A complete item (context/sources.py, COMPLETE_PER): `compressed` is tried first, and
+    # `short` placed only where the answer line does not fit.
+    answer_first: bool = False
 
     @property
     def placed_section(self) -> str:

@@ -280,14 +280,30 @@ EVENT_WEIGHT = 0.8  # a raw event ranks a little below a gated, curated memory
 # (two away) often goes on with what the hit said.
 NEIGHBOUR_WEIGHT = 0.5
 NEIGHBOUR_REACH = 2  # turns on each side
-# The strongest hits are shown whole; the rest, and every neighbour, as one line (the part
-# of the sentence that matched the query, or a neighbour's first sentence) with the ref to
-# fetch the whole: at a small budget many relevant lines serve better than a few long texts.
+# The strongest hits are shown whole (this many where the room is not known); the rest, and
+# every neighbour, as one line (the part of the sentence that matched the query, or a
+# neighbour's first sentence) with the ref to fetch the whole: at a small budget many
+# relevant lines serve better than a few long texts.
 WHOLE_HITS = 3
-# ... and only as many as the room for evidence affords, one per this many tokens: a whole
-# turn costs three or four one-line items, and where the room holds thirty lines in all,
-# those lines find more of what the query asks for (the ref still fetches the whole).
+# ... and none below this many tokens of room: a whole turn costs three or four one-line
+# items, and where the room holds thirty lines in all, those lines find more of what the
+# query asks for (the ref still fetches the whole).
 ROOM_PER_WHOLE = 1_000
+# From ROOM_PER_WHOLE tokens of room, one whole hit per this many (budgets of 2,000 /
+# 4,000 / 8,000 tokens leave ~1,800 / 3,800 / 7,800 of room: 3 / 7 / 15; it was 3 at most
+# at any room). A one-line item shows its answer's words only where its line holds them;
+# a whole turn always does. A large room holds more lines than a question's evidence
+# needs, and the strongest hits whole cost the weak tail of the ranking, not evidence
+# (docs/evaluation.md, eighth round).
+WHOLE_PER = 500
+# The strongest hits, one per this many tokens of room, are complete items: placed as
+# their answer line (the matched sentence and what completes it), the shorter line only
+# where that does not fit. Below them, items are placed as their shorter lines and
+# lengthened only in room left over (budgeter.ANSWER_LINE_SHARE): the best bets shown with
+# their answer, breadth below them. Each costs ~19 tokens over its shorter line (dev split,
+# 1,000 tokens), so fewer items fit: one per 100 tokens cost dev recall 0.007–0.010, one
+# per 150 bought half the answer-visible gain; measured, not derived (eighth round).
+COMPLETE_PER = 125
 # Where no hit is shown whole (a small room), one-line forms are cut shorter — a hit to about
 # ten words around the words that matched, a neighbour to its opening words: the label and
 # ref of an item cost the same whatever its length, so in a small room shorter lines mean
@@ -304,7 +320,7 @@ def one_line_forms(room: int | None) -> tuple[int, int]:
     (None: not known, the defaults)."""
     if room is None:
         return WHOLE_HITS, DEFAULT_CHARS
-    whole = min(WHOLE_HITS, room // ROOM_PER_WHOLE)
+    whole = room // WHOLE_PER if room >= ROOM_PER_WHOLE else 0
     return whole, DEFAULT_CHARS if whole else SHORT_LINE_CHARS
 
 
@@ -368,9 +384,12 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
     too. `answer_lines` (the default): a one-line form carries what completes the matched
     sentence, and a short turn is its own line (compression.evidence_line) — placed only
     in room left once every item that fits has its shorter line (`short`: the matched
-    sentence or a neighbour's first one); off (an ablation), that shorter line alone."""
+    sentence or a neighbour's first one); off (an ablation), that shorter line alone.
+    The strongest hits, one per COMPLETE_PER tokens of `room`, are complete items: their
+    answer line is placed first (`answer_first`)."""
     best = max((h.score for h in hits), default=0.0) or 1.0
     whole, chars = one_line_forms(room)
+    complete = room // COMPLETE_PER if room is not None else 0
     short = WHOLE_TURN_CHARS if answer_lines else 0
     out = []
     for rank, hit in enumerate([*hits, *(neighbours or [])]):
@@ -389,13 +408,15 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         # answer line replaces it where the budget has room left (budgeter).
         matched = compress_line(label, hit.text, chars) if near \
             else focus_line(label, hit.text, stems, chars)
+        answer = evidence_line(label, hit.text, () if near else stems, chars, short) \
+            if answer_lines else matched
         cand = Candidate(
             ref=hit.ref, cls="evidence", section="evidence", score=score,
             full=None if near or rank >= whole else f"- [{label}] {_indent(hit.text)}",
-            compressed=(evidence_line(label, hit.text, (), chars, short) if near
-                        else evidence_line(label, hit.text, stems, chars, short))
-            if answer_lines else matched,
+            compressed=answer,
             short=matched if answer_lines else None,
+            # Hits come first, in rank order: `rank` counts hits before any neighbour.
+            answer_first=not near and rank < complete and answer != matched,
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
             group=event_group(hit.run, hit.source, hit.text), tail=tail,

@@ -236,14 +236,24 @@ def test_whole_hits_only_where_the_room_affords_them(store):
     small, small_items = evidence(1000)
     large, large_items = evidence(6000)
     assert small_items and not any(e.decision == "included" for e in small_items)
-    assert sum(e.decision == "included" for e in large_items) == 3
+    # One whole hit per WHOLE_PER tokens of the room evidence has (a little under the
+    # budget), the strongest ones.
+    from agentstate.context.sources import WHOLE_PER
+
+    whole = [e for e in large_items if e.decision == "included"]
+    assert 3 < len(whole) <= 6000 // WHOLE_PER
+    assert min(e.score for e in whole) >= max(
+        e.score for e in large_items if e.decision == "compressed")
     for pack, items in ((small, small_items), (large, large_items)):
         assert all(f"[{e.ref}" in pack.text for e in items)
-    # Short lines in the small pack: the text around the match, not the whole sentence.
-    from agentstate.context.sources import SHORT_LINE_CHARS
+    # Short lines in the small pack: the text around the match, not the whole sentence —
+    # but for the complete items at the top (one per COMPLETE_PER tokens of room), whose
+    # answer line is wider.
+    from agentstate.context.sources import COMPLETE_PER, SHORT_LINE_CHARS
 
     lines = [line for line in small.text.splitlines() if line.startswith("- [evt:")]
-    assert max(len(line.split("] ", 1)[1]) for line in lines) <= SHORT_LINE_CHARS + 4
+    wide = [line for line in lines if len(line.split("] ", 1)[1]) > SHORT_LINE_CHARS + 4]
+    assert len(wide) <= 1000 // COMPLETE_PER < len(lines) - len(wide)
 
 
 def test_a_small_pack_does_not_restate_the_goal_and_hints_only_at_more_memories(store):
