@@ -260,7 +260,8 @@ def shown_at(store: Store, entry, text: str) -> int:
     names the event's own run and `trace` leads back to the entry's event."""
     import re
 
-    if not (entry.cls == "evidence" and entry.ref.startswith("evt:")):
+    if not (entry.cls == "evidence" and entry.ref.startswith("evt:")) \
+            or entry.decision == "pointer":  # a pointer line in the index names the ref
         return text.find(entry.ref)
     from agentstate.context.trace import trace
     from agentstate.runs.lookups import find_event
