@@ -251,3 +251,26 @@ def undo_m016(db: Path) -> None:
         conn.execute("CREATE INDEX events_supersedes ON events(supersedes)")
         conn.execute("CREATE INDEX events_run_kind ON events(run, kind)")
     conn.close()
+
+
+def shown_at(store: Store, entry, text: str) -> int:
+    """Where the pack `text` shows the placed manifest `entry`'s ref, or -1. An evidence
+    event is labelled `#N` (its seq) under a group header naming its run, and that pair,
+    `run:ID#N`, is what `trace` resolves: the offset counts only where the label's group
+    names the event's own run and `trace` leads back to the entry's event."""
+    import re
+
+    if not (entry.cls == "evidence" and entry.ref.startswith("evt:")) \
+            or entry.decision == "pointer":  # a pointer line in the index names the ref
+        return text.find(entry.ref)
+    from agentstate.context.trace import trace
+    from agentstate.runs.lookups import find_event
+
+    event = find_event(store, entry.ref.removeprefix("evt:"))
+    assert event is not None, entry
+    for found in re.finditer(rf"^- \[#{event.seq}[\] ]", text, re.M):
+        header = text.rfind("\n### ", 0, found.start())
+        if header >= 0 and text[header + 5:].startswith(f"{event.run} "):
+            assert trace(store, f"{event.run}#{event.seq}", principal="owner").ref == entry.ref
+            return found.start()
+    return text.find(f"[{entry.ref}")

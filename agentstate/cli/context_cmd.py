@@ -109,8 +109,8 @@ def _print_allocation(console: Console, pack: ContextPack) -> None:
 
 @app.command("trace")
 def trace_cmd(
-    ref: Annotated[str, typer.Argument(help="pack:…, mem:…[@vN], evt:…, skill:NAME[@vN] "
-                                            "or run:…")],
+    ref: Annotated[str, typer.Argument(help="pack:…, mem:…[@vN], evt:…, skill:NAME[@vN], "
+                                            "run:… or run:…#N (a pack's `#N` label)")],
     principal: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -518,7 +518,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
                     answer_lines: bool = True) -> list[Candidate]:
     from agentstate.memory.recall import lapsed_sources
     from agentstate.memory.search import ranked_events
-    from agentstate.runs.lookups import resolved_among, superseded_among
+    from agentstate.runs.lookups import event_positions, resolved_among, superseded_among
 
     base = pool = event_pool(room, settings.evidence_events)
     if not pool:
@@ -537,8 +537,10 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     superseded = {f"evt:{i}" for i in superseded_among(store, ids)}
     resolved = {f"evt:{i}" for i in resolved_among(store, ids)}
     lapsed = lapsed_sources(store, [f"evt:{i}" for i in ids])
+    # Each event's place in its run: its label is `#N` under the run's group header.
+    seqs = {f"evt:{i}": seq for i, (_, seq) in event_positions(store, ids).items()}
     return src.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
-                              lapsed=lapsed, gate=gate,
+                              lapsed=lapsed, gate=gate, seqs=seqs,
                               stems=_query_stems(query), room=room,
                               answer_lines=answer_lines)
 

@@ -181,7 +181,7 @@ class _Packer:
         if group and cand.tail and (group, cand.tail) in self.open_groups:
             # The group prints a repeated label part once (see rendering): an item whose
             # kind and date another item of its group already shows is costed without it.
-            form_cost = form.replace(f"{cand.ref}{cand.tail}]", f"{cand.ref}]", 1)
+            form_cost = form.replace(f"{cand.label_ref}{cand.tail}]", f"{cand.label_ref}]", 1)
         else:
             form_cost = form
         cost = count(form_cost + "\n") + (form_cost != form) + (

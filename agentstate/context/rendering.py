@@ -22,7 +22,7 @@ def _section_lines(items: list[Candidate]) -> list[str]:
                 lines.append(mine)
         if mine and cand.tail:
             if cand.tail == tail:
-                form = form.replace(f"{cand.ref}{cand.tail}]", f"{cand.ref}]", 1)
+                form = form.replace(f"{cand.label_ref}{cand.tail}]", f"{cand.label_ref}]", 1)
             tail = cand.tail
         lines.append(form)
     return lines

@@ -302,13 +302,19 @@ WHOLE_PER = 500
 # lengthened only in room left over (budgeter.ANSWER_LINE_SHARE): the best bets shown with
 # their answer, breadth below them. Each costs ~19 tokens over its shorter line (dev split,
 # 1,000 tokens), so fewer items fit: one per 100 tokens cost dev recall 0.007–0.010, one
-# per 150 bought half the answer-visible gain; measured, not derived (eighth round).
-COMPLETE_PER = 125
-# Where no hit is shown whole (a small room), one-line forms are cut shorter — a hit to about
-# ten words around the words that matched, a neighbour to its opening words: the label and
+# per 150 bought half the answer-visible gain (eighth round, one per 125 kept). Since
+# labels are `#N` (~7 tokens less a line) a pack holds more items, and one per 50 spends
+# part of that on answers: dev split recall still 0.009–0.017 above one per 125 with
+# `evt:` labels at every budget, answer-visible 0.024–0.051 above it; one per 35 cost
+# 8,000 tokens 0.013 of recall; measured, not derived (ninth round).
+COMPLETE_PER = 50
+# Where no hit is shown whole (a small room), one-line forms are cut shorter — a hit to
+# the words around the words that matched, a neighbour to its opening words: the label and
 # ref of an item cost the same whatever its length, so in a small room shorter lines mean
-# more items.
-SHORT_LINE_CHARS = 60
+# more items. 60 characters while labels were `evt:ID` (100 cost recall then); with `#N`
+# labels 100 keeps dev recall at 1,000 tokens within 0.001 and shows 0.019 more answers
+# (120 and 140 no more; the only room it applies to, ninth round).
+SHORT_LINE_CHARS = 100
 # A turn of at most this many characters (about 35 tokens: 30% of the turns LoCoMo's packs
 # compress) is its own one-line form: cut to a window, it loses the words the question did
 # not use — often the answer.
@@ -374,7 +380,8 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
                    superseded: set[str], resolved: set[str] | None = None,
                    lapsed: dict[str, str] | None = None, gate: bool = True,
                    stems: tuple[str, ...] = (), room: int | None = None,
-                   answer_lines: bool = True) -> list[Candidate]:
+                   answer_lines: bool = True,
+                   seqs: dict[str, int] | None = None) -> list[Candidate]:
     """Event search hits (and their neighbours) → evidence candidates, grouped by run and
     source, each labelled with its short ref, kind and date. Hits are not cut by relative
     relevance: they are ranked, and the budget decides how far down the ranking the pack
@@ -386,7 +393,8 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
     in room left once every item that fits has its shorter line (`short`: the matched
     sentence or a neighbour's first one); off (an ablation), that shorter line alone.
     The strongest hits, one per COMPLETE_PER tokens of `room`, are complete items: their
-    answer line is placed first (`answer_first`)."""
+    answer line is placed first (`answer_first`). `seqs` (event ref → its seq in its run):
+    an event there is labelled `#N` under its run's group header, not `evt:ID`."""
     best = max((h.score for h in hits), default=0.0) or 1.0
     whole, chars = one_line_forms(room)
     complete = room // COMPLETE_PER if room is not None else 0
@@ -403,7 +411,11 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         # `note` is the log's unmarked kind (imported turns, plain remarks): naming it says
         # nothing and costs tokens on every date; every other kind is named.
         tail = f" · {hit.ts[:10]}" if kind == UNMARKED_KIND else f" · {kind} · {hit.ts[:10]}"
-        label = f"{hit.ref}{tail}"
+        # `#N` (its place in the run the group header names: `run:ID#N`) where it is known:
+        # ~5 tokens against ~12 for `evt:ID`, paid on every line of the pack.
+        seq = (seqs or {}).get(hit.ref)
+        shown = "" if seq is None else f"#{seq}"
+        label = f"{shown or hit.ref}{tail}"
         # The matched sentence alone (a neighbour's first one): the line placed first; the
         # answer line replaces it where the budget has room left (budgeter).
         matched = compress_line(label, hit.text, chars) if near \
@@ -419,10 +431,11 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
             answer_first=not near and rank < complete and answer != matched,
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
-            group=event_group(hit.run, hit.source, hit.text), tail=tail,
+            group=event_group(hit.run, hit.source, hit.text), tail=tail, shown=shown,
             # Day, then kind, then time: items sharing a label tail sit together, so the
-            # tail is printed exactly once per (group, tail) — what the budgeter costs.
-            chrono=(hit.ts[:10], kind, hit.ts, hit.ref),
+            # tail is printed exactly once per (group, tail) — what the budgeter costs. Then
+            # the run's order, so a session's `#N` read forward.
+            chrono=(hit.ts[:10], kind, hit.ts, -1 if seq is None else seq, hit.ref),
             note=f"next to {near} (neighbour, {getattr(hit, 'weight', NEIGHBOUR_WEIGHT):g} × "
                  "its score)" if near
             else f"search rank, {round(relative, 3)} of the best",

@@ -27,6 +27,7 @@ from agentstate.memory.model import versions_citing, versions_drawn_from
 from agentstate.memory.status import MemoryStatus
 from agentstate.output import shorten
 from agentstate.runs.lookups import (
+    event_id_at,
     event_ids_of_run,
     find_event,
     first_superseding_event,
@@ -38,7 +39,7 @@ from agentstate.skills.records import find_version, version_numbers
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.principals import Principal
-from agentstate.store.refs import make_ref, parse_ref
+from agentstate.store.refs import make_ref, parse_position, parse_ref
 
 MAX_LISTED = 50  # per relation; the JSON says how many more there were
 
@@ -59,6 +60,12 @@ def trace(store: Store, ref: str, *, principal: Principal | str) -> TraceNode:
     from agentstate.store.principals import acting
 
     who = acting(store, principal)
+    at = parse_position(ref)
+    if at is not None:  # `run:ID#N`, as a pack's evidence labels an event (`#N`)
+        event_id = event_id_at(store, *at)
+        if event_id is None:
+            raise NotFound(f"no event {ref.strip()}")
+        ref = make_ref("evt", event_id)
     parsed = parse_ref(ref)
     if parsed.kind == "pack":
         return _trace_pack(store, str(parsed), who)

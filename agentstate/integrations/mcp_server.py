@@ -499,9 +499,9 @@ TOOLS = (
          "versions are refused.", APPENDS, _skill_load,
          (Param("target", "string", "NAME (current version) or NAME@vN", required=True),
           RUN)),
-    Tool("trace", "Follow a ref both ways: pack:…, mem:…[@vN], evt:…, skill:NAME[@vN] or "
-         "run:… → what it was built from and what used it. Unknown refs fail with "
-         "not_found.", READS, _trace,
+    Tool("trace", "Follow a ref both ways: pack:…, mem:…[@vN], evt:…, skill:NAME[@vN], "
+         "run:… or run:…#N (a pack's `#N` evidence label) → what it was built from and "
+         "what used it. Unknown refs fail with not_found.", READS, _trace,
          (Param("ref", "string", "The ref to follow", required=True),)),
 )
 RESUME_RESOURCE = {"uri": RESUME_URI, "name": "resume", "mimeType": "text/markdown",

@@ -44,6 +44,11 @@ def find_event(store: Store, event_id: str) -> Event | None:
     return None if row is None else row_to_event(row)
 
 
+def event_id_at(store: Store, run_id: str, seq: int) -> str | None:
+    """The id of the run's event at `seq` (a `run:ID#N` ref), or None when there is none."""
+    return store.value("SELECT id FROM events WHERE run = ? AND seq = ?", (run_id, seq))
+
+
 def run_exists(store: Store, run_id: str) -> bool:
     return store.value("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is not None
 

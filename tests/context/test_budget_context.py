@@ -29,6 +29,7 @@ from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for, load_encoding
+from tests.conftest import shown_at
 
 WORDS = ["login", "test", "fixture", "timeout", "database", "flaky", "retry", "cache", "parser",
          "token", "budget", "migration", "schema", "deploy", "branch", "commit", "python",
@@ -152,18 +153,21 @@ def test_budget_pinned_manifest_and_determinism(case):
             else:
                 positions.append(entry.position)
                 if entry.ref.startswith(("evt:", "mem:", "run:", "skill:")):
-                    assert entry.ref in pack.text, entry  # placed: its ref is in the text
+                    # placed: the text shows its ref, or a label that resolves to it
+                    assert shown_at(store, entry, pack.text) >= 0, entry
             if entry.cls == "pinned":
                 assert entry.decision == "included"
             if entry.reason in ("essential", "pinned"):
                 assert entry.decision in ("included", "compressed"), entry
             # 3b. the manifest never lies: a duplicate names the ref it repeats, and that
-            # fragment is placed, so the ref is in the text.
+            # fragment is placed, so the text shows it (its ref, or a label resolving to it).
             if reason_kind(entry.reason) == "duplicate":
                 assert entry.decision == "dropped"
                 assert entry.reason.startswith("duplicate of "), entry
                 twin = entry.reason.removeprefix("duplicate of ")
-                assert twin in placed_refs and twin in pack.text, entry
+                assert twin in placed_refs and any(
+                    shown_at(store, e, pack.text) >= 0 for e in pack.manifest
+                    if e.ref == twin and e.decision != "dropped"), entry
         assert sorted(positions) == list(range(1, len(positions) + 1))
         # 4. same inputs, same pack
         again = build_context(store, **kwargs, save=False)

@@ -14,7 +14,7 @@ from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for
-from tests.conftest import configure, run_agentstate
+from tests.conftest import configure, run_agentstate, shown_at
 
 
 @pytest.fixture
@@ -73,8 +73,8 @@ def test_placement_pinned_first_task_last_evidence_between(store, story):
     # positions follow the text order (first occurrence of each placed evidence ref)
     placed = [e for e in pack.manifest if e.position is not None and e.cls == "evidence"]
     assert placed
-    offsets = [pack.text.index(e.ref) for e in sorted(placed, key=lambda e: e.position)]
-    assert offsets == sorted(offsets)
+    offsets = [shown_at(store, e, pack.text) for e in sorted(placed, key=lambda e: e.position)]
+    assert -1 not in offsets and offsets == sorted(offsets)
 
 
 def test_evidence_ordered_by_score_and_from_every_run(store, story):
@@ -85,9 +85,12 @@ def test_evidence_ordered_by_score_and_from_every_run(store, story):
     # Grouped by run and source, in time order inside a group; the group holding the
     # strongest hit comes first.
     scores = [e.score for e in sorted(evidence, key=lambda e: e.position)]
-    first_group = pack.text.split("### ", 2)[1]
-    assert sum(e.ref in first_group for e in evidence) >= 1
-    assert max(scores) in scores[:sum(e.ref in first_group for e in evidence)]
+    start = pack.text.index("### ")
+    end = pack.text.find("\n### ", start)
+    end = len(pack.text) if end < 0 else end
+    in_first = sum(start <= shown_at(store, e, pack.text) < end for e in evidence)
+    assert in_first >= 1
+    assert max(scores) in scores[:in_first]
     # the finished run's diagnosis is found as evidence for the current run's pack
     old_refs = {r[0] for r in store.conn.execute(
         "SELECT 'evt:' || id FROM events WHERE run = ?", (story["old"].id,))}
@@ -105,10 +108,15 @@ def test_trajectory_newest_whole_older_compressed_with_refs(store, story):
     copies = [e for e in trajectory if e.reason.startswith("duplicate of ")]
     assert older or copies
     assert all(e.reason == "older" for e in older)
-    assert all(e.ref in pack.text for e in copies)
+    # Its evidence copy is labelled by its place in its run (`#N`, under the run's header).
+    evidence = {e.ref: e for e in pack.manifest if e.cls == "evidence"}
+    assert all(e.ref in pack.text or shown_at(store, evidence[e.ref], pack.text) >= 0
+               for e in copies)
     notes_checked = 0
     for entry in older + copies:  # one line each, in the trajectory or as evidence
-        line = next(x for x in pack.text.splitlines() if entry.ref in x)
+        at = shown_at(store, evidence[entry.ref], pack.text) if entry in copies else -1
+        line = pack.text[at:].split("\n", 1)[0] if at >= 0 else next(
+            x for x in pack.text.splitlines() if entry.ref in x)
         assert line.startswith(f"- [{entry.ref}") or entry in copies  # (or in the task state)
         if "looked at module" in line and entry in older:
             # the story's two-sentence notes as one trajectory line: one sentence only

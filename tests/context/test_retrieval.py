@@ -12,6 +12,7 @@ from agentstate.memory.terms import stem
 from agentstate.runs.log import append_event, start_run
 from agentstate.store.principals import resolve_principal
 from agentstate.tokens import counter_for
+from tests.conftest import shown_at
 
 
 def test_english_inflections_find_each_other(store):
@@ -89,7 +90,8 @@ def test_evidence_is_grouped_with_one_header_and_short_labels(store):
     header = f"### {old.ref} · user (trusted)"
     assert pack.text.count(header) == 1
     lines = pack.text.split(header, 1)[1].strip().splitlines()[:6]
-    assert all(line.startswith("- [evt:") for line in lines)
+    # Each event is labelled by its place in the run the header names (`run:…#N`).
+    assert [line.split(" ")[1].split("]")[0] for line in lines] == [f"[#{n}" for n in range(1, 7)]
     # The date is printed once while it repeats (a note, the log's unmarked kind, is not
     # named); every line keeps its ref.
     assert lines[0].split("]")[0].endswith("· 2026-01-15") and "note" not in lines[0]
@@ -97,7 +99,7 @@ def test_evidence_is_grouped_with_one_header_and_short_labels(store):
     assert "(trusted)" not in "\n".join(lines)
     for entry in pack.manifest:
         if entry.cls == "evidence" and entry.decision != "dropped":
-            assert entry.ref in pack.text and entry.note
+            assert shown_at(store, entry, pack.text) >= 0 and entry.note
 
 
 def test_a_duplicate_drop_names_a_ref_that_is_in_the_text(store):
@@ -171,7 +173,7 @@ def test_an_event_kind_other_than_note_is_named_in_its_label(store):
     current, _ = start_run(store, "now")
     pack = build_context(store, run=current.ref, query="parser nested tables", budget=4000,
                          save=False, principal=resolve_principal(store))
-    labels = [line.split("]")[0] for line in pack.text.splitlines() if line.startswith("- [evt:")]
+    labels = [line.split("]")[0] for line in pack.text.splitlines() if line.startswith("- [#")]
     assert any(label.endswith("· decision · 2026-01-15") for label in labels)
     assert not any("note" in label for label in labels)
 
@@ -245,15 +247,15 @@ def test_whole_hits_only_where_the_room_affords_them(store):
     assert min(e.score for e in whole) >= max(
         e.score for e in large_items if e.decision == "compressed")
     for pack, items in ((small, small_items), (large, large_items)):
-        assert all(f"[{e.ref}" in pack.text for e in items)
+        assert all(shown_at(store, e, pack.text) >= 0 for e in items)
     # Short lines in the small pack: the text around the match, not the whole sentence —
     # but for the complete items at the top (one per COMPLETE_PER tokens of room), whose
     # answer line is wider.
     from agentstate.context.sources import COMPLETE_PER, SHORT_LINE_CHARS
 
-    lines = [line for line in small.text.splitlines() if line.startswith("- [evt:")]
+    lines = [line for line in small.text.splitlines() if line.startswith("- [#")]
     wide = [line for line in lines if len(line.split("] ", 1)[1]) > SHORT_LINE_CHARS + 4]
-    assert len(wide) <= 1000 // COMPLETE_PER < len(lines) - len(wide)
+    assert 0 < len(wide) <= 1000 // COMPLETE_PER and len(lines) - len(wide) >= 5
 
 
 def test_a_small_pack_does_not_restate_the_goal_and_hints_only_at_more_memories(store):
