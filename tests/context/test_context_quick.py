@@ -117,3 +117,73 @@ def test_a_closed_pipe_ends_quietly(working):
 ])
 def test_quick_form(args, form):
     assert quick_form(args) == form
+
+
+def _imported(repo: Path, *args: str, env: dict[str, str] | None = None) -> set[str]:
+    """The modules a quick `agentstate context ARGS` process imported (from -X importtime)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "agentstate", "context",
+                           *args], cwd=repo, capture_output=True, text=True, timeout=120,
+                          env=env or dict(os.environ, NO_COLOR="1"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+# What a pack never uses: the skill file's parser (a pack reads skill rows, and the files of
+# the matched ones' trees), the store rewrite (`gc`), the CLI.
+DEFERRED = ("agentstate.skills.skill_file", "agentstate.skills.file_checks",
+            "agentstate.store.rewrite", "typer")
+
+
+def test_the_quick_path_imports_only_what_a_pack_uses(working):
+    imported = _imported(working, "--budget", "3000")
+    assert "agentstate.context.assemble" in imported  # the list is read, and is this one's
+    assert not imported & set(DEFERRED), sorted(imported & set(DEFERRED))
+
+
+def test_the_quick_process_saves_the_counts_it_learned_before_it_ends(working, tmp_path):
+    """The process ends without the interpreter's teardown; its exit functions still run,
+    so the token counts it learned (a fresh cache: all of them) are written."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, NO_COLOR="1", AGENTSTATE_CACHE_DIR=str(cache))
+    env.pop("PYTHONUNBUFFERED", None)  # what an agent's shell has: stdout is buffered
+    proc = subprocess.run([sys.executable, "-m", "agentstate", "context", "--budget", "3000",
+                           "--json"], cwd=working, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "make the login test stop timing out" in json.loads(proc.stdout)["data"]["text"]
+    [memo] = cache.glob("counts-*.sqlite")
+    with sqlite3.connect(memo) as conn:
+        assert conn.execute("SELECT count(*) FROM counts").fetchone()[0] > 0
+
+
+def test_the_collector_is_as_it_was_after_a_quick_pack(working, monkeypatch, capsys):
+    """The collector is off while the pack is built (the process ends right after) and as
+    the caller had it afterwards, whether the pack was printed here or the full command is
+    to run."""
+    import gc
+
+    from agentstate.integrations import context_runner
+    from agentstate.integrations.context_runner import run_quick_context
+
+    built = context_runner._recorded_pack
+    collecting = []
+
+    def recorded_pack(*args):
+        collecting.append(gc.isenabled())
+        return built(*args)
+
+    monkeypatch.setattr(context_runner, "_recorded_pack", recorded_pack)
+    monkeypatch.chdir(working)
+    try:
+        assert run_quick_context(["--budget", "3000"], None) == 0
+        assert collecting == [False]
+        assert "make the login test stop timing out" in capsys.readouterr().out
+        assert gc.isenabled()
+        assert run_quick_context(["--budget", "20"], None) is None  # refused: the full command
+        assert gc.isenabled()
+        gc.disable()
+        assert run_quick_context(["--budget", "3000"], None) == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
