@@ -57,6 +57,24 @@ def test_the_common_forms_are_answered_without_the_cli_and_print_the_same(workin
     assert cli.ok("trace", ref.group(1), "--json").json()["ok"]
 
 
+@pytest.mark.parametrize("args", [("--query", "why does the login test time out"),
+                                  ("-b", "3000", "-q", "login timeout"),
+                                  ("--query=CI runners", "--budget=3000")])
+def test_a_query_is_answered_without_the_cli_and_prints_the_same(working, cli, args):
+    before = _packs(working)
+    proc, typer = _context(working, *args)
+    assert proc.returncode == 0 and not typer, proc.stderr[-2000:]
+    full = cli.ok("context", *args)
+    assert proc.stdout == full.stdout and "make the login test stop timing out" in proc.stdout
+    assert _packs(working) == before + 2
+    with sqlite3.connect(working / ".agentstate" / "state.db") as conn:
+        queries = [q for (q,) in conn.execute("SELECT query FROM packs ORDER BY created DESC, "
+                                              "rowid DESC LIMIT 2")]
+    asked = args[args.index("--query") + 1] if "--query" in args else \
+        args[args.index("-q") + 1] if "-q" in args else args[0].partition("=")[2]
+    assert queries[0] == queries[1] and asked in queries[0]
+
+
 def test_json_is_the_full_commands_envelope(working, cli):
     proc, typer = _context(working, "--budget", "3000", "--json")
     assert proc.returncode == 0 and not typer
@@ -68,7 +86,7 @@ def test_json_is_the_full_commands_envelope(working, cli):
     assert quick["data"]["ref"] != full["data"]["ref"]  # two packs, each recorded
 
 
-@pytest.mark.parametrize("args", [("--query", "login"), ("--budget", "3000", "--explain"),
+@pytest.mark.parametrize("args", [("--budget", "3000", "--explain"), ("-q", "a", "--query", "b"),
                                   ("--budget", "3000", "--budget", "4000"), ("--json", "--json"),
                                   ("--run", "run:nope"), ("--no-run",), ("extra",)])
 def test_any_other_form_goes_through_the_full_command(working, args):
@@ -109,11 +127,16 @@ def test_a_closed_pipe_ends_quietly(working):
 
 
 @pytest.mark.parametrize("args, form", [
-    ([], (None, False)), (["--json"], (None, True)), (["--budget", "9"], ("9", False)),
-    (["-b", "9", "--json"], ("9", True)), (["--budget=9"], ("9", False)),
+    ([], (None, False, None)), (["--json"], (None, True, None)),
+    (["--budget", "9"], ("9", False, None)), (["-b", "9", "--json"], ("9", True, None)),
+    (["--budget=9"], ("9", False, None)), (["--query", "why"], (None, False, "why")),
+    (["-b", "9", "-q", "why not"], ("9", False, "why not")),
+    (["--query=a=b", "--json"], (None, True, "a=b")), (["--query"], None),
+    (["--query", "-x"], None), (["--query", "a", "-q", "a"], None),
+    (["-b", "9", "--budget", "9"], None), (["-qx"], None),
     (["--budget"], None), (["--budget", "--json"], None), (["--budget=9", "--budget", "9"], None),
     (["-b", "9", "-b", "9"], None), (["--json=1"], None), (["--dir", "x"], None),
-    (["--help"], None), (["-q", "x"], None), (["x"], None),
+    (["--help"], None), (["-q", "x"], (None, False, "x")), (["x"], None),
 ])
 def test_quick_form(args, form):
     assert quick_form(args) == form
