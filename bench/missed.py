@@ -53,7 +53,8 @@ NOTES: tuple[Note, ...] = (
          "teardown skipped (2026-12-03, 188 ms under load 4-5): Python's start ~9 ms, ~50 ms "
          "of imports (57 dataclasses built, ~21 ms), the assembly ~85 ms, and the record's "
          "close checkpointing ~1 MB of WAL with four fdatasyncs (7-29 ms of wall); "
-         "`--query` and `resume` run the full command (Typer's tree ~20 ms more)",
+         "`--query` is a quick form too since (0.79 of main), `resume` runs the full command "
+         "(Typer's tree ~20 ms more)",
          "the warm hook helper answering `context` as it answers hooks (no imports), the "
          "dataclasses a pack never uses moved out of its modules, and a smaller record "
          "(rows shared between identical packs, or no per-row ref index: a migration)",
