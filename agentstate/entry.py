@@ -27,11 +27,11 @@ def main() -> None:
         if run_quick_sync(argv[-1] == "--json", os.environ.get("AGENTSTATE_DIR") or None):
             sys.exit(0)
     if argv[:1] == ["context"]:
-        from agentstate.integrations.context_runner import run_quick_context
+        from agentstate.integrations.context_runner import leave, run_quick_context
 
         code = run_quick_context(argv[1:], os.environ.get("AGENTSTATE_DIR") or None)
         if code is not None:
-            sys.exit(code)
+            leave(code)
     if argv == ["mcp"]:
         from agentstate.integrations.mcp_server import serve_if_ready
 

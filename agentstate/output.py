@@ -20,6 +20,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentstate.lazy_re import LazyPattern
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -122,9 +124,9 @@ def envelope_error(command: str, code: str, message: str,
 # What JSON leaves raw but a terminal acts on: DEL, C1 controls (U+009B is a one-byte CSI),
 # the bidi controls, line/paragraph separators, lone surrogates. Written as `\uNNNN`
 # escapes, so a reader of the document still gets the stored value exactly. (C0 controls are
-# escaped by json.dumps itself.)
-_JSON_RAW = re.compile("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                       "\ud800-\udfff]")
+# escaped by json.dumps itself.) Compiled on first use: most commands print no JSON.
+_JSON_RAW = LazyPattern("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                        "\ud800-\udfff]")
 
 
 def json_text(obj: Any, **options: Any) -> str:

@@ -8,10 +8,10 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.memory_tables import CJK_GLOB
-from agentstate.store.rewrite import CopyPlan
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
+    from agentstate.store.rewrite import CopyPlan
 
 
 def optimize_indexes(conn: Any, only: list[str] | None = None) -> list[str]:
@@ -95,6 +95,10 @@ def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
     (its index row number) but loses its vector (`event_vectors_au`: its text changed). The
     word and trigram indexes are contentless, so they are created empty and filled from the
     texts that stay (the trigram one only from rows it held before: the CJK ones)."""
+    # Imported here: every `context` pack reads the index state above, and only `gc`
+    # rewrites the store (the rewrite module compiles its schema patterns at import).
+    from agentstate.store.rewrite import CopyPlan
+
     def refill(conn: Any, schema: str) -> None:
         conn.execute("CREATE TEMP TABLE event_index_cjk AS SELECT rowid AS row "
                      "FROM main.events_tri")

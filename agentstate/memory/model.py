@@ -22,6 +22,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentstate.errors import InvalidInput, NotFound
+from agentstate.lazy_re import LazyPattern
 from agentstate.memory.status import (
     CURRENT_STATUSES,
     EXPIRED,
@@ -52,10 +53,10 @@ WITHHELD_REASONS = ("permission", "out_of_scope", "expired", "superseded", "cand
 
 BASE_CONFIDENCE = {"user": 0.95, "file": 0.8, "tool": 0.8, "evt": 0.8, "model": 0.5}
 # Letters and digits of any script (测试命令 is as good a key as test-command).
-_KEY = re.compile(r"[^\W_][\w.:/-]{0,79}")
-_TTL = re.compile(r"^([1-9][0-9]{0,6})([smhdw])$")
+_KEY = LazyPattern(r"[^\W_][\w.:/-]{0,79}")
+_TTL = LazyPattern(r"^([1-9][0-9]{0,6})([smhdw])$")
 _TTL_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-_BRANCH = re.compile(r"^[A-Za-z0-9._/\-]{1,200}$")
+_BRANCH = LazyPattern(r"^[A-Za-z0-9._/\-]{1,200}$")
 
 
 @dataclass

@@ -12,22 +12,26 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, NotFound
-from agentstate.skills import registry
-from agentstate.skills import skill_file as mf
+from agentstate.lazy_re import LazyPattern
 from agentstate.skills.status import SkillStatus
 from agentstate.store.db import Store
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref
 
-_NAME_AT = re.compile(r"^(?:skill:)?([a-z0-9-]+)(?:@v([0-9]+))?$")
+if TYPE_CHECKING:
+    from agentstate.skills import skill_file as mf
+
+# The skill file's parser (8 dataclasses, 4 patterns) and the registry are imported where
+# they are used: every `context` pack reads this module's rows (`any_published`) and never
+# parses a skill file.
+_NAME_AT = LazyPattern(r"^(?:skill:)?([a-z0-9-]+)(?:@v([0-9]+))?$")
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,10 @@ def parse_target(text: str) -> tuple[str, int | None]:
     if not match:
         raise InvalidInput(f"not a skill name or ref: {text!r} (expected NAME, NAME@vN or "
                            "skill:NAME@vN)")
+    from agentstate.skills.skill_file import check_name
+
     name, version = match.group(1), match.group(2)
-    problems = mf.check_name(name)
+    problems = check_name(name)
     if problems:
         raise InvalidInput(problems[0])
     if version is not None and int(version) < 1:
@@ -204,6 +210,8 @@ def release_folder(store: Store, row: SkillVersion) -> Path:
     """A released version checked out under .agentstate/cache (rebuilt if it drifted)."""
     # Inside the registry folder (ignored by the host repository's .gitignore for
     # .agentstate/skills/, and excluded from the registry's own git by info/exclude).
+    from agentstate.skills import registry
+
     dest = store.skills_path / registry.CACHE_DIR / row.name / f"v{row.version}"
     if not dest.is_dir() or registry.tree_hash(dest) != row.tree:
         registry.materialize(store.skills_path, row.name, row.version, dest)

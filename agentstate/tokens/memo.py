@@ -42,12 +42,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentstate.lazy_re import LazyPattern
+
 # Unicode White_Space, which is what `\s` means in tiktoken's (Rust) regex. Python's own `\s`
 # also matches U+001C..U+001F, which would split windows inside a piece.
 WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-_SPACE_RUN = re.compile(f"[{WHITE_SPACE}]+")
-_WORD = re.compile(f"[^{WHITE_SPACE}]+[\r\n]*")
-_ASCII_BOUNDARY = re.compile(
+# Compiled on first use: only a count this memo has not seen cuts windows.
+_SPACE_RUN = LazyPattern(f"[{WHITE_SPACE}]+")
+_WORD = LazyPattern(f"[^{WHITE_SPACE}]+[\r\n]*")
+_ASCII_BOUNDARY = LazyPattern(
     r"(?<=[A-Za-z])(?=[\x00-\x40\x5b-\x60\x7b-\x7f])"  # letter | ASCII non-letter
     r"|(?<=[0-9])(?=[\x00-\x2f\x3a-\x7f])"             # digit | ASCII non-digit
     r"|(?<=[\x00-\x2f\x3a-\x7f])(?=[0-9])"             # ASCII non-digit | digit

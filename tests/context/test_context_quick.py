@@ -57,6 +57,24 @@ def test_the_common_forms_are_answered_without_the_cli_and_print_the_same(workin
     assert cli.ok("trace", ref.group(1), "--json").json()["ok"]
 
 
+@pytest.mark.parametrize("args", [("--query", "why does the login test time out"),
+                                  ("-b", "3000", "-q", "login timeout"),
+                                  ("--query=CI runners", "--budget=3000")])
+def test_a_query_is_answered_without_the_cli_and_prints_the_same(working, cli, args):
+    before = _packs(working)
+    proc, typer = _context(working, *args)
+    assert proc.returncode == 0 and not typer, proc.stderr[-2000:]
+    full = cli.ok("context", *args)
+    assert proc.stdout == full.stdout and "make the login test stop timing out" in proc.stdout
+    assert _packs(working) == before + 2
+    with sqlite3.connect(working / ".agentstate" / "state.db") as conn:
+        queries = [q for (q,) in conn.execute("SELECT query FROM packs ORDER BY created DESC, "
+                                              "rowid DESC LIMIT 2")]
+    asked = args[args.index("--query") + 1] if "--query" in args else \
+        args[args.index("-q") + 1] if "-q" in args else args[0].partition("=")[2]
+    assert queries[0] == queries[1] and asked in queries[0]
+
+
 def test_json_is_the_full_commands_envelope(working, cli):
     proc, typer = _context(working, "--budget", "3000", "--json")
     assert proc.returncode == 0 and not typer
@@ -68,7 +86,7 @@ def test_json_is_the_full_commands_envelope(working, cli):
     assert quick["data"]["ref"] != full["data"]["ref"]  # two packs, each recorded
 
 
-@pytest.mark.parametrize("args", [("--query", "login"), ("--budget", "3000", "--explain"),
+@pytest.mark.parametrize("args", [("--budget", "3000", "--explain"), ("-q", "a", "--query", "b"),
                                   ("--budget", "3000", "--budget", "4000"), ("--json", "--json"),
                                   ("--run", "run:nope"), ("--no-run",), ("extra",)])
 def test_any_other_form_goes_through_the_full_command(working, args):
@@ -109,11 +127,86 @@ def test_a_closed_pipe_ends_quietly(working):
 
 
 @pytest.mark.parametrize("args, form", [
-    ([], (None, False)), (["--json"], (None, True)), (["--budget", "9"], ("9", False)),
-    (["-b", "9", "--json"], ("9", True)), (["--budget=9"], ("9", False)),
+    ([], (None, False, None)), (["--json"], (None, True, None)),
+    (["--budget", "9"], ("9", False, None)), (["-b", "9", "--json"], ("9", True, None)),
+    (["--budget=9"], ("9", False, None)), (["--query", "why"], (None, False, "why")),
+    (["-b", "9", "-q", "why not"], ("9", False, "why not")),
+    (["--query=a=b", "--json"], (None, True, "a=b")), (["--query"], None),
+    (["--query", "-x"], None), (["--query", "a", "-q", "a"], None),
+    (["-b", "9", "--budget", "9"], None), (["-qx"], None),
     (["--budget"], None), (["--budget", "--json"], None), (["--budget=9", "--budget", "9"], None),
     (["-b", "9", "-b", "9"], None), (["--json=1"], None), (["--dir", "x"], None),
-    (["--help"], None), (["-q", "x"], None), (["x"], None),
+    (["--help"], None), (["-q", "x"], (None, False, "x")), (["x"], None),
 ])
 def test_quick_form(args, form):
     assert quick_form(args) == form
+
+
+def _imported(repo: Path, *args: str, env: dict[str, str] | None = None) -> set[str]:
+    """The modules a quick `agentstate context ARGS` process imported (from -X importtime)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "agentstate", "context",
+                           *args], cwd=repo, capture_output=True, text=True, timeout=120,
+                          env=env or dict(os.environ, NO_COLOR="1"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+# What a pack never uses: the skill file's parser (a pack reads skill rows, and the files of
+# the matched ones' trees), the store rewrite (`gc`), the CLI.
+DEFERRED = ("agentstate.skills.skill_file", "agentstate.skills.file_checks",
+            "agentstate.store.rewrite", "typer")
+
+
+def test_the_quick_path_imports_only_what_a_pack_uses(working):
+    imported = _imported(working, "--budget", "3000")
+    assert "agentstate.context.assemble" in imported  # the list is read, and is this one's
+    assert not imported & set(DEFERRED), sorted(imported & set(DEFERRED))
+
+
+def test_the_quick_process_saves_the_counts_it_learned_before_it_ends(working, tmp_path):
+    """The process ends without the interpreter's teardown; its exit functions still run,
+    so the token counts it learned (a fresh cache: all of them) are written."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, NO_COLOR="1", AGENTSTATE_CACHE_DIR=str(cache))
+    env.pop("PYTHONUNBUFFERED", None)  # what an agent's shell has: stdout is buffered
+    proc = subprocess.run([sys.executable, "-m", "agentstate", "context", "--budget", "3000",
+                           "--json"], cwd=working, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "make the login test stop timing out" in json.loads(proc.stdout)["data"]["text"]
+    [memo] = cache.glob("counts-*.sqlite")
+    with sqlite3.connect(memo) as conn:
+        assert conn.execute("SELECT count(*) FROM counts").fetchone()[0] > 0
+
+
+def test_the_collector_is_as_it_was_after_a_quick_pack(working, monkeypatch, capsys):
+    """The collector is off while the pack is built (the process ends right after) and as
+    the caller had it afterwards, whether the pack was printed here or the full command is
+    to run."""
+    import gc
+
+    from agentstate.integrations import context_runner
+    from agentstate.integrations.context_runner import run_quick_context
+
+    built = context_runner._recorded_pack
+    collecting = []
+
+    def recorded_pack(*args):
+        collecting.append(gc.isenabled())
+        return built(*args)
+
+    monkeypatch.setattr(context_runner, "_recorded_pack", recorded_pack)
+    monkeypatch.chdir(working)
+    try:
+        assert run_quick_context(["--budget", "3000"], None) == 0
+        assert collecting == [False]
+        assert "make the login test stop timing out" in capsys.readouterr().out
+        assert gc.isenabled()
+        assert run_quick_context(["--budget", "20"], None) is None  # refused: the full command
+        assert gc.isenabled()
+        gc.disable()
+        assert run_quick_context(["--budget", "3000"], None) == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
