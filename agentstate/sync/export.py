@@ -15,15 +15,16 @@ that trips it is not written and is reported.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentstate.lazy_re import LazyPattern
-from agentstate.memory.model import SharedFields, all_shared_fields, evidence_refs_by_row
+from agentstate.memory.model import SharedFields, evidence_refs_by_row
 from agentstate.memory.scanned import digester, mark_scanned, scanned_digests
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
@@ -32,15 +33,15 @@ from agentstate.sync.records import (
     FILES,
     Folder,
     Record,
-    evidence_record,
     file_digest,
     line_id,
     make_record,
     memory_record,
     shareable_scope,
-    write_lines,
+    write_ordered,
 )
 from agentstate.sync.shared import mapped_ids, record_mappings
+from agentstate.sync.spelled import evidence_line, memory_line, spelled_rows, with_parent
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -48,9 +49,14 @@ if TYPE_CHECKING:
 EXPORTED = (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED, MemoryStatus.SUPERSEDED)
 
 
+# One line to write: (record type, id, line, body: its canonical JSON without the id). A
+# tuple, not a Record: a first export makes two a version (issue 24).
+Line = tuple[str, str, str, str]
+
+
 @dataclass
 class ExportPlan:
-    new: list[Record] = field(default_factory=list)
+    new: list[Line] = field(default_factory=list)
     mappings: list[tuple[str, str, int]] = field(default_factory=list)  # record, mem, version
     scanned: list[str] = field(default_factory=list)  # digests of versions scanned here
     dropped: set[str] = field(default_factory=set)  # record ids whose lines a purge removes
@@ -59,6 +65,18 @@ class ExportPlan:
 
     def count(self, *types: str) -> int:
         return sum(self.counts[t] for t in types)
+
+
+@dataclass
+class _Seen:
+    """What the plan consults for each version: the folder's records and evidence, the
+    versions' record ids, the digests of the fields the scanner passed."""
+
+    present: set[str]  # record ids in the folder or planned
+    cited: set[tuple[str, str]]  # (memory record, ref) of the evidence lines there
+    ids: dict[tuple[str, int], str]  # (memory, version) → its record id
+    clean: set[str]
+    digest: Callable[[str, str | None, str, str], str]
 
 
 def plan_export(store: Store, folder: Folder, *, include_candidates: bool = False,
@@ -71,71 +89,103 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
         statuses.add(MemoryStatus.CANDIDATE)
     if include_quarantined:
         statuses.add(MemoryStatus.QUARANTINED)
-    present = set(folder.records)
-    # (memory record, ref) of the evidence lines there: a known version's evidence is looked
-    # up without building its record (ids derive from content, so the pair names the line).
-    cited = {(r.data["memory"], r.data["ref"]) for r in folder.records.values()
-             if r.data["type"] == "evidence"}
-    ids: dict[tuple[str, int], str] = {k: min(v) for k, v in known.items()}
+    # A known version's evidence is looked up by (memory record, ref) without building its
+    # record (ids derive from content, so the pair names the line). Versions whose fields
+    # the scanner already passed (the write gate, an import): their lines hold nothing
+    # else a person wrote, so they are not scanned again.
+    seen = _Seen(set(folder.records),
+                 {(r.data["memory"], r.data["ref"]) for r in folder.records.values()
+                  if r.data["type"] == "evidence"},
+                 {k: min(v) for k, v in known.items()}, scanned_digests(store),
+                 digester(store))
     evidence = evidence_refs_by_row(store)
-    # Versions whose fields the scanner already passed (the write gate, an import): their
-    # lines hold nothing else a person wrote, so they are not scanned again.
-    known_clean, digest = scanned_digests(store), digester(store)
     # Records a teammate forgot or purged: nothing more is written about them, not even an
     # evidence line, before the import (which runs after the export) applies the tombstone.
     dead = folder.targets("forget") | folder.targets("purge")
-    for row in all_shared_fields(store):
-        key = (row.id, row.version)
-        if not shareable_scope(row.scope):
+    forgotten = MemoryStatus.FORGOTTEN
+    for r in spelled_rows(store):
+        scope, status = r[5], r[12]
+        if not (scope == "repo" or shareable_scope(scope)):
             continue
-        if row.purged or row.status == MemoryStatus.FORGOTTEN:
-            kind = "purge" if row.purged else "forget"
-            for target in sorted(known.get(key, ())):
-                _add(plan, make_record(kind, target=target), present)
-                if kind == "purge":
-                    plan.dropped.add(target)
+        key = (r[1], r[2])
+        if r[13] or status == forgotten:
+            _tombstones(plan, known.get(key, ()), bool(r[13]), seen.present)
             continue
-        if row.status not in statuses:
+        if status not in statuses:
             continue
-        if key in ids:  # already shared (written here or read from a teammate)
-            record_id = ids[key]
-            if known.get(key, set()) & dead:
+        record_id = seen.ids.get(key)
+        if record_id is None:  # not shared yet
+            record_id = _new_version(plan, r, seen)
+            if record_id is None:
                 continue
-        else:
-            record = _memory_record(row, ids)
-            fields = digest(row.text, row.key, row.scope, row.source)
-            if fields not in known_clean:
-                if not _clean(plan, record, make_ref("mem", row.id, row.version)):
-                    continue
-                plan.scanned.append(fields)
-            record_id = record.id
-            ids[key] = record_id
-            plan.mappings.append((record_id, row.id, row.version))
-            _add(plan, record, present)
-        _add_evidence(plan, row, record_id, evidence.get(row.row, ()), cited, present)
+        elif known[key] & dead:  # shared already (written here or read from a teammate)
+            continue
+        refs = evidence.get(r[0])
+        if refs:
+            _add_evidence(plan, r[1], record_id, refs, seen)
     plan.dropped |= folder.targets("purge")
     return plan
 
 
-def _add_evidence(plan: ExportPlan, row: SharedFields, record_id: str, refs: Iterable[str],
-                  cited: set[tuple[str, str]], present: set[str]) -> None:
+def _tombstones(plan: ExportPlan, targets: Iterable[str], purged: bool, present: set[str]
+                ) -> None:
+    kind = "purge" if purged else "forget"
+    for target in sorted(targets):
+        record = make_record(kind, target=target)
+        _add(plan, (kind, record.id, record.line, record.body), present)
+        if purged:
+            plan.dropped.add(target)
+
+
+def _new_version(plan: ExportPlan, r: tuple[Any, ...], seen: _Seen) -> str | None:
+    """Plan the memory line of a version not shared yet → its record id (None: a secret)."""
+    memory, version, key, scope, text, source, supersedes, status, body = (
+        r[1], r[2], r[4], r[5], r[6], r[7], r[11], r[12], r[14])
+    parent = seen.ids.get((memory, supersedes)) if supersedes else None
+    if body is None:  # a field SQLite may not spell as the encoder does: Python spells it
+        record = _memory_record(SharedFields._make(r[:14]), seen.ids)
+        record_id, line, body = record.id, record.line, record.body
+    else:
+        if parent is not None:
+            body = with_parent(body, parent, "contests" if status == MemoryStatus.CONTESTED
+                               else "supersedes")
+        record_id, line = memory_line(body)
+    fields = seen.digest(text, key, scope, source)
+    if fields not in seen.clean:
+        if not _clean(plan, line, make_ref("mem", memory, version)):
+            return None
+        plan.scanned.append(fields)
+    seen.ids[(memory, version)] = record_id
+    plan.mappings.append((record_id, memory, version))
+    if record_id not in seen.present:  # `_add`, inline: two lines a version
+        seen.present.add(record_id)
+        plan.new.append(("memory", record_id, line, body))
+        plan.counts["memory"] += 1
+    return record_id
+
+
+def _add_evidence(plan: ExportPlan, memory: str, record_id: str, refs: Iterable[str],
+                  seen: _Seen) -> None:
     """The evidence lines of one shared version that the folder lacks."""
+    cited, present = seen.cited, seen.present
     for ref in refs:
         if (record_id, ref) in cited:
             continue
-        item = evidence_record(record_id, ref)
-        if item.id not in present and (_generated(ref) or _clean(
-                plan, item, f"evidence {ref} of {make_ref('mem', row.id)}")):
-            _add(plan, item, present)
+        item_id, line, body = evidence_line(record_id, ref)
+        if item_id not in present and (_generated(ref) or _clean(
+                plan, line, f"evidence {ref} of {make_ref('mem', memory)}")):
+            present.add(item_id)
+            plan.new.append(("evidence", item_id, line, body))
+            plan.counts["evidence"] += 1
             cited.add((record_id, ref))
 
 
-def _add(plan: ExportPlan, record: Record, present: set[str]) -> None:
-    record_id = record.id
+def _add(plan: ExportPlan, line: Line, present: set[str]) -> None:
+    record_id = line[1]
     if record_id not in present:
         present.add(record_id)
-        plan.new.append(record)
-        plan.counts[record.type] += 1
+        plan.new.append(line)
+        plan.counts[line[0]] += 1
 
 
 # An evidence ref that is a fixed word or an id agentstate made: its line holds nothing
@@ -149,9 +199,9 @@ def _generated(ref: str) -> bool:
     return ref == "user" or _GENERATED_REF.fullmatch(ref) is not None
 
 
-def _clean(plan: ExportPlan, record: Record, what: str) -> bool:
+def _clean(plan: ExportPlan, line: str, what: str) -> bool:
     """The secret scanner on the exact line to be written; a hit is skipped and reported."""
-    found = find_secrets(record.line)
+    found = find_secrets(line)
     if found:
         kinds = sorted({f.kind for f in found})
         plan.skipped.append({"what": what, "reason": "looks like it contains a secret ("
@@ -179,16 +229,20 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     mappings. → the file names written."""
     written = []
     gone = set(removed_lines(folder, plan.dropped))
-    by_file: dict[str, list[Record]] = {}
-    for record in plan.new:
-        by_file.setdefault(FILES[record.type], []).append(record)
+    by_file: dict[str, list[Line]] = {}
+    for line in plan.new:
+        by_file.setdefault(FILES[line[0]], []).append(line)
     for name in sorted(set(FILES.values())):
         old = folder.lines.get(name, [])
         kept = [t for t in old if t not in gone] if gone else old
-        added = {r.line: r.id for r in by_file.get(name, [])}
+        added = by_file.get(name, [])
         if not added and len(kept) == len(old):
             continue
-        write_lines(Path(folder.path) / name, kept + list(added), added)
+        # Sorted by id then text, as write_lines sorts: the new lines' ids are known, only
+        # the kept ones are searched for theirs; equal pairs are one line.
+        pairs = {(line_id(t), t) for t in kept}
+        pairs.update((record_id, text) for _, record_id, text, _ in added)
+        write_ordered(Path(folder.path) / name, [text for _, text in sorted(pairs)])
         written.append(name)
     with store.transaction():
         record_mappings(store, [(record_id, memory, version, "export", None)
@@ -211,9 +265,10 @@ def updated(folder: Folder, plan: ExportPlan) -> Folder:
                      } if gone else dict(folder.records)
     fresh.lines = {name: [t for t in lines if t not in gone] if gone else list(lines)
                    for name, lines in folder.lines.items()}
-    for record in plan.new:
-        fresh.records.setdefault(record.id, record)
-        fresh.lines.setdefault(FILES[record.type], []).append(record.line)
+    for kind, record_id, line, body in plan.new:
+        if record_id not in fresh.records:  # the import reads a record: made only for it
+            fresh.records[record_id] = Record(json.loads(line), line, "", body)
+        fresh.lines.setdefault(FILES[kind], []).append(line)
     return fresh
 
 

@@ -468,10 +468,16 @@ def write_lines(file: Path, lines: list[str], ids: dict[str, str] | None = None)
     """Replace `file` atomically with `lines`, sorted by id (one record per line). `ids`:
     line → its id where the caller knows it (the records it made), so that only the other
     lines are searched for theirs."""
+    known = ids or {}
+    write_ordered(file, sorted(dict.fromkeys(lines),
+                               key=lambda t: (known.get(t) or line_id(t), t)))
+
+
+def write_ordered(file: Path, ordered: list[str]) -> None:
+    """Replace `file` atomically with `ordered`, lines already in the files' order (the
+    export sorts (id, line) pairs it mostly knows: issue 24)."""
     check_folder(file.parent)
     file.parent.mkdir(parents=True, exist_ok=True)
-    known = ids or {}
-    ordered = sorted(dict.fromkeys(lines), key=lambda t: (known.get(t) or line_id(t), t))
     temp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
     temp.unlink(missing_ok=True)  # a link planted under this name is removed, not followed
     try:
