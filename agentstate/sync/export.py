@@ -62,6 +62,7 @@ class ExportPlan:
     dropped: set[str] = field(default_factory=set)  # record ids whose lines a purge removes
     skipped: list[dict[str, Any]] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)  # new records by type
+    written: dict[str, str] = field(default_factory=dict)  # file → sha256 of what was written
 
     def count(self, *types: str) -> int:
         return sum(self.counts[t] for t in types)
@@ -114,6 +115,7 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
         if status not in statuses:
             continue
         record_id = seen.ids.get(key)
+        new = record_id is None
         if record_id is None:  # not shared yet
             record_id = _new_version(plan, r, seen)
             if record_id is None:
@@ -122,7 +124,7 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
             continue
         refs = evidence.get(r[0])
         if refs:
-            _add_evidence(plan, r[1], record_id, refs, seen)
+            _add_evidence(plan, r[1], record_id, refs, seen, None if new else seen.cited)
     plan.dropped |= folder.targets("purge")
     return plan
 
@@ -165,11 +167,14 @@ def _new_version(plan: ExportPlan, r: tuple[Any, ...], seen: _Seen) -> str | Non
 
 
 def _add_evidence(plan: ExportPlan, memory: str, record_id: str, refs: Iterable[str],
-                  seen: _Seen) -> None:
-    """The evidence lines of one shared version that the folder lacks."""
-    cited, present = seen.cited, seen.present
+                  seen: _Seen, cited: set[tuple[str, str]] | None) -> None:
+    """The evidence lines of one shared version that the folder lacks. `cited`: the pairs
+    whose line is there, to skip hashing a known version's lines; None for a version new
+    here, whose lines, if there, are found by their ids in `present` (a first export asks
+    once for each of its thousands)."""
+    present = seen.present
     for ref in refs:
-        if (record_id, ref) in cited:
+        if cited is not None and (record_id, ref) in cited:
             continue
         item_id, line, body = evidence_line(record_id, ref)
         if item_id not in present and (_generated(ref) or _clean(
@@ -177,7 +182,8 @@ def _add_evidence(plan: ExportPlan, memory: str, record_id: str, refs: Iterable[
             present.add(item_id)
             plan.new.append(("evidence", item_id, line, body))
             plan.counts["evidence"] += 1
-            cited.add((record_id, ref))
+            if cited is not None:
+                cited.add((record_id, ref))
 
 
 def _add(plan: ExportPlan, line: Line, present: set[str]) -> None:
@@ -242,7 +248,9 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
         # the kept ones are searched for theirs; equal pairs are one line.
         pairs = {(line_id(t), t) for t in kept}
         pairs.update((record_id, text) for _, record_id, text, _ in added)
-        write_ordered(Path(folder.path) / name, [text for _, text in sorted(pairs)])
+        digest = write_ordered(Path(folder.path) / name, [text for _, text in sorted(pairs)])
+        if digest is not None:
+            plan.written[name] = digest
         written.append(name)
     with store.transaction():
         record_mappings(store, [(record_id, memory, version, "export", None)
@@ -251,9 +259,12 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     return written
 
 
-def written_digests(path: Path, names: list[str]) -> dict[str, str]:
-    """The digests of the files an export just wrote (read_folder's `checked`)."""
-    digests = {name: file_digest(path / name) for name in names}
+def written_digests(path: Path, names: list[str], known: dict[str, str] | None = None
+                    ) -> dict[str, str]:
+    """The digests of the files an export just wrote (read_folder's `checked`); `known`:
+    those taken as they were written (`ExportPlan.written`), the others read back."""
+    known = known or {}
+    digests = {name: known.get(name) or file_digest(path / name) for name in names}
     return {name: digest for name, digest in digests.items() if digest is not None}
 
 

@@ -473,22 +473,31 @@ def write_lines(file: Path, lines: list[str], ids: dict[str, str] | None = None)
                                key=lambda t: (known.get(t) or line_id(t), t)))
 
 
-def write_ordered(file: Path, ordered: list[str]) -> None:
+def write_ordered(file: Path, ordered: list[str]) -> str | None:
     """Replace `file` atomically with `ordered`, lines already in the files' order (the
-    export sorts (id, line) pairs it mostly knows: issue 24)."""
+    export sorts (id, line) pairs it mostly knows: issue 24). → the sha256 of the bytes
+    written (what `file_digest` would read back), None where text mode translates line
+    ends (there the text is written as before and the caller reads the file back)."""
     check_folder(file.parent)
     file.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(t + "\n" for t in ordered)
+    data = text.encode("utf-8") if os.linesep == "\n" else None
     temp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
     temp.unlink(missing_ok=True)  # a link planted under this name is removed, not followed
     try:
         # O_EXCL | O_NOFOLLOW: the temporary file is a new regular file, never a link's target.
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
                      0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("".join(t + "\n" for t in ordered))
+        if data is None:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        else:
+            with os.fdopen(fd, "wb") as raw:
+                raw.write(data)
         os.replace(temp, file)
     finally:
         temp.unlink(missing_ok=True)
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 def evidence_kind(ref: str) -> str:

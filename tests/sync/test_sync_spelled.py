@@ -174,3 +174,20 @@ def test_a_blob_in_an_unshared_version_leaves_the_lines_to_python(tmp_path):
     blob, _ = _two_stores(tmp_path / "blob", with_blob)
     plain, _ = _two_stores(tmp_path / "plain", _facts)
     assert _exported(blob) == _exported(plain)
+
+
+def test_the_digests_kept_for_written_files_are_those_of_their_bytes(tmp_path):
+    """The export keeps each written file's sha256 as it wrote it (not read back): the next
+    sync parses such a file without checking its lines, so the digest must be the file's."""
+    import hashlib
+
+    from agentstate.sync.shared import checked_files
+
+    one, _ = _two_stores(tmp_path, _facts)
+    opened = _open(one)
+    sync(opened, principal="owner")
+    kept = checked_files(opened)
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in shared_path(opened).glob("*.jsonl")}
+    opened.close()
+    assert set(files) == {"memories.jsonl", "evidence.jsonl"} and kept == files
