@@ -245,9 +245,10 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
         if not added and len(kept) == len(old):
             continue
         # Sorted by id then text, as write_lines sorts: the new lines' ids are known, only
-        # the kept ones are searched for theirs; equal pairs are one line.
-        pairs = {(line_id(t), t) for t in kept}
-        pairs.update((record_id, text) for _, record_id, text, _ in added)
+        # the kept ones are searched for theirs. Duplicates, as there: a kept line twice (a
+        # merge's) is one; a new line has an id no other line has (`present`).
+        pairs = [(line_id(t), t) for t in dict.fromkeys(kept)]
+        pairs += [(record_id, text) for _, record_id, text, _ in added]
         digest = write_ordered(Path(folder.path) / name, [text for _, text in sorted(pairs)])
         if digest is not None:
             plan.written[name] = digest

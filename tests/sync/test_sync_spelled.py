@@ -191,3 +191,25 @@ def test_the_digests_kept_for_written_files_are_those_of_their_bytes(tmp_path):
              for p in shared_path(opened).glob("*.jsonl")}
     opened.close()
     assert set(files) == {"memories.jsonl", "evidence.jsonl"} and kept == files
+
+
+def test_a_line_a_merge_doubled_is_written_once_beside_new_ones(tmp_path):
+    """A union merge can leave a line twice; the next export that writes the file writes
+    it once, as before, among the new lines in id order."""
+    one, _ = _two_stores(tmp_path, _facts)
+    opened = _open(one)
+    sync(opened, do_import=False, principal="owner")
+    file = shared_path(opened) / "memories.jsonl"
+    lines = [t for t in records.file_lines(file.read_text(encoding="utf-8")) if t]
+    file.write_text("\n".join([*lines, lines[0]]) + "\n", encoding="utf-8")
+    insert_version(opened, memory_id="late0001", version=1, kind="fact", key=None,
+                   scope="repo", text="a later fact", source="user",
+                   status=MemoryStatus.ACTIVE, confidence=0.9, valid_until=None,
+                   supersedes=None, principal="owner", reason="test",
+                   evidence=[("user", "user")], scanned=True)
+    assert sync(opened, do_import=False, principal="owner").exported == 1
+    written = [t for t in records.file_lines(file.read_text(encoding="utf-8")) if t]
+    opened.close()
+    assert len(written) == 4 and set(lines) < set(written) and len(set(written)) == 4
+    ids = [records.line_id(line) for line in written]
+    assert ids == sorted(ids)
