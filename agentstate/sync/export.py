@@ -15,7 +15,6 @@ that trips it is not written and is reported.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -31,6 +30,7 @@ from agentstate.safety import find_secrets
 from agentstate.store.refs import make_ref
 from agentstate.sync.records import (
     FILES,
+    FORMAT,
     Folder,
     Record,
     file_digest,
@@ -49,9 +49,10 @@ if TYPE_CHECKING:
 EXPORTED = (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED, MemoryStatus.SUPERSEDED)
 
 
-# One line to write: (record type, id, line, body: its canonical JSON without the id). A
-# tuple, not a Record: a first export makes two a version (issue 24).
-Line = tuple[str, str, str, str]
+# One line to write: (record type, id, line, body: its canonical JSON without the id, what
+# its record's data is made from: `_data`). A tuple, not a Record: a first export makes two
+# a version (issue 24), and only an import that follows reads them as records.
+Line = tuple[str, str, str, str, Any]
 
 
 @dataclass
@@ -134,7 +135,7 @@ def _tombstones(plan: ExportPlan, targets: Iterable[str], purged: bool, present:
     kind = "purge" if purged else "forget"
     for target in sorted(targets):
         record = make_record(kind, target=target)
-        _add(plan, (kind, record.id, record.line, record.body), present)
+        _add(plan, (kind, record.id, record.line, record.body, record), present)
         if purged:
             plan.dropped.add(target)
 
@@ -144,14 +145,17 @@ def _new_version(plan: ExportPlan, r: tuple[Any, ...], seen: _Seen) -> str | Non
     memory, version, key, scope, text, source, supersedes, status, body = (
         r[1], r[2], r[4], r[5], r[6], r[7], r[11], r[12], r[14])
     parent = seen.ids.get((memory, supersedes)) if supersedes else None
+    made: Any
     if body is None:  # a field SQLite may not spell as the encoder does: Python spells it
-        record = _memory_record(SharedFields._make(r[:14]), seen.ids)
-        record_id, line, body = record.id, record.line, record.body
+        made = _memory_record(SharedFields._make(r[:14]), seen.ids)
+        record_id, line, body = made.id, made.line, made.body
     else:
+        rel = None
         if parent is not None:
-            body = with_parent(body, parent, "contests" if status == MemoryStatus.CONTESTED
-                               else "supersedes")
+            rel = "contests" if status == MemoryStatus.CONTESTED else "supersedes"
+            body = with_parent(body, parent, rel)
         record_id, line = memory_line(body)
+        made = (r, parent, rel)
     fields = seen.digest(text, key, scope, source)
     if fields not in seen.clean:
         if not _clean(plan, line, make_ref("mem", memory, version)):
@@ -161,7 +165,7 @@ def _new_version(plan: ExportPlan, r: tuple[Any, ...], seen: _Seen) -> str | Non
     plan.mappings.append((record_id, memory, version))
     if record_id not in seen.present:  # `_add`, inline: two lines a version
         seen.present.add(record_id)
-        plan.new.append(("memory", record_id, line, body))
+        plan.new.append(("memory", record_id, line, body, made))
         plan.counts["memory"] += 1
     return record_id
 
@@ -180,7 +184,7 @@ def _add_evidence(plan: ExportPlan, memory: str, record_id: str, refs: Iterable[
         if item_id not in present and (_generated(ref) or _clean(
                 plan, line, f"evidence {ref} of {make_ref('mem', memory)}")):
             present.add(item_id)
-            plan.new.append(("evidence", item_id, line, body))
+            plan.new.append(("evidence", item_id, line, body, (record_id, ref)))
             plan.counts["evidence"] += 1
             if cited is not None:
                 cited.add((record_id, ref))
@@ -248,7 +252,7 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
         # the kept ones are searched for theirs. Duplicates, as there: a kept line twice (a
         # merge's) is one; a new line has an id no other line has (`present`).
         pairs = [(line_id(t), t) for t in dict.fromkeys(kept)]
-        pairs += [(record_id, text) for _, record_id, text, _ in added]
+        pairs += [(record_id, text) for _, record_id, text, _, _ in added]
         digest = write_ordered(Path(folder.path) / name, [text for _, text in sorted(pairs)])
         if digest is not None:
             plan.written[name] = digest
@@ -277,11 +281,29 @@ def updated(folder: Folder, plan: ExportPlan) -> Folder:
                      } if gone else dict(folder.records)
     fresh.lines = {name: [t for t in lines if t not in gone] if gone else list(lines)
                    for name, lines in folder.lines.items()}
-    for kind, record_id, line, body in plan.new:
+    for kind, record_id, line, body, made in plan.new:
         if record_id not in fresh.records:  # the import reads a record: made only for it
-            fresh.records[record_id] = Record(json.loads(line), line, "", body)
+            fresh.records[record_id] = Record(_data(kind, record_id, made), line, "", body)
         fresh.lines.setdefault(FILES[kind], []).append(line)
     return fresh
+
+
+_HELD = (MemoryStatus.CANDIDATE.value, MemoryStatus.QUARANTINED.value)
+
+
+def _data(kind: str, record_id: str, made: Any) -> dict[str, Any]:
+    """A planned line's record data, as parsing the line would give it: from its Record, its
+    evidence pair, or its version's row with the parent and rel."""
+    if isinstance(made, Record):
+        return made.data
+    if kind == "evidence":
+        return {"v": FORMAT, "type": "evidence", "memory": made[0], "ref": made[1],
+                "id": record_id}
+    r, parent, rel = made
+    return {"v": FORMAT, "type": "memory", "kind": r[3], "key": r[4], "scope": r[5],
+            "text": r[6], "source": r[7], "principal": r[8], "created": r[9],
+            "valid_until": r[10], "parent": parent, "rel": rel,
+            "held": r[12] if r[12] in _HELD else None, "id": record_id}
 
 
 def removed_lines(folder: Folder, dropped: set[str]) -> list[str]:

@@ -213,3 +213,28 @@ def test_a_line_a_merge_doubled_is_written_once_beside_new_ones(tmp_path):
     assert len(written) == 4 and set(lines) < set(written) and len(set(written)) == 4
     ids = [records.line_id(line) for line in written]
     assert ids == sorted(ids)
+
+
+def test_the_folder_as_the_export_left_it_holds_what_parsing_its_lines_gives(tmp_path):
+    """A full sync imports from the folder the export left, its new records made from the
+    rows, not parsed: the data must be what parsing each line would give."""
+    import json
+
+    from agentstate.sync.export import plan_export, updated
+    from agentstate.sync.records import Folder
+    from tests.sync.test_sync_export_lines import _varied
+
+    one, _ = _two_stores(tmp_path, _varied)
+    opened = _open(one)
+    plan = plan_export(opened, Folder(shared_path(opened)), include_candidates=True,
+                       include_quarantined=True)
+    fresh = updated(Folder(shared_path(opened)), plan)
+    opened.close()
+    kinds = {r.type for r in fresh.records.values()}
+    assert kinds == {"memory", "evidence"} and len(fresh.records) == len(plan.new) > 20
+    assert any(r.data["held"] for r in fresh.records.values() if r.type == "memory")
+    assert any(r.data["parent"] for r in fresh.records.values() if r.type == "memory")
+    for record in fresh.records.values():
+        assert record.data == json.loads(record.line)
+        assert record.body == records.canonical({k: v for k, v in record.data.items()
+                                                 if k != "id"})
