@@ -480,7 +480,7 @@ def write_ordered(file: Path, ordered: list[str]) -> str | None:
     ends (there the text is written as before and the caller reads the file back)."""
     check_folder(file.parent)
     file.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(t + "\n" for t in ordered)
+    text = "\n".join(ordered) + "\n" if ordered else ""  # a line end after each line
     data = text.encode("utf-8") if os.linesep == "\n" else None
     temp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
     temp.unlink(missing_ok=True)  # a link planted under this name is removed, not followed

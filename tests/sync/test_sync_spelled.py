@@ -238,3 +238,20 @@ def test_the_folder_as_the_export_left_it_holds_what_parsing_its_lines_gives(tmp
         assert record.data == json.loads(record.line)
         assert record.body == records.canonical({k: v for k, v in record.data.items()
                                                  if k != "id"})
+
+
+def test_a_purge_of_every_shared_fact_leaves_empty_files(tmp_path):
+    """The lines a purge removes leave the file empty, not a lone line end (as before)."""
+    from agentstate.memory.forget import forget
+
+    one, _ = _two_stores(tmp_path, _facts)
+    opened = _open(one)
+    sync(opened, do_import=False, principal="owner")
+    for n in range(3):
+        forget(opened, f"mem:fact{n:04d}", reason="test", purge=True, principal="owner")
+    assert sync(opened, do_import=False, principal="owner").removed_lines == 6
+    folder = shared_path(opened)
+    opened.close()
+    assert (folder / "memories.jsonl").read_bytes() == b""
+    assert (folder / "evidence.jsonl").read_bytes() == b""
+    assert (folder / "tombstones.jsonl").read_bytes().count(b"\n") == 3
