@@ -79,7 +79,7 @@ NOTES: tuple[Note, ...] = (
     _met("store", ("store per 1,000 events",), "1.40 MB",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
-         "3.4x the floor in CPU (4.1x before the lines were spelled by SQLite): the versions' "
+         "3.3x the floor in CPU (4.0x before the lines were spelled by SQLite): the versions' "
          "read with each memory body spelled by `json_object` (~45 ms, about what Python's "
          "quoting cost), the mappings' insert (~37 ms), the scanned digest's HMAC (~22 ms), "
          "the two sha256 ids, sorting and writing (~15-25 ms) and the per-version loop; the "
