@@ -105,6 +105,9 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     # evidence line, before the import (which runs after the export) applies the tombstone.
     dead = folder.targets("forget") | folder.targets("purge")
     forgotten = MemoryStatus.FORGOTTEN
+    # r: SharedFields' order (0 row, 1 id, 2 version, 3 kind, 4 key, 5 scope, 6 text,
+    # 7 source, 8 principal, 9 created, 10 valid_until, 11 supersedes, 12 status, 13 purged),
+    # then 14 the spelled body; plain tuples, indexed: a first export reads every version.
     for r in spelled_rows(store):
         scope, status = r[5], r[12]
         if not (scope == "repo" or shareable_scope(scope)):
