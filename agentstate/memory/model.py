@@ -613,6 +613,15 @@ def all_shared_fields(store: Store) -> list[SharedFields]:
         f"SELECT {_SHARED_FIELDS} FROM memories ORDER BY id, version")]
 
 
+def shared_fields_with(store: Store, columns: str) -> list[tuple[Any, ...]]:
+    """`all_shared_fields` as plain tuples (SharedFields' order), each followed by `columns`:
+    SQL expressions over the version row `m`, written by the caller (the export spells each
+    version's shared line in this same read: issue 24). memory/ knows nothing of them."""
+    fields = ", ".join(f"m.{name}" for name in SharedFields._fields)
+    return store.conn.execute(
+        f"SELECT {fields}, {columns} FROM memories m ORDER BY m.id, m.version").fetchall()
+
+
 def version_rows(store: Store) -> dict[tuple[str, int], tuple[int, bool]]:
     """(memory id, version) → (row, purged) of every version: what a sync needs of the
     versions it does not read whole (one narrow read, no record built per version)."""

@@ -146,7 +146,7 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
             if do_import:  # the folder as the export left it: only the import reads it
                 folder = updated(folder, plan)
             # What the export wrote is checked lines kept and lines it made itself.
-            checked.update(written_digests(path, result.files_written))
+            checked.update(written_digests(path, result.files_written, plan.written))
     if not dry_run:
         keep_checked_files(store, checked)
     if do_import:

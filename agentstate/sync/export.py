@@ -17,30 +17,31 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentstate.lazy_re import LazyPattern
-from agentstate.memory.model import SharedFields, all_shared_fields, evidence_refs_by_row
+from agentstate.memory.model import SharedFields, evidence_refs_by_row
 from agentstate.memory.scanned import digester, mark_scanned, scanned_digests
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
 from agentstate.store.refs import make_ref
 from agentstate.sync.records import (
     FILES,
+    FORMAT,
     Folder,
     Record,
-    evidence_record,
     file_digest,
     line_id,
     make_record,
     memory_record,
     shareable_scope,
-    write_lines,
+    write_ordered,
 )
 from agentstate.sync.shared import mapped_ids, record_mappings
+from agentstate.sync.spelled import evidence_line, memory_line, spelled_rows, with_parent
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -48,17 +49,36 @@ if TYPE_CHECKING:
 EXPORTED = (MemoryStatus.ACTIVE, MemoryStatus.CONTESTED, MemoryStatus.SUPERSEDED)
 
 
+# One line to write: (record type, id, line, body: its canonical JSON without the id, what
+# its record's data is made from: `_data`). A tuple, not a Record: a first export makes two
+# a version (issue 24), and only an import that follows reads them as records.
+Line = tuple[str, str, str, str, Any]
+
+
 @dataclass
 class ExportPlan:
-    new: list[Record] = field(default_factory=list)
+    new: list[Line] = field(default_factory=list)
     mappings: list[tuple[str, str, int]] = field(default_factory=list)  # record, mem, version
     scanned: list[str] = field(default_factory=list)  # digests of versions scanned here
     dropped: set[str] = field(default_factory=set)  # record ids whose lines a purge removes
     skipped: list[dict[str, Any]] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)  # new records by type
+    written: dict[str, str] = field(default_factory=dict)  # file → sha256 of what was written
 
     def count(self, *types: str) -> int:
         return sum(self.counts[t] for t in types)
+
+
+@dataclass
+class _Seen:
+    """What the plan consults for each version: the folder's records and evidence, the
+    versions' record ids, the digests of the fields the scanner passed."""
+
+    present: set[str]  # record ids in the folder or planned
+    cited: set[tuple[str, str]]  # (memory record, ref) of the evidence lines there
+    ids: dict[tuple[str, int], str]  # (memory, version) → its record id
+    clean: set[str]
+    digest: Callable[[str, str | None, str, str], str]
 
 
 def plan_export(store: Store, folder: Folder, *, include_candidates: bool = False,
@@ -71,71 +91,114 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
         statuses.add(MemoryStatus.CANDIDATE)
     if include_quarantined:
         statuses.add(MemoryStatus.QUARANTINED)
-    present = set(folder.records)
-    # (memory record, ref) of the evidence lines there: a known version's evidence is looked
-    # up without building its record (ids derive from content, so the pair names the line).
-    cited = {(r.data["memory"], r.data["ref"]) for r in folder.records.values()
-             if r.data["type"] == "evidence"}
-    ids: dict[tuple[str, int], str] = {k: min(v) for k, v in known.items()}
+    # A known version's evidence is looked up by (memory record, ref) without building its
+    # record (ids derive from content, so the pair names the line). Versions whose fields
+    # the scanner already passed (the write gate, an import): their lines hold nothing
+    # else a person wrote, so they are not scanned again.
+    seen = _Seen(set(folder.records),
+                 {(r.data["memory"], r.data["ref"]) for r in folder.records.values()
+                  if r.data["type"] == "evidence"},
+                 {k: min(v) for k, v in known.items()}, scanned_digests(store),
+                 digester(store))
     evidence = evidence_refs_by_row(store)
-    # Versions whose fields the scanner already passed (the write gate, an import): their
-    # lines hold nothing else a person wrote, so they are not scanned again.
-    known_clean, digest = scanned_digests(store), digester(store)
     # Records a teammate forgot or purged: nothing more is written about them, not even an
     # evidence line, before the import (which runs after the export) applies the tombstone.
     dead = folder.targets("forget") | folder.targets("purge")
-    for row in all_shared_fields(store):
-        key = (row.id, row.version)
-        if not shareable_scope(row.scope):
+    forgotten = MemoryStatus.FORGOTTEN
+    # r: SharedFields' order (0 row, 1 id, 2 version, 3 kind, 4 key, 5 scope, 6 text,
+    # 7 source, 8 principal, 9 created, 10 valid_until, 11 supersedes, 12 status, 13 purged),
+    # then 14 the spelled body; plain tuples, indexed: a first export reads every version.
+    for r in spelled_rows(store):
+        scope, status = r[5], r[12]
+        if not (scope == "repo" or shareable_scope(scope)):
             continue
-        if row.purged or row.status == MemoryStatus.FORGOTTEN:
-            kind = "purge" if row.purged else "forget"
-            for target in sorted(known.get(key, ())):
-                _add(plan, make_record(kind, target=target), present)
-                if kind == "purge":
-                    plan.dropped.add(target)
+        key = (r[1], r[2])
+        if r[13] or status == forgotten:
+            _tombstones(plan, known.get(key, ()), bool(r[13]), seen.present)
             continue
-        if row.status not in statuses:
+        if status not in statuses:
             continue
-        if key in ids:  # already shared (written here or read from a teammate)
-            record_id = ids[key]
-            if known.get(key, set()) & dead:
+        record_id = seen.ids.get(key)
+        new = record_id is None
+        if record_id is None:  # not shared yet
+            record_id = _new_version(plan, r, seen)
+            if record_id is None:
                 continue
-        else:
-            record = _memory_record(row, ids)
-            fields = digest(row.text, row.key, row.scope, row.source)
-            if fields not in known_clean:
-                if not _clean(plan, record, make_ref("mem", row.id, row.version)):
-                    continue
-                plan.scanned.append(fields)
-            record_id = record.id
-            ids[key] = record_id
-            plan.mappings.append((record_id, row.id, row.version))
-            _add(plan, record, present)
-        _add_evidence(plan, row, record_id, evidence.get(row.row, ()), cited, present)
+        elif known[key] & dead:  # shared already (written here or read from a teammate)
+            continue
+        refs = evidence.get(r[0])
+        if refs:
+            _add_evidence(plan, r[1], record_id, refs, seen, None if new else seen.cited)
     plan.dropped |= folder.targets("purge")
     return plan
 
 
-def _add_evidence(plan: ExportPlan, row: SharedFields, record_id: str, refs: Iterable[str],
-                  cited: set[tuple[str, str]], present: set[str]) -> None:
-    """The evidence lines of one shared version that the folder lacks."""
+def _tombstones(plan: ExportPlan, targets: Iterable[str], purged: bool, present: set[str]
+                ) -> None:
+    kind = "purge" if purged else "forget"
+    for target in sorted(targets):
+        record = make_record(kind, target=target)
+        _add(plan, (kind, record.id, record.line, record.body, record), present)
+        if purged:
+            plan.dropped.add(target)
+
+
+def _new_version(plan: ExportPlan, r: tuple[Any, ...], seen: _Seen) -> str | None:
+    """Plan the memory line of a version not shared yet → its record id (None: a secret)."""
+    memory, version, key, scope, text, source, supersedes, status, body = (
+        r[1], r[2], r[4], r[5], r[6], r[7], r[11], r[12], r[14])
+    parent = seen.ids.get((memory, supersedes)) if supersedes else None
+    made: Any
+    if body is None:  # a field SQLite may not spell as the encoder does: Python spells it
+        made = _memory_record(SharedFields._make(r[:14]), seen.ids)
+        record_id, line, body = made.id, made.line, made.body
+    else:
+        rel = None
+        if parent is not None:
+            rel = "contests" if status == MemoryStatus.CONTESTED else "supersedes"
+            body = with_parent(body, parent, rel)
+        record_id, line = memory_line(body)
+        made = (r, parent, rel)
+    fields = seen.digest(text, key, scope, source)
+    if fields not in seen.clean:
+        if not _clean(plan, line, make_ref("mem", memory, version)):
+            return None
+        plan.scanned.append(fields)
+    seen.ids[(memory, version)] = record_id
+    plan.mappings.append((record_id, memory, version))
+    if record_id not in seen.present:  # `_add`, inline: two lines a version
+        seen.present.add(record_id)
+        plan.new.append(("memory", record_id, line, body, made))
+        plan.counts["memory"] += 1
+    return record_id
+
+
+def _add_evidence(plan: ExportPlan, memory: str, record_id: str, refs: Iterable[str],
+                  seen: _Seen, cited: set[tuple[str, str]] | None) -> None:
+    """The evidence lines of one shared version that the folder lacks. `cited`: the pairs
+    whose line is there, to skip hashing a known version's lines; None for a version new
+    here, whose lines, if there, are found by their ids in `present` (a first export asks
+    once for each of its thousands)."""
+    present = seen.present
     for ref in refs:
-        if (record_id, ref) in cited:
+        if cited is not None and (record_id, ref) in cited:
             continue
-        item = evidence_record(record_id, ref)
-        if item.id not in present and (_generated(ref) or _clean(
-                plan, item, f"evidence {ref} of {make_ref('mem', row.id)}")):
-            _add(plan, item, present)
-            cited.add((record_id, ref))
+        item_id, line, body = evidence_line(record_id, ref)
+        if item_id not in present and (_generated(ref) or _clean(
+                plan, line, f"evidence {ref} of {make_ref('mem', memory)}")):
+            present.add(item_id)
+            plan.new.append(("evidence", item_id, line, body, (record_id, ref)))
+            plan.counts["evidence"] += 1
+            if cited is not None:
+                cited.add((record_id, ref))
 
 
-def _add(plan: ExportPlan, record: Record, present: set[str]) -> None:
-    record_id = record.id
+def _add(plan: ExportPlan, line: Line, present: set[str]) -> None:
+    record_id = line[1]
     if record_id not in present:
         present.add(record_id)
-        plan.new.append(record)
-        plan.counts[record.type] += 1
+        plan.new.append(line)
+        plan.counts[line[0]] += 1
 
 
 # An evidence ref that is a fixed word or an id agentstate made: its line holds nothing
@@ -149,9 +212,9 @@ def _generated(ref: str) -> bool:
     return ref == "user" or _GENERATED_REF.fullmatch(ref) is not None
 
 
-def _clean(plan: ExportPlan, record: Record, what: str) -> bool:
+def _clean(plan: ExportPlan, line: str, what: str) -> bool:
     """The secret scanner on the exact line to be written; a hit is skipped and reported."""
-    found = find_secrets(record.line)
+    found = find_secrets(line)
     if found:
         kinds = sorted({f.kind for f in found})
         plan.skipped.append({"what": what, "reason": "looks like it contains a secret ("
@@ -179,16 +242,23 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     mappings. → the file names written."""
     written = []
     gone = set(removed_lines(folder, plan.dropped))
-    by_file: dict[str, list[Record]] = {}
-    for record in plan.new:
-        by_file.setdefault(FILES[record.type], []).append(record)
+    by_file: dict[str, list[Line]] = {}
+    for line in plan.new:
+        by_file.setdefault(FILES[line[0]], []).append(line)
     for name in sorted(set(FILES.values())):
         old = folder.lines.get(name, [])
         kept = [t for t in old if t not in gone] if gone else old
-        added = {r.line: r.id for r in by_file.get(name, [])}
+        added = by_file.get(name, [])
         if not added and len(kept) == len(old):
             continue
-        write_lines(Path(folder.path) / name, kept + list(added), added)
+        # Sorted by id then text, as write_lines sorts: the new lines' ids are known, only
+        # the kept ones are searched for theirs. Duplicates, as there: a kept line twice (a
+        # merge's) is one; a new line has an id no other line has (`present`).
+        pairs = [(line_id(t), t) for t in dict.fromkeys(kept)]
+        pairs += [(record_id, text) for _, record_id, text, _, _ in added]
+        digest = write_ordered(Path(folder.path) / name, [text for _, text in sorted(pairs)])
+        if digest is not None:
+            plan.written[name] = digest
         written.append(name)
     with store.transaction():
         record_mappings(store, [(record_id, memory, version, "export", None)
@@ -197,9 +267,12 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     return written
 
 
-def written_digests(path: Path, names: list[str]) -> dict[str, str]:
-    """The digests of the files an export just wrote (read_folder's `checked`)."""
-    digests = {name: file_digest(path / name) for name in names}
+def written_digests(path: Path, names: list[str], known: dict[str, str] | None = None
+                    ) -> dict[str, str]:
+    """The digests of the files an export just wrote (read_folder's `checked`); `known`:
+    those taken as they were written (`ExportPlan.written`), the others read back."""
+    known = known or {}
+    digests = {name: known.get(name) or file_digest(path / name) for name in names}
     return {name: digest for name, digest in digests.items() if digest is not None}
 
 
@@ -211,10 +284,29 @@ def updated(folder: Folder, plan: ExportPlan) -> Folder:
                      } if gone else dict(folder.records)
     fresh.lines = {name: [t for t in lines if t not in gone] if gone else list(lines)
                    for name, lines in folder.lines.items()}
-    for record in plan.new:
-        fresh.records.setdefault(record.id, record)
-        fresh.lines.setdefault(FILES[record.type], []).append(record.line)
+    for kind, record_id, line, body, made in plan.new:
+        if record_id not in fresh.records:  # the import reads a record: made only for it
+            fresh.records[record_id] = Record(_data(kind, record_id, made), line, "", body)
+        fresh.lines.setdefault(FILES[kind], []).append(line)
     return fresh
+
+
+_HELD = (MemoryStatus.CANDIDATE.value, MemoryStatus.QUARANTINED.value)
+
+
+def _data(kind: str, record_id: str, made: Any) -> dict[str, Any]:
+    """A planned line's record data, as parsing the line would give it: from its Record, its
+    evidence pair, or its version's row with the parent and rel."""
+    if isinstance(made, Record):
+        return made.data
+    if kind == "evidence":
+        return {"v": FORMAT, "type": "evidence", "memory": made[0], "ref": made[1],
+                "id": record_id}
+    r, parent, rel = made
+    return {"v": FORMAT, "type": "memory", "kind": r[3], "key": r[4], "scope": r[5],
+            "text": r[6], "source": r[7], "principal": r[8], "created": r[9],
+            "valid_until": r[10], "parent": parent, "rel": rel,
+            "held": r[12] if r[12] in _HELD else None, "id": record_id}
 
 
 def removed_lines(folder: Folder, dropped: set[str]) -> list[str]:

@@ -468,21 +468,36 @@ def write_lines(file: Path, lines: list[str], ids: dict[str, str] | None = None)
     """Replace `file` atomically with `lines`, sorted by id (one record per line). `ids`:
     line → its id where the caller knows it (the records it made), so that only the other
     lines are searched for theirs."""
+    known = ids or {}
+    write_ordered(file, sorted(dict.fromkeys(lines),
+                               key=lambda t: (known.get(t) or line_id(t), t)))
+
+
+def write_ordered(file: Path, ordered: list[str]) -> str | None:
+    """Replace `file` atomically with `ordered`, lines already in the files' order (the
+    export sorts (id, line) pairs it mostly knows: issue 24). → the sha256 of the bytes
+    written (what `file_digest` would read back), None where text mode translates line
+    ends (there the text is written as before and the caller reads the file back)."""
     check_folder(file.parent)
     file.parent.mkdir(parents=True, exist_ok=True)
-    known = ids or {}
-    ordered = sorted(dict.fromkeys(lines), key=lambda t: (known.get(t) or line_id(t), t))
+    text = "\n".join(ordered) + "\n" if ordered else ""  # a line end after each line
+    data = text.encode("utf-8") if os.linesep == "\n" else None
     temp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
     temp.unlink(missing_ok=True)  # a link planted under this name is removed, not followed
     try:
         # O_EXCL | O_NOFOLLOW: the temporary file is a new regular file, never a link's target.
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
                      0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("".join(t + "\n" for t in ordered))
+        if data is None:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        else:
+            with os.fdopen(fd, "wb") as raw:
+                raw.write(data)
         os.replace(temp, file)
     finally:
         temp.unlink(missing_ok=True)
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 def evidence_kind(ref: str) -> str:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 
 from agentstate.memory.forget import forget
-from agentstate.memory.model import all_version_rows
+from agentstate.memory.model import shared_fields_with
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import insert_version
 from agentstate.store.clock import Clock, IdSource
@@ -22,7 +22,7 @@ from agentstate.sync import records, shared_path, sync
 
 AWKWARD = ['a "quoted" ,"key": value', "路径 ünïcode\tand a tab", "ends with a brace }",
            "back\\slash and \x01 control", "line\u2028separator and emoji 🚀", "/* \n */",
-           "  padded with spaces\t "]
+           "  padded with spaces\t ", "nul \x00 del \x7f slash / and \u2029"]
 
 
 @pytest.mark.parametrize("text", AWKWARD)
@@ -82,6 +82,17 @@ def _varied(store) -> None:
                        supersedes=None, evidence=[("user", "user")], **plain)
 
 
+def _grow_chains(store) -> None:
+    """New versions whose parents an earlier export mapped: a plain one and a rival."""
+    with store.transaction():
+        for n, status in ((0, MemoryStatus.ACTIVE), (1, MemoryStatus.CONTESTED)):
+            insert_version(store, memory_id=f"chain{n:04d}", version=3, kind="fact",
+                           key=f"setting-{n}", scope="repo", text=f"the value {n} is three",
+                           source="user", status=status, confidence=0.9, valid_until=None,
+                           supersedes=2, principal="owner", reason="test",
+                           evidence=[("user", "user")], scanned=True)
+
+
 def _general_evidence(memory: str, ref: str) -> records.Record:
     data = {"v": records.FORMAT, "type": "evidence", "memory": memory, "ref": ref}
     body = records.canonical(data)
@@ -89,12 +100,20 @@ def _general_evidence(memory: str, ref: str) -> records.Record:
     return records.Record(data, records.canonical(data), "", body)
 
 
+def _general_evidence_line(memory: str, ref: str) -> tuple[str, str, str]:
+    record = _general_evidence(memory, ref)
+    return record.id, record.line, record.body
+
+
 def _general_encoders(monkeypatch) -> None:
-    """The export as it was: every version read whole, every line through the encoder."""
+    """The export as it was: no line spelled by SQLite, every line through the encoder."""
     monkeypatch.setattr(export_module, "memory_record",
                         lambda **fields: records.make_record("memory", **fields))
-    monkeypatch.setattr(export_module, "evidence_record", _general_evidence)
-    monkeypatch.setattr(export_module, "all_shared_fields", all_version_rows)
+    monkeypatch.setattr(export_module, "evidence_line", _general_evidence_line)
+    monkeypatch.setattr(export_module, "spelled_rows",
+                        lambda store: shared_fields_with(store, "NULL"))
+    # Files sorted as write_lines sorts them (by each line's own id), not from the pairs.
+    monkeypatch.setattr(export_module, "write_ordered", records.write_lines)
 
 
 def _open(path):
@@ -119,6 +138,7 @@ def test_the_export_writes_the_general_encoders_bytes(tmp_path, monkeypatch):
             opened = _open(tmp_path / name)
             held = {"include_candidates": True, "include_quarantined": True}
             first = sync(opened, do_import=False, principal="owner", **held)
+            _grow_chains(opened)
             forget(opened, "mem:gone0001", reason="test", principal="owner")
             forget(opened, "mem:gone0002", reason="test", purge=True, principal="owner")
             then = sync(opened, do_import=False, principal="owner", **held)
@@ -126,17 +146,19 @@ def test_the_export_writes_the_general_encoders_bytes(tmp_path, monkeypatch):
             files = {p.name: p.read_bytes() for p in sorted(folder.glob("*.jsonl"))}
             mapped = sorted(opened.conn.execute(
                 "SELECT record_id, memory, version, origin FROM shared_records"))
-            outputs.append((first.exported, first.exported_evidence, then.exported_tombstones,
+            outputs.append((first.exported, first.exported_evidence, then.exported,
+                            then.exported_tombstones,
                             then.removed_lines, files, mapped))
             opened.close()
     quick, general = outputs
-    assert quick[0] >= 12 and quick[1] > quick[0] and quick[2] == 2 and quick[3] >= 2
-    assert set(quick[4]) == {"memories.jsonl", "evidence.jsonl", "tombstones.jsonl"}
+    assert quick[0] >= 12 and quick[1] > quick[0] and quick[2] == 2 and quick[3] == 2
+    assert quick[4] >= 2
+    assert set(quick[5]) == {"memories.jsonl", "evidence.jsonl", "tombstones.jsonl"}
     assert quick == general
-    for data in quick[4].values():  # each file sorted by id, as the parsed lines say
+    for data in quick[5].values():  # each file sorted by id, as the parsed lines say
         ids = [json.loads(line)["id"] for line in data.decode().split("\n") if line]
         assert ids == sorted(ids) and len(ids) == len(set(ids))
-    lines = quick[4]["memories.jsonl"].decode()
+    lines = quick[5]["memories.jsonl"].decode()
     assert "🚀" in lines and '"held":"candidate"' in lines and '"rel":"contests"' in lines
 
 
