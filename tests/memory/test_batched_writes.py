@@ -1,0 +1,73 @@
+"""The batched writers a sync import uses (memory/model.py `record_histories`,
+memory/versions.py `add_evidence_rows`) against the one-row ones they stand for: the same
+calls into two identical stores, one each way, leave the same rows."""
+
+from __future__ import annotations
+
+from agentstate.memory.model import record_histories, record_history
+from agentstate.memory.versions import add_evidence, add_evidence_rows, insert_version
+from tests.conftest import fresh_store
+
+# Details a history row may hold: keys out of order, non-ASCII text, nesting, no text.
+ENTRIES = [
+    ("chain01", 1, "import", "owner", "imported", "the café opens at 8",
+     {"source": "user", "record": "0f" * 16, "scope": "path:docs/naïve"}),
+    ("chain01", 2, "superseded", "sync", "a newer value", None, {"record": "1e" * 16}),
+    ("chain02", None, "contested", "sync", "a rival", "zone ✓", {"z": [1, "ä"], "a": None}),
+    ("chain03", 1, "import", "owner", "imported", "plain", {}),
+]
+
+
+def _history(store):
+    return store.conn.execute("SELECT * FROM memory_history ORDER BY hid").fetchall()
+
+
+def _same_key(store):
+    from agentstate.store.keys import KEY_FILE
+
+    (store.root / KEY_FILE).write_text("cd" * 32 + "\n", encoding="ascii")
+
+
+def test_record_histories_writes_what_record_history_writes_row_by_row():
+    with fresh_store() as one, fresh_store() as many:
+        _same_key(one)
+        _same_key(many)
+        for memory, version, op, actor, reason, text, detail in ENTRIES:
+            record_history(one, memory, version, op, actor, reason, text, **detail)
+        record_histories(many, ENTRIES)
+        rows = _history(many)
+        assert len(rows) == len(ENTRIES)
+        assert rows == _history(one)
+        assert any("naïve" in str(row) for row in rows)  # kept as written, not escaped
+
+
+def _versions(store, count):
+    return [insert_version(store, memory_id=f"fact{n:02d}", version=1, kind="fact", key=None,
+                           scope="repo", text=f"fact number {n} holds", source="user",
+                           status="active", confidence=0.9, valid_until=None,
+                           supersedes=None, principal="owner", reason="test",
+                           evidence=[("user", "user")] if n == 0 else [])
+            for n in range(count)]
+
+
+def _evidence(store):
+    return (store.conn.execute("SELECT memory_row, ref, kind, added, actor FROM "
+                               "memory_evidence ORDER BY rowid").fetchall(),
+            store.conn.execute("SELECT row, evidence_count FROM memories ORDER BY row")
+            .fetchall())
+
+
+def test_add_evidence_rows_leaves_the_rows_and_counts_of_add_evidence_one_at_a_time():
+    with fresh_store() as one, fresh_store() as many:
+        rows = _versions(one, 4)
+        assert _versions(many, 4) == rows
+        # Several refs for one version, a ref it holds already, a repeat, rows out of order.
+        items = [(rows[2], "evt:aaaa1111", "evt"), (rows[0], "user", "user"),
+                 (rows[2], "file:docs/a.md@0123abc", "file"), (rows[1], "evt:bbbb2222", "evt"),
+                 (rows[2], "evt:aaaa1111", "evt"), (rows[0], "evt:cccc3333", "evt")]
+        for row, ref, kind in items:
+            add_evidence(one, row, [(ref, kind)], "sync")
+        add_evidence_rows(many, items, "sync")
+        evidence, counts = _evidence(many)
+        assert (evidence, counts) == _evidence(one)
+        assert dict(counts) == {rows[0]: 2, rows[1]: 1, rows[2]: 2, rows[3]: 0}
