@@ -91,7 +91,7 @@ def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
     tables the events' triggers feed keep, and the index filled from the rows that stay.
 
     What the triggers would have done row by row: a deleted event leaves the map and the
-    dense vectors (`events_search_ad`, `event_vectors_ad`); a collected one keeps its map row
+    dense vectors (`events_search_ad`, `event_vectors_unmapped`); a collected one keeps its map row
     (its index row number) but loses its vector (`event_vectors_au`: its text changed). The
     word and trigram indexes are contentless, so they are created empty and filled from the
     texts that stay (the trigram one only from rows it held before: the CJK ones)."""
@@ -106,10 +106,11 @@ def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
         conn.execute("DROP TABLE temp.event_index_cjk")
 
     gone = f"(SELECT id FROM {removed})"
+    changed = f"(SELECT row FROM main.event_search_map WHERE event_id IN {gone} OR event_id IN " \
+              f"(SELECT id FROM {collected}))"
     return CopyPlan(
         keep={"event_search_map": f"event_id NOT IN {gone}",
-              "event_vectors": f"event_id NOT IN {gone} AND event_id NOT IN "
-                               f"(SELECT id FROM {collected})"},
+              "event_vectors": f"row NOT IN {changed}"},
         refill={"events_fts", "events_tri"}, steps=[refill, _vectors_removed])
 
 
@@ -119,9 +120,10 @@ def _vectors_removed(conn: Any, schema: str) -> None:
     deleted vectors raised by as many — else a process holding a matrix of the old vectors,
     or a kept ranking, would go on ranking removed events. The rewrite only removes rows, so
     the difference of the counts per model is the number removed."""
-    before = dict(conn.execute("SELECT model, count(*) FROM main.event_vectors GROUP BY model"))
-    after = dict(conn.execute(f"SELECT model, count(*) FROM {schema}.event_vectors "
-                              "GROUP BY model"))
+    count = ("SELECT m.name, count(*) FROM {0}.event_vectors v JOIN {0}.vector_models m "
+             "ON m.id = v.model GROUP BY m.name")  # the counts are by name (m060)
+    before = dict(conn.execute(count.format("main")))
+    after = dict(conn.execute(count.format(schema)))
     removed = {model: n - after.get(model, 0) for model, n in before.items()
                if n > after.get(model, 0)}
     if not removed:

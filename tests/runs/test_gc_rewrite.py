@@ -69,9 +69,10 @@ def _build(root: Path) -> None:
     young, _ = start_run(store, "young work")
     kept = [append_event(store, young.ref, "observation", f"{KEPT_MARK}{n} 缓存命中率下降")
             for n in range(4)]
+    store.conn.execute("INSERT INTO vector_models (id, name) VALUES (1, 'm')")
     for event in (old[0], cited[0], kept[0]):
-        store.conn.execute("INSERT INTO event_vectors (event_id, model, vec) VALUES (?, 'm', ?)",
-                           (event.id, b"\x00" * 8))
+        store.conn.execute("INSERT INTO event_vectors (row, model, vec) SELECT row, 1, ? "
+                           "FROM event_search_map WHERE event_id = ?", (b"\x00" * 8, event.id))
     # A kept dense ranking of event vectors (m050): the removed vectors must clear it, as
     # the triggers do in place, and count as deleted (m052); one of memories stays.
     for kind in ("event_vectors", "memory_vectors"):
