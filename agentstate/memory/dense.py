@@ -559,6 +559,7 @@ class _Index:
             grown = np.zeros((DIM, max(need, 2 * self.matrix.shape[1])), np.float32)
             grown[:, :self.size] = self.matrix[:, :self.size]
             self.matrix = grown
+        start = self.size
         columns = []
         for _, key, _ in rows:
             col = self.column.get(key)
@@ -566,8 +567,14 @@ class _Index:
                 col = self.column[key] = len(self.keys)
                 self.keys.append(key)
             columns.append(col)
-        block = dense_codec.decode_rows([r[2] for r in rows], DIM)
-        self.matrix[:, columns] = block.T  # keys are unique in a vector table
+        ints, scales = dense_codec.split_rows([r[2] for r in rows], DIM)
+        if self.size - start == len(rows):
+            # Every key new (a matrix read whole, new texts): the bytes are scaled straight
+            # into their columns, with no n x DIM float copy between (a process's first
+            # search converts the whole table).
+            np.multiply(ints.T, scales.T, out=self.matrix[:, start:self.size])
+        else:  # keys are unique in a vector table
+            self.matrix[:, columns] = (ints * scales).T
         self.top = max(self.top, max(r[0] for r in rows))
 
     def nearest(self, q: Any, limit: int) -> list[tuple[Any, float]]:

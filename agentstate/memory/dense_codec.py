@@ -64,14 +64,21 @@ def encode_rows(matrix: Any) -> list[bytes]:
     return [scale.tobytes() + row.tobytes() for scale, row in zip(scales, ints, strict=True)]
 
 
+def split_rows(blobs: list[bytes], dim: int) -> tuple[Any, Any]:
+    """Stored vectors as their integers (n x dim, int8, a view on the joined bytes) and
+    their scales (n x 1, float32): the components are the product (numpy)."""
+    import numpy as np
+
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), 4 + dim)
+    return raw[:, 4:].view(np.int8), np.ascontiguousarray(raw[:, :4]).view("<f4")
+
+
 def decode_rows(blobs: list[bytes], dim: int) -> Any:
     """Stored vectors as a float32 matrix, one row each (numpy)."""
     import numpy as np
 
-    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), 4 + dim)
-    # One pass: each byte converted and scaled into the float32 result.
-    return np.multiply(raw[:, 4:].view(np.int8), np.ascontiguousarray(raw[:, :4]).view("<f4"),
-                       dtype=np.float32)
+    ints, scales = split_rows(blobs, dim)
+    return np.multiply(ints, scales, dtype=np.float32)
 
 
 def from_float16(blob: bytes) -> bytes:
