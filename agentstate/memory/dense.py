@@ -16,14 +16,15 @@ its training code (~1.2 s on these machines) and looks for the tokenizer where t
 does not put it (it then tries to download it). What it computes is the same: the mean of
 the token vectors, normalised (a test compares the two).
 
-Vectors live in `event_vectors` (memory/memory_tables.py, m020), one per event, with the model's
-name and version: a vector of another model is never compared with this one's, and is
-replaced when the event is embedded again. They are computed lazily, in batches, by the
-first search that needs them (`ensure_vectors`), and by the hook helper's child for a turn's
-newest events once the agent has its answer (`embed_recent`). A few texts (a query, a turn)
-are embedded by the numpy-free reader (dense_static.py), a batch by the loaded model; a
-question's vector and ranking are kept in the store (dense_queries.py), so a question asked
-again needs neither.
+Vectors live in `event_vectors` (memory/memory_tables.py, m020, made compact by m060), one per
+event keyed by its search-map row, stored as 8-bit integers with a scale (dense_codec.py),
+with the number of its model's name and version (`vector_models`): a vector of another
+model is never compared with this one's, and is replaced when the event is embedded again.
+They are computed lazily, in batches, by the first search that needs them
+(`ensure_vectors`), and by the hook helper's child for a turn's newest events once the
+agent has its answer (`embed_recent`). A few texts (a query, a turn) are embedded by the
+numpy-free reader (dense_static.py), a batch by the loaded model; a question's vector and
+ranking are kept in the store (dense_queries.py), so a question asked again needs neither.
 A purge that scrubs an event's text deletes its vector (a trigger), so no trace of erased
 text stays in the store.
 
