@@ -648,7 +648,13 @@ def _embed_missing(store: Store, enc: _Encoder, kind: _Vectors, index: _Index) -
     have, total = conn.execute(kind.counts, (enc.model,)).fetchone()
     if have < total:
         rows = conn.execute(kind.missing, (enc.model, EMBED_BATCH)).fetchall()
-        if _store_vectors(store, enc, kind, rows) < total - have:
+        done = _store_vectors(store, enc, kind, rows)
+        # A memory version's vector takes the version's row as its rowid (m040): a batch of
+        # older versions lands below the rowids the matrix has read, where `newer` never
+        # looks, so the matrix reads the table again (only while batches remain).
+        if done and kind is MEMORIES and min(key for key, _ in rows) <= index.top:
+            index.top = 0
+        if done < total - have:
             return
     index.mark = mark
 

@@ -210,3 +210,21 @@ def test_equal_scores_are_ordered_by_key_as_the_stored_vectors_order_them(store,
                      for key, vec in rows))
     assert [key for key, _ in near] == [key for _, key in scored[:3]]
     assert len({score for _, score in near}) == 1
+
+
+def test_memory_versions_embedded_in_later_batches_all_enter_the_matrix(store, embedder,
+                                                                          monkeypatch):
+    """Memory vectors take their version's row as rowid: a later batch embeds older versions,
+    below what the matrix has read. Every version still ranks once it has its vector."""
+    from agentstate.memory.write import remember
+
+    notes = ["Caroline takes cello lessons on Tuesdays.", "The dog is called Biscuit.",
+             "Mel plays cards with her sister.", "The build uses make.",
+             "Deploys happen on Fridays."]
+    for text in notes:
+        remember(store, text, kind="fact", source="user", principal="owner")
+    monkeypatch.setattr(dense, "EMBED_BATCH", 2)  # three searches embed the five
+    sizes = [len(dense.dense_memory_ranked(store, f"violin practice {n}", 10, embedder))
+             for n in range(3)]
+    assert sizes == [2, 4, 5]
+    assert store.value("SELECT count(*) FROM memory_vectors") == len(notes)
