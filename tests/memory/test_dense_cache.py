@@ -228,3 +228,23 @@ def test_memory_versions_embedded_in_later_batches_all_enter_the_matrix(store, e
              for n in range(3)]
     assert sizes == [2, 4, 5]
     assert store.value("SELECT count(*) FROM memory_vectors") == len(notes)
+
+
+def test_new_vectors_fill_the_next_columns_of_the_kept_matrix(store, embedder, monkeypatch):
+    """A matrix already read takes new vectors in the columns after its own (a new question,
+    so no kept ranking answers): the scores are those of the matrix read afresh, in blocks
+    of rows (two here, so the five span three)."""
+    monkeypatch.setattr(dense, "SCATTER_ROWS", 2)
+    run, events = _log(store, PARTY)
+    dense.dense_ranked(store, "a dog", 3, embedder)  # the matrix, of the five
+    newer = [append_event(store, run.ref, "note", text) for text in
+             ("My cello lessons moved to Mondays.", "Biscuit chewed my shoes again.")]
+    kept = dense.dense_ranked(store, "cello lessons on mondays", 7, embedder)
+    index = dense._CACHE[next(k for k in dense._CACHE if k[2] == "event_vectors")]
+    assert index.size == len(PARTY) + 2 and kept[0][0] == newer[0].id
+    dense._CACHE.clear()  # the same question against the matrix read whole
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM dense_queries")
+    afresh = dense.dense_ranked(store, "cello lessons on mondays", 7, embedder)
+    assert [k for k, _ in kept] == [k for k, _ in afresh]
+    assert dict(kept) == pytest.approx(dict(afresh))
