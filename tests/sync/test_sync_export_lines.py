@@ -111,7 +111,7 @@ def _general_encoders(monkeypatch) -> None:
                         lambda **fields: records.make_record("memory", **fields))
     monkeypatch.setattr(export_module, "evidence_line", _general_evidence_line)
     monkeypatch.setattr(export_module, "spelled_rows",
-                        lambda store: shared_fields_with(store, "NULL"))
+                        lambda store: shared_fields_with(store, "NULL, m.scanned_with"))
     # Files sorted as write_lines sorts them (by each line's own id), not from the pairs.
     monkeypatch.setattr(export_module, "write_ordered", records.write_lines)
 
