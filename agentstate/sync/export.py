@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -235,6 +236,9 @@ def _memory_record(row: SharedFields, ids: dict[tuple[str, int], str]) -> Record
     )
 
 
+_ID_OF = itemgetter(1)  # a planned line's record id
+
+
 def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     """Write the planned lines (files changed only when they change); record the new
     mappings. → the file names written."""
@@ -252,9 +256,13 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
         # Sorted by id then text, as write_lines sorts: the new lines' ids are known, only
         # the kept ones are searched for theirs. Duplicates, as there: a kept line twice (a
         # merge's) is one; a new line has an id no other line has (`present`).
-        pairs = [(line_id(t), t) for t in dict.fromkeys(kept)]
-        pairs += [(record_id, text) for _, record_id, text, _, _ in added]
-        digest = write_ordered(Path(folder.path) / name, [text for _, text in sorted(pairs)])
+        if kept:
+            pairs = [(line_id(t), t) for t in dict.fromkeys(kept)]
+            pairs += [(record_id, text) for _, record_id, text, _, _ in added]
+            ordered = [text for _, text in sorted(pairs)]
+        else:  # new lines alone (a first export): their ids differ, so the id orders them
+            ordered = [line[2] for line in sorted(added, key=_ID_OF)]
+        digest = write_ordered(Path(folder.path) / name, ordered)
         if digest is not None:
             plan.written[name] = digest
         written.append(name)
