@@ -74,10 +74,11 @@ from agentstate.memory.versions import (
     set_status,
     vref,
 )
-from agentstate.safety import find_injection, find_secrets
+from agentstate.safety import find_injection
 from agentstate.store.principals import Principal, check_whole_store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
+from agentstate.sync.fields_scan import RecordScan
 from agentstate.sync.records import Folder, Record, evidence_kind, record_over_limits
 from agentstate.sync.shared import mapping, mappings_of, record_mapping, record_mappings
 
@@ -121,16 +122,17 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
             known = set(all_mappings(store))
             memories = [r for r in _parents_first(folder.of_type("memory"))
                         if r.id not in known]
-            batch = _Batch(store, who) if batch_new else None
+            scan = RecordScan()
+            batch = _Batch(store, who, scan) if batch_new else None
             for record in memories:
                 if batch is not None and record.id not in dead and batch.take(record, result):
                     continue
                 if batch is not None:
                     batch.flush()  # what the per-record path reads is then all written
                 if record.id not in dead:
-                    _memory(store, record, who, result)
+                    _memory(store, record, who, result, scan)
                 else:
-                    _replaced_by_dead(store, record, who, result)
+                    _replaced_by_dead(store, record, who, result, scan)
                 if batch is not None:
                     batch.saw(record)
             if batch is not None:
@@ -186,11 +188,11 @@ def _skip(result: ImportResult, record: Record, reason: str) -> None:
     result.skipped.append({"record": record.id, "where": record.where, "reason": reason})
 
 
-def _refusal(record: Record, who: Principal) -> str | None:
+def _refusal(record: Record, who: Principal, scan: RecordScan) -> str | None:
     data = record.data
-    found = find_secrets(record.line)
+    found = scan.secret_kinds(data)
     if found:
-        kinds = ", ".join(sorted({f.kind for f in found}))
+        kinds = ", ".join(sorted(found))
         return f"looks like it contains a secret ({kinds}); not imported"
     if not who.can_write(data["scope"]):
         return f"principal {who.name!r} may not write scope {data['scope']!r}"
@@ -216,13 +218,13 @@ def _version_row(store: Store, found: Any) -> MemoryVersion | None:
 
 
 def _replaced_by_dead(store: Store, record: Record, who: Principal,
-                      result: ImportResult) -> None:
+                      result: ImportResult, scan: RecordScan) -> None:
     """A tombstoned record still replaced its parent: where the teammate wrote it, the
     parent was superseded before the new value was forgotten. Without this the parent
     would be current or not depending on whether the tombstone came in the same pull.
     It is checked as an inserted record would be (secrets, scope, source): a record that
     is never inserted must not get to replace anything unchecked."""
-    if _refusal(record, who) is None:
+    if _refusal(record, who, scan) is None:
         _replace_parent(store, record, who, result, "since forgotten")
 
 
@@ -276,12 +278,13 @@ def _dead(store: Store, record: Record) -> None:
                        record.data["rel"])
 
 
-def _memory(store: Store, record: Record, who: Principal, result: ImportResult) -> None:
+def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
+            scan: RecordScan) -> None:
     data = record.data
     if mapping(store, record.id) is not None:
         return
     refused = record_over_limits(data, store.settings.memory.max_chars) \
-        or _refusal(record, who)
+        or _refusal(record, who, scan)
     if refused:
         _skip(result, record, refused)
         return
@@ -309,7 +312,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
         confidence=_confidence(data["source"], status),
         valid_until=data["valid_until"], supersedes=supersedes,
         principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[],
-        scanned=True)  # _refusal scanned the record's whole line before this
+        scanned=True)  # _refusal scanned the record's fields before this
     record_mapping(store, record.id, memory_id, version, "import", data["rel"])
     new_ref = make_ref("mem", memory_id, version)
     result.touched.add(memory_id)
@@ -368,8 +371,8 @@ class _Batch:
     without the batch. The sets below may hold more than the store (content of a version
     since purged, a quarantined key): a false hit only sends a record down the slow path."""
 
-    def __init__(self, store: Store, who: Principal) -> None:
-        self.store, self.who = store, who
+    def __init__(self, store: Store, who: Principal, scan: RecordScan) -> None:
+        self.store, self.who, self.scan = store, who, scan
         self.contents = content_keys(store)
         self.keys = keyed_chains(store)
         self.ids: set[str] = set()  # records of this pull seen so far
@@ -420,7 +423,7 @@ class _Batch:
             return False
         # Scanned here and only here (the record does not reach _memory): once per record.
         refused = record_over_limits(data, self.store.settings.memory.max_chars) \
-            or _refusal(record, self.who)
+            or _refusal(record, self.who, self.scan)
         self.saw(record, content)
         if refused:
             _skip(result, record, refused)
