@@ -20,10 +20,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentstate.lazy_re import LazyPattern
 from agentstate.safety import find_secrets
 
 # Scanned alone, each of them: a short field's verdict is kept for the import's records.
 SHORT_FIELDS = ("key", "scope", "source", "principal", "kind", "created", "valid_until")
+# A time as agentstate writes one (store/clock.py: `2026-01-10T09:30:00.000000Z`). No rule
+# of the scanner can match it — no letter but T and Z, no run of 16 token characters — so
+# it is not scanned: each record of a real folder has a creation time of its own, and a
+# scan of each was as long as the scan of the other short fields of the whole folder.
+_TIME = LazyPattern(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 
 
 class RecordScan:
@@ -44,6 +50,8 @@ class RecordScan:
                 continue
             verdict = verdicts.get(value)
             if verdict is None:
+                if len(value) == 27 and _TIME.fullmatch(value):
+                    continue
                 verdict = verdicts[value] = frozenset(f.kind for f in find_secrets(value))
             found |= verdict
         return found

@@ -10,10 +10,13 @@ local write of the same fields is stored."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate.memory.write import remember
 from agentstate.safety import find_secrets
 from agentstate.sync import shared_path, sync
+from agentstate.sync.fields_scan import _TIME, RecordScan
 from bench.secrets_holdout import HOLDOUT_NEGATIVES, HOLDOUT_POSITIVES
 from tests.security.secrets_corpus import NEGATIVES, POSITIVES
 from tests.sync.test_sync_merge_quick import _record
@@ -94,3 +97,20 @@ def test_a_short_fields_verdict_is_kept_for_every_record_that_shares_it(store):
     refused, stored = _import(store, [first, second, clean])
     assert refused == {first.id, second.id}
     assert stored == {"the broker is kafka"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(_TIME.source, fullmatch=True))
+def test_a_time_the_gate_does_not_scan_is_one_the_scanner_never_flags(value):
+    """sync/fields_scan.py leaves out a creation or validity time in agentstate's own format
+    (each record of a real folder has its own): no rule can match one."""
+    assert find_secrets(value) == []
+    assert RecordScan().secret_kinds(_record("the cache is redis", created=value).data) == set()
+
+
+def test_a_time_with_anything_else_in_it_is_scanned(store):
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    stamped = _record("the cache is redis", created=f"2026-01-10T00:00:00.000000Z {token}")
+    odd = _record("the queue is rabbitmq", valid_until=f"{token[:27]}")
+    refused, stored = _import(store, [stamped, odd])
+    assert refused == {stamped.id, odd.id} and stored == set()
