@@ -207,7 +207,8 @@ def _refusal(record: Record, who: Principal, scan: RecordScan) -> str | None:
 def _over_limits(data: dict[str, Any], max_chars: int) -> str | None:
     """records.record_over_limits, asked only of a record that could be over them: a text
     no longer than the limit is within it once stripped, and names within the name limit
-    are within it (a call per record was a tenth of an import's own Python)."""
+    are within it (a call a record, with its import statement, was a few percent of an
+    import's own Python)."""
     if (len(data["text"]) <= max_chars and len(data["key"] or "") <= MAX_NAME_CHARS
             and len(data["scope"]) <= MAX_NAME_CHARS and len(data["source"]) <= MAX_NAME_CHARS):
         return None
@@ -368,8 +369,8 @@ def _arrival(record: Record) -> tuple[MemoryStatus, str]:
     return status, reason
 
 
-# A function of two values that most records of a folder share (issue 24: called once a
-# record, it was a tenth of an import's own Python).
+# A function of two values that most records of a folder share (issue 24: computed once a
+# record, it was a few percent of an import's own Python).
 @lru_cache(maxsize=1024)
 def _confidence(source: str, status: MemoryStatus) -> float:
     return initial_confidence(source, 1) * (CONTESTED_FACTOR if status != "active" else 1)
@@ -488,7 +489,8 @@ _quote = json.encoder.encode_basestring
 def _import_detail(record_id: str, data: dict[str, Any]) -> str:
     """`json.dumps({"record": …, "scope": …, "source": …}, ensure_ascii=False,
     sort_keys=True)`, the detail record_history writes for an import, spelled out: a dumps
-    a version was a tenth of a first import's own Python (a test compares the two)."""
+    a version was several percent of a first import's own Python (a test compares the
+    two)."""
     return (f'{{"record": {_quote(record_id)}, "scope": {_quote(data["scope"])}, '
             f'"source": {_quote(data["source"])}}}')
 
