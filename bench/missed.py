@@ -47,7 +47,7 @@ _DAWN = "docs/development.md, \"`context` without the collector or the teardown\
 _EXPORT_IMPORT_GC = "docs/development.md, \"All three targets are still missed\""
 _EXPORT_SPELLED = ("docs/development.md, \"The first export with its lines spelled by "
                    "SQLite\"")
-_IMPORT = "docs/development.md, \"The first import against its floor\""
+_IMPORT_FIELDS = "docs/development.md, \"What a shared record's scan sees\""
 
 NOTES: tuple[Note, ...] = (
     Note("context", ("(target ≤ 0.2 s, ≤ 1.2x",),
@@ -94,16 +94,17 @@ NOTES: tuple[Note, ...] = (
          "are one INSERT ... SELECT, the chain parents resolved by a recursive query",
          _EXPORT_SPELLED),
     Note("sync", ("import / its floor",),
-         "its statements alone are 1.2x the floor (the floor's two inserts plus a history, "
-         "a mapping and a scanned-digest row a version), then the secret scan of each "
-         "record's line (~0.65 s), the per-record Python (~0.5 s), the folder's read and "
-         "check (~0.25 s): 2.7x the floor in CPU (bench/sync_import_parts.py); remembering "
-         "scanned lines saves nothing (a first import's lines are all new, a later one "
-         "scans none) and a batched scan saves ~10% (the rules cost per character)",
-         "a decision about what a shared line's scan must see (the teammate's values alone "
-         "scan in 0.16 s against the lines' 0.54 s: near 2.2x, and not the same check), "
-         "and past that nearly all of an import's work in SQL or a floor that writes the "
-         "rows an import must write", _IMPORT),
+         "2.0-2.3x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 morning): each "
+         "field a teammate wrote is now scanned alone as the write gate scans a local "
+         "write's (0.13 s against the whole line's 0.66 s); left are the statements beyond "
+         "the floor (~0.15 s: a history, a mapping and a scanned-digest row a version), the "
+         "folder's read and check (0.25 s), the scan and injection check (0.21 s) - already "
+         "~1.6x without any per-record Python - and that Python (~0.45 s)",
+         "the folder's check cheaper (each line's JSON decoded once, its id hashed from the "
+         "body already spelled), the injection check's anchors grouped by rarest character "
+         "as the scanner's are, and new versions inserted by one INSERT ... SELECT over the "
+         "records as JSON (an evidence pass in SQL was tried: slower than its dicts)",
+         _IMPORT_FIELDS),
     _met("transcripts", ("re-import",), "0-1% of the first", _MAY_TABLE),
     _met("sync", ("with nothing new",), "93-188 ms", _MAY_TABLE),
     Note("transcripts", ("first import",),

@@ -5,7 +5,7 @@ gate had scanned the same text, key, scope and source when the version was store
 A digest is a keyed hash (the store's key, store/keys.py: a short text cannot be guessed
 back from it) of the scanner's rules (its source file's hash) and the four fields. Written
 where the scanner ran and passed: `remember` and `correct` (the write gate), an import of
-a teammate's record (sync/merge.py scans its line first). Read by the export
+a teammate's record (sync/fields_scan.py scans its fields first). Read by the export
 (sync/export.py), which scans a line whose version has no digest — one stored by other
 means (a direct insert, an older store) — and keeps that digest once the line passes. A
 changed scanner starts a new set: what an older one passed is scanned again.
