@@ -33,11 +33,12 @@ def main() -> None:
         if code is not None:
             leave(code)
     if argv == ["gc", "--json"]:
+        from agentstate.integrations.context_runner import leave
         from agentstate.integrations.gc_runner import run_quick_gc
 
         code = run_quick_gc(os.environ.get("AGENTSTATE_DIR") or None)
         if code is not None:
-            sys.exit(code)
+            leave(code)
     if argv == ["mcp"]:
         from agentstate.integrations.mcp_server import serve_if_ready
 

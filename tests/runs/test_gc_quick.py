@@ -127,3 +127,43 @@ def test_a_bad_config_or_no_store_is_the_full_commands_error(aged, repo, tmp_pat
     empty.mkdir()
     proc, typer = _gc(empty, "gc", "--json")
     assert typer and proc.returncode == 1 and "agentstate init" in proc.stdout
+
+
+def test_the_collector_is_off_during_a_quick_gc_and_as_it_was_after(aged, monkeypatch, capsys):
+    """The process ends right after a quick gc, so the collector is off while it runs, and
+    as the caller had it afterwards, whether the gc ran here or the full command is to run."""
+    import gc as collector
+
+    from agentstate.integrations import gc_runner
+    from agentstate.maintenance import gc as gc_module
+
+    real, seen = gc_module.gc, []
+
+    def watched(*args, **kwargs):
+        seen.append(collector.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gc_module, "gc", watched)
+    for key, value in LATER.items():
+        monkeypatch.setenv(key, value)
+    store = aged[1] / ".agentstate"
+    for enabled in (True, False):
+        (collector.enable if enabled else collector.disable)()
+        try:
+            assert gc_runner.run_quick_gc(str(store)) == 0
+            assert collector.isenabled() is enabled
+            assert gc_runner.run_quick_gc(str(aged[1] / "nowhere")) is None  # no store
+            assert collector.isenabled() is enabled
+        finally:
+            collector.enable()
+    assert seen == [False, False]
+    assert capsys.readouterr().out.count('"command": "gc"') == 2
+
+
+def test_a_closed_pipe_ends_quietly(aged):
+    """`agentstate gc --json | head -c 10`: the reader goes away; no traceback, as the CLI."""
+    proc = subprocess.run(f"{sys.executable} -m agentstate gc --json | head -c 10", shell=True,
+                          cwd=aged[1], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, **LATER))
+    assert len(proc.stdout) == 10 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(_rows(aged[1])) == 1  # the gc was done
