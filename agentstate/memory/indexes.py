@@ -85,10 +85,12 @@ def _refill_event_index(conn: Any, cjk_rows: str | None = None, schema: str = "m
                  (CJK_GLOB,))
 
 
-def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
-    """For a rewrite of the store that removes the events whose ids `removed` (a table)
-    holds and collects those of `collected` (store/rewrite.py, `agentstate gc`): what the
-    tables the events' triggers feed keep, and the index filled from the rows that stay.
+def event_index_rewrite_plan(collected: str) -> CopyPlan:
+    """For a rewrite of the store that removes events and collects the bodies of those whose
+    rowids `collected` (a table, column `rid`) holds (store/rewrite.py, `agentstate gc`):
+    what the tables the events' triggers feed keep, and the index filled from the rows that
+    stay. The plan is added after the one that names the events that stay: the new file's
+    `events` is copied before these tables and says which events stay.
 
     What the triggers would have done row by row: a deleted event leaves the map and the
     dense vectors (`events_search_ad`, `event_vectors_ad`); a collected one keeps its map row
@@ -97,7 +99,7 @@ def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
     texts that stay (the trigram one only from rows it held before: the CJK ones)."""
     # Imported here: every `context` pack reads the index state above, and only `gc`
     # rewrites the store (the rewrite module compiles its schema patterns at import).
-    from agentstate.store.rewrite import CopyPlan
+    from agentstate.store.rewrite import SCHEMA, CopyPlan
 
     def refill(conn: Any, schema: str) -> None:
         conn.execute("CREATE TEMP TABLE event_index_cjk AS SELECT rowid AS row "
@@ -105,11 +107,17 @@ def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
         _refill_event_index(conn, "temp.event_index_cjk", schema)
         conn.execute("DROP TABLE temp.event_index_cjk")
 
-    gone = f"(SELECT id FROM {removed})"
+    # Driven from the ~12,000 events that stay (their ids are indexed in the new file), not
+    # by probing every map row against the ~90,000 removed. A vector whose event was never
+    # in `events` stays, as no trigger would have removed it.
+    stays = f"(SELECT id FROM {SCHEMA}.events)"
+    collected_ids = (f"(SELECT e.id FROM main.events e WHERE e.rowid IN "
+                     f"(SELECT rid FROM {collected}))")
     return CopyPlan(
-        keep={"event_search_map": f"event_id NOT IN {gone}",
-              "event_vectors": f"event_id NOT IN {gone} AND event_id NOT IN "
-                               f"(SELECT id FROM {collected})"},
+        keep={"event_search_map": f"event_id IN {stays}",
+              "event_vectors": f"(event_id IN {stays} OR event_id NOT IN "
+                               f"(SELECT id FROM main.events)) AND event_id NOT IN "
+                               f"{collected_ids}"},
         refill={"events_fts", "events_tri"}, steps=[refill, _vectors_removed])
 
 

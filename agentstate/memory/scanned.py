@@ -4,13 +4,13 @@ gate had scanned the same text, key, scope and source when the version was store
 
 The mark is a column of the version's own row (`scanned_with`, m044): the fingerprint of
 the scanner's rules that passed its four fields. Set where the scanner ran and passed:
-`remember` and `correct` (the write gate), an import of a teammate's record (sync/merge.py
-scans its line first), an export's own scan of a version that had no mark. Read by the
-export in the statement that reads the versions (a version whose mark is not this
-scanner's is scanned). A changed scanner has another fingerprint: what an older one passed
-is scanned again. A change to any of the four fields drops the mark (m044's trigger), so a
-mark never vouches for a text it did not see; it holds nothing derived from the text, and a
-purge, which empties the text, drops it too.
+`remember` and `correct` (the write gate), an import of a teammate's record
+(sync/fields_scan.py scans its fields first), an export's own scan of a version that had
+no mark. Read by the export in the statement that reads the versions (a version whose
+mark is not this scanner's is scanned). A changed scanner has another fingerprint: what an
+older one passed is scanned again. A change to any of the four fields drops the mark
+(m044's trigger), so a mark never vouches for a text it did not see; it holds nothing
+derived from the text, and a purge, which empties the text, drops it too.
 
 Until m044 the same answer was a keyed digest of the four fields (m041's `scanned_texts`),
 recomputed by every export for every version it read: 1.5 µs a version, ~10% of a first

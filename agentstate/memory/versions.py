@@ -15,6 +15,7 @@ key+scope differs from the current one:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -163,10 +164,13 @@ def add_evidence_rows(store: Store, items: list[tuple[int, str, str]], actor: st
     store.conn.executemany(
         "INSERT OR IGNORE INTO memory_evidence (memory_row, ref, kind, added, actor) "
         "VALUES (?, ?, ?, ?, ?)", [(row, ref, kind, now, actor) for row, ref, kind in items])
-    store.conn.executemany(
+    # One statement over the rows as a JSON array: a statement a row was twice the time of
+    # this refresh on a first import (issue 24).
+    store.conn.execute(
         "UPDATE memories SET evidence_count = "
-        "(SELECT count(*) FROM memory_evidence WHERE memory_row = ?) WHERE row = ?",
-        [(row, row) for row in dict.fromkeys(row for row, _, _ in items)])
+        "(SELECT count(*) FROM memory_evidence WHERE memory_row = memories.row) "
+        "WHERE row IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(dict.fromkeys(row for row, _, _ in items))),))
 
 
 def set_status(store: Store, row: MemoryVersion, status: MemoryStatus, reason: str,
