@@ -87,12 +87,13 @@ NOTES: tuple[Note, ...] = (
     _met("store", ("store per 1,000 events",), "1.40 MB",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
-         "2.8x the floor in CPU (3.5x before the scanned check became a mark on the row, "
-         "same run): the versions' read with each memory body spelled by `json_object` "
-         "(~45 ms), the per-version loop (~75 ms: two sha256 a version, the splicing), the "
-         "mappings' insert (~35 ms), writing the two files (~15 ms); making the lines, ids "
-         "and mappings in SQL with registered hash functions measured slower (3.4x: a Python "
-         "call a row), a recursive query for the chains 2.3x the flat statement",
+         "2.8x the floor in CPU (3.5-3.8x before the scanned check became a mark on the "
+         "row, alternated in the same runs): the versions' read with each memory body "
+         "spelled by `json_object` (~45 ms), the per-version loop (~75 ms: two sha256 a "
+         "version, the splicing), the mappings' insert (~35 ms), writing the two files "
+         "(~15 ms); making the lines, ids and mappings in SQL with registered hash functions "
+         "measured slower (3.4x: a Python call a row), a recursive query for the chains 2.3x "
+         "the flat statement",
          "SHA-256 inside SQLite itself (a loadable extension or a compiled helper), so the "
          "lines and mappings never enter Python, and a cheaper mappings insert (its per-row "
          "change-counter trigger and two indexes)",
