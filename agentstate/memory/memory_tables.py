@@ -440,7 +440,7 @@ def m042_user_preferences(db: sqlite_utils.Database) -> None:
     """)
 
 
-def m044_scanned_mark(db: sqlite_utils.Database) -> None:
+def m058_scanned_mark(db: sqlite_utils.Database) -> None:
     """A version's mark that the secret scanner passed its text, key, scope and source: the
     scanner's fingerprint (memory/scanned.py), set where the scanner ran (the write gate, an
     import, an export's own scan) so that an export answers "scanned?" in the statement that

@@ -2,19 +2,19 @@
 text is scanned once (issue 24: an export scanned every line it wrote, though the write
 gate had scanned the same text, key, scope and source when the version was stored).
 
-The mark is a column of the version's own row (`scanned_with`, m044): the fingerprint of
+The mark is a column of the version's own row (`scanned_with`, m058): the fingerprint of
 the scanner's rules that passed its four fields. Set where the scanner ran and passed:
 `remember` and `correct` (the write gate), an import of a teammate's record
 (sync/fields_scan.py scans its fields first), an export's own scan of a version that had
 no mark. Read by the export in the statement that reads the versions (a version whose
 mark is not this scanner's is scanned). A changed scanner has another fingerprint: what an
 older one passed is scanned again. A change to any of the four fields drops the mark
-(m044's trigger), so a mark never vouches for a text it did not see; it holds nothing
+(m058's trigger), so a mark never vouches for a text it did not see; it holds nothing
 derived from the text, and a purge, which empties the text, drops it too.
 
-Until m044 the same answer was a keyed digest of the four fields (m041's `scanned_texts`),
+Until m058 the same answer was a keyed digest of the four fields (m041's `scanned_texts`),
 recomputed by every export for every version it read: 1.5 µs a version, ~10% of a first
-export. m044 empties that table; `forget_fields_scanned` still deletes a digest a purge
+export. m058 empties that table; `forget_fields_scanned` still deletes a digest a purge
 finds (none is written any more).
 """
 
@@ -66,7 +66,7 @@ def forget_fields_scanned(store: Store, text: str, key: str | None, scope: str,
                           source: str) -> None:
     """A purge takes the version's m041 digest too, should one be left: nothing derived
     from a purged text is kept beyond the purge's own audit hash. (The row's mark goes by
-    m044's trigger when the purge empties the text.)"""
+    m058's trigger when the purge empties the text.)"""
     from agentstate.store.keys import keyed_hash
 
     message = "\0".join(("scanned", scanner_fingerprint(), text, key or "", scope, source))

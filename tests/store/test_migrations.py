@@ -114,15 +114,6 @@ def test_names_are_unique_and_prefixed_by_domain():
 LAST_OF_THE_OLD_NAMING = "m004_events_hook_keys"
 FIRST_NEW_NUMBER = 15  # the 14 migrations named before it; the sequence goes on from there
 NEW_NAME = re.compile(r"^m0(\d\d)_[a-z0-9]+(?:_[a-z0-9]+)*$")
-# Numbers a block kept for later (MIGRATION_ORDER's note: m043-m049 for the memory block,
-# passed by m050 on): a name from it is appended after higher numbers, since a shipped entry
-# never moves; the names outside it still sort in run order.
-KEPT_BLOCKS = (range(43, 50),)
-
-
-def _kept(name: str) -> bool:
-    match = NEW_NAME.match(name)
-    return bool(match) and any(int(match.group(1)) in block for block in KEPT_BLOCKS)
 
 
 def new_name_problems(names: list[str]) -> list[str]:
@@ -134,9 +125,8 @@ def new_name_problems(names: list[str]) -> list[str]:
     numbers = [int(m.group(1)) for n in after if (m := NEW_NAME.match(n))]
     if numbers and numbers[0] < FIRST_NEW_NUMBER:
         problems.append(f"{after[0]}: numbers start at {FIRST_NEW_NUMBER:03d}")
-    ordered = [n for n in after if not _kept(n)]
-    problems += [f"{b}: does not sort after {a}"
-                 for a, b in zip(ordered, ordered[1:], strict=False) if not a < b]
+    problems += [f"{b}: does not sort after {a}" for a, b in zip(after, after[1:], strict=False)
+                 if not a < b]
     return problems
 
 
@@ -158,13 +148,8 @@ def test_a_name_out_of_run_order_is_caught():
         "m015_a: does not sort after m016_b"]
     assert new_name_problems([*OLD_NAMES, "m105_more_memory"]) == [
         "m105_more_memory: not m0NN_<what>"]
-    last = [n for n in NAMES if not _kept(n)][-1]
     assert new_name_problems([*NAMES, "m010_too_early"]) == [
-        f"m010_too_early: does not sort after {last}"]
-    # A kept block's number is exempt, its neighbours' are not.
-    assert new_name_problems([*NAMES, "m045_more_memory"]) == []
-    assert new_name_problems([*NAMES, "m042_before_the_block"]) == [
-        f"m042_before_the_block: does not sort after {last}"]
+        f"m010_too_early: does not sort after {NAMES[-1]}"]
     assert new_name_problems([*OLD_NAMES, "m005_events_more"]) == [
         "m005_events_more: numbers start at 015"]
 

@@ -1,5 +1,5 @@
 """A memory text is scanned for secrets once (issue 24): the write gate's scan (or an
-import's) is kept as a mark on the version's row (memory/scanned.py, m044), and the export
+import's) is kept as a mark on the version's row (memory/scanned.py, m058), and the export
 writes such a version's line without scanning it again; a version stored any other way, a
 teammate's record, one whose fields changed since, and anything after the scanner changed
 are still scanned."""
@@ -163,7 +163,7 @@ def test_an_export_marks_only_the_fields_it_scanned(store):
 
 
 def test_the_migration_assumes_no_row_scanned(tmp_path):
-    """m044 on a store written before it: no existing version is marked (only a scan marks
+    """m058 on a store written before it: no existing version is marked (only a scan marks
     one), and the m041 digests, no longer read, are emptied."""
     import sqlite3
 
@@ -179,6 +179,6 @@ def test_the_migration_assumes_no_row_scanned(tmp_path):
         "'repo', 'an older fact', 'h', 'user', 'active', 0.9, '2026-01-01', '2026-01-01', "
         "'owner')")
     db.conn.execute("INSERT INTO scanned_texts (digest) VALUES ('a digest of an older text')")
-    assert apply_migrations(db) == ["m044_scanned_mark"]
+    assert apply_migrations(db) == ["m058_scanned_mark"]
     assert db.conn.execute("SELECT scanned_with FROM memories").fetchall() == [(None,)]
     assert db.conn.execute("SELECT count(*) FROM scanned_texts").fetchone() == (0,)
