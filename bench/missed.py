@@ -44,8 +44,8 @@ def _unanalysed(bench: str, marks: tuple[str, ...]) -> Note:
 _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 table"
 _NIGHT = "docs/development.md, \"`context` past Typer\""
 _DAWN = "docs/development.md, \"`context` without the collector or the teardown\""
-_EXPORT_SPELLED = ("docs/development.md, \"The first export with its lines spelled by "
-                   "SQLite\"")
+_EXPORT_MARK = ("docs/development.md, \"The first export with its scanned check answered by "
+                "the row\"")
 _IMPORT_FIELDS = "docs/development.md, \"What a shared record's scan sees\""
 _GC = "docs/development.md, \"gc nearer its floor\""
 
@@ -87,15 +87,17 @@ NOTES: tuple[Note, ...] = (
     _met("store", ("store per 1,000 events",), "1.40 MB",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
-         "3.3x the floor in CPU (4.0x before the lines were spelled by SQLite): the versions' "
-         "read with each memory body spelled by `json_object` (~45 ms, about what Python's "
-         "quoting cost), the mappings' insert (~37 ms), the scanned digest's HMAC (~22 ms), "
-         "the two sha256 ids, sorting and writing (~15-25 ms) and the per-version loop; the "
-         "read, insert, digest and ids alone are ~1.6x the floor",
-         "those steps out of Python's loop: the scanned check answered in SQL (a mark on the "
-         "version row set by the write gate), the ids hashed inside SQLite so the mappings "
-         "are one INSERT ... SELECT, the chain parents resolved by a recursive query",
-         _EXPORT_SPELLED),
+         "2.8x the floor in CPU (3.5-3.8x before the scanned check became a mark on the "
+         "row, alternated in the same runs): the versions' read with each memory body "
+         "spelled by `json_object` (~45 ms), the per-version loop (~75 ms: two sha256 a "
+         "version, the splicing), the mappings' insert (~35 ms), writing the two files "
+         "(~15 ms); making the lines, ids and mappings in SQL with registered hash functions "
+         "measured slower (3.4x: a Python call a row), a recursive query for the chains 2.3x "
+         "the flat statement",
+         "SHA-256 inside SQLite itself (a loadable extension or a compiled helper), so the "
+         "lines and mappings never enter Python, and a cheaper mappings insert (its per-row "
+         "change-counter trigger and two indexes)",
+         _EXPORT_MARK),
     Note("sync", ("import / its floor",),
          "2.0-2.3x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 morning): each "
          "field a teammate wrote is now scanned alone as the write gate scans a local "

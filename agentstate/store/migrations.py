@@ -83,6 +83,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     # Issue 24, the first import: the event index written once a batch.
     ("m056_events_batch", "runs"),  # the marker of a bulk write of events
     ("m057_event_index_after_batch", "memory"),  # the event index waits for the marker
+    ("m058_scanned_mark", "memory"),  # issue 24: "scanned?" answered by the version's row
 )
 
 

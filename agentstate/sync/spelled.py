@@ -68,13 +68,14 @@ def sqlite_spells_canonically(conn: sqlite3.Connection) -> bool:
 
 def spelled_rows(store: Store) -> list[tuple[Any, ...]]:
     """Every version's SharedFields, then its memory body spelled by SQLite, or None where
-    Python spells it (a version not to be written, or a SQLite not proven to spell alike)."""
+    Python spells it (a version not to be written, or a SQLite not proven to spell alike),
+    then the scanner's mark on the row (memory/scanned.py)."""
     if sqlite_spells_canonically(store.conn):
         try:
-            return shared_fields_with(store, BODY_COLUMN)
+            return shared_fields_with(store, f"{BODY_COLUMN}, m.scanned_with")
         except sqlite3.OperationalError:  # a blob: "JSON cannot hold BLOB values"
             pass
-    return shared_fields_with(store, "NULL")
+    return shared_fields_with(store, "NULL, m.scanned_with")
 
 
 def with_parent(body: str, parent: str, rel: str) -> str:
