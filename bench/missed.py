@@ -102,7 +102,8 @@ NOTES: tuple[Note, ...] = (
          "2.0-2.3x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 morning): each "
          "field a teammate wrote is now scanned alone as the write gate scans a local "
          "write's (0.13 s against the whole line's 0.66 s); left are the statements beyond "
-         "the floor (~0.15 s: a history, a mapping and a scanned-digest row a version), the "
+         "the floor (~0.15 s: a history and a mapping row a version; the scanner's mark is a "
+         "column of the version row since m058), the "
          "folder's read and check (0.25 s), the scan and injection check (0.21 s) - already "
          "~1.6x without any per-record Python - and that Python (~0.45 s)",
          "the folder's check cheaper (each line's JSON decoded once, its id hashed from the "

@@ -14,8 +14,7 @@ derived from the text, and a purge, which empties the text, drops it too.
 
 Until m058 the same answer was a keyed digest of the four fields (m041's `scanned_texts`),
 recomputed by every export for every version it read: 1.5 µs a version, ~10% of a first
-export. m058 empties that table; `forget_fields_scanned` still deletes a digest a purge
-finds (none is written any more).
+export. m058 empties that table, and nothing writes to it since.
 """
 
 from __future__ import annotations
@@ -61,14 +60,3 @@ def mark_rows_scanned(store: Store,
         "UPDATE memories SET scanned_with = ? WHERE row = ? AND text IS ? AND key IS ? AND "
         "scope IS ? AND source IS ?", ((mark, *fields) for fields in scanned))
 
-
-def forget_fields_scanned(store: Store, text: str, key: str | None, scope: str,
-                          source: str) -> None:
-    """A purge takes the version's m041 digest too, should one be left: nothing derived
-    from a purged text is kept beyond the purge's own audit hash. (The row's mark goes by
-    m058's trigger when the purge empties the text.)"""
-    from agentstate.store.keys import keyed_hash
-
-    message = "\0".join(("scanned", scanner_fingerprint(), text, key or "", scope, source))
-    store.conn.execute("DELETE FROM scanned_texts WHERE digest = ?",
-                       (keyed_hash(store.root, message),))
