@@ -32,6 +32,7 @@ from agentstate.store.refs import make_ref
 from agentstate.sync.records import (
     FILES,
     FORMAT,
+    HELD,
     Folder,
     Record,
     file_digest,
@@ -296,9 +297,6 @@ def updated(folder: Folder, plan: ExportPlan) -> Folder:
     return fresh
 
 
-_HELD = (MemoryStatus.CANDIDATE.value, MemoryStatus.QUARANTINED.value)
-
-
 def _data(kind: str, record_id: str, made: Any) -> dict[str, Any]:
     """A planned line's record data, as parsing the line would give it: from its Record, its
     evidence pair, or its version's row with the parent and rel."""
@@ -311,7 +309,7 @@ def _data(kind: str, record_id: str, made: Any) -> dict[str, Any]:
     return {"v": FORMAT, "type": "memory", "kind": r[3], "key": r[4], "scope": r[5],
             "text": r[6], "source": r[7], "principal": r[8], "created": r[9],
             "valid_until": r[10], "parent": parent, "rel": rel,
-            "held": r[12] if r[12] in _HELD else None, "id": record_id}
+            "held": r[12] if r[12] in HELD else None, "id": record_id}
 
 
 def removed_lines(folder: Folder, dropped: set[str]) -> list[str]:

@@ -21,18 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import shared_fields_with
 from agentstate.memory.status import MemoryStatus
-from agentstate.sync.records import FORMAT, ID_LENGTH, _evidence_rest, _quote, canonical
+from agentstate.sync.records import FORMAT, HELD, ID_LENGTH, _evidence_rest, _quote, canonical
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
-
-_HELD = (MemoryStatus.CANDIDATE.value, MemoryStatus.QUARANTINED.value)
 
 # The memory record without its id, keys sorted as the canonical encoder sorts them. parent
 # and rel are null here: the parent's record id may be one this same export makes, so a
 # version with a parent gets them spliced in (`with_parent`).
 _BODY = ("json_object('created', m.created, 'held', CASE WHEN m.status IN "
-         f"('{_HELD[0]}', '{_HELD[1]}') THEN m.status END, 'key', m.key, 'kind', m.kind, "
+         f"('{HELD[0]}', '{HELD[1]}') THEN m.status END, 'key', m.key, 'kind', m.kind, "
          "'parent', NULL, 'principal', m.principal, 'rel', NULL, 'scope', m.scope, "
          "'source', m.source, 'text', m.text, 'type', 'memory', 'v', "
          f"{FORMAT}, 'valid_until', m.valid_until)")
