@@ -303,16 +303,25 @@ def _demote_until_within(candidates: list[Candidate], demotable: list[Candidate]
     index lines are gone and before any other item is demoted."""
     text = render(candidates, headers)
     tokens = count(text)
+    # Each step shortens one fragment or drops it, and a fragment has at most three forms
+    # to go through, so the loop is bounded; a step that changes nothing (an answer line
+    # equal to its shorter line put "back" to it) once made it spin forever when the text
+    # was far over what allocation had costed. Fail loudly instead.
+    steps_left = 3 * len(candidates) + 1
     while tokens > budget:
         victim = next((c for c in demotable if c.form is not None
                        and c.decision != "dropped" and c.form != c.floor), None)
         if victim is None or not (victim.cls == "index" or victim.decision == "pointer"):
-            victim = next((c for c in upgraded if c.form == c.compressed), victim)
+            victim = next((c for c in upgraded if c.form == c.compressed != c.short), victim)
         if victim is None:  # only the fixed part left: cannot happen, minimum <= budget
             raise BudgetTooSmall(budget, tokens)
+        steps_left -= 1
+        if steps_left < 0:
+            raise RuntimeError(f"demotion does not converge: {tokens} tokens rendered "
+                               f"for a budget of {budget}")
         if victim.floor is not None:
             victim.decision, victim.reason, victim.form = "compressed", "budget", victim.floor
-        elif victim.short is not None and victim.form == victim.compressed:
+        elif victim.short is not None and victim.form == victim.compressed != victim.short:
             victim.form = victim.short  # an answer line back to its shorter line
         elif victim.decision == "included" and victim.compressed and \
                 victim.compressed != victim.form and victim.cls != "index":
