@@ -179,9 +179,10 @@ def _before(label: str, flat: str, sentences: list[str], at: int, core: str,
 # sentence after the matched one that holds that kind of thing (a time: a date or time
 # word or a number; a name or place: capitalised words inside the sentence; a list:
 # commas and "and"/"or"), not simply the next one. On the dev split's 782 evidence turns
-# holding answer words, answer lines showing them rose 606 → 617 with the kind alone,
-# 628 with a last sentence completed by the one before, 640 with both and the sentence
-# before chosen by kind where none after holds it (offline, 1,000 tokens' widths).
+# holding answer words, answer lines showing them rose 606 → 617 with the kind alone (as
+# with a last sentence completed by the one before alone), 628 with both, 639 with the
+# sentence before also chosen by kind where none after holds it (offline, 1,000 tokens'
+# widths; docs/evaluation.md, tenth round).
 _KIND_TIME = re.compile(r"^\W*(when|how long|how often|what (year|month|day|date|time)|"
                         r"which (year|month|day|date))\b|\bhow many (years|months|weeks|days)\b")
 _KIND_NAME = re.compile(r"^\W*(who|whom|whose|where|which)\b|\b(name|named|called|call)\b|"
