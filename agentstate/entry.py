@@ -6,8 +6,8 @@ tree, and for agents' hooks through the warm helper process (integrations/hook_c
 bare `agentstate sync` with nothing new is answered the same way (integrations/sync_runner.py;
 anything else falls through), and a bare `agentstate mcp` on a ready store is served without
 the CLI (`serve_if_ready`), and so is `agentstate context` in its common forms
-(integrations/context_runner.py). Everything else, `hook --help` included, goes through the CLI
-(`agentstate.cli.main`).
+(integrations/context_runner.py), and `agentstate gc --json` (integrations/gc_runner.py).
+Everything else, `hook --help` included, goes through the CLI (`agentstate.cli.main`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,13 @@ def main() -> None:
         from agentstate.integrations.context_runner import leave, run_quick_context
 
         code = run_quick_context(argv[1:], os.environ.get("AGENTSTATE_DIR") or None)
+        if code is not None:
+            leave(code)
+    if argv == ["gc", "--json"]:
+        from agentstate.integrations.context_runner import leave
+        from agentstate.integrations.gc_runner import run_quick_gc
+
+        code = run_quick_gc(os.environ.get("AGENTSTATE_DIR") or None)
         if code is not None:
             leave(code)
     if argv == ["mcp"]:

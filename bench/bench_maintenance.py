@@ -4,13 +4,16 @@
 Reported from this one run: the backup's wall time and size beside the database's, the
 restore's wall time (over the live store, --force), and `gc` with a 30-day period run when
 every finished run is older than that — dry run, then the real one: events removed and
-collected (2,000 are cited by memories, 500 by a stored pack) and the bytes given back.
+collected (2,000 are cited by memories, 500 by a stored pack) and the bytes given back. gc
+can run only once on a store, so the real one runs on three fresh copies, each followed by
+a copy of the database (the floor); the ratio is of the two medians.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,6 +27,7 @@ EVENTS = SIZES[-1]
 CITED_BY_MEMORIES = scaled(2_000, 20)
 CITED_BY_PACK = scaled(500, 5)
 GC_TARGET = 2.0  # gc within 2x of copying the database (issue 24)
+GC_RUNS = scaled(3, 1)  # gc runs (each on a fresh copy of the store), floors beside them
 LATER = "2026-06-01T00:00:00Z"  # every finished run of the store is older than 30 days
 
 
@@ -63,11 +67,23 @@ def _cite(path: Path) -> None:
                           enumerate(picked[CITED_BY_MEMORIES:])])
 
 
+def _fresh(source: Path, dest: Path) -> Path:
+    """A copy of the pristine store with the retention period set, as `main` sets it."""
+    fresh = clone(source, dest)
+    config = fresh / ".agentstate" / "config.toml"
+    config.write_text(config.read_text().replace("# keep_events_days = 0",
+                                                 "keep_events_days = 30"))
+    return fresh
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="agentstate-bench-maint-") as tmp:
         start = time.perf_counter()
         path = clone(build_store(Path(tmp) / "unused", EVENTS), Path(tmp) / "s")
         _cite(path)
+        # A pristine copy of the cited store (before backup, restore and gc touch it) for
+        # the gc runs after the first.
+        source = clone(path, Path(tmp) / "pristine")
         print(f"  built {EVENTS:,} events in {time.perf_counter() - start:.1f} s")
         db = path / ".agentstate" / "state.db"
         wall, backup = _timed(path, "backup", "--out", str(Path(tmp) / "b.tar.gz"))
@@ -84,14 +100,25 @@ def main() -> None:
         print(f"  gc --dry-run: {wall:.2f} s wall; would remove {dry['removed']:,}, collect "
               f"{dry['collected']:,} of {dry['candidates']:,} candidates "
               f"({dry['body_bytes'] / 1e6:.1f} MB of event text and meta)")
-        floor = copy_floor(db, Path(tmp) / "copy.db", repeats=1)
-        wall, done = _timed(path, "gc", env=later)
-        print(f"  gc: {wall:.2f} s wall; removed {done['removed']:,}, collected "
+        gcs, floors, done, fresh = [], [], dry, path
+        for n in range(GC_RUNS):
+            # gc runs once per store: each run gets a fresh copy of the store (made untimed),
+            # and each is followed by one copy of the same database, so that the floor sees
+            # the page cache and load of the gc beside it; one copy alone swung 0.1-0.9 s.
+            fresh = _fresh(source, Path(tmp) / f"gc{n}")
+            wall, done = _timed(fresh, "gc", env=later)
+            gcs.append(wall)
+            floors.append(copy_floor(source / ".agentstate" / "state.db",
+                                     Path(tmp) / "copy.db", repeats=1))
+        wall, floor = statistics.median(gcs), statistics.median(floors)
+        print(f"  gc: {wall:.2f} s wall (median of {GC_RUNS} on fresh copies: "
+              f"{', '.join(f'{w:.2f}' for w in gcs)}); removed {done['removed']:,}, collected "
               f"{done['collected']:,}; database {done['bytes_before'] / 1e6:.1f} MB → "
               f"{done['bytes_after'] / 1e6:.1f} MB ({done['reclaimed'] / 1e6:.1f} MB back)")
-        print(f"  gc / copy of the database ({floor:.2f} s, same run): {wall / floor:.1f}x "
+        print(f"  gc / copy of the database ({floor:.2f} s, median of {GC_RUNS} alternated with "
+              f"the gc runs: {', '.join(f'{f:.2f}' for f in floors)}): {wall / floor:.1f}x "
               f"(target ≤ {GC_TARGET:.0f}x: {verdict(wall <= GC_TARGET * floor)})")
-        wall, again = _timed(path, "gc", env=later)
+        wall, again = _timed(fresh, "gc", env=later)
         print(f"  gc again (nothing left to remove): {wall:.2f} s wall")
 
 

@@ -44,10 +44,10 @@ def _unanalysed(bench: str, marks: tuple[str, ...]) -> Note:
 _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 table"
 _NIGHT = "docs/development.md, \"`context` past Typer\""
 _DAWN = "docs/development.md, \"`context` without the collector or the teardown\""
-_EXPORT_IMPORT_GC = "docs/development.md, \"All three targets are still missed\""
-_EXPORT_SPELLED = ("docs/development.md, \"The first export with its lines spelled by "
-                   "SQLite\"")
-_IMPORT = "docs/development.md, \"The first import against its floor\""
+_EXPORT_MARK = ("docs/development.md, \"The first export with its scanned check answered by "
+                "the row\"")
+_IMPORT_FIELDS = "docs/development.md, \"What a shared record's scan sees\""
+_GC = "docs/development.md, \"gc nearer its floor\""
 
 NOTES: tuple[Note, ...] = (
     Note("context", ("(target ≤ 0.2 s, ≤ 1.2x",),
@@ -72,11 +72,14 @@ NOTES: tuple[Note, ...] = (
          "docs/development.md, the hooks' list"),
     _met("hooks", ("a turn's Stop at",), "0.86x", _MAY_TABLE),
     Note("maintenance", ("gc / copy of the database",),
-         "gc is SQLite's work (refilling a contentless word index, the candidate scan, "
-         "copying what stays) plus a process start, against a page-cached copy of 0.1-0.9 s "
-         "on these machines: 2.5-2.6x on the quieter one, 6x where the disk is slower",
-         "the word index rebuilt from kept token lists rather than by re-tokenizing what "
-         "stays; no rewrite that re-tokenizes reaches 2x of a cached copy", _EXPORT_IMPORT_GC),
+         "gc is SQLite's work: refilling the contentless word index from the 12,516 events "
+         "that stay (~0.09 s CPU), the candidate scan (~0.06), copying what stays (~0.05), "
+         "the copy back and checkpoint (~0.06), the memory tables' indexes (~0.03), plus a "
+         "0.04 s process: ~0.47 s CPU against a page-cached copy of 0.12-0.35 s wall "
+         "(4.4-7.7x under load 6-7, 2026-12-03)",
+         "a word index whose removed rows leave without re-tokenizing what stays (SQLite "
+         "3.43's contentless_delete, measured against the refill); no rewrite that "
+         "re-tokenizes reaches 2x of a cached copy", _GC),
     _met("mcp", ("start-up to initialized",), "103-153 ms", _MAY_TABLE),
     _met("mcp", ("context call (budget 8000)",), "20.0 ms round trip, 16.6 ms in process",
          _NIGHT),
@@ -90,26 +93,30 @@ NOTES: tuple[Note, ...] = (
          "events' page slack and TEXT keys, the word index's positions)",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
-         "3.3x the floor in CPU (4.0x before the lines were spelled by SQLite): the versions' "
-         "read with each memory body spelled by `json_object` (~45 ms, about what Python's "
-         "quoting cost), the mappings' insert (~37 ms), the scanned digest's HMAC (~22 ms), "
-         "the two sha256 ids, sorting and writing (~15-25 ms) and the per-version loop; the "
-         "read, insert, digest and ids alone are ~1.6x the floor",
-         "those steps out of Python's loop: the scanned check answered in SQL (a mark on the "
-         "version row set by the write gate), the ids hashed inside SQLite so the mappings "
-         "are one INSERT ... SELECT, the chain parents resolved by a recursive query",
-         _EXPORT_SPELLED),
+         "2.8x the floor in CPU (3.5-3.8x before the scanned check became a mark on the "
+         "row, alternated in the same runs): the versions' read with each memory body "
+         "spelled by `json_object` (~45 ms), the per-version loop (~75 ms: two sha256 a "
+         "version, the splicing), the mappings' insert (~35 ms), writing the two files "
+         "(~15 ms); making the lines, ids and mappings in SQL with registered hash functions "
+         "measured slower (3.4x: a Python call a row), a recursive query for the chains 2.3x "
+         "the flat statement",
+         "SHA-256 inside SQLite itself (a loadable extension or a compiled helper), so the "
+         "lines and mappings never enter Python, and a cheaper mappings insert (its per-row "
+         "change-counter trigger and two indexes)",
+         _EXPORT_MARK),
     Note("sync", ("import / its floor",),
-         "its statements alone are 1.2x the floor (the floor's two inserts plus a history, "
-         "a mapping and a scanned-digest row a version), then the secret scan of each "
-         "record's line (~0.65 s), the per-record Python (~0.5 s), the folder's read and "
-         "check (~0.25 s): 2.7x the floor in CPU (bench/sync_import_parts.py); remembering "
-         "scanned lines saves nothing (a first import's lines are all new, a later one "
-         "scans none) and a batched scan saves ~10% (the rules cost per character)",
-         "a decision about what a shared line's scan must see (the teammate's values alone "
-         "scan in 0.16 s against the lines' 0.54 s: near 2.2x, and not the same check), "
-         "and past that nearly all of an import's work in SQL or a floor that writes the "
-         "rows an import must write", _IMPORT),
+         "2.0-2.3x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 morning): each "
+         "field a teammate wrote is now scanned alone as the write gate scans a local "
+         "write's (0.13 s against the whole line's 0.66 s); left are the statements beyond "
+         "the floor (~0.15 s: a history and a mapping row a version; the scanner's mark is a "
+         "column of the version row since m058), the "
+         "folder's read and check (0.25 s), the scan and injection check (0.21 s) - already "
+         "~1.6x without any per-record Python - and that Python (~0.45 s)",
+         "the folder's check cheaper (each line's JSON decoded once, its id hashed from the "
+         "body already spelled), the injection check's anchors grouped by rarest character "
+         "as the scanner's are, and new versions inserted by one INSERT ... SELECT over the "
+         "records as JSON (an evidence pass in SQL was tried: slower than its dicts)",
+         _IMPORT_FIELDS),
     _met("transcripts", ("re-import",), "0-1% of the first", _MAY_TABLE),
     _met("sync", ("with nothing new",), "93-188 ms", _MAY_TABLE),
     Note("transcripts", ("first import",),

@@ -25,6 +25,7 @@ from agentstate.context.candidates import (
     ManifestEntry,
     allocation_rows,
 )
+from agentstate.context.compression import question_kind
 from agentstate.errors import InvalidInput, UsageError
 from agentstate.store.db import Store
 
@@ -542,7 +543,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     return src.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
                               lapsed=lapsed, gate=gate, seqs=seqs,
                               stems=_query_stems(query), room=room,
-                              answer_lines=answer_lines)
+                              answer_lines=answer_lines, asks=question_kind(query))
 
 
 def _neighbours(store: Store, hits: list[Any]) -> list[Any]:

@@ -27,7 +27,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentstate.context.candidates import CLASSES, SECTION_TITLES, Candidate, ClassAllocation
+from agentstate.context.candidates import (
+    CLASSES,
+    SECTION_TITLES,
+    Candidate,
+    ClassAllocation,
+    section_title,
+)
 from agentstate.context.placement import assign_positions
 from agentstate.context.rendering import render
 from agentstate.errors import BudgetTooSmall, InvalidInput
@@ -166,6 +172,18 @@ class _Packer:
         self.open_sections = open_sections
         # Group header lines, and (group, label tail) pairs shown.
         self.open_groups: set[str | tuple[str, str]] = set()
+        self.numbered: set[str] = set()  # sections whose title's `#N` note is paid for
+
+    def _title_cost(self, section: str, numbered: bool) -> int:
+        """What placing an item costs in title: the section's title where it opens the
+        section, the `#N` note where it is the section's first `#N` line (rendering)."""
+        title = section_title(section, numbered, self.headers)
+        if section not in self.open_sections:
+            return self.count(title + "\n\n")
+        if not numbered or section in self.numbered:
+            return 0
+        return self.count(title + "\n\n") \
+            - self.count(section_title(section, False, self.headers) + "\n\n")
 
     def fits_extra(self, extra: int) -> bool:
         """Take `extra` tokens if they fit (an essential's full form over its short one)."""
@@ -184,15 +202,16 @@ class _Packer:
             form_cost = form.replace(f"{cand.label_ref}{cand.tail}]", f"{cand.label_ref}]", 1)
         else:
             form_cost = form
-        cost = count(form_cost + "\n") + (form_cost != form) + (
-            0 if section in self.open_sections
-            else count(self.headers.get(section, SECTION_TITLES[section]) + "\n\n"))
+        numbered = bool(cand.shown) and section == cand.section
+        cost = count(form_cost + "\n") + (form_cost != form) + self._title_cost(section, numbered)
         if group and group not in self.open_groups:
             cost += count(group + "\n")
         if self.used + cost > self.limit:
             return False
         self.used += cost
         self.open_sections.add(section)
+        if numbered:
+            self.numbered.add(section)
         if group:
             self.open_groups.update((group, (group, cand.tail)))
         cand.form = form
@@ -303,16 +322,25 @@ def _demote_until_within(candidates: list[Candidate], demotable: list[Candidate]
     index lines are gone and before any other item is demoted."""
     text = render(candidates, headers)
     tokens = count(text)
+    # Each step shortens one fragment or drops it, and a fragment has at most three forms
+    # to go through, so the loop is bounded; a step that changes nothing (an answer line
+    # equal to its shorter line put "back" to it) once made it spin forever when the text
+    # was far over what allocation had costed. Fail loudly instead.
+    steps_left = 3 * len(candidates) + 1
     while tokens > budget:
         victim = next((c for c in demotable if c.form is not None
                        and c.decision != "dropped" and c.form != c.floor), None)
         if victim is None or not (victim.cls == "index" or victim.decision == "pointer"):
-            victim = next((c for c in upgraded if c.form == c.compressed), victim)
+            victim = next((c for c in upgraded if c.form == c.compressed != c.short), victim)
         if victim is None:  # only the fixed part left: cannot happen, minimum <= budget
             raise BudgetTooSmall(budget, tokens)
+        steps_left -= 1
+        if steps_left < 0:
+            raise RuntimeError(f"demotion does not converge: {tokens} tokens rendered "
+                               f"for a budget of {budget}")
         if victim.floor is not None:
             victim.decision, victim.reason, victim.form = "compressed", "budget", victim.floor
-        elif victim.short is not None and victim.form == victim.compressed:
+        elif victim.short is not None and victim.form == victim.compressed != victim.short:
             victim.form = victim.short  # an answer line back to its shorter line
         elif victim.decision == "included" and victim.compressed and \
                 victim.compressed != victim.form and victim.cls != "index":
@@ -373,7 +401,8 @@ class _memoised:
 def _likely_counted(candidates: list[Candidate], headers: dict[str, str]) -> list[str]:
     """The texts allocation may count: each form as placed (with its newline) and as
     reported in the manifest, and the section headers."""
-    texts = [headers.get(s, title) + "\n\n" for s, title in SECTION_TITLES.items()]
+    texts = [section_title(s, numbered, headers) + "\n\n"
+             for s in SECTION_TITLES for numbered in (False, True)]
     for cand in candidates:
         for form in (cand.full, cand.compressed, cand.pointer, cand.short):
             if form:

@@ -40,7 +40,8 @@ def compress_line(label: str, text: str, max_chars: int = DEFAULT_CHARS) -> str:
     return f"- [{label}] {first_sentence(text, max_chars)}"
 
 
-_SENTENCES = re.compile(r"(?<=[.!?。！？])\s+")
+# Not after an initial ("J.K. Rowling"): a name cut in two loses its first half.
+_SENTENCES = re.compile(r"(?<=[.!?。！？])(?<!\b[A-Z]\.)\s+")
 
 
 def window(sentence: str, pattern: re.Pattern[str], max_chars: int) -> str:
@@ -128,27 +129,105 @@ ANSWER_WIDTH = 2.5
 
 @lru_cache(maxsize=FORMS_KEPT)
 def evidence_line(label: str, text: str, stems: tuple[str, ...],
-                  max_chars: int = DEFAULT_CHARS, whole_under: int = 0) -> str:
+                  max_chars: int = DEFAULT_CHARS, whole_under: int = 0,
+                  kind: str = "") -> str:
     """The one-line form of an evidence item, made to carry its answer: the whole text when
     it is at most `whole_under` characters (a short turn is cheaper whole than a cut that
     drops what the question asks for), else the sentence `focus_line` picks (by the
     question's words in the text, not in its speaker label), cut to ANSWER_WIDTH times
-    `max_chars`, followed by what completes it — the next sentence, in the room that width
-    leaves after the matched one, at least half of `max_chars` (the answer to "what
-    pastries?" is rarely the sentence that says "pastries"; it is the one after)."""
+    `max_chars`, followed by what completes it — a sentence after it (`completion`: the
+    one holding what the question asks for, `kind`, else the next), in the room that
+    width leaves after the matched one, at least half of `max_chars` (the answer to "what
+    pastries?" is rarely the sentence that says "pastries"; it is the one after). A
+    matched sentence that ends the turn is completed by the one before it."""
     flat = _WS.sub(" ", text).strip()
     if len(flat) <= whole_under:
         return f"- [{label}] {flat}"
     width = int(ANSWER_WIDTH * max_chars)
     line = focus_line(label, text, stems, width, skip_lead=True)
-    if not line.endswith(" …"):
-        return line
-    body = line[len(f"- [{label}] "):-2]
+    ended = line.endswith(" …")
+    body = line[len(f"- [{label}] "):-2 if ended else None]
     sentences = [s for s in _SENTENCES.split(flat) if s]
     core = body.removeprefix("… ").split(" … ", 1)[-1]
     at = next((i for i, s in enumerate(sentences) if s == core), None)
-    if at is None or at + 1 >= len(sentences):
+    if at is None or (not ended and at + 1 < len(sentences)):
         return line
     room = max(width - len(core), max_chars // 2)
-    follow = first_sentence(sentences[at + 1], room)
-    return f"{line[:-2]} {follow}"
+    if at + 1 >= len(sentences):
+        if at == 0:
+            return line
+        # The matched sentence ends the turn: what it completes came before it ("Just
+        # started doing aerial yoga. Have you tried other workout classes?").
+        return _before(label, flat, sentences, at, core, room)
+    pick = completion(sentences, at, kind)
+    if pick < at:
+        return _before(label, flat, sentences, at, core, room)
+    follow = first_sentence(sentences[pick], room)
+    return f"{line[:-2]} {'… ' if pick > at + 1 else ''}{follow}"
+
+
+def _before(label: str, flat: str, sentences: list[str], at: int, core: str,
+            room: int) -> str:
+    """The answer line of `sentences[at]` completed by the sentence before it."""
+    prev = first_sentence(sentences[at - 1], room)
+    lead = flat.split(" ", 1)[0]
+    head = "" if at == 1 else (f"{lead} … " if lead.endswith(":") else "… ")
+    return f"- [{label}] {head}{prev} {core}"
+
+
+# What a question asks for, read from its words: the completion of an answer line is the
+# sentence after the matched one that holds that kind of thing (a time: a date or time
+# word or a number; a name or place: capitalised words inside the sentence; a list:
+# commas and "and"/"or"), not simply the next one. On the dev split's 782 evidence turns
+# holding answer words, answer lines showing them rose 606 → 617 with the kind alone (as
+# with a last sentence completed by the one before alone), 628 with both, 639 with the
+# sentence before also chosen by kind where none after holds it (offline, 1,000 tokens'
+# widths; docs/evaluation.md, tenth round).
+_KIND_TIME = re.compile(r"^\W*(when|how long|how often|what (year|month|day|date|time)|"
+                        r"which (year|month|day|date))\b|\bhow many (years|months|weeks|days)\b")
+_KIND_NAME = re.compile(r"^\W*(who|whom|whose|where|which)\b|\b(name|named|called|call)\b|"
+                        r"^\W*what (city|country|place|state|town|book|books|movie|movies|band|"
+                        r"song|songs|game|games|show|shows|artist|author)\b")
+_KIND_LIST = re.compile(r"^\W*what (kinds?|types?|sorts?)\b|"
+                        r"^\W*what (\w+ ){0,2}\w+[^s']s (do|does|did|has|have|are|were|is)\b|"
+                        r"^\W*what (are|were)\b")
+_TIME_WORDS = re.compile(
+    r"\b(\d+|january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today|"
+    r"tomorrow|tonight|last|next|ago|since|until|week|weeks|weekend|month|months|year|years|"
+    r"morning|evening|night|summer|winter|spring|fall|autumn)\b")
+_CAPITALISED = re.compile(r"(?<=[\w,;:] )[A-Z][\w'’-]+")
+_LIST_MARKS = re.compile(r",|\band\b|\bor\b")
+
+
+@lru_cache(maxsize=FORMS_KEPT)
+def question_kind(query: str) -> str:
+    """`time`, `name`, `list` or "" (anything else): what the question asks for."""
+    folded = query.casefold()
+    for kind, pattern in (("time", _KIND_TIME), ("name", _KIND_NAME), ("list", _KIND_LIST)):
+        if pattern.search(folded):
+            return kind
+    return ""
+
+
+def _holds(sentence: str, kind: str) -> int:
+    """How much of what `kind` asks for `sentence` holds (0: nothing)."""
+    if kind == "time":
+        return len(_TIME_WORDS.findall(sentence.casefold()))
+    if kind == "name":
+        return len(_CAPITALISED.findall(sentence))
+    if kind == "list":
+        return len(_LIST_MARKS.findall(sentence))
+    return 0
+
+
+def completion(sentences: list[str], at: int, kind: str) -> int:
+    """Which sentence after `sentences[at]` completes it: the nearest one holding the most
+    of what the question asks for (`kind`), else the next one."""
+    after = range(at + 1, len(sentences))
+    best = max(after, key=lambda i: (_holds(sentences[i], kind), -i))
+    if _holds(sentences[best], kind):
+        return best
+    if at > 0 and _holds(sentences[at - 1], kind):
+        return at - 1
+    return at + 1

@@ -3,7 +3,7 @@ same inputs give the same bytes (and the same hash)."""
 
 from __future__ import annotations
 
-from agentstate.context.candidates import SECTION_TITLES, Candidate
+from agentstate.context.candidates import Candidate, section_title
 from agentstate.context.essentials import join_sections
 from agentstate.context.placement import placed
 
@@ -33,6 +33,6 @@ def render(candidates: list[Candidate], headers: dict[str, str] | None = None) -
     by the same rule as the essentials (context/essentials.py) so both read the same."""
     headers = headers or {}
     return join_sections(
-        (headers.get(name, SECTION_TITLES[name]), _section_lines(items))
+        (section_title(name, any(c.shown for c in items), headers), _section_lines(items))
         for name, items in placed(candidates)
     )

@@ -82,7 +82,6 @@ def _remove(store: Store, cutoff: str, keep: set[str], result: GcResult,
     from agentstate.memory.indexes import event_index_rewrite_plan
     from agentstate.runs.retention import (
         COLLECTED,
-        REMOVED,
         drop_marks,
         mark_retention,
         remove_in_place,
@@ -97,7 +96,7 @@ def _remove(store: Store, cutoff: str, keep: set[str], result: GcResult,
             rewrite_store = counts.removed > stay_count(rewrite.conn, counts.removed)
         if rewrite_store:
             plan = rewrite_plan(store.root, store.now()).add(
-                event_index_rewrite_plan(REMOVED, COLLECTED))
+                event_index_rewrite_plan(COLLECTED))
             rewrite.build(plan)
             rewrite.swap()
             result.rewritten = result.vacuumed = True

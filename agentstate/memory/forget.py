@@ -234,7 +234,6 @@ def _refs(rows: list[MemoryVersion]) -> list[str]:
 
 def _purge(store: Store, rows: list[MemoryVersion], why: str, actor: str, result: ForgetResult,
            compact: bool = True) -> None:
-    from agentstate.memory.scanned import forget_fields_scanned
     from agentstate.store.keys import keyed_hash
 
     conn = store.conn
@@ -253,7 +252,6 @@ def _purge(store: Store, rows: list[MemoryVersion], why: str, actor: str, result
                          (keyed_hash(store.root, row.text), row.id, row.version))
             record_history(store, row.id, row.version, "purge", actor, why, row.text,
                            prior_status=row.status)
-            forget_fields_scanned(store, row.text, row.key, row.scope, row.source)
         result.scrubbed = _scrub_elsewhere(conn, rows)
     from agentstate.memory.indexes import optimize_indexes
 

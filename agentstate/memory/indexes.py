@@ -85,19 +85,22 @@ def _refill_event_index(conn: Any, cjk_rows: str | None = None, schema: str = "m
                  (CJK_GLOB,))
 
 
-def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
-    """For a rewrite of the store that removes the events whose ids `removed` (a table)
-    holds and collects those of `collected` (store/rewrite.py, `agentstate gc`): what the
-    tables the events' triggers feed keep, and the index filled from the rows that stay.
+def event_index_rewrite_plan(collected: str) -> CopyPlan:
+    """For a rewrite of the store that removes events and collects the bodies of those whose
+    rowids `collected` (a table, column `rid`) holds (store/rewrite.py, `agentstate gc`):
+    what the tables the events' triggers feed keep, and the index filled from the rows that
+    stay. The plan is added after the one that names the events that stay: the new file's
+    `events` is copied before these tables and says which events stay.
 
     What the triggers would have done row by row: a deleted event leaves the map and the
-    dense vectors (`events_search_ad`, `event_vectors_unmapped`); a collected one keeps its map row
+    dense vectors (`events_search_ad`, `event_vectors_unmapped`); a collected one keeps its
+    map row
     (its index row number) but loses its vector (`event_vectors_au`: its text changed). The
     word and trigram indexes are contentless, so they are created empty and filled from the
     texts that stay (the trigram one only from rows it held before: the CJK ones)."""
     # Imported here: every `context` pack reads the index state above, and only `gc`
     # rewrites the store (the rewrite module compiles its schema patterns at import).
-    from agentstate.store.rewrite import CopyPlan
+    from agentstate.store.rewrite import SCHEMA, CopyPlan
 
     def refill(conn: Any, schema: str) -> None:
         conn.execute("CREATE TEMP TABLE event_index_cjk AS SELECT rowid AS row "
@@ -105,12 +108,19 @@ def event_index_rewrite_plan(removed: str, collected: str) -> CopyPlan:
         _refill_event_index(conn, "temp.event_index_cjk", schema)
         conn.execute("DROP TABLE temp.event_index_cjk")
 
-    gone = f"(SELECT id FROM {removed})"
-    changed = f"(SELECT row FROM main.event_search_map WHERE event_id IN {gone} OR event_id IN " \
-              f"(SELECT id FROM {collected}))"
+    # Driven from the ~12,000 events that stay (their ids are indexed in the new file), not
+    # by probing every map row against the ~90,000 removed. A vector whose event was never
+    # in `events` stays, as no trigger would have removed it. Vectors are keyed by the map's
+    # row (m060), which the rewrite keeps.
+    stays = f"(SELECT id FROM {SCHEMA}.events)"
+    staying_rows = (f"(SELECT m.row FROM {SCHEMA}.events s JOIN main.event_search_map m "
+                    "ON m.event_id = s.id)")
+    collected_rows = (f"(SELECT m.row FROM main.events e JOIN main.event_search_map m "
+                      f"ON m.event_id = e.id WHERE e.rowid IN (SELECT rid FROM {collected}))")
     return CopyPlan(
-        keep={"event_search_map": f"event_id NOT IN {gone}",
-              "event_vectors": f"row NOT IN {changed}"},
+        keep={"event_search_map": f"event_id IN {stays}",
+              "event_vectors": f"(row IN {staying_rows} OR row NOT IN (SELECT row FROM "
+                               f"main.event_search_map)) AND row NOT IN {collected_rows}"},
         refill={"events_fts", "events_tri"}, steps=[refill, _vectors_removed])
 
 

@@ -440,6 +440,28 @@ def m042_user_preferences(db: sqlite_utils.Database) -> None:
     """)
 
 
+def m058_scanned_mark(db: sqlite_utils.Database) -> None:
+    """A version's mark that the secret scanner passed its text, key, scope and source: the
+    scanner's fingerprint (memory/scanned.py), set where the scanner ran (the write gate, an
+    import, an export's own scan) so that an export answers "scanned?" in the statement that
+    reads the versions, with no keyed digest recomputed per version (issue 24). No row is
+    assumed scanned: existing rows get the mark only by being scanned. A change to one of
+    the four fields drops the mark (a purge empties the text: its mark goes with it), unless
+    the same statement set a new one. The digests of m041 are no longer read: emptied."""
+    run_script(db, """
+        ALTER TABLE memories ADD COLUMN scanned_with TEXT;
+        CREATE TRIGGER memories_scanned_au AFTER UPDATE OF text, key, scope, source
+        ON memories WHEN OLD.scanned_with IS NOT NULL
+            AND NEW.scanned_with IS OLD.scanned_with
+            AND (NEW.text IS NOT OLD.text OR NEW.key IS NOT OLD.key
+                 OR NEW.scope IS NOT OLD.scope OR NEW.source IS NOT OLD.source)
+        BEGIN
+            UPDATE memories SET scanned_with = NULL WHERE row = NEW.row;
+        END;
+        DELETE FROM scanned_texts;
+    """)
+
+
 # What a memory search reads: the versions, their evidence and their dense vectors.
 MEMORY_CHANGE_TABLES = ("memories", "memory_evidence", "memory_vectors")
 

@@ -433,9 +433,12 @@ def record_history(store: Store, memory_id: str, version: int | None, op: str, a
 
 
 def record_histories(store: Store, entries: list[tuple[str, int | None, str, str, str,
-                                                      str | None, dict[str, Any]]]) -> None:
+                                                      str | None, dict[str, Any] | str]]
+                     ) -> None:
     """Many audit rows at once, each (memory, version, op, actor, reason, text, detail) as
-    record_history takes them (the store's key read once, one statement)."""
+    record_history takes them (the store's key read once, one statement). A `detail` given
+    as a string is the JSON record_history would make of it, already encoded by a caller
+    that spells it faster (sync/merge.py: a first import writes one a version)."""
     from agentstate.store.keys import keyed_hasher
 
     if not entries:
@@ -446,7 +449,8 @@ def record_histories(store: Store, entries: list[tuple[str, int | None, str, str
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [(memory_id, version, op, actor, reason, now,
           hasher(text) if text is not None else None,
-          json.dumps(detail, ensure_ascii=False, sort_keys=True))
+          detail if isinstance(detail, str)
+          else json.dumps(detail, ensure_ascii=False, sort_keys=True))
          for memory_id, version, op, actor, reason, text, detail in entries])
 
 

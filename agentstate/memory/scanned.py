@@ -2,19 +2,25 @@
 text is scanned once (issue 24: an export scanned every line it wrote, though the write
 gate had scanned the same text, key, scope and source when the version was stored).
 
-A digest is a keyed hash (the store's key, store/keys.py: a short text cannot be guessed
-back from it) of the scanner's rules (its source file's hash) and the four fields. Written
-where the scanner ran and passed: `remember` and `correct` (the write gate), an import of
-a teammate's record (sync/merge.py scans its line first). Read by the export
-(sync/export.py), which scans a line whose version has no digest — one stored by other
-means (a direct insert, an older store) — and keeps that digest once the line passes. A
-changed scanner starts a new set: what an older one passed is scanned again.
+The mark is a column of the version's own row (`scanned_with`, m058): the fingerprint of
+the scanner's rules that passed its four fields. Set where the scanner ran and passed:
+`remember` and `correct` (the write gate), an import of a teammate's record
+(sync/fields_scan.py scans its fields first), an export's own scan of a version that had
+no mark. Read by the export in the statement that reads the versions (a version whose
+mark is not this scanner's is scanned). A changed scanner has another fingerprint: what an
+older one passed is scanned again. A change to any of the four fields drops the mark
+(m058's trigger), so a mark never vouches for a text it did not see; it holds nothing
+derived from the text, and a purge, which empties the text, drops it too.
+
+Until m058 the same answer was a keyed digest of the four fields (m041's `scanned_texts`),
+recomputed by every export for every version it read: 1.5 µs a version, ~10% of a first
+export. m058 empties that table, and nothing writes to it since.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -22,6 +28,8 @@ from agentstate.distribution import __version__
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
+
+MARK_LENGTH = 16  # hex digits of the fingerprint kept on each row
 
 
 @cache
@@ -37,48 +45,18 @@ def scanner_fingerprint() -> str:
         return __version__
 
 
-def digester(store: Store) -> Callable[[str, str | None, str, str], str]:
-    """(text, key, scope, source) → the digest (the key file read once)."""
-    from agentstate.store.keys import keyed_hasher
-
-    hasher = keyed_hasher(store.root)
-    # `_message` with its fixed head joined once: an export asks for one digest a version.
-    head = _message("", None, "", "")[:-3]
-    return lambda text, key, scope, source: hasher(f"{head}{text}\0{key or ''}\0{scope}\0"
-                                                   f"{source}")
+def scanner_mark() -> str:
+    """What `scanned_with` holds for a version this scanner passed."""
+    return hashlib.sha256(scanner_fingerprint().encode()).hexdigest()[:MARK_LENGTH]
 
 
-def _message(text: str, key: str | None, scope: str, source: str) -> str:
-    return "\0".join(("scanned", scanner_fingerprint(), text, key or "", scope, source))
+def mark_rows_scanned(store: Store,
+                      scanned: Iterable[tuple[int, str, str | None, str, str]]) -> None:
+    """After this scanner passed (row, text, key, scope, source) of versions: each row is
+    marked only if its fields are still the ones scanned (a purge or an edit in between
+    leaves it unmarked, to be scanned again)."""
+    mark = scanner_mark()
+    store.conn.executemany(
+        "UPDATE memories SET scanned_with = ? WHERE row = ? AND text IS ? AND key IS ? AND "
+        "scope IS ? AND source IS ?", ((mark, *fields) for fields in scanned))
 
-
-def scanned_digests(store: Store) -> set[str]:
-    """Every digest kept (one read: an export asks about thousands of versions)."""
-    return {row[0] for row in store.conn.execute("SELECT digest FROM scanned_texts")}
-
-
-def mark_scanned(store: Store, digests: Iterable[str]) -> None:
-    store.conn.executemany("INSERT OR IGNORE INTO scanned_texts (digest) VALUES (?)",
-                           ((d,) for d in digests))
-
-
-def _fields_digest(store: Store, text: str, key: str | None, scope: str, source: str) -> str:
-    """One version's digest (the key comes from the process's copy, one stat, not a read of
-    the key file)."""
-    from agentstate.store.keys import keyed_hash
-
-    return keyed_hash(store.root, _message(text, key, scope, source))
-
-
-def mark_fields_scanned(store: Store, text: str, key: str | None, scope: str,
-                        source: str) -> None:
-    """After the scanner passed a version's fields, as they are stored."""
-    mark_scanned(store, [_fields_digest(store, text, key, scope, source)])
-
-
-def forget_fields_scanned(store: Store, text: str, key: str | None, scope: str,
-                          source: str) -> None:
-    """A purge takes the version's digest too: nothing derived from a purged text is kept
-    beyond the purge's own audit hash."""
-    store.conn.execute("DELETE FROM scanned_texts WHERE digest = ?",
-                       (_fields_digest(store, text, key, scope, source),))

@@ -40,6 +40,9 @@ class MemoryVersion:
     status_reason: str
     prior_status: MemoryStatus | None  # the status before a tombstone
     purged: bool
+    # The scanner's mark: the fingerprint of the secret scanner that passed its text, key,
+    # scope and source (memory/scanned.py, m058); None until one has.
+    scanned_with: str | None = None
     # Not a column: a purge loads a version's evidence refs here (dataclasses.replace).
     evidence_refs: tuple[str, ...] = ()
 

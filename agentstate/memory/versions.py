@@ -15,6 +15,7 @@ key+scope differs from the current one:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -71,23 +72,23 @@ def insert_version(store: Store, *, memory_id: str, version: int, kind: str, key
                    valid_until: str | None, supersedes: int | None, principal: str,
                    reason: str, evidence: list[tuple[str, str]], scanned: bool = False) -> int:
     """Store one version. `scanned`: the secret scanner passed its text, key, scope and
-    source (the write gate, an import): kept as a digest, so an export need not scan them
-    again (memory/scanned.py)."""
+    source (the write gate, an import): the row carries the scanner's mark, so an export
+    need not scan them again (memory/scanned.py)."""
+    from agentstate.memory.scanned import scanner_mark
+
     now = store.now()
     cursor = store.conn.execute(
         "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, status,"
         " confidence, valid_until, created, last_confirmed, evidence_count, supersedes,"
-        " principal, status_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " principal, status_reason, scanned_with) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+        " ?, ?, ?, ?, ?, ?)",
         (memory_id, version, kind, key, scope, text, norm_hash(text), source, status,
-         bounded(confidence), valid_until, now, now, 0, supersedes, principal, reason),
+         bounded(confidence), valid_until, now, now, 0, supersedes, principal, reason,
+         scanner_mark() if scanned else None),
     )
     row = cursor.lastrowid
     assert row is not None  # an INSERT into a rowid table always sets it
     add_evidence(store, row, evidence, principal)
-    if scanned:
-        from agentstate.memory.scanned import mark_fields_scanned
-
-        mark_fields_scanned(store, text, key, scope, source)
     return row
 
 
@@ -116,22 +117,22 @@ def insert_scanned_versions(store: Store, versions: list[NewVersion]) -> None:
     """Many versions without evidence whose fields the secret scanner passed, in one
     statement: the same rows as insert_version(..., evidence=[], scanned=True) for each,
     without a round trip per version (a sync import's batch of new chains, issue 24)."""
-    from agentstate.memory.scanned import digester, mark_scanned
+    from agentstate.memory.scanned import scanner_mark
 
     if not versions:
         return
     now = store.now()
+    mark = scanner_mark()
     # evidence_count 0 is what add_evidence with no refs would count.
     store.conn.executemany(
         "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, status,"
         " confidence, valid_until, created, last_confirmed, evidence_count, supersedes,"
-        " principal, status_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " principal, status_reason, scanned_with) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+        " ?, ?, ?, ?, ?, ?)",
         [(v.memory_id, v.version, v.kind, v.key, v.scope, v.text,
           v.norm or norm_hash(v.text), v.source, v.status, bounded(v.confidence),
-          v.valid_until, now, now, 0, v.supersedes, v.principal, v.reason)
+          v.valid_until, now, now, 0, v.supersedes, v.principal, v.reason, mark)
          for v in versions])
-    digest = digester(store)
-    mark_scanned(store, [digest(v.text, v.key, v.scope, v.source) for v in versions])
 
 
 def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor: str) -> list[str]:
@@ -163,10 +164,13 @@ def add_evidence_rows(store: Store, items: list[tuple[int, str, str]], actor: st
     store.conn.executemany(
         "INSERT OR IGNORE INTO memory_evidence (memory_row, ref, kind, added, actor) "
         "VALUES (?, ?, ?, ?, ?)", [(row, ref, kind, now, actor) for row, ref, kind in items])
-    store.conn.executemany(
+    # One statement over the rows as a JSON array: a statement a row was twice the time of
+    # this refresh on a first import (issue 24).
+    store.conn.execute(
         "UPDATE memories SET evidence_count = "
-        "(SELECT count(*) FROM memory_evidence WHERE memory_row = ?) WHERE row = ?",
-        [(row, row) for row in dict.fromkeys(row for row, _, _ in items)])
+        "(SELECT count(*) FROM memory_evidence WHERE memory_row = memories.row) "
+        "WHERE row IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(dict.fromkeys(row for row, _, _ in items))),))
 
 
 def set_status(store: Store, row: MemoryVersion, status: MemoryStatus, reason: str,

@@ -13,10 +13,10 @@ triggers, so the event indexes drop the removed text in the same transaction.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from pathlib import Path
 
 from agentstate.store.db import Store
@@ -37,8 +37,10 @@ class RetentionCounts:
     body_bytes: int = 0        # bytes of text and meta removed (or that would be)
 
 
-# The marks mark_retention leaves on its connection: the ids of the events a removal deletes,
-# and of those whose body it collects.
+# The marks mark_retention leaves on its connection: the rowids (column `rid`) of the events a
+# removal deletes, and of those whose body it collects. Rowids, not ids: the marks are
+# filled and probed by the ~90,000 (an integer b-tree filled in rowid order), and a rewrite
+# keeps every row's rowid (store/rewrite.py), so they name the same rows in the new file.
 REMOVED = "temp.gc_removed"
 COLLECTED = "temp.gc_collected"
 
@@ -69,8 +71,8 @@ def mark_retention(conn: sqlite3.Connection, cutoff: str,
     counts.removed = _one(conn, f"SELECT count(*) FROM {REMOVED}")
     counts.collected = _one(conn, f"SELECT count(*) FROM {COLLECTED}")
     counts.already_collected = _one(
-        conn, "SELECT count(*) FROM temp.gc_keep k CROSS JOIN temp.gc_old o CROSS JOIN "
-              "events e WHERE o.id = k.id AND e.id = k.id AND e.collected_at IS NOT NULL")
+        conn, "SELECT count(*) FROM temp.gc_kept k CROSS JOIN events e "
+              "WHERE e.rowid = k.rid AND e.collected_at IS NOT NULL")
     counts.body_bytes = _one(conn, "SELECT coalesce(sum(bytes), 0) FROM temp.gc_old")
     return counts
 
@@ -81,7 +83,7 @@ def stay_count(conn: sqlite3.Connection, removed: int) -> int:
 
 
 def drop_marks(conn: sqlite3.Connection) -> None:
-    for table in ("gc_removed", "gc_collected", "gc_old", "gc_keep"):
+    for table in ("gc_removed", "gc_collected", "gc_old", "gc_keep", "gc_kept"):
         conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
@@ -89,14 +91,14 @@ def remove_in_place(conn: sqlite3.Connection, root: Path, now: str) -> None:
     """Collect the kept candidates' bodies, then delete the others (set-based: one
     statement each; the triggers keep the indexes in step)."""
     _collect(conn, "main", root, now)
-    conn.execute(f"DELETE FROM events WHERE id IN (SELECT id FROM {REMOVED})")
+    conn.execute(f"DELETE FROM events WHERE rowid IN (SELECT rid FROM {REMOVED})")
 
 
 def rewrite_plan(root: Path, now: str) -> CopyPlan:
     """For a rewrite of the store (store/rewrite.py): the events that stay, and their
     collection in the new file (before its triggers exist: the owners of the tables those
     triggers feed say in their own plans what the new file keeps)."""
-    return CopyPlan(keep={"events": f"id NOT IN (SELECT id FROM {REMOVED})"},
+    return CopyPlan(keep={"events": f"rowid NOT IN (SELECT rid FROM {REMOVED})"},
                     steps=[lambda conn, schema: _collect(conn, schema, root, now)])
 
 
@@ -104,21 +106,28 @@ def _collect(conn: sqlite3.Connection, schema: str, root: Path, now: str) -> Non
     from agentstate.store.keys import keyed_hasher
 
     hasher = keyed_hasher(root)
-    conn.create_function("gc_body_hash", 2, lambda text, meta: hasher(
-        json.dumps([text, meta], ensure_ascii=False)))
+    conn.create_function("gc_body_hash", 2, lambda text, meta: hasher(body_json(text, meta)))
     conn.execute(f"UPDATE {schema}.events SET body_hash = gc_body_hash(text, meta), "
-                 f"text = '', meta = '{{}}', collected_at = ? WHERE id IN "
-                 f"(SELECT id FROM {COLLECTED})", (now,))
+                 f"text = '', meta = '{{}}', collected_at = ? WHERE rowid IN "
+                 f"(SELECT rid FROM {COLLECTED})", (now,))
+
+
+def body_json(text: str, meta: str) -> str:
+    """What a collected body's hash is taken of: `json.dumps([text, meta],
+    ensure_ascii=False)`, spelled out with the function that call quotes each string with
+    (a gc hashes thousands of bodies; building the encoder per call was most of it)."""
+    return f"[{encode_basestring(text)}, {encode_basestring(meta)}]"
 
 
 def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> None:
-    """temp.gc_old: the candidates; temp.gc_keep: those that must keep their row."""
+    """temp.gc_old: the candidates' rowids; temp.gc_keep: ids that must keep their row
+    (candidates or not); temp.gc_kept: the candidates among them."""
     # With each candidate, the bytes of text and meta a removal takes away (none for a body
     # an earlier gc collected): read in the one scan of the run log that finds them.
-    conn.execute("CREATE TEMP TABLE gc_old (id TEXT PRIMARY KEY, bytes INTEGER NOT NULL)")
+    conn.execute("CREATE TEMP TABLE gc_old (rid INTEGER PRIMARY KEY, bytes INTEGER NOT NULL)")
     conn.execute("CREATE TEMP TABLE gc_keep (id TEXT PRIMARY KEY)")
-    conn.execute("INSERT INTO temp.gc_old SELECT e.id, CASE WHEN e.collected_at IS NULL THEN "
-                 "length(CAST(e.text AS BLOB)) + length(CAST(e.meta AS BLOB)) ELSE 0 END "
+    conn.execute("INSERT INTO temp.gc_old SELECT e.rowid, CASE WHEN e.collected_at IS NULL "
+                 "THEN length(CAST(e.text AS BLOB)) + length(CAST(e.meta AS BLOB)) ELSE 0 END "
                  "FROM events e JOIN runs r ON r.id = e.run WHERE r.status != 'active' AND "
                  "e.ts < ?", (cutoff,))
     conn.executemany("INSERT OR IGNORE INTO temp.gc_keep VALUES (?)",
@@ -126,8 +135,10 @@ def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> No
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     for table, column in _EVENT_FOREIGN_KEYS:
         if table in tables:
-            conn.execute(f"INSERT OR IGNORE INTO temp.gc_keep SELECT {column} FROM {table} "
-                         f"WHERE {column} IN (SELECT id FROM temp.gc_old)")
+            # CROSS JOIN: from the table's rows (SQLite would walk the ~90,000 marks).
+            conn.execute(f"INSERT OR IGNORE INTO temp.gc_keep SELECT t.{column} FROM {table} t "
+                         f"CROSS JOIN events e WHERE e.id = t.{column} AND e.rowid IN "
+                         "(SELECT rid FROM temp.gc_old)")
     # An event that a staying event resolves or supersedes stays too; staying spreads along
     # those links until nothing changes (chains are short: usually one round).
     while True:
@@ -135,21 +146,23 @@ def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> No
         for link in ("resolves", "supersedes"):
             added += conn.execute(
                 f"INSERT OR IGNORE INTO temp.gc_keep SELECT e.{link} FROM events e "
-                f"WHERE e.{link} IN (SELECT id FROM temp.gc_old) AND (e.id NOT IN "
-                f"(SELECT id FROM temp.gc_old) OR e.id IN (SELECT id FROM temp.gc_keep))"
+                f"CROSS JOIN events t WHERE e.{link} IS NOT NULL AND t.id = e.{link} AND "
+                "t.rowid IN (SELECT rid FROM temp.gc_old) AND (e.rowid NOT IN (SELECT rid "
+                "FROM temp.gc_old) OR e.id IN (SELECT id FROM temp.gc_keep))"
             ).rowcount
         if not added:
             break
-    conn.execute("CREATE TEMP TABLE gc_removed (id TEXT PRIMARY KEY)")
-    conn.execute(f"INSERT INTO {REMOVED} SELECT id FROM temp.gc_old WHERE id NOT IN "
-                 "(SELECT id FROM temp.gc_keep)")
-    conn.execute("CREATE TEMP TABLE gc_collected (id TEXT PRIMARY KEY)")
     # Driven from the few kept ids, not a scan of the run log nor of the ~90,000 marks:
-    # CROSS JOIN holds SQLite to that order (it chose to scan `gc_old`, ~40 ms at 100k
-    # events; issue 24).
-    conn.execute(f"INSERT INTO {COLLECTED} SELECT k.id FROM temp.gc_keep k CROSS JOIN "
-                 "temp.gc_old o CROSS JOIN events e WHERE o.id = k.id AND e.id = k.id "
-                 "AND e.collected_at IS NULL")
+    # CROSS JOIN holds SQLite to that order (issue 24).
+    conn.execute("CREATE TEMP TABLE gc_kept (rid INTEGER PRIMARY KEY)")
+    conn.execute("INSERT INTO temp.gc_kept SELECT e.rowid FROM temp.gc_keep k CROSS JOIN "
+                 "events e WHERE e.id = k.id AND e.rowid IN (SELECT rid FROM temp.gc_old)")
+    conn.execute("CREATE TEMP TABLE gc_removed (rid INTEGER PRIMARY KEY)")
+    conn.execute(f"INSERT INTO {REMOVED} SELECT rid FROM temp.gc_old WHERE rid NOT IN "
+                 "(SELECT rid FROM temp.gc_kept)")
+    conn.execute("CREATE TEMP TABLE gc_collected (rid INTEGER PRIMARY KEY)")
+    conn.execute(f"INSERT INTO {COLLECTED} SELECT k.rid FROM temp.gc_kept k CROSS JOIN "
+                 "events e WHERE e.rowid = k.rid AND e.collected_at IS NULL")
 
 
 def _one(conn: sqlite3.Connection, sql: str) -> int:

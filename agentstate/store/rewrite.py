@@ -60,10 +60,11 @@ class StoreChanged(AgentStateError):
 @dataclass
 class CopyPlan:
     """What the new file keeps. `keep`: table → SQL condition on the live table's rows (the
-    rows it keeps; other tables are copied whole). `refill`: virtual tables created empty,
-    filled by a step of `steps`. `steps`: run in order on the rewriting connection once rows
-    and indexes are in the new file and before its triggers exist, each given the schema
-    name of the new file (`rewrite`)."""
+    rows it keeps; other tables are copied whole). The tables it names are copied first, in
+    its order, so a condition may read a table copied before it (`rewrite.<table>`).
+    `refill`: virtual tables created empty, filled by a step of `steps`. `steps`: run in
+    order on the rewriting connection once rows and indexes are in the new file and before
+    its triggers exist, each given the schema name of the new file (`rewrite`)."""
 
     keep: dict[str, str] = field(default_factory=dict)
     refill: set[str] = field(default_factory=set)
@@ -142,7 +143,8 @@ class Rewrite:
             if kind == "table" and kinds.get(name) in ("table", "virtual") \
                     and not name.startswith(_INTERNAL):
                 conn.execute(_in_schema(sql))
-        for name, kind in kinds.items():
+        for name in sorted(kinds, key=lambda name: _order(name, plan)):
+            kind = kinds[name]
             if kind in ("table", "shadow") and not name.startswith(_INTERNAL) \
                     and not _left_empty(name, kind, kinds, plan):
                 _copy_rows(conn, name, plan.keep.get(name))
@@ -204,6 +206,12 @@ def _in_schema(sql: str) -> str:
     if not count:
         raise AgentStateError(f"cannot rewrite the store: unexpected schema entry {sql[:60]!r}")
     return changed
+
+
+def _order(name: str, plan: CopyPlan) -> int:
+    """The tables the plan names first, in its order; then the others (a stable sort)."""
+    names = list(plan.keep)
+    return names.index(name) if name in plan.keep else len(names)
 
 
 def _left_empty(name: str, kind: str, kinds: dict[str, str], plan: CopyPlan) -> bool:

@@ -17,20 +17,22 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentstate.lazy_re import LazyPattern
 from agentstate.memory.model import SharedFields, evidence_refs_by_row
-from agentstate.memory.scanned import digester, mark_scanned, scanned_digests
+from agentstate.memory.scanned import mark_rows_scanned, scanner_mark
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
 from agentstate.store.refs import make_ref
 from agentstate.sync.records import (
     FILES,
     FORMAT,
+    HELD,
     Folder,
     Record,
     file_digest,
@@ -40,7 +42,7 @@ from agentstate.sync.records import (
     shareable_scope,
     write_ordered,
 )
-from agentstate.sync.shared import mapped_ids, record_mappings
+from agentstate.sync.shared import mapped_ids, record_exported
 from agentstate.sync.spelled import evidence_line, memory_line, spelled_rows, with_parent
 
 if TYPE_CHECKING:
@@ -59,7 +61,8 @@ Line = tuple[str, str, str, str, Any]
 class ExportPlan:
     new: list[Line] = field(default_factory=list)
     mappings: list[tuple[str, str, int]] = field(default_factory=list)  # record, mem, version
-    scanned: list[str] = field(default_factory=list)  # digests of versions scanned here
+    # (row, text, key, scope, source) of the versions whose lines were scanned here
+    scanned: list[tuple[int, str, str | None, str, str]] = field(default_factory=list)
     dropped: set[str] = field(default_factory=set)  # record ids whose lines a purge removes
     skipped: list[dict[str, Any]] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)  # new records by type
@@ -72,13 +75,12 @@ class ExportPlan:
 @dataclass
 class _Seen:
     """What the plan consults for each version: the folder's records and evidence, the
-    versions' record ids, the digests of the fields the scanner passed."""
+    versions' record ids, the mark of a version whose fields this scanner passed."""
 
     present: set[str]  # record ids in the folder or planned
     cited: set[tuple[str, str]]  # (memory record, ref) of the evidence lines there
     ids: dict[tuple[str, int], str]  # (memory, version) → its record id
-    clean: set[str]
-    digest: Callable[[str, str | None, str, str], str]
+    mark: str
 
 
 def plan_export(store: Store, folder: Folder, *, include_candidates: bool = False,
@@ -93,13 +95,12 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
         statuses.add(MemoryStatus.QUARANTINED)
     # A known version's evidence is looked up by (memory record, ref) without building its
     # record (ids derive from content, so the pair names the line). Versions whose fields
-    # the scanner already passed (the write gate, an import): their lines hold nothing
-    # else a person wrote, so they are not scanned again.
+    # the scanner already passed (the write gate, an import) carry its mark: their lines
+    # hold nothing else a person wrote, so they are not scanned again.
     seen = _Seen(set(folder.records),
                  {(r.data["memory"], r.data["ref"]) for r in folder.records.values()
                   if r.data["type"] == "evidence"},
-                 {k: min(v) for k, v in known.items()}, scanned_digests(store),
-                 digester(store))
+                 {k: min(v) for k, v in known.items()}, scanner_mark())
     evidence = evidence_refs_by_row(store)
     # Records a teammate forgot or purged: nothing more is written about them, not even an
     # evidence line, before the import (which runs after the export) applies the tombstone.
@@ -107,7 +108,8 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     forgotten = MemoryStatus.FORGOTTEN
     # r: SharedFields' order (0 row, 1 id, 2 version, 3 kind, 4 key, 5 scope, 6 text,
     # 7 source, 8 principal, 9 created, 10 valid_until, 11 supersedes, 12 status, 13 purged),
-    # then 14 the spelled body; plain tuples, indexed: a first export reads every version.
+    # then 14 the spelled body, 15 the scanner's mark; plain tuples, indexed: a first export
+    # reads every version.
     for r in spelled_rows(store):
         scope, status = r[5], r[12]
         if not (scope == "repo" or shareable_scope(scope)):
@@ -145,8 +147,7 @@ def _tombstones(plan: ExportPlan, targets: Iterable[str], purged: bool, present:
 
 def _new_version(plan: ExportPlan, r: tuple[Any, ...], seen: _Seen) -> str | None:
     """Plan the memory line of a version not shared yet → its record id (None: a secret)."""
-    memory, version, key, scope, text, source, supersedes, status, body = (
-        r[1], r[2], r[4], r[5], r[6], r[7], r[11], r[12], r[14])
+    memory, version, supersedes, status, body = r[1], r[2], r[11], r[12], r[14]
     parent = seen.ids.get((memory, supersedes)) if supersedes else None
     made: Any
     if body is None:  # a field SQLite may not spell as the encoder does: Python spells it
@@ -159,11 +160,10 @@ def _new_version(plan: ExportPlan, r: tuple[Any, ...], seen: _Seen) -> str | Non
             body = with_parent(body, parent, rel)
         record_id, line = memory_line(body)
         made = (r, parent, rel)
-    fields = seen.digest(text, key, scope, source)
-    if fields not in seen.clean:
+    if r[15] != seen.mark:  # no scanner, or another one, passed these fields
         if not _clean(plan, line, make_ref("mem", memory, version)):
             return None
-        plan.scanned.append(fields)
+        plan.scanned.append((r[0], r[6], r[4], r[5], r[7]))
     seen.ids[(memory, version)] = record_id
     plan.mappings.append((record_id, memory, version))
     if record_id not in seen.present:  # `_add`, inline: two lines a version
@@ -237,6 +237,9 @@ def _memory_record(row: SharedFields, ids: dict[tuple[str, int], str]) -> Record
     )
 
 
+_ID_OF = itemgetter(1)  # a planned line's record id
+
+
 def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     """Write the planned lines (files changed only when they change); record the new
     mappings. → the file names written."""
@@ -254,16 +257,19 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
         # Sorted by id then text, as write_lines sorts: the new lines' ids are known, only
         # the kept ones are searched for theirs. Duplicates, as there: a kept line twice (a
         # merge's) is one; a new line has an id no other line has (`present`).
-        pairs = [(line_id(t), t) for t in dict.fromkeys(kept)]
-        pairs += [(record_id, text) for _, record_id, text, _, _ in added]
-        digest = write_ordered(Path(folder.path) / name, [text for _, text in sorted(pairs)])
+        if kept:
+            pairs = [(line_id(t), t) for t in dict.fromkeys(kept)]
+            pairs += [(record_id, text) for _, record_id, text, _, _ in added]
+            ordered = [text for _, text in sorted(pairs)]
+        else:  # new lines alone (a first export): their ids differ, so the id orders them
+            ordered = [line[2] for line in sorted(added, key=_ID_OF)]
+        digest = write_ordered(Path(folder.path) / name, ordered)
         if digest is not None:
             plan.written[name] = digest
         written.append(name)
     with store.transaction():
-        record_mappings(store, [(record_id, memory, version, "export", None)
-                                for record_id, memory, version in plan.mappings])
-        mark_scanned(store, plan.scanned)
+        record_exported(store, plan.mappings)
+        mark_rows_scanned(store, plan.scanned)
     return written
 
 
@@ -291,9 +297,6 @@ def updated(folder: Folder, plan: ExportPlan) -> Folder:
     return fresh
 
 
-_HELD = (MemoryStatus.CANDIDATE.value, MemoryStatus.QUARANTINED.value)
-
-
 def _data(kind: str, record_id: str, made: Any) -> dict[str, Any]:
     """A planned line's record data, as parsing the line would give it: from its Record, its
     evidence pair, or its version's row with the parent and rel."""
@@ -306,7 +309,7 @@ def _data(kind: str, record_id: str, made: Any) -> dict[str, Any]:
     return {"v": FORMAT, "type": "memory", "kind": r[3], "key": r[4], "scope": r[5],
             "text": r[6], "source": r[7], "principal": r[8], "created": r[9],
             "valid_until": r[10], "parent": parent, "rel": rel,
-            "held": r[12] if r[12] in _HELD else None, "id": record_id}
+            "held": r[12] if r[12] in HELD else None, "id": record_id}
 
 
 def removed_lines(folder: Folder, dropped: set[str]) -> list[str]:

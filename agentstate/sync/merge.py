@@ -43,7 +43,9 @@ never raises them:
 from __future__ import annotations
 
 import heapq
+import json
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import (
@@ -74,10 +76,12 @@ from agentstate.memory.versions import (
     set_status,
     vref,
 )
-from agentstate.safety import find_injection, find_secrets
+from agentstate.safety import find_injection
+from agentstate.store.limits import MAX_NAME_CHARS
 from agentstate.store.principals import Principal, check_whole_store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
+from agentstate.sync.fields_scan import RecordScan
 from agentstate.sync.records import Folder, Record, evidence_kind, record_over_limits
 from agentstate.sync.shared import mapping, mappings_of, record_mapping, record_mappings
 
@@ -121,16 +125,17 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
             known = set(all_mappings(store))
             memories = [r for r in _parents_first(folder.of_type("memory"))
                         if r.id not in known]
-            batch = _Batch(store, who) if batch_new else None
+            scan = RecordScan()
+            batch = _Batch(store, who, scan) if batch_new else None
             for record in memories:
                 if batch is not None and record.id not in dead and batch.take(record, result):
                     continue
                 if batch is not None:
                     batch.flush()  # what the per-record path reads is then all written
                 if record.id not in dead:
-                    _memory(store, record, who, result)
+                    _memory(store, record, who, result, scan)
                 else:
-                    _replaced_by_dead(store, record, who, result)
+                    _replaced_by_dead(store, record, who, result, scan)
                 if batch is not None:
                     batch.saw(record)
             if batch is not None:
@@ -186,17 +191,28 @@ def _skip(result: ImportResult, record: Record, reason: str) -> None:
     result.skipped.append({"record": record.id, "where": record.where, "reason": reason})
 
 
-def _refusal(record: Record, who: Principal) -> str | None:
+def _refusal(record: Record, who: Principal, scan: RecordScan) -> str | None:
     data = record.data
-    found = find_secrets(record.line)
+    found = scan.secret_kinds(data)
     if found:
-        kinds = ", ".join(sorted({f.kind for f in found}))
+        kinds = ", ".join(sorted(found))
         return f"looks like it contains a secret ({kinds}); not imported"
     if not who.can_write(data["scope"]):
         return f"principal {who.name!r} may not write scope {data['scope']!r}"
     if not who.can_claim(data["source"]):
         return f"principal {who.name!r} may not claim source {data['source']!r}"
     return None
+
+
+def _over_limits(data: dict[str, Any], max_chars: int) -> str | None:
+    """records.record_over_limits, asked only of a record that could be over them: a text
+    no longer than the limit is within it once stripped, and names within the name limit
+    are within it (a call a record, with its import statement, was a few percent of an
+    import's own Python)."""
+    if (len(data["text"]) <= max_chars and len(data["key"] or "") <= MAX_NAME_CHARS
+            and len(data["scope"]) <= MAX_NAME_CHARS and len(data["source"]) <= MAX_NAME_CHARS):
+        return None
+    return record_over_limits(data, max_chars)
 
 
 def _match(store: Store, data: dict[str, Any]) -> MemoryVersion | None:
@@ -216,13 +232,13 @@ def _version_row(store: Store, found: Any) -> MemoryVersion | None:
 
 
 def _replaced_by_dead(store: Store, record: Record, who: Principal,
-                      result: ImportResult) -> None:
+                      result: ImportResult, scan: RecordScan) -> None:
     """A tombstoned record still replaced its parent: where the teammate wrote it, the
     parent was superseded before the new value was forgotten. Without this the parent
     would be current or not depending on whether the tombstone came in the same pull.
     It is checked as an inserted record would be (secrets, scope, source): a record that
     is never inserted must not get to replace anything unchecked."""
-    if _refusal(record, who) is None:
+    if _refusal(record, who, scan) is None:
         _replace_parent(store, record, who, result, "since forgotten")
 
 
@@ -276,12 +292,13 @@ def _dead(store: Store, record: Record) -> None:
                        record.data["rel"])
 
 
-def _memory(store: Store, record: Record, who: Principal, result: ImportResult) -> None:
+def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
+            scan: RecordScan) -> None:
     data = record.data
     if mapping(store, record.id) is not None:
         return
-    refused = record_over_limits(data, store.settings.memory.max_chars) \
-        or _refusal(record, who)
+    refused = _over_limits(data, store.settings.memory.max_chars) \
+        or _refusal(record, who, scan)
     if refused:
         _skip(result, record, refused)
         return
@@ -309,7 +326,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult) 
         confidence=_confidence(data["source"], status),
         valid_until=data["valid_until"], supersedes=supersedes,
         principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[],
-        scanned=True)  # _refusal scanned the record's whole line before this
+        scanned=True)  # _refusal scanned the record's fields before this
     record_mapping(store, record.id, memory_id, version, "import", data["rel"])
     new_ref = make_ref("mem", memory_id, version)
     result.touched.add(memory_id)
@@ -352,6 +369,9 @@ def _arrival(record: Record) -> tuple[MemoryStatus, str]:
     return status, reason
 
 
+# A function of two values that most records of a folder share (issue 24: computed once a
+# record, it was a few percent of an import's own Python).
+@lru_cache(maxsize=1024)
 def _confidence(source: str, status: MemoryStatus) -> float:
     return initial_confidence(source, 1) * (CONTESTED_FACTOR if status != "active" else 1)
 
@@ -368,14 +388,15 @@ class _Batch:
     without the batch. The sets below may hold more than the store (content of a version
     since purged, a quarantined key): a false hit only sends a record down the slow path."""
 
-    def __init__(self, store: Store, who: Principal) -> None:
-        self.store, self.who = store, who
+    def __init__(self, store: Store, who: Principal, scan: RecordScan) -> None:
+        self.store, self.who, self.scan = store, who, scan
+        self.max_chars = store.settings.memory.max_chars
         self.contents = content_keys(store)
         self.keys = keyed_chains(store)
         self.ids: set[str] = set()  # records of this pull seen so far
         self.versions: list[NewVersion] = []
         self.history: list[tuple[str, int | None, str, str, str, str | None,
-                                 dict[str, Any]]] = []
+                                 dict[str, Any] | str]] = []
         self.maps: list[tuple[str, str, int, str, str | None]] = []
         # Chains the pending batch started: a record's index in `versions` by its id, and
         # how many versions each chain has in the batch.
@@ -419,8 +440,8 @@ class _Batch:
                 or (at is None and data["key"] and (data["key"], data["scope"]) in self.keys)):
             return False
         # Scanned here and only here (the record does not reach _memory): once per record.
-        refused = record_over_limits(data, self.store.settings.memory.max_chars) \
-            or _refusal(record, self.who)
+        refused = _over_limits(data, self.max_chars) \
+            or _refusal(record, self.who, self.scan)
         self.saw(record, content)
         if refused:
             _skip(result, record, refused)
@@ -444,10 +465,9 @@ class _Batch:
             why = f"superseded by a teammate's newer value (record {record.id[:12]})"
             self.versions[at] = replace(parent, status=MemoryStatus.SUPERSEDED, reason=why)
             self.history.append((memory_id, 1, "superseded", ACTOR, why, None,
-                                 {"record": record.id}))
+                                 f'{{"record": {_quote(record.id)}}}'))
         self.history.append((memory_id, version, "import", self.who.name, reason,
-                             data["text"], {"record": record.id, "scope": data["scope"],
-                                            "source": data["source"]}))
+                             data["text"], _import_detail(record.id, data)))
         result.touched.add(memory_id)
         result.imported.append(make_ref("mem", memory_id, version))
         return True
@@ -460,6 +480,19 @@ class _Batch:
         record_histories(self.store, self.history)
         self.versions, self.maps, self.history = [], [], []
         self.fresh, self.length = {}, {}
+
+
+# The quoting `json.dumps(..., ensure_ascii=False)` applies to a string.
+_quote = json.encoder.encode_basestring
+
+
+def _import_detail(record_id: str, data: dict[str, Any]) -> str:
+    """`json.dumps({"record": …, "scope": …, "source": …}, ensure_ascii=False,
+    sort_keys=True)`, the detail record_history writes for an import, spelled out: a dumps
+    a version was several percent of a first import's own Python (a test compares the
+    two)."""
+    return (f'{{"record": {_quote(record_id)}, "scope": {_quote(data["scope"])}, '
+            f'"source": {_quote(data["source"])}}}')
 
 
 def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) -> None:

@@ -72,6 +72,15 @@ def record_mappings(store: Store, rows: list[tuple[str, str, int, str, str | Non
         "VALUES (?, ?, ?, ?, ?)", rows)
 
 
+def record_exported(store: Store, rows: list[tuple[str, str, int]]) -> None:
+    """(record_id, memory, version) of records an export wrote, as record_mappings with
+    origin `export` and no rel: the constants in the statement, not bound per row (a first
+    export maps every version: 0.85× the time of binding five values each, issue 24)."""
+    store.conn.executemany(
+        "INSERT OR IGNORE INTO shared_records (record_id, memory, version, origin, rel) "
+        "VALUES (?, ?, ?, 'export', NULL)", rows)
+
+
 def purged_record_ids(store: Store) -> set[str]:
     """Record ids whose version this store has purged (their lines may be scrubbed)."""
     from agentstate.memory.model import purged_versions

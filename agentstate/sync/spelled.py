@@ -21,18 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import shared_fields_with
 from agentstate.memory.status import MemoryStatus
-from agentstate.sync.records import FORMAT, ID_LENGTH, _evidence_rest, _quote, canonical
+from agentstate.sync.records import FORMAT, HELD, ID_LENGTH, _evidence_rest, _quote, canonical
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
-
-_HELD = (MemoryStatus.CANDIDATE.value, MemoryStatus.QUARANTINED.value)
 
 # The memory record without its id, keys sorted as the canonical encoder sorts them. parent
 # and rel are null here: the parent's record id may be one this same export makes, so a
 # version with a parent gets them spliced in (`with_parent`).
 _BODY = ("json_object('created', m.created, 'held', CASE WHEN m.status IN "
-         f"('{_HELD[0]}', '{_HELD[1]}') THEN m.status END, 'key', m.key, 'kind', m.kind, "
+         f"('{HELD[0]}', '{HELD[1]}') THEN m.status END, 'key', m.key, 'kind', m.kind, "
          "'parent', NULL, 'principal', m.principal, 'rel', NULL, 'scope', m.scope, "
          "'source', m.source, 'text', m.text, 'type', 'memory', 'v', "
          f"{FORMAT}, 'valid_until', m.valid_until)")
@@ -68,13 +66,14 @@ def sqlite_spells_canonically(conn: sqlite3.Connection) -> bool:
 
 def spelled_rows(store: Store) -> list[tuple[Any, ...]]:
     """Every version's SharedFields, then its memory body spelled by SQLite, or None where
-    Python spells it (a version not to be written, or a SQLite not proven to spell alike)."""
+    Python spells it (a version not to be written, or a SQLite not proven to spell alike),
+    then the scanner's mark on the row (memory/scanned.py)."""
     if sqlite_spells_canonically(store.conn):
         try:
-            return shared_fields_with(store, BODY_COLUMN)
+            return shared_fields_with(store, f"{BODY_COLUMN}, m.scanned_with")
         except sqlite3.OperationalError:  # a blob: "JSON cannot hold BLOB values"
             pass
-    return shared_fields_with(store, "NULL")
+    return shared_fields_with(store, "NULL, m.scanned_with")
 
 
 def with_parent(body: str, parent: str, rel: str) -> str:

@@ -12,10 +12,10 @@ def test_the_import_parts_cover_the_import_and_put_the_statements_and_scans_in_t
                           "per-record Python (the rest)"}
     assert took > 0 and floor > 0
     # Each counted where it happens: 53 versions were inserted (their statements), each
-    # line was scanned, the folder was read; the rest is what is left of the whole.
+    # record was scanned, the folder was read; the rest is what is left of the whole.
     for label in ("sql", "secret scan", "injection check", "folder read and checked"):
         assert parts[label] > 0, label
     assert abs(sum(parts.values()) - took) < 1e-9
-    import agentstate.sync.merge as merge
+    import agentstate.sync.fields_scan as fields_scan
 
-    assert merge.find_secrets.__name__ == "find_secrets"  # put back afterwards
+    assert fields_scan.find_secrets.__name__ == "find_secrets"  # put back afterwards

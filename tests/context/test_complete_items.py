@@ -13,6 +13,8 @@ from agentstate.context.budgeter import allocate
 from agentstate.context.candidates import Candidate
 from agentstate.context.sources import (
     COMPLETE_PER,
+    CONFIDENT_CAP_PER,
+    CONFIDENT_SHARE,
     DEFAULT_CHARS,
     SHORT_LINE_CHARS,
     WHOLE_HITS,
@@ -89,11 +91,12 @@ def test_a_complete_item_whose_answer_line_cannot_fit_keeps_its_shorter_line():
     assert placed["evt:000000"].form == placed["evt:000000"].short
 
 
-def _hits(n: int) -> list[EventHit]:
+def _hits(n: int, fall: float = 0.4) -> list[EventHit]:
+    """`n` hits, each scoring `fall` times the one above it."""
     return [EventHit(ref=f"evt:h{i:04d}", run="run:r", kind="note",
                      text=f"Sven: The bakery on street {i} was lovely this morning. We had "
                           "croissants, muffins, and tarts with a friend who came by later.",
-                     source="user", ts="2024-01-02T10:00:00Z", score=1.0 - i / 100)
+                     source="user", ts="2024-01-02T10:00:00Z", score=fall ** i)
             for i in range(n)]
 
 
@@ -111,10 +114,14 @@ def _neighbours(n: int) -> list[EventHit]:
 
 
 @pytest.mark.parametrize("room, complete", [
-    (None, 0), (0, 0), (COMPLETE_PER - 1, 0), (COMPLETE_PER, 1), (1_000, 1_000 // COMPLETE_PER),
+    (None, 0), (0, 0), (CONFIDENT_CAP_PER - 1, 0),
+    (CONFIDENT_CAP_PER, 1),  # the best hit is as strong as itself: confident
+    (COMPLETE_PER - 1, 1), (COMPLETE_PER, 1), (2 * COMPLETE_PER, 2),
+    (1_000, 1_000 // COMPLETE_PER),
     (2_000, min(30, 2_000 // COMPLETE_PER)), (8_000, 30),  # never more than the hits there are
 ])
 def test_the_strongest_hits_one_per_complete_per_tokens_are_complete(room, complete):
+    # Each hit scores 0.4 of the one above: only the best is confident.
     cands = event_evidence(_hits(30), _neighbours(5), superseded=set(),
                            stems=("bakeri",), room=room)
     first = [c.ref for c in cands if c.answer_first]
@@ -123,6 +130,24 @@ def test_the_strongest_hits_one_per_complete_per_tokens_are_complete(room, compl
     for cand in cands:
         # A complete item has a longer line to show first, and a shorter one to fall back to.
         assert not cand.answer_first or (cand.short and cand.compressed != cand.short)
+
+
+@pytest.mark.parametrize("fall, room, complete", [
+    # Scores falling slowly: every hit at CONFIDENT_SHARE of the best or more is complete,
+    # beyond the count per room (20 at 1,000 tokens) ...
+    (0.98, 1_000, 35),   # 0.98 ** 34 = 0.503, 0.98 ** 35 = 0.493
+    (0.97, 1_000, 23),   # 0.97 ** 22 = 0.512, 0.97 ** 23 = 0.496
+    # ... at most one per CONFIDENT_CAP_PER tokens of room ...
+    (0.99, 1_000, 1_000 // CONFIDENT_CAP_PER),
+    # ... and never fewer than the count.
+    (0.9, 1_000, 1_000 // COMPLETE_PER),
+])
+def test_where_the_ranking_is_confident_more_hits_are_complete(fall, room, complete):
+    assert CONFIDENT_SHARE == 0.5  # the table's figures are reckoned for it
+    cands = event_evidence(_hits(60, fall), _neighbours(5), superseded=set(),
+                           stems=("bakeri",), room=room)
+    first = [c.ref for c in cands if c.answer_first]
+    assert first == [f"evt:h{i:04d}" for i in range(complete)]
 
 
 def test_without_answer_lines_no_item_is_complete():

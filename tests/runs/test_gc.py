@@ -244,3 +244,40 @@ def test_a_gc_removing_most_events_refills_the_index_as_row_by_row_would():
         assert bulk.conn.execute(tri, ("记录文",)).fetchone()[0] == 1
         bulk.conn.execute("DELETE FROM events WHERE id = ?", (new.id,))
         assert _indexed(bulk, "mike") == 0
+
+
+AWKWARD = ["quote \" backslash \\ tab \t newline \n", "line\u2028separator\u2029 nel \x85",
+           "bell \x07 del \x7f é 数据 🦉 \ufeff", "", "{\"a\": [1, 2.5, null]}"]
+
+
+@given(text=st.one_of(st.text(), st.sampled_from(AWKWARD)),
+       meta=st.one_of(st.text(), st.sampled_from(AWKWARD)))
+def test_a_collected_bodys_hashed_form_is_the_encoders(text, meta):
+    import json
+
+    from agentstate.runs.retention import body_json
+
+    assert body_json(text, meta) == json.dumps([text, meta], ensure_ascii=False)
+
+
+def test_a_collected_body_keeps_the_hash_of_its_text_and_meta(store):
+    """The hash a gc keeps is the keyed hash of `json.dumps([text, meta])`, so a kept copy
+    of the body can be checked against it (in place and in a rewrite alike)."""
+    import json
+
+    from agentstate.store.keys import keyed_hash
+
+    run, _ = start_run(store, "old work")
+    cited = append_event(store, run.ref, "observation", AWKWARD[0] + AWKWARD[1] + AWKWARD[2],
+                         meta={"tool": "pytest", "note": AWKWARD[1]})
+    append_event(store, run.ref, "observation", "kilo plain, removed")
+    _in_pack(store, cited.ref)
+    end_run(store, run.ref, "done")
+    text, meta = store.conn.execute("SELECT text, meta FROM events WHERE id = ?",
+                                    (cited.id,)).fetchone()
+    store.clock.advance(timedelta(days=35))
+    configure(store, "retention", keep_events_days=30)
+    assert gc(store, principal="owner").collected == 1
+    kept = store.conn.execute("SELECT body_hash FROM events WHERE id = ?",
+                              (cited.id,)).fetchone()[0]
+    assert kept == keyed_hash(store.root, json.dumps([text, meta], ensure_ascii=False))

@@ -44,9 +44,10 @@ def _open(root: Path, *, now: str = START, seed: int = 7):
 
 
 def _build(root: Path) -> None:
-    """Twelve old events of a finished run (two cited, CJK among them), four young ones, a
-    memory, dense vectors for some events, a kv row, a header user version; retention 30
-    days in config.toml; the store's clock is then 40 days later (`LATER`)."""
+    """Thirteen old events of a finished run (two cited, CJK among them), five young ones
+    (the last logged with the earliest time), a memory, dense vectors for some events (and
+    one for an event never logged), a kv row, a header user version; retention 30 days in
+    config.toml; the store's clock is then 40 days later (`LATER`)."""
     root.mkdir(parents=True, exist_ok=True)
     init_store(target=root)
     store = _open(root)
@@ -69,10 +70,18 @@ def _build(root: Path) -> None:
     young, _ = start_run(store, "young work")
     kept = [append_event(store, young.ref, "observation", f"{KEPT_MARK}{n} 缓存命中率下降")
             for n in range(4)]
+    # Logged last with the earliest time of its run: its index row number is not in time
+    # order, so a map rebuilt instead of kept would number it differently.
+    store.clock.advance(timedelta(days=-1))
+    append_event(store, young.ref, "observation", "whiskey logged late, dated early")
+    # The last is a vector whose event was never logged (a map row no event has): no
+    # trigger removes it in place.
     store.conn.execute("INSERT INTO vector_models (id, name) VALUES (1, 'm')")
     for event in (old[0], cited[0], kept[0]):
         store.conn.execute("INSERT INTO event_vectors (row, model, vec) SELECT row, 1, ? "
                            "FROM event_search_map WHERE event_id = ?", (b"\x00" * 8, event.id))
+    store.conn.execute("INSERT INTO event_vectors (row, model, vec) VALUES (999999, 1, ?)",
+                       (b"\x00" * 8,))
     # A kept dense ranking of event vectors (m050): the removed vectors must clear it, as
     # the triggers do in place, and count as deleted (m052); one of memories stays.
     for kind in ("event_vectors", "memory_vectors"):
@@ -142,7 +151,8 @@ def test_a_rewrite_leaves_what_an_in_place_gc_leaves_in_every_table(pair):
     for name in expected:
         assert after[name] == expected[name], name
     # The comparison is not empty-handed: the tables it is about hold rows.
-    assert len(after["events"]) == 6 and len(after["event_vectors"]) == 1
+    assert len(after["events"]) == 7 and len(after["event_vectors"]) == 2
+    assert len(after["event_search_map"]) == 7
     assert len(after["vector_changes"]) == 1 and len(after["dense_queries"]) == 2
     assert len(after["_migrations"]) > 10 and after["user_version"] == 3
     assert any(row[0] == "events_search_ad" for row in [r[1:] for r in after["schema"]])
@@ -202,8 +212,8 @@ def test_a_copy_missing_a_table_or_trigger_is_refused_and_changes_nothing(tmp_pa
     real = indexes.event_index_rewrite_plan
     for drop in ("DROP TABLE rewrite.kv",
                  "CREATE TRIGGER rewrite.planted AFTER INSERT ON kv BEGIN SELECT 1; END"):
-        def planted(removed, collected, drop=drop):
-            plan = real(removed, collected)
+        def planted(collected, drop=drop):
+            plan = real(collected)
             plan.steps.append(lambda conn, schema: conn.execute(drop))
             return plan
 
@@ -227,7 +237,7 @@ def test_a_write_between_the_build_and_the_copy_back_is_never_lost(tmp_path, mon
         _gc(tmp_path)
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT value FROM kv WHERE key = 'intruder'").fetchone() == ("kept",)
-    assert conn.execute("SELECT count(*) FROM events").fetchone() == (17,)
+    assert conn.execute("SELECT count(*) FROM events").fetchone() == (18,)
     conn.close()
     monkeypatch.undo()
     assert _gc(tmp_path).removed == 11  # run again, it goes through
@@ -280,6 +290,28 @@ def test_a_process_killed_at_any_step_leaves_the_old_store_or_the_new_one(tmp_pa
     assert not (old / ".agentstate" / "state.db-rewrite").exists()
     assert _snapshot(old / ".agentstate" / "state.db")["events"] == \
         _snapshot(new / ".agentstate" / "state.db")["events"]
+
+
+@pytest.mark.parametrize("first, second", [("t_one", "t_two"), ("t_two", "t_one")])
+def test_the_tables_a_plan_names_are_copied_first_in_its_order(tmp_path, first, second):
+    """A plan's condition may read a table copied before it (`rewrite.<table>`): gc's map of
+    indexed events keeps the rows of the events the new file holds. Both orders are tried,
+    so one of them is the opposite of the order SQLite lists the tables in."""
+    from agentstate.store.rewrite import CopyPlan, Rewrite
+
+    init_store(target=tmp_path)
+    store = _open(tmp_path)
+    for table in ("t_one", "t_two"):
+        store.conn.execute(f"CREATE TABLE {table} (x INTEGER)")
+        store.conn.executemany(f"INSERT INTO {table} VALUES (?)", [(n,) for n in range(6)])
+    plan = CopyPlan(keep={first: "x < 3", second: f"x IN (SELECT x FROM rewrite.{first})"})
+    with Rewrite(store) as rewrite:
+        rewrite.build(plan)
+        rewrite.swap()
+    for table in ("t_one", "t_two"):
+        assert store.conn.execute(f"SELECT x FROM {table} ORDER BY x").fetchall() == \
+            [(0,), (1,), (2,)], table
+    store.close()
 
 
 def test_a_small_removal_stays_in_place(tmp_path):

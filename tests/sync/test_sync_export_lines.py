@@ -111,7 +111,7 @@ def _general_encoders(monkeypatch) -> None:
                         lambda **fields: records.make_record("memory", **fields))
     monkeypatch.setattr(export_module, "evidence_line", _general_evidence_line)
     monkeypatch.setattr(export_module, "spelled_rows",
-                        lambda store: shared_fields_with(store, "NULL"))
+                        lambda store: shared_fields_with(store, "NULL, m.scanned_with"))
     # Files sorted as write_lines sorts them (by each line's own id), not from the pairs.
     monkeypatch.setattr(export_module, "write_ordered", records.write_lines)
 
@@ -138,6 +138,10 @@ def test_the_export_writes_the_general_encoders_bytes(tmp_path, monkeypatch):
             opened = _open(tmp_path / name)
             held = {"include_candidates": True, "include_quarantined": True}
             first = sync(opened, do_import=False, principal="owner", **held)
+            # A first export writes new lines alone, ordered by their ids without the
+            # kept lines' sort: its files are compared too, not only the rewritten ones.
+            first_files = {p.name: p.read_bytes()
+                           for p in sorted(shared_path(opened).glob("*.jsonl"))}
             _grow_chains(opened)
             forget(opened, "mem:gone0001", reason="test", principal="owner")
             forget(opened, "mem:gone0002", reason="test", purge=True, principal="owner")
@@ -148,14 +152,14 @@ def test_the_export_writes_the_general_encoders_bytes(tmp_path, monkeypatch):
                 "SELECT record_id, memory, version, origin FROM shared_records"))
             outputs.append((first.exported, first.exported_evidence, then.exported,
                             then.exported_tombstones,
-                            then.removed_lines, files, mapped))
+                            then.removed_lines, files, mapped, first_files))
             opened.close()
     quick, general = outputs
     assert quick[0] >= 12 and quick[1] > quick[0] and quick[2] == 2 and quick[3] == 2
     assert quick[4] >= 2
     assert set(quick[5]) == {"memories.jsonl", "evidence.jsonl", "tombstones.jsonl"}
     assert quick == general
-    for data in quick[5].values():  # each file sorted by id, as the parsed lines say
+    for data in [*quick[5].values(), *quick[7].values()]:  # sorted by id, as parsed
         ids = [json.loads(line)["id"] for line in data.decode().split("\n") if line]
         assert ids == sorted(ids) and len(ids) == len(set(ids))
     lines = quick[5]["memories.jsonl"].decode()

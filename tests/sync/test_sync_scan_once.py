@@ -1,7 +1,8 @@
 """A memory text is scanned for secrets once (issue 24): the write gate's scan (or an
-import's) is kept as a digest (memory/scanned.py), and the export writes such a version's
-line without scanning it again; a version stored any other way, a teammate's record, and
-anything after the scanner changed are still scanned."""
+import's) is kept as a mark on the version's row (memory/scanned.py, m058), and the export
+writes such a version's line without scanning it again; a version stored any other way, a
+teammate's record, one whose fields changed since, and anything after the scanner changed
+are still scanned."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from agentstate.memory import scanned
 from agentstate.memory.write import remember
 from agentstate.sync import export as export_module
-from agentstate.sync import merge as merge_module
+from agentstate.sync import fields_scan as import_scan_module
 from agentstate.sync import shared_path, sync
 from agentstate.sync.records import make_record
 
@@ -19,7 +20,7 @@ from agentstate.sync.records import make_record
 def scans(monkeypatch):
     """The lines each side handed to the secret scanner."""
     seen: dict[str, list[str]] = {"export": [], "import": []}
-    for side, module in (("export", export_module), ("import", merge_module)):
+    for side, module in (("export", export_module), ("import", import_scan_module)):
         real = module.find_secrets
 
         def spy(text, real=real, side=side):
@@ -38,6 +39,10 @@ def _insert_raw(store, memory_id: str, text: str) -> None:
         "'h', 'user', 'active', 0.9, '2026-01-01', '2026-01-01', 'owner')", (memory_id, text))
 
 
+def _mark(store, memory_id: str) -> str | None:
+    return store.value("SELECT scanned_with FROM memories WHERE id = ?", (memory_id,))
+
+
 def test_an_export_scans_only_what_no_scanner_has_passed(store, scans):
     remember(store, "the gateway listens on port 8080", kind="fact", principal="owner")
     remember(store, "the cache lives in redis", kind="fact", principal="owner")
@@ -47,11 +52,14 @@ def test_an_export_scans_only_what_no_scanner_has_passed(store, scans):
     assert [line for line in scans["export"] if '"type":"memory"' in line] == [
         line for line in scans["export"] if "rabbitmq" in line]
     assert len(scans["export"]) == 1
-    # The raw version passed the export's scan: its digest is kept, and a change of its
-    # line elsewhere (a new export of the same fields) needs no scan.
-    known = scanned.scanned_digests(store)
-    assert scanned.digester(store)("the queue is rabbitmq on the second host", None, "repo",
-                                   "user") in known
+    # The raw version passed the export's scan: its row now carries the mark, so a line of
+    # the same fields (a new export, once its mapping is gone) needs no scan.
+    assert _mark(store, "rawfact01") == scanned.scanner_mark()
+    store.conn.execute("DELETE FROM shared_records")
+    (shared_path(store) / "memories.jsonl").unlink()
+    scans["export"].clear()
+    assert sync(store, do_import=False, principal="owner").exported == 3
+    assert scans["export"] == []
     lines = (shared_path(store) / "memories.jsonl").read_text()
     assert "8080" in lines and "redis" in lines and "rabbitmq" in lines
 
@@ -61,7 +69,7 @@ def test_a_secret_stored_without_the_gate_is_still_caught(store, scans):
     _insert_raw(store, "rawsecret1", f"the ci token is {token}")
     result = sync(store, do_import=False, principal="owner")
     assert result.exported == 0 and "secret" in result.skipped_items[0]["reason"]
-    assert len(scans["export"]) == 1 and scanned.scanned_digests(store) == set()
+    assert len(scans["export"]) == 1 and _mark(store, "rawsecret1") is None
     written = shared_path(store) / "memories.jsonl"
     assert not written.exists() or token not in written.read_text()
 
@@ -90,9 +98,12 @@ def test_a_teammates_record_is_scanned_once_on_import_then_not_on_export(store, 
                          valid_until=None, parent=None, rel=None, held=None)
     (folder / "memories.jsonl").write_text(record.line + "\n")
     assert sync(store, do_export=False, principal="owner").imported == 1
-    assert scans["import"] == [record.line]  # the teammate's line: scanned, once
+    # The teammate's record: each field it wrote scanned, once (sync/fields_scan.py; its
+    # creation time, in agentstate's own format, cannot hold a secret).
+    fields = ["the nightly build runs at 02:00", "repo", "user", "alice", "fact"]
+    assert sorted(scans["import"]) == sorted(fields)
     sync(store, principal="owner")
-    assert scans["import"] == [record.line] and scans["export"] == []
+    assert sorted(scans["import"]) == sorted(fields) and scans["export"] == []
 
 
 def test_a_changed_scanner_scans_again(store, scans, monkeypatch):
@@ -102,19 +113,72 @@ def test_a_changed_scanner_scans_again(store, scans, monkeypatch):
     assert len(scans["export"]) == 1
 
 
-def test_a_purge_takes_the_versions_digest_with_it(store):
-    """Forgetting really forgets: a purged version leaves no scanned-text digest behind
-    (only the purge's own audit hash); a tombstone, which keeps the text, keeps its digest."""
+def test_a_purge_takes_the_versions_mark_with_it(store):
+    """Forgetting really forgets: a purged version keeps no mark (nor any m041 digest); a
+    tombstone, which keeps the text, keeps its mark."""
     from agentstate.memory.forget import forget
 
     kept = remember(store, "the staging box is called heron", kind="fact", principal="owner")
     gone = remember(store, "the old vpn host was kestrel-7", kind="fact", principal="owner")
-    digest = scanned.digester(store)
-    before = scanned.scanned_digests(store)
-    heron = digest("the staging box is called heron", None, "repo", "user")
-    kestrel = digest("the old vpn host was kestrel-7", None, "repo", "user")
-    assert {heron, kestrel} <= before
+    mark = scanned.scanner_mark()
+    assert _mark(store, kept.memory.id) == mark and _mark(store, gone.memory.id) == mark
     forget(store, kept.memory.ref, principal="owner", reason="outdated")
     forget(store, gone.memory.ref, purge=True, principal="owner", reason="leaked")
-    after = scanned.scanned_digests(store)
-    assert heron in after and kestrel not in after
+    assert _mark(store, kept.memory.id) == mark and _mark(store, gone.memory.id) is None
+    assert store.value("SELECT count(*) FROM scanned_texts") == 0
+
+
+@pytest.mark.parametrize("column", ["text", "key", "scope", "source"])
+def test_a_version_whose_fields_change_loses_its_mark(store, scans, column):
+    """A mark vouches only for the fields it saw: a hand edit of any of the four drops it,
+    and the export scans the line again (and refuses the token the edit put there)."""
+    token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+    made = remember(store, "the deploy host is tern", kind="fact", principal="owner")
+    value = {"text": f"the deploy token is {token}", "key": f"deploy.{token}",
+             "scope": f"path:{token}", "source": f"tool:{token}"}[column]
+    store.conn.execute(f"UPDATE memories SET {column} = ? WHERE id = ?",
+                       (value, made.memory.id))
+    assert _mark(store, made.memory.id) is None
+    result = sync(store, do_import=False, principal="owner")
+    assert result.exported == 0 and "secret" in result.skipped_items[0]["reason"]
+    assert len(scans["export"]) == 1
+
+
+def test_a_change_to_another_column_keeps_the_mark(store):
+    made = remember(store, "the deploy host is tern", kind="fact", principal="owner")
+    store.conn.execute("UPDATE memories SET status = 'superseded', confidence = 0.2, "
+                       "text = text WHERE id = ?", (made.memory.id,))
+    assert _mark(store, made.memory.id) == scanned.scanner_mark()
+
+
+def test_an_export_marks_only_the_fields_it_scanned(store):
+    """A version changed between the export's scan and its write stays unmarked."""
+    _insert_raw(store, "rawfact02", "the queue is rabbitmq on the second host")
+    row = store.value("SELECT row FROM memories WHERE id = 'rawfact02'")
+    scanned.mark_rows_scanned(store, [(row, "what the scan saw", None, "repo", "user")])
+    assert _mark(store, "rawfact02") is None
+    scanned.mark_rows_scanned(store, [(row, "the queue is rabbitmq on the second host", None,
+                                       "repo", "user")])
+    assert _mark(store, "rawfact02") == scanned.scanner_mark()
+
+
+def test_the_migration_assumes_no_row_scanned(tmp_path):
+    """m058 on a store written before it: no existing version is marked (only a scan marks
+    one), and the m041 digests, no longer read, are emptied."""
+    import sqlite3
+
+    import sqlite_utils
+
+    from agentstate.store.migrations import apply_migrations
+
+    db = sqlite_utils.Database(sqlite3.connect(tmp_path / "old.db", isolation_level=None))
+    apply_migrations(db, upto="m057_event_index_after_batch")
+    db.conn.execute(
+        "INSERT INTO memories (id, version, kind, scope, text, norm_hash, source, status, "
+        "confidence, created, last_confirmed, principal) VALUES ('old00001', 1, 'fact', "
+        "'repo', 'an older fact', 'h', 'user', 'active', 0.9, '2026-01-01', '2026-01-01', "
+        "'owner')")
+    db.conn.execute("INSERT INTO scanned_texts (digest) VALUES ('a digest of an older text')")
+    assert apply_migrations(db) == ["m058_scanned_mark"]
+    assert db.conn.execute("SELECT scanned_with FROM memories").fetchall() == [(None,)]
+    assert db.conn.execute("SELECT count(*) FROM scanned_texts").fetchone() == (0,)
