@@ -235,9 +235,10 @@ class StaticModel:
         return [x / norm for x in total] if norm > 0 else total
 
     def blob(self, text: str) -> bytes:
-        """The vector as stored (little-endian float16, like the numpy path's)."""
-        vec = self.vector(text)
-        return struct.pack(f"<{len(vec)}e", *vec)
+        """The vector as stored (memory/dense_codec.py), like the numpy path's."""
+        from agentstate.memory.dense_codec import encode
+
+        return encode(self.vector(text))
 
 
 @lru_cache(maxsize=2)

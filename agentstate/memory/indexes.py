@@ -93,7 +93,8 @@ def event_index_rewrite_plan(collected: str) -> CopyPlan:
     `events` is copied before these tables and says which events stay.
 
     What the triggers would have done row by row: a deleted event leaves the map and the
-    dense vectors (`events_search_ad`, `event_vectors_ad`); a collected one keeps its map row
+    dense vectors (`events_search_ad`, `event_vectors_unmapped`); a collected one keeps its
+    map row
     (its index row number) but loses its vector (`event_vectors_au`: its text changed). The
     word and trigram indexes are contentless, so they are created empty and filled from the
     texts that stay (the trigram one only from rows it held before: the CJK ones)."""
@@ -109,15 +110,17 @@ def event_index_rewrite_plan(collected: str) -> CopyPlan:
 
     # Driven from the ~12,000 events that stay (their ids are indexed in the new file), not
     # by probing every map row against the ~90,000 removed. A vector whose event was never
-    # in `events` stays, as no trigger would have removed it.
+    # in `events` stays, as no trigger would have removed it. Vectors are keyed by the map's
+    # row (m060), which the rewrite keeps.
     stays = f"(SELECT id FROM {SCHEMA}.events)"
-    collected_ids = (f"(SELECT e.id FROM main.events e WHERE e.rowid IN "
-                     f"(SELECT rid FROM {collected}))")
+    staying_rows = (f"(SELECT m.row FROM {SCHEMA}.events s JOIN main.event_search_map m "
+                    "ON m.event_id = s.id)")
+    collected_rows = (f"(SELECT m.row FROM main.events e JOIN main.event_search_map m "
+                      f"ON m.event_id = e.id WHERE e.rowid IN (SELECT rid FROM {collected}))")
     return CopyPlan(
         keep={"event_search_map": f"event_id IN {stays}",
-              "event_vectors": f"(event_id IN {stays} OR event_id NOT IN "
-                               f"(SELECT id FROM main.events)) AND event_id NOT IN "
-                               f"{collected_ids}"},
+              "event_vectors": f"(row IN {staying_rows} OR row NOT IN (SELECT row FROM "
+                               f"main.event_search_map)) AND row NOT IN {collected_rows}"},
         refill={"events_fts", "events_tri"}, steps=[refill, _vectors_removed])
 
 
@@ -127,9 +130,10 @@ def _vectors_removed(conn: Any, schema: str) -> None:
     deleted vectors raised by as many — else a process holding a matrix of the old vectors,
     or a kept ranking, would go on ranking removed events. The rewrite only removes rows, so
     the difference of the counts per model is the number removed."""
-    before = dict(conn.execute("SELECT model, count(*) FROM main.event_vectors GROUP BY model"))
-    after = dict(conn.execute(f"SELECT model, count(*) FROM {schema}.event_vectors "
-                              "GROUP BY model"))
+    count = ("SELECT m.name, count(*) FROM {0}.event_vectors v JOIN {0}.vector_models m "
+             "ON m.id = v.model GROUP BY m.name")  # the counts are by name (m060)
+    before = dict(conn.execute(count.format("main")))
+    after = dict(conn.execute(count.format(schema)))
     removed = {model: n - after.get(model, 0) for model, n in before.items()
                if n > after.get(model, 0)}
     if not removed:

@@ -529,3 +529,100 @@ def m057_event_index_after_batch(db: sqlite_utils.Database) -> None:
         END;
         """,
     )
+
+
+def m060_compact_vectors(db: sqlite_utils.Database) -> None:
+    """Dense vectors in about half the bytes, converted in place (issue 24, a store near its
+    content: the float16 vectors with their model's name and the event's TEXT id on every
+    row, and the two indexes on those, were 0.68 MB of what 1,000 events added to a store).
+
+    - `vector_models` names each model once; a vector holds its number (`model`), so another
+      model's vector is still told apart and replaced, never compared.
+    - `event_vectors` is keyed by the event's row in `event_search_map` (kept by VACUUM and by
+      gc's rewrite), one index on (row, model) serving both the look-up of an event's vector
+      and the count of a model's; its rowid stays the order vectors were written in, which
+      is how a process's matrix learns of new ones (memory/dense.py, `_Index`). A map row is
+      deleted with its event, and the vector with it (a trigger on the map, which does not
+      depend on the order the events' delete triggers fire in); a scrubbed text's vector
+      goes as before.
+    - Both tables hold 8-bit vectors with a scale (memory/dense_codec.py): 260 bytes, not 512.
+
+    The triggers other migrations put on the two tables are made again on the new ones (the
+    count of changes by the model's name, as m052 kept it); each count moves and every kept
+    ranking is cleared, so nothing made from the old rows is used after."""
+    from agentstate.memory import dense_codec
+
+    conn = db.conn
+    kept_triggers = [sql for (sql,) in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name IN "
+        "('event_vectors', 'memory_vectors') AND name NOT IN ('event_vectors_changes', "
+        "'event_vectors_changes_au', 'memory_vectors_changes', 'memory_vectors_changes_au') "
+        "ORDER BY rowid")]
+    run_script(db, """
+        CREATE TABLE vector_models (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+        INSERT INTO vector_models (name) SELECT model FROM event_vectors
+            UNION SELECT model FROM memory_vectors;
+        DROP TRIGGER event_vectors_au;
+        DROP TRIGGER event_vectors_ad;
+        CREATE TEMP TABLE old_event_vectors AS
+            SELECT m.row AS row, n.id AS model, v.vec AS vec FROM event_vectors v
+            JOIN event_search_map m ON m.event_id = v.event_id
+            JOIN vector_models n ON n.name = v.model ORDER BY v.rowid;
+        CREATE TEMP TABLE old_memory_vectors AS
+            SELECT v.row AS row, n.id AS model, v.vec AS vec FROM memory_vectors v
+            JOIN vector_models n ON n.name = v.model;
+        DROP TABLE event_vectors;
+        DROP TABLE memory_vectors;
+        CREATE TABLE event_vectors (
+            row INTEGER NOT NULL,
+            model INTEGER NOT NULL,
+            vec BLOB NOT NULL
+        );
+        CREATE UNIQUE INDEX event_vectors_row ON event_vectors(row, model);
+        CREATE TABLE memory_vectors (
+            row INTEGER PRIMARY KEY,
+            model INTEGER NOT NULL,
+            vec BLOB NOT NULL
+        );
+        CREATE TRIGGER event_vectors_au AFTER UPDATE OF text ON events BEGIN
+            DELETE FROM event_vectors
+            WHERE row = (SELECT row FROM event_search_map WHERE event_id = OLD.id);
+        END;
+        CREATE TRIGGER event_vectors_unmapped AFTER DELETE ON event_search_map BEGIN
+            DELETE FROM event_vectors WHERE row = OLD.row;
+        END;
+    """)
+    conn.create_function("agentstate_int8_vector", 1, dense_codec.from_float16,
+                         deterministic=True)
+    try:
+        for table in ("event_vectors", "memory_vectors"):
+            conn.execute(f"INSERT INTO {table} (row, model, vec) SELECT row, model, "
+                         f"agentstate_int8_vector(vec) FROM temp.old_{table} ORDER BY rowid")
+            conn.execute(f"DROP TABLE temp.old_{table}")
+    finally:
+        conn.create_function("agentstate_int8_vector", 1, None)
+    for sql in kept_triggers:
+        conn.execute(sql)
+    _vector_change_triggers(db)
+    run_script(db, """
+        UPDATE vector_changes SET changes = changes + 1;
+        UPDATE dense_queries SET ranked = NULL WHERE ranked IS NOT NULL;
+    """)
+
+
+def _vector_change_triggers(db: sqlite_utils.Database) -> None:
+    """m052's counts of deleted or changed vectors, on the tables m060 made: by the model's
+    name, which the count is read by (memory/dense_queries.py)."""
+    bump = ("INSERT INTO vector_changes (kind, model, changes) VALUES ('{table}', "
+            # (a number no name has, which nothing writes, still counted: never a failed purge)
+            "coalesce((SELECT name FROM vector_models WHERE id = {which}.model), "
+            "{which}.model), 1) "
+            "ON CONFLICT (kind, model) DO UPDATE SET changes = changes + 1;")
+    run_script(db, "".join(
+        f"""
+        CREATE TRIGGER {table}_changes{suffix} AFTER {event} ON {table} BEGIN
+            {" ".join(bump.format(table=table, which=which) for which in rows)}
+        END;"""
+        for table in ("event_vectors", "memory_vectors")
+        for event, suffix, rows in (("DELETE", "", ("OLD",)),
+                                    ("UPDATE", "_au", ("OLD", "NEW")))))

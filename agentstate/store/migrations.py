@@ -84,6 +84,9 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m056_events_batch", "runs"),  # the marker of a bulk write of events
     ("m057_event_index_after_batch", "memory"),  # the event index waits for the marker
     ("m058_scanned_mark", "memory"),  # issue 24: "scanned?" answered by the version's row
+    # Issue 24, the store's size with the dense extra: after m052, whose triggers it makes
+    # again, and numbered past m058 so that the names sort in run order.
+    ("m060_compact_vectors", "memory"),  # 8-bit vectors keyed by integers, models named once
 )
 
 

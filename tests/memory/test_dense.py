@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentstate.memory import dense
+from agentstate.memory import dense, dense_codec
 from agentstate.memory.search import EventHit, _fused, ranked_events, search_events
 from agentstate.runs.log import append_event, start_run
 
@@ -71,9 +71,10 @@ def test_vectors_of_another_model_are_re_embedded_never_mixed(store, embedder):
     assert dense.ensure_vectors(store, embedder) == len(PARTY)
     assert dense.ensure_vectors(store, embedder) == 0  # nothing new: nothing to do
     # An older model's vectors for every event, one of them pointing straight at the query.
-    other = embedder.encode(["cards until midnight"])[0].astype("<f2").tobytes()
+    other = dense_codec.encode_rows(embedder.encode(["cards until midnight"]))[0]
     with store.transaction() as conn:
-        conn.execute("UPDATE event_vectors SET model = 'old-model@0', vec = ?", (other,))
+        conn.execute("UPDATE event_vectors SET model = ?, vec = ?",
+                     (dense.model_id(conn, "old-model@0"), other))
     assert dense.vector_models(store.conn) == {"old-model@0": len(PARTY)}
     near = dense.dense_ranked(store, "playing the violin", 5, embedder)
     assert dense.vector_models(store.conn) == {embedder.model: len(PARTY)}
@@ -85,8 +86,9 @@ def test_a_purged_text_takes_its_vector_with_it(store, embedder):
     dense.ensure_vectors(store, embedder)
     with store.transaction() as conn:
         conn.execute("UPDATE events SET text = '[purged]' WHERE id = ?", (events[1].id,))
-    assert store.value("SELECT count(*) FROM event_vectors WHERE event_id = ?",
-                       (events[1].id,)) == 0
+    assert store.value("SELECT count(*) FROM event_vectors WHERE row = (SELECT row FROM "
+                       "event_search_map WHERE event_id = ?)", (events[1].id,)) == 0
+    assert store.value("SELECT count(*) FROM event_vectors") == len(PARTY) - 1
     assert dense.ensure_vectors(store, embedder) == 1  # the scrubbed text, embedded again
 
 
@@ -171,8 +173,8 @@ def test_recall_finds_a_memory_by_meaning_where_no_word_matches(store, embedder)
     # The paraphrase alone, not every memory the store holds: the unrelated ones are below
     # the similarity floor, however few memories there are.
     assert [h.text for h in fused.hits] == [NOTES[0]]
-    assert store.value("SELECT count(*) FROM memory_vectors WHERE model = ?",
-                       (embedder.model,)) == len(NOTES)
+    assert store.value("SELECT count(*) FROM memory_vectors WHERE model = (SELECT id FROM "
+                       "vector_models WHERE name = ?)", (embedder.model,)) == len(NOTES)
 
 
 def test_recall_keeps_the_words_the_query_shares_above_a_paraphrase(store, embedder):
@@ -209,8 +211,9 @@ def test_the_cached_matrix_sees_new_vectors_and_other_connections_writes(store, 
     # Another process zeroes a vector in place (same count, same rowids): seen all the same.
     other = sqlite3.connect(store.root / "state.db")
     with other:
-        other.execute("UPDATE event_vectors SET vec = zeroblob(?) WHERE event_id IN (?, ?)",
-                      (2 * dense.DIM, cello, more.id))
+        other.execute("UPDATE event_vectors SET vec = zeroblob(?) WHERE row IN (SELECT row "
+                      "FROM event_search_map WHERE event_id IN (?, ?))",
+                      (4 + dense.DIM, cello, more.id))
     other.close()
     near = dict(dense.dense_ranked(store, "cello lessons", 10, embedder))
     assert near[cello] == 0.0 and near[more.id] == 0.0

@@ -9,9 +9,12 @@ import sqlite3
 
 import pytest
 
-from agentstate.memory import dense
+from agentstate.memory import dense, dense_codec
 from agentstate.runs.log import append_event
 from tests.memory.test_dense import PARTY, _log
+
+# An event's vector row, by the event's id (m060 keys vectors by the search map's row).
+ROW = "(SELECT row FROM event_search_map WHERE event_id = ?)"
 
 
 @pytest.fixture(autouse=True)
@@ -60,10 +63,11 @@ def test_a_vector_written_by_another_process_is_seen(store, embedder):
     newer = append_event(store, run.ref, "note", "My cello lessons moved to Mondays.")
     # Another process embeds the new event first (its own connection, its own write).
     other = sqlite3.connect(store.root / "state.db")
-    vec = embedder.encode([newer.text])[0].astype("<f2").tobytes()
+    vec = dense_codec.encode_rows(embedder.encode([newer.text]))[0]
     with other:
-        other.execute("INSERT OR REPLACE INTO event_vectors (event_id, model, vec) "
-                      "VALUES (?, ?, ?)", (newer.id, embedder.model, vec))
+        other.execute("INSERT INTO event_vectors (row, model, vec) SELECT m.row, n.id, ? "
+                      "FROM event_search_map m, vector_models n WHERE m.event_id = ? AND "
+                      "n.name = ?", (vec, newer.id, embedder.model))
     other.close()
     assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == newer.id
 
@@ -155,8 +159,8 @@ def test_a_vector_changed_in_place_by_another_process_is_scored_as_stored(store,
     # same rowid, so only the count of changes (m052's UPDATE trigger) tells the matrix.
     other = sqlite3.connect(store.root / "state.db")
     with other:
-        other.execute("UPDATE event_vectors SET vec = (SELECT vec FROM event_vectors "
-                      "WHERE event_id = ?) WHERE event_id = ?", (cello, dog))
+        other.execute(f"UPDATE event_vectors SET vec = (SELECT vec FROM event_vectors "
+                      f"WHERE row = {ROW}) WHERE row = {ROW}", (cello, dog))
     other.close()
     near = dict(dense.dense_ranked(store, "cello lessons", 2, embedder))
     assert set(near) == {cello, dog} and near[dog] == pytest.approx(near[cello])
@@ -198,10 +202,49 @@ def test_equal_scores_are_ordered_by_key_as_the_stored_vectors_order_them(store,
     near = dense.dense_ranked(store, "cello lessons", 3, embedder)
     # The same text has the same vector: the best scores are equal, and the list is what
     # scoring every stored vector and sorting by (score, key) gives, not an arbitrary pick.
-    rows = store.conn.execute("SELECT event_id, vec FROM event_vectors").fetchall()
+    rows = store.conn.execute("SELECT m.event_id, v.vec FROM event_vectors v "
+                              "JOIN event_search_map m ON m.row = v.row").fetchall()
     q = np.asarray(dense._Encoder(embedder.model, embedder).query("cello lessons"),
                    np.float32)
-    scored = sorted(((-float(np.frombuffer(vec, "<f2").astype(np.float32) @ q), key)
+    scored = sorted(((-float(dense_codec.decode_rows([vec], dense.DIM)[0] @ q), key)
                      for key, vec in rows))
     assert [key for key, _ in near] == [key for _, key in scored[:3]]
     assert len({score for _, score in near}) == 1
+
+
+def test_memory_versions_embedded_in_later_batches_all_enter_the_matrix(store, embedder,
+                                                                          monkeypatch):
+    """Memory vectors take their version's row as rowid: a later batch embeds older versions,
+    below what the matrix has read. Every version still ranks once it has its vector."""
+    from agentstate.memory.write import remember
+
+    notes = ["Caroline takes cello lessons on Tuesdays.", "The dog is called Biscuit.",
+             "Mel plays cards with her sister.", "The build uses make.",
+             "Deploys happen on Fridays."]
+    for text in notes:
+        remember(store, text, kind="fact", source="user", principal="owner")
+    monkeypatch.setattr(dense, "EMBED_BATCH", 2)  # three searches embed the five
+    sizes = [len(dense.dense_memory_ranked(store, f"violin practice {n}", 10, embedder))
+             for n in range(3)]
+    assert sizes == [2, 4, 5]
+    assert store.value("SELECT count(*) FROM memory_vectors") == len(notes)
+
+
+def test_new_vectors_fill_the_next_columns_of_the_kept_matrix(store, embedder, monkeypatch):
+    """A matrix already read takes new vectors in the columns after its own (a new question,
+    so no kept ranking answers): the scores are those of the matrix read afresh, in blocks
+    of rows (two here, so the five span three)."""
+    monkeypatch.setattr(dense, "SCATTER_ROWS", 2)
+    run, events = _log(store, PARTY)
+    dense.dense_ranked(store, "a dog", 3, embedder)  # the matrix, of the five
+    newer = [append_event(store, run.ref, "note", text) for text in
+             ("My cello lessons moved to Mondays.", "Biscuit chewed my shoes again.")]
+    kept = dense.dense_ranked(store, "cello lessons on mondays", 7, embedder)
+    index = dense._CACHE[next(k for k in dense._CACHE if k[2] == "event_vectors")]
+    assert index.size == len(PARTY) + 2 and kept[0][0] == newer[0].id
+    dense._CACHE.clear()  # the same question against the matrix read whole
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM dense_queries")
+    afresh = dense.dense_ranked(store, "cello lessons on mondays", 7, embedder)
+    assert [k for k, _ in kept] == [k for k, _ in afresh]
+    assert dict(kept) == pytest.approx(dict(afresh))

@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pytest
 
-from agentstate.memory import dense, dense_static
+from agentstate.memory import dense, dense_codec, dense_static
 
 
 def _texts() -> list[str]:
@@ -53,10 +53,10 @@ def test_vectors_are_the_numpy_paths(embedder, files):
                                       "embedding.weight", dense.DIM)
     assert static is not None and static.model == embedder.model
     texts = _texts()[:400]
-    ours = np.array([np.frombuffer(static.blob(t), "<f2") for t in texts], np.float32)
-    theirs = embedder.encode(texts).astype("<f2").astype(np.float32)
+    ours = dense_codec.decode_rows([static.blob(t) for t in texts], dense.DIM)
+    theirs = dense_codec.decode_rows(dense_codec.encode_rows(embedder.encode(texts)), dense.DIM)
     assert np.abs(ours - theirs).max() < 2e-3
-    assert not np.frombuffer(static.blob(""), "<f2").any()  # nothing known: all zeros
+    assert not any(dense_codec.decode(static.blob("")))  # nothing known: all zeros
 
 
 def test_the_compact_tokenizer_is_kept_per_version_and_rebuilt_when_damaged(

@@ -74,10 +74,14 @@ def _build(root: Path) -> None:
     # order, so a map rebuilt instead of kept would number it differently.
     store.clock.advance(timedelta(days=-1))
     append_event(store, young.ref, "observation", "whiskey logged late, dated early")
-    # The last is a vector whose event was never logged: no trigger removes it in place.
-    for event_id in (old[0].id, cited[0].id, kept[0].id, "never-logged"):
-        store.conn.execute("INSERT INTO event_vectors (event_id, model, vec) VALUES (?, 'm', ?)",
-                           (event_id, b"\x00" * 8))
+    # The last is a vector whose event was never logged (a map row no event has): no
+    # trigger removes it in place.
+    store.conn.execute("INSERT INTO vector_models (id, name) VALUES (1, 'm')")
+    for event in (old[0], cited[0], kept[0]):
+        store.conn.execute("INSERT INTO event_vectors (row, model, vec) SELECT row, 1, ? "
+                           "FROM event_search_map WHERE event_id = ?", (b"\x00" * 8, event.id))
+    store.conn.execute("INSERT INTO event_vectors (row, model, vec) VALUES (999999, 1, ?)",
+                       (b"\x00" * 8,))
     # A kept dense ranking of event vectors (m050): the removed vectors must clear it, as
     # the triggers do in place, and count as deleted (m052); one of memories stays.
     for kind in ("event_vectors", "memory_vectors"):

@@ -23,7 +23,7 @@ OWNERS: dict[str, str] = {
         "memories", "memory_evidence", "memory_history", "memories_fts", "memories_tri",
         "memories_vocab", "memories_tri_vocab", "event_search_map", "events_fts",
         "events_tri", "events_vocab", "events_tri_vocab", "event_vectors", "memory_vectors",
-        "scanned_texts", "dense_queries", "vector_changes", "memory_changes",
+        "scanned_texts", "dense_queries", "vector_changes", "memory_changes", "vector_models",
     ), "memory"),
     **dict.fromkeys(("skill_versions", "skill_loads", "skill_tests", "skill_publish_journal",
                      "skill_changes"), "skills"),
