@@ -20,6 +20,7 @@ from agentstate.lazy_re import LazyPattern
 from agentstate.secret_scan import (
     Finding,
     Scanned,
+    _by_rarest_character,
     find_secrets,
     redact_secrets,
     remove_invisible,
@@ -170,20 +171,26 @@ _INJECTION_ANCHORS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def _anchor_table(groups: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    """(anchor, indexes of the patterns it lets run): each distinct word looked for once per
-    text, not once per pattern naming it through a generator (issue 24: a sync import checks
-    every record it inserts)."""
+_AnchorGroups = tuple[tuple[str, tuple[tuple[str, tuple[int, ...]], ...]], ...]
+
+
+def _anchor_table(groups: tuple[tuple[str, ...], ...]) -> _AnchorGroups:
+    """(anchor, indexes of the patterns it lets run), each distinct word once (not once per
+    pattern naming it), grouped under the word's rarest character as the secret scanner's
+    anchors are: a text without that character skips the group's substring searches for one
+    character test (issue 24: a sync import checks every record it inserts)."""
     table: dict[str, list[int]] = {}
     for index, anchors in enumerate(groups):
         for anchor in anchors:
             table.setdefault(anchor, []).append(index)
-    return tuple((anchor, tuple(indexes)) for anchor, indexes in table.items())
+    return _by_rarest_character(tuple((anchor, tuple(indexes))
+                                      for anchor, indexes in table.items()))
 
 
-def _to_run(table: tuple[tuple[str, tuple[int, ...]], ...], lower: str) -> list[int]:
+def _to_run(table: _AnchorGroups, lower: str) -> list[int]:
     """Indexes of the patterns one of whose anchors is in `lower`, in the patterns' order."""
-    return sorted({i for anchor, indexes in table if anchor in lower for i in indexes})
+    return sorted({i for char, members in table if char in lower
+                   for anchor, indexes in members if anchor in lower for i in indexes})
 
 
 @cache
@@ -200,12 +207,24 @@ _INJECTION_TABLE = _anchor_table(_INJECTION_ANCHORS)
 _RULE_TABLE = _anchor_table(_RULE_ANCHORS)
 
 
+def _flatten(text: str) -> str:
+    """The text the patterns read: invisible characters removed, NFKC (full-width letters,
+    `ｉｇｎｏｒｅ`, read as the words they spell), each whitespace run one space. A text with
+    no run to collapse is left as it is: every whitespace character but the space is
+    unprintable (a test checks every code point), so a printable text without two spaces in
+    a row has none, and the substitution, most of this check's time on a short text, is
+    skipped (issue 24)."""
+    flat = unicodedata.normalize("NFKC", remove_invisible(text))
+    if "  " not in flat and flat.isprintable():
+        return flat
+    return _SPACES.sub(" ", flat)
+
+
 def find_injection(text: str, *, from_user: bool = True) -> list[str]:
     """Phrases that read as instructions aimed at the agent. With `from_user=False` (tool
     output, files, records from elsewhere) rules for the agent ("from now on, always skip the
     tests") count too: only the user sets those."""
-    # NFKC: full-width letters (`ｉｇｎｏｒｅ`) read as the words they spell.
-    flat = _SPACES.sub(" ", unicodedata.normalize("NFKC", remove_invisible(text)))
+    flat = _flatten(text)
     lower = flat.lower()
     found = []
     for index in _to_run(_INJECTION_TABLE, lower):
