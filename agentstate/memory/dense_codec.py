@@ -38,9 +38,14 @@ def encode(values: list[float]) -> bytes:
 
 
 def dot(query: list[float], blob: bytes) -> float:
-    """The query's product with one stored vector (no numpy)."""
+    """The query's product with one stored vector (no numpy). Vectors of another length
+    (another model's width) are never compared: `map` would stop at the shorter one and
+    score a prefix without a word, so a mismatch is an error, not a score."""
     import operator
 
+    if len(blob) - 4 != len(query):
+        raise ValueError(f"a stored vector of {len(blob) - 4} dimensions against a query of "
+                         f"{len(query)}: vectors of different models are never compared")
     scale, *ints = _layout(len(blob) - 4).unpack(blob)
     return scale * sum(map(operator.mul, query, ints))
 

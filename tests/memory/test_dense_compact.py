@@ -152,6 +152,16 @@ def test_the_python_and_numpy_encodings_agree(embedder):
         float(np.abs(matrix[0]).max()), rel=1e-3)
 
 
+def test_a_stored_vector_of_another_width_is_never_scored():
+    """A query of one width against a vector of another (another model's) is an error:
+    multiplying component by component would score the shorter one's prefix silently."""
+    blob = dense_codec.encode([0.5] * 128)
+    assert dense_codec.dot([0.5] * 128, blob) == pytest.approx(32.0, rel=1e-2)
+    for query in ([0.5] * 256, [0.5] * 64):
+        with pytest.raises(ValueError, match="never compared"):
+            dense_codec.dot(query, blob)
+
+
 def test_a_store_is_readable_by_a_second_connection_after_the_upgrade(tmp_path, embedder):
     repo, _ = _old_store(tmp_path, embedder)
     open_store(start=repo).close()
