@@ -60,6 +60,13 @@ def rows(page, selector: str) -> list[str]:
     return page.eval_on_selector_all(selector, "els => els.map(e => e.dataset.ref)")
 
 
+def follow(page, selector: str) -> None:
+    """Click a link and wait for the page it leads to: a click returns once the navigation
+    has started, and a list read before the new page is parsed reads the blank one between."""
+    with page.expect_navigation():
+        page.click(selector)
+
+
 def test_click_through_against_the_cli(server, seeded, cli, browser_page):
     page = browser_page
     page.goto(server.url)
@@ -70,7 +77,7 @@ def test_click_through_against_the_cli(server, seeded, cli, browser_page):
     no_script_ran(page)
     shoot(page, "runs")
 
-    page.click(f"#runs a.ref[href='/runs/{seeded['run'][4:]}']")
+    follow(page, f"#runs a.ref[href='/runs/{seeded['run'][4:]}']")
     events = cli.json("events", "--run", seeded["run"])
     assert rows(page, "#timeline li.event") == [e["ref"] for e in reversed(events)]
     assert "\\x1b[2J" in page.inner_text("#timeline")  # the terminal escape, as text
@@ -116,7 +123,7 @@ def test_click_through_against_the_cli(server, seeded, cli, browser_page):
     no_script_ran(page)
     shoot(page, "trace")
 
-    page.click("nav a[href='/memory']")
+    follow(page, "nav a[href='/memory']")
     queue = [m["ref"] for s in ("contested", "candidate")
              for m in cli.json("memory", "list", "--status", s)]
     assert rows(page, "#review li") == queue
@@ -164,9 +171,9 @@ def test_runs_page_pages_a_long_run(server, seeded, cli, browser_page, initialis
     first = rows(page, "#timeline li.event")
     notes = [e["ref"] for e in cli.json("events", "--run", seeded["run"], "--kind", "note")]
     assert first == list(reversed(notes))[:100]
-    page.click("#older")
+    follow(page, "#older")
     assert rows(page, "#timeline li.event") == list(reversed(notes))[100:]
-    page.click("#newer")
+    follow(page, "#newer")
     assert rows(page, "#timeline li.event") == first
     assert page.problems == []  # type: ignore[attr-defined]
 
@@ -185,7 +192,7 @@ def test_eval_page_draws_the_kept_reports_as_the_cli_printed_them(server, cli, b
     --plot does (scenarios: recall and leakage; LoCoMo: recall), offline, in inline SVG."""
     page = browser_page
     page.goto(server.url)
-    page.click("nav a[href='/eval']")
+    follow(page, "nav a[href='/eval']")
     assert page.locator("#eval-none").is_visible()
     scenarios = cli.json("eval", "scenarios", "--scenarios", "1", "--budget", "1000",
                          "--budget", "4000", "--arm", "full", "--arm", "no-memory")
