@@ -27,14 +27,15 @@ def main() -> None:
         if run_quick_sync(argv[-1] == "--json", os.environ.get("AGENTSTATE_DIR") or None):
             sys.exit(0)
     if argv[:1] == ["context"]:
-        from agentstate.integrations.context_runner import leave, run_quick_context
+        from agentstate.integrations.context_runner import run_quick_context
+        from agentstate.integrations.one_shot import leave
 
         code = run_quick_context(argv[1:], os.environ.get("AGENTSTATE_DIR") or None)
         if code is not None:
             leave(code)
     if argv == ["gc", "--json"]:
-        from agentstate.integrations.context_runner import leave
         from agentstate.integrations.gc_runner import run_quick_gc
+        from agentstate.integrations.one_shot import leave
 
         code = run_quick_gc(os.environ.get("AGENTSTATE_DIR") or None)
         if code is not None:

@@ -11,15 +11,13 @@ refused, any error before the pack is recorded — returns None with nothing pri
 nothing written, and the full command runs and reports, so nothing is decided here that
 the command would decide differently. Both paths record and print a pack through the two
 functions below. A process that answered here builds one pack and ends, so it runs without
-the collector and ends without the interpreter's teardown (`leave`).
+the collector and ends without the interpreter's teardown (integrations/one_shot.py).
 """
 
 from __future__ import annotations
 
-import gc
-import os
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agentstate.context.assemble import ContextPack
@@ -62,32 +60,9 @@ def run_quick_context(args: list[str], directory: str | None) -> int | None:
     if form is None:
         return None
     budget, as_json, query = form
-    # The process builds one pack and ends: the collector's passes over what the imports and
-    # the assembly allocate (~5 ms of a 0.17 s process) would free nothing it still needs.
-    # Back on after the pack: the full command, when it runs here, collects as usual.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _quick(budget, as_json, query, directory)
-    finally:
-        if collecting:
-            gc.enable()
+    from agentstate.integrations.one_shot import without_collector
 
-
-def leave(code: int) -> NoReturn:
-    """End the process as `sys.exit(code)` would after a quick pack, without the
-    interpreter's teardown (freeing every module and object: ~10 ms of the process): the
-    exit functions run (the token counts learned are saved), the store was closed when the
-    pack was recorded, and what is buffered is written."""
-    import atexit
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a reader gone: what `stdout_gone` leaves quietly
-            pass
-    os._exit(code)
+    return without_collector(lambda: _quick(budget, as_json, query, directory))
 
 
 def _quick(budget: str | None, as_json: bool, query: str | None,

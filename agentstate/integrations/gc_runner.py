@@ -18,7 +18,6 @@ joined a team's store or applied migrations (those fall through).
 
 from __future__ import annotations
 
-import gc as collector
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,18 +29,12 @@ COMMAND = "gc"
 
 def run_quick_gc(directory: str | None) -> int | None:
     """The exit code when the gc ran here (its envelope printed), else None (nothing printed,
-    nothing written: the full command runs)."""
-    # The process runs one gc and ends (`entry` leaves through context_runner's `leave`,
-    # without the interpreter's teardown): the collector's passes would free nothing it
-    # still needs (~13 ms of CPU of a gc process with both). Back on after the gc, for the
-    # full command when it runs here.
-    collecting = collector.isenabled()
-    collector.disable()
-    try:
-        return _quick(directory)
-    finally:
-        if collecting:
-            collector.enable()
+    nothing written: the full command runs). The process runs one gc and ends
+    (integrations/one_shot.py: without the collector, and `entry` leaves without the
+    interpreter's teardown)."""
+    from agentstate.integrations.one_shot import without_collector
+
+    return without_collector(lambda: _quick(directory))
 
 
 def _quick(directory: str | None) -> int | None:
