@@ -274,3 +274,21 @@ def shown_at(store: Store, entry, text: str) -> int:
             assert trace(store, f"{event.run}#{event.seq}", principal="owner").ref == entry.ref
             return found.start()
     return text.find(f"[{entry.ref}")
+
+
+def into_closed_pipe(args: list[str], cwd: Path, env: dict[str, str] | None = None):
+    """`agentstate ARGS` writing into a pipe whose reader is already gone, as after
+    `agentstate … | head -c 10` once head has exited: every write fails (EPIPE), whatever
+    the output's size and timing (a live `head` may read it all before it goes)."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "agentstate", *args], cwd=cwd,
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
+                              env=env)
+    finally:
+        os.close(write)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentstate.integrations.context_runner import quick_form
-from tests.conftest import undo_m016
+from tests.conftest import into_closed_pipe, undo_m016
 
 
 def _context(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess, bool]:
@@ -119,11 +119,14 @@ def test_no_store_is_the_full_commands_error(repo):
     assert proc.returncode == 1 and typer and "agentstate init" in proc.stderr
 
 
-def test_a_closed_pipe_ends_quietly(working):
-    """`agentstate context | head -c 10`: the reader goes away; no traceback, as the CLI."""
-    proc = subprocess.run(f"{sys.executable} -m agentstate context --budget 3000 | head -c 10",
-                          shell=True, cwd=working, capture_output=True, text=True, timeout=120)
-    assert len(proc.stdout) == 10 and "Traceback" not in proc.stderr, proc.stderr
+@pytest.mark.parametrize("args", [("--budget", "3000"), ("--json",)])
+def test_a_closed_pipe_ends_quietly(working, args):
+    """`agentstate context | head -c 10`: the reader is gone; no traceback and exit 1, as
+    the CLI's boundary ends it, and the pack was recorded before it was printed."""
+    before = _packs(working)
+    proc = into_closed_pipe(["context", *args], working)
+    assert (proc.returncode, proc.stderr) == (1, ""), proc.stderr[-2000:]
+    assert _packs(working) == before + 1
 
 
 @pytest.mark.parametrize("args, form", [

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import undo_m016
+from tests.conftest import into_closed_pipe, undo_m016
 
 LATER = {"AGENTSTATE_NOW": "2099-01-01T00:00:00Z"}
 
@@ -161,9 +161,8 @@ def test_the_collector_is_off_during_a_quick_gc_and_as_it_was_after(aged, monkey
 
 
 def test_a_closed_pipe_ends_quietly(aged):
-    """`agentstate gc --json | head -c 10`: the reader goes away; no traceback, as the CLI."""
-    proc = subprocess.run(f"{sys.executable} -m agentstate gc --json | head -c 10", shell=True,
-                          cwd=aged[1], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, **LATER))
-    assert len(proc.stdout) == 10 and "Traceback" not in proc.stderr, proc.stderr
+    """`agentstate gc --json | head -c 10`: the reader is gone; no traceback and exit 1,
+    as the CLI's boundary ends it."""
+    proc = into_closed_pipe(["gc", "--json"], aged[1], env=dict(os.environ, **LATER))
+    assert (proc.returncode, proc.stderr) == (1, ""), proc.stderr[-2000:]
     assert len(_rows(aged[1])) == 1  # the gc was done
