@@ -17,7 +17,7 @@ import typer
 from agentstate import errors
 from agentstate.cli import app, load_commands
 from tests.cli.test_bad_input import _db_digest
-from tests.conftest import ROOT, failing_import_env, run_agentstate
+from tests.conftest import ROOT, failing_import_env, into_closed_pipe, run_agentstate
 
 PY = sys.executable
 TOKEN = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -186,13 +186,7 @@ def test_an_internal_error_in_a_real_process_has_no_traceback(initialised, tmp_p
 
 @pytest.mark.parametrize("args", [["run", "list", "--json"], ["run", "list"]])
 def test_a_closed_stdout_ends_quietly(initialised, args):
-    read, write = os.pipe()
-    os.close(read)  # the reader is gone before anything is written (`| head -0`)
-    try:
-        proc = subprocess.run([PY, "-m", "agentstate", *args], cwd=initialised, stdout=write,
-                              stderr=subprocess.PIPE, text=True, timeout=60)
-    finally:
-        os.close(write)
+    proc = into_closed_pipe(args, initialised)  # the reader gone before anything is written
     assert proc.returncode == 1 and proc.stderr == ""
 
 
