@@ -292,3 +292,22 @@ def into_closed_pipe(args: list[str], cwd: Path, env: dict[str, str] | None = No
                               env=env)
     finally:
         os.close(write)
+
+
+def run_noting_typer(args: list[str], cwd: Path, env: dict[str, str] | None = None):
+    """`agentstate ARGS` as a real process under `-X importtime` → (the process, whether it
+    imported Typer): how the quick paths (context, sync, gc --json) are told from the full
+    command. The import-time lines are taken out of the process's stderr."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "agentstate", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, NO_COLOR="1", **(env or {})))
+    # importtime lines end in "| NAME", indented by nesting: "|   typer" when the CLI imports it
+    typer = any(re.search(r"\|\s+typer$", line.rstrip()) for line in proc.stderr.splitlines())
+    proc.stderr = "\n".join(line for line in proc.stderr.splitlines()
+                            if not line.startswith("import time:"))
+    return proc, typer

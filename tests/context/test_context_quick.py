@@ -17,18 +17,12 @@ from pathlib import Path
 import pytest
 
 from agentstate.integrations.context_runner import quick_form
-from tests.conftest import into_closed_pipe, undo_m016
+from tests.conftest import into_closed_pipe, run_noting_typer, undo_m016
 
 
 def _context(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess, bool]:
     """`agentstate context ARGS` as a real process; (the process, whether it imported Typer)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "agentstate", "context",
-                           *args], cwd=repo, capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, NO_COLOR="1"))
-    typer = any(re.search(r"\|\s+typer$", line.rstrip()) for line in proc.stderr.splitlines())
-    proc.stderr = "\n".join(line for line in proc.stderr.splitlines()
-                            if not line.startswith("import time:"))
-    return proc, typer
+    return run_noting_typer(["context", *args], repo)
 
 
 def _packs(repo: Path) -> int:

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import into_closed_pipe, undo_m016
+from tests.conftest import into_closed_pipe, run_noting_typer, undo_m016
 
 LATER = {"AGENTSTATE_NOW": "2099-01-01T00:00:00Z"}
 
@@ -25,13 +23,7 @@ LATER = {"AGENTSTATE_NOW": "2099-01-01T00:00:00Z"}
 def _gc(repo: Path, *args: str, env: dict | None = None
         ) -> tuple[subprocess.CompletedProcess, bool]:
     """`agentstate ARGS` as a real process; (the process, whether it imported Typer)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "agentstate", *args],
-                          cwd=repo, capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, NO_COLOR="1", **LATER, **(env or {})))
-    typer = any(re.search(r"\|\s+typer$", line.rstrip()) for line in proc.stderr.splitlines())
-    proc.stderr = "\n".join(line for line in proc.stderr.splitlines()
-                            if not line.startswith("import time:"))
-    return proc, typer
+    return run_noting_typer(list(args), repo, env={**LATER, **(env or {})})
 
 
 def _rows(repo: Path) -> list:

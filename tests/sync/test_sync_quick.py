@@ -6,25 +6,17 @@ migration or a missing store goes through the full command."""
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import undo_m016
+from tests.conftest import run_noting_typer, undo_m016
 
 
 def _sync(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess, bool]:
     """`agentstate sync ARGS` as a real process; (the process, whether it imported Typer)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "agentstate", "sync",
-                           *args], cwd=repo, capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, NO_COLOR="1"))
-    # importtime lines end in "| NAME", indented by nesting: "|   typer" when the CLI imports it
-    typer = any(re.search(r"\|\s+typer$", line.rstrip()) for line in proc.stderr.splitlines())
-    return proc, typer
+    return run_noting_typer(["sync", *args], repo)
 
 
 @pytest.fixture
