@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from agentstate.lazy_re import LazyPattern
+
 DEFAULT_CHARS = 140
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
 _WS = re.compile(r"\s+")
@@ -182,22 +184,23 @@ def _before(label: str, flat: str, sentences: list[str], at: int, core: str,
 # holding answer words, answer lines showing them rose 606 → 617 with the kind alone (as
 # with a last sentence completed by the one before alone), 628 with both, 639 with the
 # sentence before also chosen by kind where none after holds it (offline, 1,000 tokens'
-# widths; docs/evaluation.md, tenth round).
-_KIND_TIME = re.compile(r"^\W*(when|how long|how often|what (year|month|day|date|time)|"
+# widths; docs/evaluation.md, tenth round). Compiled on first use: a pack without a
+# question (`context --budget N`) never asks what it asks for.
+_KIND_TIME = LazyPattern(r"^\W*(when|how long|how often|what (year|month|day|date|time)|"
                         r"which (year|month|day|date))\b|\bhow many (years|months|weeks|days)\b")
-_KIND_NAME = re.compile(r"^\W*(who|whom|whose|where|which)\b|\b(name|named|called|call)\b|"
+_KIND_NAME = LazyPattern(r"^\W*(who|whom|whose|where|which)\b|\b(name|named|called|call)\b|"
                         r"^\W*what (city|country|place|state|town|book|books|movie|movies|band|"
                         r"song|songs|game|games|show|shows|artist|author)\b")
-_KIND_LIST = re.compile(r"^\W*what (kinds?|types?|sorts?)\b|"
+_KIND_LIST = LazyPattern(r"^\W*what (kinds?|types?|sorts?)\b|"
                         r"^\W*what (\w+ ){0,2}\w+[^s']s (do|does|did|has|have|are|were|is)\b|"
                         r"^\W*what (are|were)\b")
-_TIME_WORDS = re.compile(
+_TIME_WORDS = LazyPattern(
     r"\b(\d+|january|february|march|april|may|june|july|august|september|october|november|"
     r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today|"
     r"tomorrow|tonight|last|next|ago|since|until|week|weeks|weekend|month|months|year|years|"
     r"morning|evening|night|summer|winter|spring|fall|autumn)\b")
-_CAPITALISED = re.compile(r"(?<=[\w,;:] )[A-Z][\w'’-]+")
-_LIST_MARKS = re.compile(r",|\band\b|\bor\b")
+_CAPITALISED = LazyPattern(r"(?<=[\w,;:] )[A-Z][\w'’-]+")
+_LIST_MARKS = LazyPattern(r",|\band\b|\bor\b")
 
 
 @lru_cache(maxsize=FORMS_KEPT)
