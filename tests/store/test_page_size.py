@@ -6,9 +6,11 @@ from __future__ import annotations
 import sqlite3
 
 from agentstate.maintenance.init import init_store
+from agentstate.memory.search import search_events
+from agentstate.runs.log import append_event, start_run
+from agentstate.store import init as init_module
 from agentstate.store.db import open_store
 from agentstate.store.init import PAGE_SIZE
-from agentstate.store.migrations import apply_migrations
 
 
 def _page_size(repo) -> int:
@@ -31,22 +33,18 @@ def test_a_new_store_has_large_pages_and_the_write_ahead_log(repo):
         conn.close()
 
 
-def test_a_store_with_small_pages_keeps_them_and_works(repo):
-    (repo / ".agentstate").mkdir()
-    conn = sqlite3.connect(repo / ".agentstate" / "state.db")
-    conn.execute("PRAGMA page_size = 4096")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.close()
-    from agentstate.store.db import connect
-
-    db = connect(repo / ".agentstate" / "state.db")
-    apply_migrations(db)
-    db.conn.close()
-    init_store(target=repo)  # the rest of the folder: the database is left as it is
+def test_a_store_with_small_pages_keeps_them_and_works(repo, monkeypatch):
+    # Made as before 16 KB pages (SQLite's default), then used by this version.
+    monkeypatch.setattr(init_module, "PAGE_SIZE", 4096)
+    init_store(target=repo)
+    monkeypatch.undo()
+    init_store(target=repo)  # a second `init` leaves the database as it is
     store = open_store(start=repo)
     try:
-        store.conn.execute("INSERT INTO runs (id, goal, status, created, updated) "
-                           "VALUES ('r1', 'g', 'active', 't', 't')")
+        run, _ = start_run(store, "keep the pages")
+        append_event(store, run.ref, "note", "the cello lesson moved to Tuesday")
+        assert [hit.text for hit in search_events(store, "cello")] == [
+            "the cello lesson moved to Tuesday"]
     finally:
         store.close()
     assert _page_size(repo) == 4096
