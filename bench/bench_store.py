@@ -44,6 +44,7 @@ def _db_bytes(repo: Path) -> dict[str, int]:
         sizes = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"))
         sizes["(file)"] = conn.execute("PRAGMA page_count").fetchone()[0] * \
             conn.execute("PRAGMA page_size").fetchone()[0]
+        sizes["(page size)"] = conn.execute("PRAGMA page_size").fetchone()[0]
         sizes["(event text and meta)"] = conn.execute(
             "SELECT coalesce(sum(length(CAST(text AS BLOB)) + length(meta)), 0) FROM events"
         ).fetchone()[0]
@@ -172,7 +173,7 @@ def _report_growth(paths: dict[int, Path], model: str | None) -> None:
     events = large - small
     lexical = _per_thousand(a, b, events, lexical=True)
     target = f"target ≤ {PER_1K_TARGET_MB} MB: "
-    span = f"(({large:,} − {small:,}) events)"
+    span = f"(({large:,} − {small:,}) events, pages of {b['(page size)']:,} bytes)"
     if model is None:
         print(f"  store per 1,000 events {span}, lexical only (no dense extra): "
               f"{lexical:.2f} MB, {target}{verdict(lexical <= PER_1K_TARGET_MB)}")

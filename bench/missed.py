@@ -88,13 +88,15 @@ NOTES: tuple[Note, ...] = (
          _NIGHT),
     _unanalysed("resume", ("resume on",)),
     Note("store", ("store per 1,000 events",),
-         "lexical only it is met (1.40 MB); with the dense extra every event also stores a "
-         "vector: 0.32 MB per 1,000 events since m060 (260-byte 8-bit vectors, an integer "
-         "key and one small index; 0.68 MB before), so 1.72 MB in the last run",
-         "vectors of ~100 bytes that rank like 256 dimensions (4-bit codes lose 0.008 of "
-         "dense recall at 2,000 tokens; the first 128 dimensions 0.034 at 1,000, 192 "
-         "dimensions 0.016, measured 2026-12-03) or the lexical store itself 0.2 MB "
-         "smaller (the events' page slack and TEXT keys, the word index's positions)",
+         "lexical only it is met (1.30 MB; 1.40 before new stores had 16 KB pages); with the "
+         "dense extra every event also stores a vector: 0.30 MB per 1,000 events (260-byte "
+         "8-bit vectors, an integer key and one small index), so 1.60 MB in the last run "
+         "(1.72 with 4 KB pages)",
+         "0.10 MB less without losing recall: 5-bit codes measured 1.51 MB (~1.49 with the "
+         "vectors keyed by their row) but cost the second corpus's dense arm a question at "
+         "1,000 and 4,000 tokens (6-bit: one at 1,000; 4-bit: 0.037 at 1,000); fewer "
+         "dimensions lose 0.016 or more; the word index without positions saves only 0.03 MB "
+         "(all measured 2026-12-03)",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
          "2.8x the floor in CPU (3.5-3.8x before the scanned check became a mark on the "

@@ -26,6 +26,13 @@ from agentstate.store.db import (
 )
 from agentstate.store.migrations import apply_migrations
 
+# A new store's pages (SQLite's default is 4 KB). The run log's rows are ~1 KB of text each,
+# and a page's unused tail is on average half a row: at 4 KB that was ~0.1 MB of every
+# 1,000 events (issue 24, docs/architecture.md "The store's size"); at 16 KB a quarter of
+# it. A store made with smaller pages keeps them (the size is fixed by the file's first
+# write, and the WAL file cannot change it).
+PAGE_SIZE = 16384
+
 
 @dataclass
 class InitResult:
@@ -97,6 +104,8 @@ def _complete(root: Path, result: InitResult, extra: Extra | None) -> InitResult
     db = connect(db_path)
     try:
         if fresh_db:
+            # Before the first write: the page size is fixed once the file has content.
+            db.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             db.conn.execute("PRAGMA journal_mode = WAL")
         # An older store upgraded by `init` keeps a copy from before, as on any first use.
         applied = apply_migrations(db, backup_prefix=None if fresh_db else f"{db_path}-before-")
