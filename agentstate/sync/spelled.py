@@ -64,16 +64,21 @@ def sqlite_spells_canonically(conn: sqlite3.Connection) -> bool:
     return known
 
 
+# What the export decides on for each version (SharedFields' names): the fields of its line
+# travel in the spelled body, and are read whole only where Python spells the line.
+HEAD = ("row", "id", "version", "scope", "supersedes", "status", "purged")
+
+
 def spelled_rows(store: Store) -> list[tuple[Any, ...]]:
-    """Every version's SharedFields, then its memory body spelled by SQLite, or None where
-    Python spells it (a version not to be written, or a SQLite not proven to spell alike),
-    then the scanner's mark on the row (memory/scanned.py)."""
+    """Every version's HEAD, then its memory body spelled by SQLite, or None where Python
+    spells it (a version not to be written, or a SQLite not proven to spell alike), then the
+    scanner's mark on the row (memory/scanned.py)."""
     if sqlite_spells_canonically(store.conn):
         try:
-            return shared_fields_with(store, f"{BODY_COLUMN}, m.scanned_with")
+            return shared_fields_with(store, f"{BODY_COLUMN}, m.scanned_with", HEAD)
         except sqlite3.OperationalError:  # a blob: "JSON cannot hold BLOB values"
             pass
-    return shared_fields_with(store, "NULL, m.scanned_with")
+    return shared_fields_with(store, "NULL, m.scanned_with", HEAD)
 
 
 def with_parent(body: str, parent: str, rel: str) -> str:

@@ -18,7 +18,7 @@ from agentstate.memory.versions import insert_version
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.sync import export as export_module
-from agentstate.sync import records, shared_path, sync
+from agentstate.sync import records, shared_path, spelled, sync
 
 AWKWARD = ['a "quoted" ,"key": value', "路径 ünïcode\tand a tab", "ends with a brace }",
            "back\\slash and \x01 control", "line\u2028separator and emoji 🚀", "/* \n */",
@@ -110,8 +110,8 @@ def _general_encoders(monkeypatch) -> None:
     monkeypatch.setattr(export_module, "memory_record",
                         lambda **fields: records.make_record("memory", **fields))
     monkeypatch.setattr(export_module, "evidence_line", _general_evidence_line)
-    monkeypatch.setattr(export_module, "spelled_rows",
-                        lambda store: shared_fields_with(store, "NULL, m.scanned_with"))
+    monkeypatch.setattr(export_module, "spelled_rows", lambda store: shared_fields_with(
+        store, "NULL, m.scanned_with", spelled.HEAD))
     # Files sorted as write_lines sorts them (by each line's own id), not from the pairs.
     monkeypatch.setattr(export_module, "write_ordered", records.write_lines)
 
