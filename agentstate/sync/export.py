@@ -28,6 +28,7 @@ from agentstate.memory.model import SharedFields, all_shared_fields, evidence_re
 from agentstate.memory.scanned import mark_rows_scanned, scanner_mark
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
+from agentstate.store.collector import without_collector
 from agentstate.store.refs import make_ref
 from agentstate.sync.records import (
     FILES,
@@ -106,8 +107,10 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     # Records a teammate forgot or purged: nothing more is written about them, not even an
     # evidence line, before the import (which runs after the export) applies the tombstone.
     dead = folder.targets("forget") | folder.targets("purge")
-    _plan_versions(plan, seen, known, statuses, dead, evidence_refs_by_row(store),
-                   spelled_rows(store))
+    # A first export reads a row and plans a line or two a version, tuples that hold no
+    # cycle: the collector's passes over them freed nothing (store/collector.py).
+    without_collector(lambda: _plan_versions(plan, seen, known, statuses, dead,
+                                             evidence_refs_by_row(store), spelled_rows(store)))
     plan.counts.update(map(_KIND_OF, plan.new))
     plan.dropped |= folder.targets("purge")
     return plan
@@ -269,6 +272,11 @@ _KIND_OF, _ID_OF = itemgetter(0), itemgetter(1)  # a planned line's record type,
 def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     """Write the planned lines (files changed only when they change); record the new
     mappings. → the file names written."""
+    # Sorted pairs and joined files of every planned line, no cycle among them (as the plan).
+    return without_collector(lambda: _write_export(store, folder, plan))
+
+
+def _write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     written = []
     gone = set(removed_lines(folder, plan.dropped))
     by_file: dict[str, list[Line]] = {}

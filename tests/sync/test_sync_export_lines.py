@@ -224,3 +224,36 @@ def test_a_format_version_equal_to_one_but_not_the_integer_keeps_its_spelling(ve
         parsed = records.parse_line(records.canonical(data), "test")
         assert parsed.body == _general_body(data)
         records.check_id(parsed)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_off_while_an_export_plans_and_writes_and_as_it_was_after(
+        tmp_path, monkeypatch, enabled):
+    """A first export allocates tuples holding no cycle, a few a version: the collector is
+    off while it reads and plans them and while it writes them (store/collector.py), and is
+    as the caller had it afterwards."""
+    import gc as collector
+
+    from agentstate.store.init import create_store
+
+    create_store(target=tmp_path)
+    store = _open(tmp_path)
+    _varied(store)
+    seen = []
+
+    def watching(function):
+        def watched(*args):
+            seen.append(collector.isenabled())
+            return function(*args)
+        return watched
+
+    for name in ("spelled_rows", "record_exported"):
+        monkeypatch.setattr(export_module, name, watching(getattr(export_module, name)))
+    (collector.enable if enabled else collector.disable)()
+    try:
+        assert sync(store, do_import=False, principal="owner").exported >= 12
+        assert collector.isenabled() is enabled
+    finally:
+        collector.enable()
+        store.close()
+    assert seen == [False, False]
