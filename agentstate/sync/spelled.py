@@ -15,8 +15,9 @@ Lone surrogates never reach SQLite (Python's sqlite3 refuses to encode them).
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
+from functools import lru_cache
+from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import shared_fields_with
@@ -91,14 +92,20 @@ def with_parent(body: str, parent: str, rel: str) -> str:
 def memory_line(body: str) -> tuple[str, str]:
     """(id, line) of a memory record from its body: the id's field goes before `key`, the
     first key after it (`created` and `held` come before, and hold no `,"key":`)."""
-    record_id = hashlib.sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
+    record_id = sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
     at = body.index(',"key":') + 1
     return record_id, f'{body[:at]}"id":"{record_id}",{body[at:]}'
 
 
 def evidence_line(memory: str, ref: str) -> tuple[str, str, str]:
     """(id, line, body) of an evidence record: `evidence_record` without the record."""
-    rest = _evidence_rest(memory, ref)
-    body = "{" + rest
-    record_id = hashlib.sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
-    return record_id, f'{{"id":"{record_id}",{rest}', body
+    body = f'{{"memory":{_quote(memory)}{_after_memory(ref)}'
+    record_id = sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
+    return record_id, f'{{"id":"{record_id}",{body[1:]}', body
+
+
+@lru_cache(maxsize=1024)
+def _after_memory(ref: str) -> str:
+    """An evidence record's canonical JSON after its memory field (`ref`, `type` and `v`
+    sort after it): the same for every version citing `ref`, and most cite `user`."""
+    return _evidence_rest("", ref)[len('"memory":""'):]
