@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from hashlib import sha256
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from agentstate.sync.records import (
     FILES,
     FORMAT,
     HELD,
+    ID_LENGTH,
     Folder,
     Record,
     file_digest,
@@ -44,7 +46,13 @@ from agentstate.sync.records import (
     write_ordered,
 )
 from agentstate.sync.shared import mapped_ids, record_exported
-from agentstate.sync.spelled import evidence_line, memory_line, spelled_rows, with_parent
+from agentstate.sync.spelled import (
+    after_memory,
+    evidence_line,
+    memory_line,
+    spelled_rows,
+    with_parent,
+)
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -120,11 +128,10 @@ def _plan_versions(plan: ExportPlan, seen: _Seen, known: dict[tuple[str, int], s
                    statuses: set[MemoryStatus], dead: set[str],
                    evidence: dict[int, list[str]], rows: list[tuple[Any, ...]]) -> None:
     """Plan each version's lines (and tombstones) in the versions' order, a parent before
-    its children. rows: spelled.HEAD, the spelled body, the scanner's mark; plain tuples
-    unpacked in one loop, with the common case (a body SQLite spelled, fields the scanner
-    passed) written out: a first export does this for every version (issue 24)."""
+    its children. rows: spelled.HEAD, the spelled body, the scanner's mark: plain tuples
+    unpacked in one loop (a first export does this for every version, issue 24)."""
     ids, present, mark, fields = seen.ids, seen.present, seen.mark, plan.fields
-    forgotten, contested = MemoryStatus.FORGOTTEN, MemoryStatus.CONTESTED
+    forgotten = MemoryStatus.FORGOTTEN
     for row, memory, version, scope, supersedes, status, purged, body, marked in rows:
         if not (scope == "repo" or shareable_scope(scope)):
             continue
@@ -135,34 +142,53 @@ def _plan_versions(plan: ExportPlan, seen: _Seen, known: dict[tuple[str, int], s
         if status not in statuses:
             continue
         record_id = ids.get(key)
-        cited: set[tuple[str, str]] | None = seen.cited
-        if record_id is None:  # not shared yet
-            made: Any
-            if body is None or marked != mark:  # Python spells it, or the scanner reads it
-                record = _general_record(plan, fields[row], ids, scan=marked != mark)
-                if record is None:
-                    continue
-                record_id, line, body, made = record.id, record.line, record.body, record
-            else:
-                parent = rel = None
-                if supersedes:
-                    parent = ids.get((memory, supersedes))
-                    if parent is not None:
-                        rel = "contests" if status == contested else "supersedes"
-                        body = with_parent(body, parent, rel)
-                record_id, line = memory_line(body)
-                made = (row, parent, rel)
-            ids[key] = record_id
-            plan.mappings.append((record_id, memory, version))
-            if record_id not in present:
-                present.add(record_id)
-                plan.new.append(("memory", record_id, line, body, made))
-            cited = None
-        elif known[key] & dead:  # shared already (written here or read from a teammate)
+        if record_id is not None:  # shared already (written here or read from a teammate)
+            if not known[key] & dead and row in evidence:
+                _add_evidence(plan, memory, record_id, evidence[row], seen, seen.cited)
             continue
-        refs = evidence.get(row)
-        if refs:
-            _add_evidence(plan, memory, record_id, refs, seen, cited)
+        if body is not None and marked == mark:  # SQLite spelled it, the scanner passed it
+            parent = ids.get((memory, supersedes)) if supersedes else None
+            _new_spelled(plan, seen, (row, memory, version, status, body, parent),
+                         evidence.get(row, ()))
+            continue
+        record = _general_record(plan, fields[row], ids, scan=marked != mark)
+        if record is not None:
+            ids[key] = record.id
+            plan.mappings.append((record.id, memory, version))
+            _add(plan, ("memory", record.id, record.line, record.body, record), present)
+            if row in evidence:
+                _add_evidence(plan, memory, record.id, evidence[row], seen, None)
+
+
+def _new_spelled(plan: ExportPlan, seen: _Seen, version: tuple[int, str, int, str, str,
+                                                               str | None],
+                 refs: Iterable[str]) -> None:
+    """The lines of a version new here whose body SQLite spelled: its memory line (with its
+    parent's record id spliced in), then its evidence lines, spelled as `evidence_line`
+    spells them (a record id is hex digits, nothing to quote; tests compare the two): a
+    first export does this for every version, and the calls a line were a fifth of it."""
+    row, memory, number, status, body, parent = version
+    rel = None
+    if parent is not None:
+        rel = "contests" if status == MemoryStatus.CONTESTED else "supersedes"
+        body = with_parent(body, parent, rel)
+    record_id, line = memory_line(body)
+    seen.ids[(memory, number)] = record_id
+    plan.mappings.append((record_id, memory, number))
+    present, new = seen.present, plan.new
+    if record_id not in present:
+        present.add(record_id)
+        new.append(("memory", record_id, line, body, (row, parent, rel)))
+    for ref in refs:
+        rest = f'"memory":"{record_id}"{after_memory(ref)}'
+        item_id = sha256(f"{{{rest}".encode()).hexdigest()[:ID_LENGTH]
+        if item_id in present:
+            continue
+        line = f'{{"id":"{item_id}",{rest}'
+        if ref == "user" or _generated(ref) or _clean(
+                plan, line, f"evidence {ref} of {make_ref('mem', memory)}"):
+            present.add(item_id)
+            new.append(("evidence", item_id, line, f"{{{rest}", (record_id, ref)))
 
 
 class _Fields(dict[int, SharedFields]):

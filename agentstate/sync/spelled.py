@@ -99,13 +99,13 @@ def memory_line(body: str) -> tuple[str, str]:
 
 def evidence_line(memory: str, ref: str) -> tuple[str, str, str]:
     """(id, line, body) of an evidence record: `evidence_record` without the record."""
-    body = f'{{"memory":{_quote(memory)}{_after_memory(ref)}'
+    body = f'{{"memory":{_quote(memory)}{after_memory(ref)}'
     record_id = sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
     return record_id, f'{{"id":"{record_id}",{body[1:]}', body
 
 
 @lru_cache(maxsize=1024)
-def _after_memory(ref: str) -> str:
+def after_memory(ref: str) -> str:
     """An evidence record's canonical JSON after its memory field (`ref`, `type` and `v`
     sort after it): the same for every version citing `ref`, and most cite `user`."""
     return _evidence_rest("", ref)[len('"memory":""'):]
