@@ -118,7 +118,8 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
     # A first export reads a row and plans a line or two a version, tuples that hold no
     # cycle: the collector's passes over them freed nothing (store/collector.py).
     without_collector(lambda: _plan_versions(plan, seen, known, statuses, dead,
-                                             evidence_refs_by_row(store), spelled_rows(store)))
+                                             evidence_refs_by_row(store),
+                                             spelled_rows(store, mapped=bool(known))))
     plan.counts.update(map(_KIND_OF, plan.new))
     plan.dropped |= folder.targets("purge")
     return plan

@@ -110,7 +110,7 @@ def _general_encoders(monkeypatch) -> None:
     monkeypatch.setattr(export_module, "memory_record",
                         lambda **fields: records.make_record("memory", **fields))
     monkeypatch.setattr(export_module, "evidence_line", _general_evidence_line)
-    monkeypatch.setattr(export_module, "spelled_rows", lambda store: shared_fields_with(
+    monkeypatch.setattr(export_module, "spelled_rows", lambda store, **_: shared_fields_with(
         store, "NULL, m.scanned_with", spelled.HEAD))
     # Files sorted as write_lines sorts them (by each line's own id), not from the pairs.
     monkeypatch.setattr(export_module, "write_ordered", records.write_lines)
@@ -242,9 +242,9 @@ def test_the_collector_is_off_while_an_export_plans_and_writes_and_as_it_was_aft
     seen = []
 
     def watching(function):
-        def watched(*args):
+        def watched(*args, **options):
             seen.append(collector.isenabled())
-            return function(*args)
+            return function(*args, **options)
         return watched
 
     for name in ("spelled_rows", "record_exported"):
