@@ -179,7 +179,7 @@ def _new_spelled(plan: ExportPlan, seen: _Seen, version: tuple[int, str, int, st
     present, new = seen.present, plan.new
     if record_id not in present:
         present.add(record_id)
-        new.append(("memory", record_id, line, body, (row, parent, rel)))
+        new.append(("memory", record_id, line, body, (row, parent, rel, status)))
     for ref in refs:
         rest = f'"memory":"{record_id}"{after_memory(ref)}'
         item_id = sha256(f"{{{rest}".encode()).hexdigest()[:ID_LENGTH]
@@ -368,12 +368,14 @@ def _data(kind: str, record_id: str, made: Any, fields: dict[int, SharedFields]
     if kind == "evidence":
         return {"v": FORMAT, "type": "evidence", "memory": made[0], "ref": made[1],
                 "id": record_id}
-    row, parent, rel = made
+    # The status the line was spelled from (`held`), not the row's now; the other fields of
+    # a version do not change.
+    row, parent, rel, status = made
     f = fields[row]
     return {"v": FORMAT, "type": "memory", "kind": f.kind, "key": f.key, "scope": f.scope,
             "text": f.text, "source": f.source, "principal": f.principal,
             "created": f.created, "valid_until": f.valid_until, "parent": parent, "rel": rel,
-            "held": f.status if f.status in HELD else None, "id": record_id}
+            "held": status if status in HELD else None, "id": record_id}
 
 
 def removed_lines(folder: Folder, dropped: set[str]) -> list[str]:
