@@ -60,7 +60,7 @@ def run_quick_context(args: list[str], directory: str | None) -> int | None:
     if form is None:
         return None
     budget, as_json, query = form
-    from agentstate.integrations.one_shot import without_collector
+    from agentstate.store.collector import without_collector
 
     return without_collector(lambda: _quick(budget, as_json, query, directory))
 

@@ -32,7 +32,7 @@ def run_quick_gc(directory: str | None) -> int | None:
     nothing written: the full command runs). The process runs one gc and ends
     (integrations/one_shot.py: without the collector, and `entry` leaves without the
     interpreter's teardown)."""
-    from agentstate.integrations.one_shot import without_collector
+    from agentstate.store.collector import without_collector
 
     return without_collector(lambda: _quick(directory))
 

@@ -3,32 +3,16 @@
 cyclic collector and ends without the interpreter's teardown.
 
 Why: such a process allocates what its imports and its one job need and then ends. The
-collector's passes over those allocations free nothing it still needs (~5 ms of a 0.17 s
-`context`, ~13 ms of a gc), and the teardown frees every module and object (~10 ms) only for
-the process to exit.
+collector's passes over those allocations free nothing it still needs (the job runs under
+store/collector.py's `without_collector`), and the teardown frees every module and object
+(~10 ms) only for the process to exit.
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
-from collections.abc import Callable
-from typing import NoReturn, TypeVar
-
-T = TypeVar("T")
-
-
-def without_collector(job: Callable[[], T]) -> T:
-    """`job()` with the cyclic collector off; afterwards it is as the caller had it (the
-    full command, when the quick path declines, collects as usual)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return job()
-    finally:
-        if collecting:
-            gc.enable()
+from typing import NoReturn
 
 
 def leave(code: int) -> NoReturn:

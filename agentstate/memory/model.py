@@ -617,13 +617,15 @@ def all_shared_fields(store: Store) -> list[SharedFields]:
         f"SELECT {_SHARED_FIELDS} FROM memories ORDER BY id, version")]
 
 
-def shared_fields_with(store: Store, columns: str) -> list[tuple[Any, ...]]:
-    """`all_shared_fields` as plain tuples (SharedFields' order), each followed by `columns`:
-    SQL expressions over the version row `m`, written by the caller (the export spells each
-    version's shared line in this same read: issue 24). memory/ knows nothing of them."""
-    fields = ", ".join(f"m.{name}" for name in SharedFields._fields)
+def shared_fields_with(store: Store, columns: str,
+                       fields: tuple[str, ...] = SharedFields._fields) -> list[tuple[Any, ...]]:
+    """`all_shared_fields` as plain tuples (SharedFields' order, or only `fields` of it),
+    each followed by `columns`: SQL expressions over the version row `m`, written by the
+    caller (the export spells each version's shared line in this same read and reads the
+    fields themselves only where it needs them: issue 24). memory/ knows nothing of them."""
+    named = ", ".join(f"m.{name}" for name in fields)
     return store.conn.execute(
-        f"SELECT {fields}, {columns} FROM memories m ORDER BY m.id, m.version").fetchall()
+        f"SELECT {named}, {columns} FROM memories m ORDER BY m.id, m.version").fetchall()
 
 
 def version_rows(store: Store) -> dict[tuple[str, int], tuple[int, bool]]:

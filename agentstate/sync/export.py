@@ -19,20 +19,23 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from hashlib import sha256
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentstate.lazy_re import LazyPattern
-from agentstate.memory.model import SharedFields, evidence_refs_by_row
+from agentstate.memory.model import SharedFields, all_shared_fields, evidence_refs_by_row
 from agentstate.memory.scanned import mark_rows_scanned, scanner_mark
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
+from agentstate.store.collector import without_collector
 from agentstate.store.refs import make_ref
 from agentstate.sync.records import (
     FILES,
     FORMAT,
     HELD,
+    ID_LENGTH,
     Folder,
     Record,
     file_digest,
@@ -43,7 +46,13 @@ from agentstate.sync.records import (
     write_ordered,
 )
 from agentstate.sync.shared import mapped_ids, record_exported
-from agentstate.sync.spelled import evidence_line, memory_line, spelled_rows, with_parent
+from agentstate.sync.spelled import (
+    after_memory,
+    evidence_line,
+    memory_line,
+    spelled_rows,
+    with_parent,
+)
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -67,6 +76,8 @@ class ExportPlan:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)  # new records by type
     written: dict[str, str] = field(default_factory=dict)  # file → sha256 of what was written
+    # row → the version's fields, for the lines Python spells and the records an import reads
+    fields: dict[int, SharedFields] = field(default_factory=dict)
 
     def count(self, *types: str) -> int:
         return sum(self.counts[t] for t in types)
@@ -86,7 +97,7 @@ class _Seen:
 def plan_export(store: Store, folder: Folder, *, include_candidates: bool = False,
                 include_quarantined: bool = False) -> ExportPlan:
     """What an export would add to (and, for purges, remove from) `folder`."""
-    plan = ExportPlan()
+    plan = ExportPlan(fields=_Fields(store))
     known = mapped_ids(store)  # (memory, version) → record ids
     statuses = set(EXPORTED)
     if include_candidates:
@@ -101,38 +112,101 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
                  {(r.data["memory"], r.data["ref"]) for r in folder.records.values()
                   if r.data["type"] == "evidence"},
                  {k: min(v) for k, v in known.items()}, scanner_mark())
-    evidence = evidence_refs_by_row(store)
     # Records a teammate forgot or purged: nothing more is written about them, not even an
     # evidence line, before the import (which runs after the export) applies the tombstone.
     dead = folder.targets("forget") | folder.targets("purge")
+    # A first export reads a row and plans a line or two a version, tuples that hold no
+    # cycle: the collector's passes over them freed nothing (store/collector.py).
+    without_collector(lambda: _plan_versions(plan, seen, known, statuses, dead,
+                                             evidence_refs_by_row(store),
+                                             spelled_rows(store, mapped=bool(known))))
+    plan.counts.update(map(_KIND_OF, plan.new))
+    plan.dropped |= folder.targets("purge")
+    return plan
+
+
+def _plan_versions(plan: ExportPlan, seen: _Seen, known: dict[tuple[str, int], set[str]],
+                   statuses: set[MemoryStatus], dead: set[str],
+                   evidence: dict[int, list[str]], rows: list[tuple[Any, ...]]) -> None:
+    """Plan each version's lines (and tombstones) in the versions' order, a parent before
+    its children. rows: spelled.HEAD, the spelled body, the scanner's mark: plain tuples
+    unpacked in one loop (a first export does this for every version, issue 24)."""
+    ids, present, mark, fields = seen.ids, seen.present, seen.mark, plan.fields
     forgotten = MemoryStatus.FORGOTTEN
-    # r: SharedFields' order (0 row, 1 id, 2 version, 3 kind, 4 key, 5 scope, 6 text,
-    # 7 source, 8 principal, 9 created, 10 valid_until, 11 supersedes, 12 status, 13 purged),
-    # then 14 the spelled body, 15 the scanner's mark; plain tuples, indexed: a first export
-    # reads every version.
-    for r in spelled_rows(store):
-        scope, status = r[5], r[12]
+    for row, memory, version, scope, supersedes, status, purged, body, marked in rows:
         if not (scope == "repo" or shareable_scope(scope)):
             continue
-        key = (r[1], r[2])
-        if r[13] or status == forgotten:
-            _tombstones(plan, known.get(key, ()), bool(r[13]), seen.present)
+        key = (memory, version)
+        if purged or status == forgotten:
+            _tombstones(plan, known.get(key, ()), bool(purged), present)
             continue
         if status not in statuses:
             continue
-        record_id = seen.ids.get(key)
-        new = record_id is None
-        if record_id is None:  # not shared yet
-            record_id = _new_version(plan, r, seen)
-            if record_id is None:
-                continue
-        elif known[key] & dead:  # shared already (written here or read from a teammate)
+        record_id = ids.get(key)
+        if record_id is not None:  # shared already (written here or read from a teammate)
+            if not known[key] & dead and row in evidence:
+                _add_evidence(plan, memory, record_id, evidence[row], seen, seen.cited)
             continue
-        refs = evidence.get(r[0])
-        if refs:
-            _add_evidence(plan, r[1], record_id, refs, seen, None if new else seen.cited)
-    plan.dropped |= folder.targets("purge")
-    return plan
+        if body is not None and marked == mark:  # SQLite spelled it, the scanner passed it
+            parent = ids.get((memory, supersedes)) if supersedes else None
+            _new_spelled(plan, seen, (row, memory, version, status, body, parent),
+                         evidence.get(row, ()))
+            continue
+        record = _general_record(plan, fields[row], ids, scan=marked != mark)
+        if record is not None:
+            ids[key] = record.id
+            plan.mappings.append((record.id, memory, version))
+            _add(plan, ("memory", record.id, record.line, record.body, record), present)
+            if row in evidence:
+                _add_evidence(plan, memory, record.id, evidence[row], seen, None)
+
+
+def _new_spelled(plan: ExportPlan, seen: _Seen, version: tuple[int, str, int, str, str,
+                                                               str | None],
+                 refs: Iterable[str]) -> None:
+    """The lines of a version new here whose body SQLite spelled: its memory line (with its
+    parent's record id spliced in), then its evidence lines, spelled as `evidence_line`
+    spells them (a record id is hex digits, nothing to quote; tests compare the two): a
+    first export does this for every version, and the calls a line were a fifth of it."""
+    row, memory, number, status, body, parent = version
+    rel = None
+    if parent is not None:
+        rel = "contests" if status == MemoryStatus.CONTESTED else "supersedes"
+        body = with_parent(body, parent, rel)
+    record_id, line = memory_line(body)
+    seen.ids[(memory, number)] = record_id
+    plan.mappings.append((record_id, memory, number))
+    present, new = seen.present, plan.new
+    if record_id not in present:
+        present.add(record_id)
+        new.append(("memory", record_id, line, body, (row, parent, rel, status)))
+    for ref in refs:
+        rest = f'"memory":"{record_id}"{after_memory(ref)}'
+        item_id = sha256(f"{{{rest}".encode()).hexdigest()[:ID_LENGTH]
+        if item_id in present:
+            continue
+        line = f'{{"id":"{item_id}",{rest}'
+        if ref == "user" or _generated(ref) or _clean(
+                plan, line, f"evidence {ref} of {make_ref('mem', memory)}"):
+            present.add(item_id)
+            new.append(("evidence", item_id, line, f"{{{rest}", (record_id, ref)))
+
+
+class _Fields(dict[int, SharedFields]):
+    """row → its SharedFields, every version read at the first ask: only a line Python
+    spells, a scan, and the records an import reads need them; a first export of lines
+    SQLite spelled never asks."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store: Store | None = store
+
+    def __missing__(self, row: int) -> SharedFields:
+        if self.store is None:
+            raise KeyError(row)
+        self.update((f.row, f) for f in all_shared_fields(self.store))
+        self.store = None
+        return self[row]
 
 
 def _tombstones(plan: ExportPlan, targets: Iterable[str], purged: bool, present: set[str]
@@ -145,32 +219,16 @@ def _tombstones(plan: ExportPlan, targets: Iterable[str], purged: bool, present:
             plan.dropped.add(target)
 
 
-def _new_version(plan: ExportPlan, r: tuple[Any, ...], seen: _Seen) -> str | None:
-    """Plan the memory line of a version not shared yet → its record id (None: a secret)."""
-    memory, version, supersedes, status, body = r[1], r[2], r[11], r[12], r[14]
-    parent = seen.ids.get((memory, supersedes)) if supersedes else None
-    made: Any
-    if body is None:  # a field SQLite may not spell as the encoder does: Python spells it
-        made = _memory_record(SharedFields._make(r[:14]), seen.ids)
-        record_id, line, body = made.id, made.line, made.body
-    else:
-        rel = None
-        if parent is not None:
-            rel = "contests" if status == MemoryStatus.CONTESTED else "supersedes"
-            body = with_parent(body, parent, rel)
-        record_id, line = memory_line(body)
-        made = (r, parent, rel)
-    if r[15] != seen.mark:  # no scanner, or another one, passed these fields
-        if not _clean(plan, line, make_ref("mem", memory, version)):
+def _general_record(plan: ExportPlan, row: SharedFields, ids: dict[tuple[str, int], str], *,
+                    scan: bool) -> Record | None:
+    """A version's memory record spelled by Python, scanned first when the scanner has not
+    passed its fields (None: a secret)."""
+    record = _memory_record(row, ids)
+    if scan:
+        if not _clean(plan, record.line, make_ref("mem", row.id, row.version)):
             return None
-        plan.scanned.append((r[0], r[6], r[4], r[5], r[7]))
-    seen.ids[(memory, version)] = record_id
-    plan.mappings.append((record_id, memory, version))
-    if record_id not in seen.present:  # `_add`, inline: two lines a version
-        seen.present.add(record_id)
-        plan.new.append(("memory", record_id, line, body, made))
-        plan.counts["memory"] += 1
-    return record_id
+        plan.scanned.append((row.row, row.text, row.key, row.scope, row.source))
+    return record
 
 
 def _add_evidence(plan: ExportPlan, memory: str, record_id: str, refs: Iterable[str],
@@ -188,7 +246,6 @@ def _add_evidence(plan: ExportPlan, memory: str, record_id: str, refs: Iterable[
                 plan, line, f"evidence {ref} of {make_ref('mem', memory)}")):
             present.add(item_id)
             plan.new.append(("evidence", item_id, line, body, (record_id, ref)))
-            plan.counts["evidence"] += 1
             if cited is not None:
                 cited.add((record_id, ref))
 
@@ -198,7 +255,6 @@ def _add(plan: ExportPlan, line: Line, present: set[str]) -> None:
     if record_id not in present:
         present.add(record_id)
         plan.new.append(line)
-        plan.counts[line[0]] += 1
 
 
 # An evidence ref that is a fixed word or an id agentstate made: its line holds nothing
@@ -237,12 +293,17 @@ def _memory_record(row: SharedFields, ids: dict[tuple[str, int], str]) -> Record
     )
 
 
-_ID_OF = itemgetter(1)  # a planned line's record id
+_KIND_OF, _ID_OF = itemgetter(0), itemgetter(1)  # a planned line's record type, id
 
 
 def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     """Write the planned lines (files changed only when they change); record the new
     mappings. → the file names written."""
+    # Sorted pairs and joined files of every planned line, no cycle among them (as the plan).
+    return without_collector(lambda: _write_export(store, folder, plan))
+
+
+def _write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     written = []
     gone = set(removed_lines(folder, plan.dropped))
     by_file: dict[str, list[Line]] = {}
@@ -292,24 +353,29 @@ def updated(folder: Folder, plan: ExportPlan) -> Folder:
                    for name, lines in folder.lines.items()}
     for kind, record_id, line, body, made in plan.new:
         if record_id not in fresh.records:  # the import reads a record: made only for it
-            fresh.records[record_id] = Record(_data(kind, record_id, made), line, "", body)
+            fresh.records[record_id] = Record(_data(kind, record_id, made, plan.fields),
+                                              line, "", body)
         fresh.lines.setdefault(FILES[kind], []).append(line)
     return fresh
 
 
-def _data(kind: str, record_id: str, made: Any) -> dict[str, Any]:
+def _data(kind: str, record_id: str, made: Any, fields: dict[int, SharedFields]
+          ) -> dict[str, Any]:
     """A planned line's record data, as parsing the line would give it: from its Record, its
-    evidence pair, or its version's row with the parent and rel."""
+    evidence pair, or its version's row (`fields`) with the parent and rel."""
     if isinstance(made, Record):
         return made.data
     if kind == "evidence":
         return {"v": FORMAT, "type": "evidence", "memory": made[0], "ref": made[1],
                 "id": record_id}
-    r, parent, rel = made
-    return {"v": FORMAT, "type": "memory", "kind": r[3], "key": r[4], "scope": r[5],
-            "text": r[6], "source": r[7], "principal": r[8], "created": r[9],
-            "valid_until": r[10], "parent": parent, "rel": rel,
-            "held": r[12] if r[12] in HELD else None, "id": record_id}
+    # The status the line was spelled from (`held`), not the row's now; the other fields of
+    # a version do not change.
+    row, parent, rel, status = made
+    f = fields[row]
+    return {"v": FORMAT, "type": "memory", "kind": f.kind, "key": f.key, "scope": f.scope,
+            "text": f.text, "source": f.source, "principal": f.principal,
+            "created": f.created, "valid_until": f.valid_until, "parent": parent, "rel": rel,
+            "held": status if status in HELD else None, "id": record_id}
 
 
 def removed_lines(folder: Folder, dropped: set[str]) -> list[str]:

@@ -18,7 +18,7 @@ from agentstate.memory.versions import insert_version
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.sync import export as export_module
-from agentstate.sync import records, shared_path, sync
+from agentstate.sync import records, shared_path, spelled, sync
 
 AWKWARD = ['a "quoted" ,"key": value', "路径 ünïcode\tand a tab", "ends with a brace }",
            "back\\slash and \x01 control", "line\u2028separator and emoji 🚀", "/* \n */",
@@ -110,8 +110,8 @@ def _general_encoders(monkeypatch) -> None:
     monkeypatch.setattr(export_module, "memory_record",
                         lambda **fields: records.make_record("memory", **fields))
     monkeypatch.setattr(export_module, "evidence_line", _general_evidence_line)
-    monkeypatch.setattr(export_module, "spelled_rows",
-                        lambda store: shared_fields_with(store, "NULL, m.scanned_with"))
+    monkeypatch.setattr(export_module, "spelled_rows", lambda store, **_: shared_fields_with(
+        store, "NULL, m.scanned_with", spelled.HEAD))
     # Files sorted as write_lines sorts them (by each line's own id), not from the pairs.
     monkeypatch.setattr(export_module, "write_ordered", records.write_lines)
 
@@ -224,3 +224,76 @@ def test_a_format_version_equal_to_one_but_not_the_integer_keeps_its_spelling(ve
         parsed = records.parse_line(records.canonical(data), "test")
         assert parsed.body == _general_body(data)
         records.check_id(parsed)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_off_while_an_export_plans_and_writes_and_as_it_was_after(
+        tmp_path, monkeypatch, enabled):
+    """A first export allocates tuples holding no cycle, a few a version: the collector is
+    off while it reads and plans them and while it writes them (store/collector.py), and is
+    as the caller had it afterwards."""
+    import gc as collector
+
+    from agentstate.store.init import create_store
+
+    create_store(target=tmp_path)
+    store = _open(tmp_path)
+    _varied(store)
+    seen = []
+
+    def watching(function):
+        def watched(*args, **options):
+            seen.append(collector.isenabled())
+            return function(*args, **options)
+        return watched
+
+    for name in ("spelled_rows", "record_exported"):
+        monkeypatch.setattr(export_module, name, watching(getattr(export_module, name)))
+    (collector.enable if enabled else collector.disable)()
+    try:
+        assert sync(store, do_import=False, principal="owner").exported >= 12
+        assert collector.isenabled() is enabled
+    finally:
+        collector.enable()
+        store.close()
+    assert seen == [False, False]
+
+
+def _export_twice(root) -> list[str]:
+    """The sha256 of each shared file after a first export of `_varied` and after a second
+    one (chains grown, a fact forgotten, one purged), in file-name order."""
+    import hashlib
+
+    from agentstate.store.init import create_store
+
+    create_store(target=root)
+    store = _open(root)
+    _varied(store)
+    held = {"include_candidates": True, "include_quarantined": True}
+    digests = []
+    for step in range(2):
+        if step:
+            _grow_chains(store)
+            forget(store, "mem:gone0001", reason="test", principal="owner")
+            forget(store, "mem:gone0002", reason="test", purge=True, principal="owner")
+        sync(store, do_import=False, principal="owner", **held)
+        digests += [hashlib.sha256(p.read_bytes()).hexdigest()
+                    for p in sorted(shared_path(store).glob("*.jsonl"))]
+    store.close()
+    return digests
+
+
+# What `main` at d21eac7 (before the versions were read narrow, 2026-12-03) wrote for the
+# store of `_export_twice`: the files of an export must not change with its code, or every
+# teammate's folder would hold the same records twice under other ids.
+_MAINS_FILES = [
+    "8aad2f8a6ae7784106c53e5513272333b0c9ece5247fd944f56622e005163534",  # evidence.jsonl
+    "d2acf1c7ee5c01903ef6fa5e5d6ff2931c5627952ad96a50b87a21f1178b6d8e",  # memories.jsonl
+    "1544b6be81f8bb171312a12e2ef109378021407ba4f4c6af77ece0568048bf86",  # then evidence
+    "f58bf4faf66d83295ce95f8c555ce041a55c4cf0b277ff75e8a67517ba84437e",  # memories
+    "3f2eb687e8563007ef0114ba7a5e799cf1c45b81bf58c876389dd3e573dc0a71",  # tombstones
+]
+
+
+def test_the_export_writes_the_bytes_the_earlier_code_wrote(tmp_path):
+    assert _export_twice(tmp_path) == _MAINS_FILES

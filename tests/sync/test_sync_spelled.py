@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentstate.memory.model import all_shared_fields
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import insert_version
 from agentstate.store.clock import Clock, IdSource
@@ -69,18 +70,18 @@ def test_sqlite_spells_a_memory_line_as_the_canonical_encoder(
     _insert(store, values)
     try:
         (row,) = [r for r in spelled.spelled_rows(store) if r[1] == "prop0001"]
+        (fields,) = [f for f in all_shared_fields(store) if f.id == "prop0001"]
     finally:
         store.conn.execute("DELETE FROM memories WHERE id = 'prop0001'")
     # The fields as the Python path reads them back (a number was stored as its text).
-    stored = dict(zip(("kind", "key", "scope", "text", "source", "principal", "created",
-                       "valid_until"), (row[3], row[4], row[5], row[6], row[7], row[8],
-                                        row[9], row[10]), strict=True))
+    names = ("kind", "key", "scope", "text", "source", "principal", "created", "valid_until")
+    stored = {name: getattr(fields, name) for name in names}
     assert all(isinstance(v, str) for v in stored.values() if v is not None)
     held = status.value if status in (MemoryStatus.CANDIDATE, MemoryStatus.QUARANTINED) \
         else None
     rel = None if parent is None else ("contests" if status == MemoryStatus.CONTESTED
                                        else "supersedes")
-    body = row[14] if parent is None else spelled.with_parent(row[14], parent, rel)
+    body = row[7] if parent is None else spelled.with_parent(row[7], parent, rel)
     record_id, line = spelled.memory_line(body)
     general = records.make_record("memory", **stored, parent=parent, rel=rel, held=held)
     assert (record_id, line, body) == (general.id, general.line, general.body)
@@ -153,9 +154,9 @@ def test_a_sqlite_that_escapes_otherwise_leaves_the_lines_to_python(tmp_path, mo
 
 def _no_json(read):
     """The versions' read, failing if asked to spell JSON (the probe said no)."""
-    def reading(store, columns):
+    def reading(store, columns, *fields):
         assert "json_object" not in columns
-        return read(store, columns)
+        return read(store, columns, *fields)
     return reading
 
 
