@@ -77,7 +77,6 @@ from agentstate.memory.versions import (
     vref,
 )
 from agentstate.safety import find_injection
-from agentstate.store.limits import MAX_NAME_CHARS
 from agentstate.store.principals import Principal, check_whole_store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
@@ -204,17 +203,6 @@ def _refusal(record: Record, who: Principal, scan: RecordScan) -> str | None:
     return None
 
 
-def _over_limits(data: dict[str, Any], max_chars: int) -> str | None:
-    """records.record_over_limits, asked only of a record that could be over them: a text
-    no longer than the limit is within it once stripped, and names within the name limit
-    are within it (a call a record, with its import statement, was a few percent of an
-    import's own Python)."""
-    if (len(data["text"]) <= max_chars and len(data["key"] or "") <= MAX_NAME_CHARS
-            and len(data["scope"]) <= MAX_NAME_CHARS and len(data["source"]) <= MAX_NAME_CHARS):
-        return None
-    return record_over_limits(data, max_chars)
-
-
 def _match(store: Store, data: dict[str, Any]) -> MemoryVersion | None:
     """A version here with the record's content and the same key (a purged one has no
     content left). The key must be equal, not merely compatible: a keyless record matching
@@ -297,7 +285,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
     data = record.data
     if mapping(store, record.id) is not None:
         return
-    refused = _over_limits(data, store.settings.memory.max_chars) \
+    refused = record_over_limits(data, store.settings.memory.max_chars) \
         or _refusal(record, who, scan)
     if refused:
         _skip(result, record, refused)
@@ -440,7 +428,7 @@ class _Batch:
                 or (at is None and data["key"] and (data["key"], data["scope"]) in self.keys)):
             return False
         # Scanned here and only here (the record does not reach _memory): once per record.
-        refused = _over_limits(data, self.max_chars) \
+        refused = record_over_limits(data, self.max_chars) \
             or _refusal(record, self.who, self.scan)
         self.saw(record, content)
         if refused:

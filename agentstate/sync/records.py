@@ -28,6 +28,7 @@ from typing import Any
 
 from agentstate.errors import InvalidInput
 from agentstate.lazy_re import LazyPattern
+from agentstate.store.limits import MAX_NAME_CHARS
 
 FORMAT = 1  # the `"v"` this agentstate writes and reads
 SHARED_DIR = "shared"
@@ -419,19 +420,22 @@ def read_shared_file(file: Path) -> str | None:
 
 def record_over_limits(data: dict[str, Any], max_chars: int) -> str | None:
     """Why a memory record cannot be stored as a local write could not: its text over
-    `[memory] max_chars`, a key, scope or source over the name limit. None if it fits."""
-    from agentstate.store.limits import MAX_NAME_CHARS
-
+    `[memory] max_chars`, a key, scope or source over the name limit. None if it fits.
+    Asked of every record an import stores: the text is stripped only when it is longer
+    than the limit (shorter, it is within it stripped too)."""
     text = data.get("text")
-    if isinstance(text, str) and len(text.strip()) > max_chars:
+    if isinstance(text, str) and len(text) > max_chars and len(text.strip()) > max_chars:
         return (f"its text is {len(text.strip()):,} characters; the limit is {max_chars:,} "
                 "([memory] max_chars, as for `remember`); not imported")
-    for name in ("key", "scope", "source"):
+    for name in _NAMED:
         value = data.get(name)
         if isinstance(value, str) and len(value) > MAX_NAME_CHARS:
             return (f"its {name} is {len(value):,} characters; the limit is "
                     f"{MAX_NAME_CHARS:,}; not imported")
     return None
+
+
+_NAMED = ("key", "scope", "source")
 
 
 def file_lines(raw: str) -> list[str]:
