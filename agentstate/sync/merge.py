@@ -82,7 +82,13 @@ from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
 from agentstate.sync.fields_scan import RecordScan
 from agentstate.sync.records import Folder, Record, evidence_kind, record_over_limits
-from agentstate.sync.shared import mapping, mappings_of, record_mapping, record_mappings
+from agentstate.sync.shared import (
+    mapped_record_ids,
+    mapping,
+    mappings_of,
+    record_mapping,
+    record_mappings,
+)
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -118,10 +124,8 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
                           write=True)
     try:
         with store.transaction():
-            from agentstate.sync.shared import all_mappings
-
             # A record already mapped here costs a set look-up, no statement.
-            known = set(all_mappings(store))
+            known = mapped_record_ids(store)
             memories = [r for r in _parents_first(folder.of_type("memory"))
                         if r.id not in known]
             scan = RecordScan()
@@ -486,24 +490,22 @@ def _import_detail(record_id: str, data: dict[str, Any]) -> str:
 def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) -> None:
     """Evidence refs of records mapped here, added where they are missing (read in bulk:
     every pull reads them all; written in two statements with `batch`)."""
-    from agentstate.memory.model import evidence_refs_by_row, version_rows
-    from agentstate.sync.shared import all_mappings
+    from agentstate.memory.model import evidence_refs_by_row
+    from agentstate.sync.shared import mapped_rows
 
     if not records:
         return
-    maps = all_mappings(store)
-    rows = version_rows(store)  # (memory, version) → (row, purged)
+    rows = mapped_rows(store)  # record id → (row, purged) of its version here
     have = {(row, ref) for row, refs in evidence_refs_by_row(store).items() for ref in refs}
+    claims_user = who.can_claim("user")
     items: list[tuple[int, str, str]] = []
     for record in records:
         data = record.data
-        found = maps.get(data["memory"])
-        row, purged = rows.get((found.memory, found.version), (None, True)) if found else (
-            None, True)
-        if row is None or purged or (row, data["ref"]) in have:
+        row, purged = rows.get(data["memory"], _GONE)
+        if purged or (row, data["ref"]) in have:
             continue
         kind = evidence_kind(data["ref"])
-        if kind == "user" and not who.can_claim("user"):
+        if kind == "user" and not claims_user:
             continue
         items.append((row, data["ref"], kind))
         have.add((row, data["ref"]))
@@ -512,6 +514,9 @@ def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) 
     else:  # the per-record reference (tests/sync/test_sync_batched_import.py)
         for row_id, ref, kind in items:
             add_evidence(store, row_id, [(ref, kind)], ACTOR)
+
+
+_GONE = (0, True)  # a record not mapped here, or mapped to a version since deleted
 
 
 def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principal,

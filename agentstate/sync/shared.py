@@ -31,9 +31,16 @@ def mapped_ids(store: Store) -> dict[tuple[str, int], set[str]]:
     return found
 
 
-def all_mappings(store: Store) -> dict[str, Mapping]:
-    return {r[0]: Mapping(*r) for r in store.conn.execute(
-        "SELECT record_id, memory, version, origin, rel FROM shared_records")}
+def mapped_record_ids(store: Store) -> set[str]:
+    return {r[0] for r in store.conn.execute("SELECT record_id FROM shared_records")}
+
+
+def mapped_rows(store: Store) -> dict[str, tuple[int, bool]]:
+    """Record id → (row, purged) of the version it names, for records whose version is
+    still here (one read: an import's evidence pass asks it of every evidence record)."""
+    return {r[0]: (r[1], bool(r[2])) for r in store.conn.execute(
+        "SELECT s.record_id, m.row, m.purged FROM shared_records s "
+        "JOIN memories m ON m.id = s.memory AND m.version = s.version")}
 
 
 def mapping(store: Store, record_id: str) -> Mapping | None:
