@@ -92,10 +92,11 @@ def insert_version(store: Store, *, memory_id: str, version: int, kind: str, key
     return row
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NewVersion:
     """One version for insert_scanned_versions (the fields insert_version takes, without
-    evidence)."""
+    evidence). Not frozen: a frozen dataclass sets each field through object.__setattr__,
+    ~3x the time of making one, and a sync import makes one a version (issue 24)."""
 
     memory_id: str
     version: int

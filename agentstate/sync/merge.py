@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -104,7 +104,11 @@ class ImportResult:
     purged: list[str] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     pending_tombstones: int = 0  # tombstones for records unknown here (kept; they win later)
-    touched: set[str] = field(default_factory=set)  # chains this import changed
+    # Chains this import changed that settling may have to rank. Not the chains the batch of
+    # new chains started (_Batch): one version, or two where the second replaced the first,
+    # never two current or a contested one — unless another path touches them too, and then
+    # that path adds them (issue 24: 11,000 chains of a first import were asked for rivals).
+    touched: set[str] = field(default_factory=set)
 
 
 class _Rollback(Exception):
@@ -128,17 +132,17 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
             known = mapped_record_ids(store)
             memories = [r for r in _parents_first(folder.of_type("memory"))
                         if r.id not in known]
-            scan = RecordScan()
-            batch = _Batch(store, who, scan) if batch_new else None
+            gate = _Gate(who)
+            batch = _Batch(store, who, gate) if batch_new else None
             for record in memories:
                 if batch is not None and record.id not in dead and batch.take(record, result):
                     continue
                 if batch is not None:
                     batch.flush()  # what the per-record path reads is then all written
                 if record.id not in dead:
-                    _memory(store, record, who, result, scan)
+                    _memory(store, record, who, result, gate)
                 else:
-                    _replaced_by_dead(store, record, who, result, scan)
+                    _replaced_by_dead(store, record, who, result, gate)
                 if batch is not None:
                     batch.saw(record)
             if batch is not None:
@@ -194,17 +198,33 @@ def _skip(result: ImportResult, record: Record, reason: str) -> None:
     result.skipped.append({"record": record.id, "where": record.where, "reason": reason})
 
 
-def _refusal(record: Record, who: Principal, scan: RecordScan) -> str | None:
-    data = record.data
-    found = scan.secret_kinds(data)
-    if found:
-        kinds = ", ".join(sorted(found))
-        return f"looks like it contains a secret ({kinds}); not imported"
-    if not who.can_write(data["scope"]):
-        return f"principal {who.name!r} may not write scope {data['scope']!r}"
-    if not who.can_claim(data["source"]):
-        return f"principal {who.name!r} may not claim source {data['source']!r}"
-    return None
+class _Gate:
+    """What a teammate's record must pass to be stored, for one import: its fields' secret
+    scan, a scope the principal may write and a source it may claim. Most records of a
+    folder share their scope and source: that verdict is kept for the import (two pattern
+    matches a record were a few percent of a first import's own Python, issue 24)."""
+
+    def __init__(self, who: Principal) -> None:
+        self.who, self.scan = who, RecordScan()
+        self._allowed: dict[tuple[str, str], str | None] = {}
+
+    def refusal(self, record: Record) -> str | None:
+        data = record.data
+        found = self.scan.secret_kinds(data)
+        if found:
+            kinds = ", ".join(sorted(found))
+            return f"looks like it contains a secret ({kinds}); not imported"
+        claim = (data["scope"], data["source"])
+        if claim not in self._allowed:
+            self._allowed[claim] = self._not_allowed(*claim)
+        return self._allowed[claim]
+
+    def _not_allowed(self, scope: str, source: str) -> str | None:
+        if not self.who.can_write(scope):
+            return f"principal {self.who.name!r} may not write scope {scope!r}"
+        if not self.who.can_claim(source):
+            return f"principal {self.who.name!r} may not claim source {source!r}"
+        return None
 
 
 def _match(store: Store, data: dict[str, Any]) -> MemoryVersion | None:
@@ -224,13 +244,13 @@ def _version_row(store: Store, found: Any) -> MemoryVersion | None:
 
 
 def _replaced_by_dead(store: Store, record: Record, who: Principal,
-                      result: ImportResult, scan: RecordScan) -> None:
+                      result: ImportResult, gate: _Gate) -> None:
     """A tombstoned record still replaced its parent: where the teammate wrote it, the
     parent was superseded before the new value was forgotten. Without this the parent
     would be current or not depending on whether the tombstone came in the same pull.
     It is checked as an inserted record would be (secrets, scope, source): a record that
     is never inserted must not get to replace anything unchecked."""
-    if _refusal(record, who, scan) is None:
+    if gate.refusal(record) is None:
         _replace_parent(store, record, who, result, "since forgotten")
 
 
@@ -285,12 +305,12 @@ def _dead(store: Store, record: Record) -> None:
 
 
 def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
-            scan: RecordScan) -> None:
+            gate: _Gate) -> None:
     data = record.data
     if mapping(store, record.id) is not None:
         return
     refused = record_over_limits(data, store.settings.memory.max_chars) \
-        or _refusal(record, who, scan)
+        or gate.refusal(record)
     if refused:
         _skip(result, record, refused)
         return
@@ -318,7 +338,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
         confidence=_confidence(data["source"], status),
         valid_until=data["valid_until"], supersedes=supersedes,
         principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[],
-        scanned=True)  # _refusal scanned the record's fields before this
+        scanned=True)  # the gate scanned the record's fields before this
     record_mapping(store, record.id, memory_id, version, "import", data["rel"])
     new_ref = make_ref("mem", memory_id, version)
     result.touched.add(memory_id)
@@ -380,8 +400,8 @@ class _Batch:
     without the batch. The sets below may hold more than the store (content of a version
     since purged, a quarantined key): a false hit only sends a record down the slow path."""
 
-    def __init__(self, store: Store, who: Principal, scan: RecordScan) -> None:
-        self.store, self.who, self.scan = store, who, scan
+    def __init__(self, store: Store, who: Principal, gate: _Gate) -> None:
+        self.store, self.who, self.gate = store, who, gate
         self.max_chars = store.settings.memory.max_chars
         self.contents = content_keys(store)
         self.keys = keyed_chains(store)
@@ -433,7 +453,7 @@ class _Batch:
             return False
         # Scanned here and only here (the record does not reach _memory): once per record.
         refused = record_over_limits(data, self.max_chars) \
-            or _refusal(record, self.who, self.scan)
+            or self.gate.refusal(record)
         self.saw(record, content)
         if refused:
             _skip(result, record, refused)
@@ -455,12 +475,11 @@ class _Batch:
         if parent is not None and at is not None and status == MemoryStatus.ACTIVE:
             # What _replace_parent does to a stored parent, done to the pending one.
             why = f"superseded by a teammate's newer value (record {record.id[:12]})"
-            self.versions[at] = replace(parent, status=MemoryStatus.SUPERSEDED, reason=why)
+            parent.status, parent.reason = MemoryStatus.SUPERSEDED, why  # not yet written
             self.history.append((memory_id, 1, "superseded", ACTOR, why, None,
                                  f'{{"record": {_quote(record.id)}}}'))
         self.history.append((memory_id, version, "import", self.who.name, reason,
                              data["text"], _import_detail(record.id, data)))
-        result.touched.add(memory_id)
         result.imported.append(make_ref("mem", memory_id, version))
         return True
 
