@@ -133,7 +133,8 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
             memories = [r for r in _parents_first(folder.of_type("memory"))
                         if r.id not in known]
             gate = _Gate(who)
-            batch = _Batch(store, who, gate) if batch_new else None
+            evidence = folder.of_type("evidence")
+            batch = _Batch(store, who, gate, evidence) if batch_new else None
             for record in memories:
                 if batch is not None and record.id not in dead and batch.take(record, result):
                     continue
@@ -146,13 +147,15 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
                 if batch is not None:
                     batch.saw(record)
             if batch is not None:
-                batch.flush()
+                batch.flush(last=True)
             # After every insert, so what a tombstoned record matches does not depend on
             # the order the records came in.
             for record in memories:
                 if record.id in dead:
                     _dead(store, record)
-            _evidence(store, folder.of_type("evidence"), who, batch_new)
+            if batch is not None:  # the batch's versions were inserted with theirs
+                evidence = [r for r in evidence if r.data["memory"] not in batch.inserted]
+            _evidence(store, evidence, who, batch_new)
             _tombstones(store, forgets, purges, who, result, dry_run)
             # A chain with at most one current version, none contested, has nothing to
             # settle (most chains of a first import: one new value each).
@@ -400,8 +403,17 @@ class _Batch:
     without the batch. The sets below may hold more than the store (content of a version
     since purged, a quarantined key): a false hit only sends a record down the slow path."""
 
-    def __init__(self, store: Store, who: Principal, gate: _Gate) -> None:
+    def __init__(self, store: Store, who: Principal, gate: _Gate,
+                 evidence: list[Record]) -> None:
         self.store, self.who, self.gate = store, who, gate
+        # The evidence refs each record of the folder has, in the order the evidence pass
+        # (_evidence) would add them: a new version is inserted with its own.
+        self.refs: dict[str, list[str]] = {}
+        for record in evidence:
+            self.refs.setdefault(record.data["memory"], []).append(record.data["ref"])
+        self.claims_user = who.can_claim("user")
+        self.pending: list[str] = []  # the record id of each pending version
+        self.inserted: set[str] = set()  # records inserted, each with its evidence
         self.max_chars = store.settings.memory.max_chars
         self.contents = content_keys(store)
         self.keys = keyed_chains(store)
@@ -471,6 +483,7 @@ class _Batch:
             confidence=_confidence(data["source"], status), valid_until=data["valid_until"],
             supersedes=1 if parent else None, principal=f"{ACTOR}:{data['principal']}",
             reason=reason, norm=content[0]))
+        self.pending.append(record.id)
         self.maps.append((record.id, memory_id, version, "import", data["rel"]))
         if parent is not None and at is not None and status == MemoryStatus.ACTIVE:
             # What _replace_parent does to a stored parent, done to the pending one.
@@ -483,13 +496,30 @@ class _Batch:
         result.imported.append(make_ref("mem", memory_id, version))
         return True
 
-    def flush(self) -> None:
+    def _evidence(self, record_id: str) -> tuple[tuple[str, str], ...]:
+        """(ref, kind) of each evidence ref of the record that _evidence would add to its
+        new version (no `user` ref the principal may not claim)."""
+        refs = self.refs.get(record_id)
+        if not refs:
+            return ()
+        kinds = ((ref, evidence_kind(ref)) for ref in refs)
+        return tuple(item for item in kinds if item[1] != "user" or self.claims_user)
+
+    def flush(self, last: bool = False) -> None:
+        """Write what is pending. Only the `last` flush, after every memory record, inserts
+        the versions with their evidence: the per-record path decides on versions without
+        evidence (a `user` ref makes one vouched for), as without the batch; the versions of
+        an earlier flush get theirs from the evidence pass."""
         if not (self.versions or self.maps or self.history):
             return
-        insert_scanned_versions(self.store, self.versions)
+        if last:
+            for version, record_id in zip(self.versions, self.pending, strict=True):
+                version.evidence = self._evidence(record_id)
+            self.inserted.update(self.pending)
+        insert_scanned_versions(self.store, self.versions, ACTOR)
         record_mappings(self.store, self.maps)
         record_histories(self.store, self.history)
-        self.versions, self.maps, self.history = [], [], []
+        self.versions, self.maps, self.history, self.pending = [], [], [], []
         self.fresh, self.length = {}, {}
 
 
