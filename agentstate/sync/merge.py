@@ -539,18 +539,19 @@ def _import_detail(record_id: str, data: dict[str, Any]) -> str:
 def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) -> None:
     """Evidence refs of records mapped here, added where they are missing (read in bulk:
     every pull reads them all; written in two statements with `batch`)."""
-    from agentstate.memory.model import evidence_refs_by_row
-    from agentstate.sync.shared import mapped_rows
+    from agentstate.memory.model import evidence_refs_by_row, version_rows
+    from agentstate.sync.shared import mapped_versions
 
     if not records:
         return
-    rows = mapped_rows(store)  # record id → (row, purged) of its version here
+    maps = mapped_versions(store)
+    rows = version_rows(store)  # (memory, version) → (row, purged)
     have = {(row, ref) for row, refs in evidence_refs_by_row(store).items() for ref in refs}
     claims_user = who.can_claim("user")
     items: list[tuple[int, str, str]] = []
     for record in records:
         data = record.data
-        row, purged = rows.get(data["memory"], _GONE)
+        row, purged = rows.get(maps.get(data["memory"], _UNMAPPED), _GONE)
         if purged or (row, data["ref"]) in have:
             continue
         kind = evidence_kind(data["ref"])
@@ -566,6 +567,7 @@ def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) 
 
 
 _GONE = (0, True)  # a record not mapped here, or mapped to a version since deleted
+_UNMAPPED = ("", 0)  # no version's (memory, version)
 
 
 def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principal,

@@ -35,12 +35,11 @@ def mapped_record_ids(store: Store) -> set[str]:
     return {r[0] for r in store.conn.execute("SELECT record_id FROM shared_records")}
 
 
-def mapped_rows(store: Store) -> dict[str, tuple[int, bool]]:
-    """Record id → (row, purged) of the version it names, for records whose version is
-    still here (one read: an import's evidence pass asks it of every evidence record)."""
-    return {r[0]: (r[1], bool(r[2])) for r in store.conn.execute(
-        "SELECT s.record_id, m.row, m.purged FROM shared_records s "
-        "JOIN memories m ON m.id = s.memory AND m.version = s.version")}
+def mapped_versions(store: Store) -> dict[str, tuple[str, int]]:
+    """Record id → the (memory id, version) it names (one read, no Mapping built per row:
+    an import's evidence pass asks it of every evidence record)."""
+    return {r[0]: (r[1], r[2]) for r in store.conn.execute(
+        "SELECT record_id, memory, version FROM shared_records")}
 
 
 def mapping(store: Store, record_id: str) -> Mapping | None:
