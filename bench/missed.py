@@ -45,8 +45,8 @@ _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 
 _NIGHT = "docs/development.md, \"`context` past Typer\""
 _DAWN = "docs/development.md, \"`context` without the collector or the teardown\""
 _EXPORT_MARK = "docs/development.md, \"The first export with its versions read narrow\""
-_IMPORT_FIELDS = ("docs/development.md, \"What a shared record's scan sees\" and \"The "
-                  "folder's check and the injection check\"")
+_IMPORT_FIELDS = ("docs/development.md, \"The folder's check and the injection check\" and "
+                  "\"The import's own Python\"")
 _GC = "docs/development.md, \"gc nearer its floor\""
 
 NOTES: tuple[Note, ...] = (
@@ -110,18 +110,17 @@ NOTES: tuple[Note, ...] = (
          "lines and mappings never enter Python, and a mappings table with fewer indexes",
          _EXPORT_MARK),
     Note("sync", ("import / its floor",),
-         "1.9-2.1x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 morning): each "
-         "field a teammate wrote is scanned alone as the write gate scans a local write's; "
-         "the folder's check decodes a line with the JSON scanner directly and the "
-         "injection check groups its anchors by rarest character (0.24 -> 0.21 s and 0.073 "
-         "-> 0.049 s); left are the statements beyond the floor (~0.15 s: a history and a "
-         "mapping row a version), the folder's read and check (0.21 s), the scan and "
-         "injection check (0.17 s) - already ~1.5x without any per-record Python - and "
-         "that Python (~0.4 s)",
-         "the per-line checks in the folder (~6 us a line past decoding: the type checks, "
-         "the body spelled for the id, the Record) in fewer Python steps, and new "
-         "versions inserted by one INSERT ... SELECT over the records as JSON (an "
-         "evidence pass in SQL was tried: slower than its dicts)",
+         "1.67-1.71x the floor in CPU (bench/sync_import_parts.py, 2026-12-03, 1.85-1.95x "
+         "before in the same runs): an exported line is read by one match of its shape, "
+         "the last batch of new versions is inserted with its evidence counted, a new "
+         "version is a plain slotted record; left are the floor's own full-text indexing "
+         "(~1.0 s of the import's statements), the statements beyond it (~0.1-0.15 s: a "
+         "history and a mapping row a version), the folder's read and check (0.16 s), the "
+         "scan (0.15 s) and injection check (0.05 s) - already ~1.4x with no per-record "
+         "Python - and that Python (~0.29 s)",
+         "the fields' scan or the folder's check done outside CPython, or the history and "
+         "mapping rows written by the database rather than bound per row from Python (an "
+         "INSERT ... SELECT over the versions as JSON was tried: slower than executemany)",
          _IMPORT_FIELDS),
     _met("transcripts", ("re-import",), "0-1% of the first", _MAY_TABLE),
     _met("sync", ("with nothing new",), "93-188 ms", _MAY_TABLE),

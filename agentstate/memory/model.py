@@ -119,8 +119,18 @@ class HistoryEntry:
 
 
 def normalise(text: str) -> str:
-    """What dedupe compares: case-folded, whitespace collapsed, trailing punctuation off."""
-    return re.sub(r"\s+", " ", text.casefold()).strip().rstrip(".!。！;；")
+    """What dedupe compares: case-folded, whitespace collapsed, trailing punctuation off.
+    A text with no run to collapse skips the substitution: every whitespace character but
+    the space is unprintable (as safety.py's injection check relies on, tested there over
+    every code point), so a printable text without two spaces in a row has none (issue 24:
+    an import normalises every record it stores)."""
+    folded = text.casefold()
+    if "  " in folded or not folded.isprintable():
+        folded = _SPACES.sub(" ", folded)
+    return folded.strip().rstrip(".!。！;；")
+
+
+_SPACES = LazyPattern(r"\s+")
 
 
 def text_hash(text: str) -> str:

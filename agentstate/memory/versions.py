@@ -92,10 +92,11 @@ def insert_version(store: Store, *, memory_id: str, version: int, kind: str, key
     return row
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NewVersion:
-    """One version for insert_scanned_versions (the fields insert_version takes, without
-    evidence)."""
+    """One version for insert_scanned_versions (the fields insert_version takes). Not
+    frozen: a frozen dataclass sets each field through object.__setattr__, ~3x the time of
+    making one, and a sync import makes one a version (issue 24)."""
 
     memory_id: str
     version: int
@@ -111,19 +112,20 @@ class NewVersion:
     principal: str
     reason: str
     norm: str = ""  # norm_hash(text) when the caller has it already, else computed here
+    evidence: tuple[tuple[str, str], ...] = ()  # (ref, kind) each
 
 
-def insert_scanned_versions(store: Store, versions: list[NewVersion]) -> None:
-    """Many versions without evidence whose fields the secret scanner passed, in one
-    statement: the same rows as insert_version(..., evidence=[], scanned=True) for each,
-    without a round trip per version (a sync import's batch of new chains, issue 24)."""
+def insert_scanned_versions(store: Store, versions: list[NewVersion], actor: str) -> None:
+    """Many versions whose fields the secret scanner passed, in two statements: the same
+    rows as insert_version(..., scanned=True) for each, without a round trip per version (a
+    sync import's batch of new chains, issue 24), the evidence added by `actor`. Each
+    version's evidence count is known as it is inserted, so no count is refreshed after."""
     from agentstate.memory.scanned import scanner_mark
 
     if not versions:
         return
     now = store.now()
     mark = scanner_mark()
-    # evidence_count 0 is what add_evidence with no refs would count.
     store.conn.executemany(
         "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, status,"
         " confidence, valid_until, created, last_confirmed, evidence_count, supersedes,"
@@ -131,8 +133,19 @@ def insert_scanned_versions(store: Store, versions: list[NewVersion]) -> None:
         " ?, ?, ?, ?, ?, ?)",
         [(v.memory_id, v.version, v.kind, v.key, v.scope, v.text,
           v.norm or norm_hash(v.text), v.source, v.status, bounded(v.confidence),
-          v.valid_until, now, now, 0, v.supersedes, v.principal, v.reason, mark)
+          v.valid_until, now, now, _distinct(v.evidence), v.supersedes, v.principal,
+          v.reason, mark)
          for v in versions])
+    # A ref given twice is one row (the first kind), as add_evidence leaves it.
+    store.conn.executemany(
+        "INSERT OR IGNORE INTO memory_evidence (memory_row, ref, kind, added, actor) "
+        "SELECT row, ?, ?, ?, ? FROM memories WHERE id = ? AND version = ?",
+        [(ref, kind, now, actor, v.memory_id, v.version)
+         for v in versions for ref, kind in v.evidence])
+
+
+def _distinct(evidence: tuple[tuple[str, str], ...]) -> int:
+    return len(evidence) if len(evidence) < 2 else len({ref for ref, _ in evidence})
 
 
 def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor: str) -> list[str]:

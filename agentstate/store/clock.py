@@ -83,7 +83,13 @@ class IdSource:
         # One urandom call per id (not one per character): bulk imports create thousands.
         # 32 divides 256, so `byte & 31` is uniform over the alphabet. os.urandom is what
         # secrets.token_bytes calls; importing `secrets` (hmac, hashlib) cost every hook.
-        return "".join(_ALPHABET[b & 31] for b in os.urandom(ID_LENGTH))
+        # Each byte mapped by one translate (a third of a join over the bytes: a first sync
+        # import draws an id a chain, issue 24).
+        return os.urandom(ID_LENGTH).translate(_BY_BYTE).decode("ascii")
+
+
+# Byte b → `_ALPHABET[b & 31]`, as a table for bytes.translate.
+_BY_BYTE = bytes(ord(_ALPHABET[b & 31]) for b in range(256))
 
 
 def clock_from_env() -> Clock:

@@ -18,6 +18,7 @@ first import against its floor", 2026-12-03 morning).
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from agentstate.lazy_re import LazyPattern
@@ -44,14 +45,21 @@ class RecordScan:
         """The kinds of secret found in the record's fields (empty: none)."""
         found = {finding.kind for finding in find_secrets(data["text"])}
         verdicts = self._verdicts
-        for name in SHORT_FIELDS:
-            value = data[name]
-            if not value:
-                continue
-            verdict = verdicts.get(value)
-            if verdict is None:
-                if len(value) == 27 and _TIME.fullmatch(value):
-                    continue
-                verdict = verdicts[value] = frozenset(f.kind for f in find_secrets(value))
-            found |= verdict
+        for value in _SHORT(data):
+            if value:
+                verdict = verdicts.get(value)
+                if verdict is None:
+                    verdict = verdicts[value] = _verdict(value)
+                if verdict:
+                    found |= verdict
         return found
+
+
+_SHORT = itemgetter(*SHORT_FIELDS)
+_CLEAN: frozenset[str] = frozenset()
+
+
+def _verdict(value: str) -> frozenset[str]:
+    if len(value) == 27 and _TIME.fullmatch(value):
+        return _CLEAN
+    return frozenset(f.kind for f in find_secrets(value))

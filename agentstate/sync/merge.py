@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -77,13 +77,18 @@ from agentstate.memory.versions import (
     vref,
 )
 from agentstate.safety import find_injection
-from agentstate.store.limits import MAX_NAME_CHARS
 from agentstate.store.principals import Principal, check_whole_store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
 from agentstate.sync.fields_scan import RecordScan
 from agentstate.sync.records import Folder, Record, evidence_kind, record_over_limits
-from agentstate.sync.shared import mapping, mappings_of, record_mapping, record_mappings
+from agentstate.sync.shared import (
+    mapped_record_ids,
+    mapping,
+    mappings_of,
+    record_mapping,
+    record_mappings,
+)
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -99,7 +104,11 @@ class ImportResult:
     purged: list[str] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     pending_tombstones: int = 0  # tombstones for records unknown here (kept; they win later)
-    touched: set[str] = field(default_factory=set)  # chains this import changed
+    # Chains this import changed that settling may have to rank. Not the chains the batch of
+    # new chains started (_Batch): one version, or two where the second replaced the first,
+    # never two current or a contested one — unless another path touches them too, and then
+    # that path adds them (issue 24: 11,000 chains of a first import were asked for rivals).
+    touched: set[str] = field(default_factory=set)
 
 
 class _Rollback(Exception):
@@ -119,33 +128,34 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
                           write=True)
     try:
         with store.transaction():
-            from agentstate.sync.shared import all_mappings
-
             # A record already mapped here costs a set look-up, no statement.
-            known = set(all_mappings(store))
+            known = mapped_record_ids(store)
             memories = [r for r in _parents_first(folder.of_type("memory"))
                         if r.id not in known]
-            scan = RecordScan()
-            batch = _Batch(store, who, scan) if batch_new else None
+            gate = _Gate(who)
+            evidence = folder.of_type("evidence")
+            batch = _Batch(store, who, gate, evidence) if batch_new else None
             for record in memories:
                 if batch is not None and record.id not in dead and batch.take(record, result):
                     continue
                 if batch is not None:
                     batch.flush()  # what the per-record path reads is then all written
                 if record.id not in dead:
-                    _memory(store, record, who, result, scan)
+                    _memory(store, record, who, result, gate)
                 else:
-                    _replaced_by_dead(store, record, who, result, scan)
+                    _replaced_by_dead(store, record, who, result, gate)
                 if batch is not None:
                     batch.saw(record)
             if batch is not None:
-                batch.flush()
+                batch.flush(last=True)
             # After every insert, so what a tombstoned record matches does not depend on
             # the order the records came in.
             for record in memories:
                 if record.id in dead:
                     _dead(store, record)
-            _evidence(store, folder.of_type("evidence"), who, batch_new)
+            if batch is not None:  # the batch's versions were inserted with theirs
+                evidence = [r for r in evidence if r.data["memory"] not in batch.inserted]
+            _evidence(store, evidence, who, batch_new)
             _tombstones(store, forgets, purges, who, result, dry_run)
             # A chain with at most one current version, none contested, has nothing to
             # settle (most chains of a first import: one new value each).
@@ -191,28 +201,33 @@ def _skip(result: ImportResult, record: Record, reason: str) -> None:
     result.skipped.append({"record": record.id, "where": record.where, "reason": reason})
 
 
-def _refusal(record: Record, who: Principal, scan: RecordScan) -> str | None:
-    data = record.data
-    found = scan.secret_kinds(data)
-    if found:
-        kinds = ", ".join(sorted(found))
-        return f"looks like it contains a secret ({kinds}); not imported"
-    if not who.can_write(data["scope"]):
-        return f"principal {who.name!r} may not write scope {data['scope']!r}"
-    if not who.can_claim(data["source"]):
-        return f"principal {who.name!r} may not claim source {data['source']!r}"
-    return None
+class _Gate:
+    """What a teammate's record must pass to be stored, for one import: its fields' secret
+    scan, a scope the principal may write and a source it may claim. Most records of a
+    folder share their scope and source: that verdict is kept for the import (two pattern
+    matches a record were a few percent of a first import's own Python, issue 24)."""
 
+    def __init__(self, who: Principal) -> None:
+        self.who, self.scan = who, RecordScan()
+        self._allowed: dict[tuple[str, str], str | None] = {}
 
-def _over_limits(data: dict[str, Any], max_chars: int) -> str | None:
-    """records.record_over_limits, asked only of a record that could be over them: a text
-    no longer than the limit is within it once stripped, and names within the name limit
-    are within it (a call a record, with its import statement, was a few percent of an
-    import's own Python)."""
-    if (len(data["text"]) <= max_chars and len(data["key"] or "") <= MAX_NAME_CHARS
-            and len(data["scope"]) <= MAX_NAME_CHARS and len(data["source"]) <= MAX_NAME_CHARS):
+    def refusal(self, record: Record) -> str | None:
+        data = record.data
+        found = self.scan.secret_kinds(data)
+        if found:
+            kinds = ", ".join(sorted(found))
+            return f"looks like it contains a secret ({kinds}); not imported"
+        claim = (data["scope"], data["source"])
+        if claim not in self._allowed:
+            self._allowed[claim] = self._not_allowed(*claim)
+        return self._allowed[claim]
+
+    def _not_allowed(self, scope: str, source: str) -> str | None:
+        if not self.who.can_write(scope):
+            return f"principal {self.who.name!r} may not write scope {scope!r}"
+        if not self.who.can_claim(source):
+            return f"principal {self.who.name!r} may not claim source {source!r}"
         return None
-    return record_over_limits(data, max_chars)
 
 
 def _match(store: Store, data: dict[str, Any]) -> MemoryVersion | None:
@@ -232,13 +247,13 @@ def _version_row(store: Store, found: Any) -> MemoryVersion | None:
 
 
 def _replaced_by_dead(store: Store, record: Record, who: Principal,
-                      result: ImportResult, scan: RecordScan) -> None:
+                      result: ImportResult, gate: _Gate) -> None:
     """A tombstoned record still replaced its parent: where the teammate wrote it, the
     parent was superseded before the new value was forgotten. Without this the parent
     would be current or not depending on whether the tombstone came in the same pull.
     It is checked as an inserted record would be (secrets, scope, source): a record that
     is never inserted must not get to replace anything unchecked."""
-    if _refusal(record, who, scan) is None:
+    if gate.refusal(record) is None:
         _replace_parent(store, record, who, result, "since forgotten")
 
 
@@ -293,12 +308,12 @@ def _dead(store: Store, record: Record) -> None:
 
 
 def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
-            scan: RecordScan) -> None:
+            gate: _Gate) -> None:
     data = record.data
     if mapping(store, record.id) is not None:
         return
-    refused = _over_limits(data, store.settings.memory.max_chars) \
-        or _refusal(record, who, scan)
+    refused = record_over_limits(data, store.settings.memory.max_chars) \
+        or gate.refusal(record)
     if refused:
         _skip(result, record, refused)
         return
@@ -326,7 +341,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
         confidence=_confidence(data["source"], status),
         valid_until=data["valid_until"], supersedes=supersedes,
         principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[],
-        scanned=True)  # _refusal scanned the record's fields before this
+        scanned=True)  # the gate scanned the record's fields before this
     record_mapping(store, record.id, memory_id, version, "import", data["rel"])
     new_ref = make_ref("mem", memory_id, version)
     result.touched.add(memory_id)
@@ -388,8 +403,17 @@ class _Batch:
     without the batch. The sets below may hold more than the store (content of a version
     since purged, a quarantined key): a false hit only sends a record down the slow path."""
 
-    def __init__(self, store: Store, who: Principal, scan: RecordScan) -> None:
-        self.store, self.who, self.scan = store, who, scan
+    def __init__(self, store: Store, who: Principal, gate: _Gate,
+                 evidence: list[Record]) -> None:
+        self.store, self.who, self.gate = store, who, gate
+        # The evidence refs each record of the folder has, in the order the evidence pass
+        # (_evidence) would add them: a new version is inserted with its own.
+        self.refs: dict[str, list[str]] = {}
+        for record in evidence:
+            self.refs.setdefault(record.data["memory"], []).append(record.data["ref"])
+        self.claims_user = who.can_claim("user")
+        self.pending: list[str] = []  # the record id of each pending version
+        self.inserted: set[str] = set()  # records inserted, each with its evidence
         self.max_chars = store.settings.memory.max_chars
         self.contents = content_keys(store)
         self.keys = keyed_chains(store)
@@ -440,8 +464,8 @@ class _Batch:
                 or (at is None and data["key"] and (data["key"], data["scope"]) in self.keys)):
             return False
         # Scanned here and only here (the record does not reach _memory): once per record.
-        refused = _over_limits(data, self.max_chars) \
-            or _refusal(record, self.who, self.scan)
+        refused = record_over_limits(data, self.max_chars) \
+            or self.gate.refusal(record)
         self.saw(record, content)
         if refused:
             _skip(result, record, refused)
@@ -459,26 +483,43 @@ class _Batch:
             confidence=_confidence(data["source"], status), valid_until=data["valid_until"],
             supersedes=1 if parent else None, principal=f"{ACTOR}:{data['principal']}",
             reason=reason, norm=content[0]))
+        self.pending.append(record.id)
         self.maps.append((record.id, memory_id, version, "import", data["rel"]))
         if parent is not None and at is not None and status == MemoryStatus.ACTIVE:
             # What _replace_parent does to a stored parent, done to the pending one.
             why = f"superseded by a teammate's newer value (record {record.id[:12]})"
-            self.versions[at] = replace(parent, status=MemoryStatus.SUPERSEDED, reason=why)
+            parent.status, parent.reason = MemoryStatus.SUPERSEDED, why  # not yet written
             self.history.append((memory_id, 1, "superseded", ACTOR, why, None,
                                  f'{{"record": {_quote(record.id)}}}'))
         self.history.append((memory_id, version, "import", self.who.name, reason,
                              data["text"], _import_detail(record.id, data)))
-        result.touched.add(memory_id)
         result.imported.append(make_ref("mem", memory_id, version))
         return True
 
-    def flush(self) -> None:
+    def _evidence(self, record_id: str) -> tuple[tuple[str, str], ...]:
+        """(ref, kind) of each evidence ref of the record that _evidence would add to its
+        new version (no `user` ref the principal may not claim)."""
+        refs = self.refs.get(record_id)
+        if not refs:
+            return ()
+        kinds = ((ref, evidence_kind(ref)) for ref in refs)
+        return tuple(item for item in kinds if item[1] != "user" or self.claims_user)
+
+    def flush(self, last: bool = False) -> None:
+        """Write what is pending. Only the `last` flush, after every memory record, inserts
+        the versions with their evidence: the per-record path decides on versions without
+        evidence (a `user` ref makes one vouched for), as without the batch; the versions of
+        an earlier flush get theirs from the evidence pass."""
         if not (self.versions or self.maps or self.history):
             return
-        insert_scanned_versions(self.store, self.versions)
+        if last:
+            for version, record_id in zip(self.versions, self.pending, strict=True):
+                version.evidence = self._evidence(record_id)
+            self.inserted.update(self.pending)
+        insert_scanned_versions(self.store, self.versions, ACTOR)
         record_mappings(self.store, self.maps)
         record_histories(self.store, self.history)
-        self.versions, self.maps, self.history = [], [], []
+        self.versions, self.maps, self.history, self.pending = [], [], [], []
         self.fresh, self.length = {}, {}
 
 
@@ -499,23 +540,22 @@ def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) 
     """Evidence refs of records mapped here, added where they are missing (read in bulk:
     every pull reads them all; written in two statements with `batch`)."""
     from agentstate.memory.model import evidence_refs_by_row, version_rows
-    from agentstate.sync.shared import all_mappings
+    from agentstate.sync.shared import mapped_versions
 
     if not records:
         return
-    maps = all_mappings(store)
+    maps = mapped_versions(store)
     rows = version_rows(store)  # (memory, version) → (row, purged)
     have = {(row, ref) for row, refs in evidence_refs_by_row(store).items() for ref in refs}
+    claims_user = who.can_claim("user")
     items: list[tuple[int, str, str]] = []
     for record in records:
         data = record.data
-        found = maps.get(data["memory"])
-        row, purged = rows.get((found.memory, found.version), (None, True)) if found else (
-            None, True)
-        if row is None or purged or (row, data["ref"]) in have:
+        row, purged = rows.get(maps.get(data["memory"], _UNMAPPED), _GONE)
+        if purged or (row, data["ref"]) in have:
             continue
         kind = evidence_kind(data["ref"])
-        if kind == "user" and not who.can_claim("user"):
+        if kind == "user" and not claims_user:
             continue
         items.append((row, data["ref"], kind))
         have.add((row, data["ref"]))
@@ -524,6 +564,10 @@ def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) 
     else:  # the per-record reference (tests/sync/test_sync_batched_import.py)
         for row_id, ref, kind in items:
             add_evidence(store, row_id, [(ref, kind)], ACTOR)
+
+
+_GONE = (0, True)  # a record not mapped here, or mapped to a version since deleted
+_UNMAPPED = ("", 0)  # no version's (memory, version)
 
 
 def _tombstones(store: Store, forgets: set[str], purges: set[str], who: Principal,

@@ -28,6 +28,7 @@ from typing import Any
 
 from agentstate.errors import InvalidInput
 from agentstate.lazy_re import LazyPattern
+from agentstate.store.limits import MAX_NAME_CHARS
 
 FORMAT = 1  # the `"v"` this agentstate writes and reads
 SHARED_DIR = "shared"
@@ -239,6 +240,60 @@ def _decode(text: str) -> Any:
 def parse_line(text: str, where: str) -> Record:
     """Validate one line: JSON, known format version and type, fields (the id is checked
     against the content by `check_id`, after the duplicate check that names both lines)."""
+    record = _canonical_record(text, where)
+    if record is not None:
+        _check_fields(record.type, record.data, where)
+        return record
+    return _decoded_record(text, where)
+
+
+# A string as the canonical encoder spells it when it needs no escape: no quote, no
+# backslash, no control character (ensure_ascii=False leaves everything else as it is).
+_PLAIN = r'[^"\\\x00-\x1f]*'
+_OR_NULL = f'(?:null|"({_PLAIN})")'
+# The whole line of a memory or evidence record as an export writes it, every string plain:
+# the keys in canonical order, no space, `"v":1`. Such a line is its record's canonical
+# JSON, so its fields are the groups as they stand and its body is the line without the id
+# (issue 24: decoding, the type checks and spelling the body again were most of a line's
+# check). Any other line, valid or not, is decoded and checked field by field.
+_MEMORY_LINE = LazyPattern(
+    f'\\{{"created":"({_PLAIN})","held":{_OR_NULL},"id":"([0-9a-f]{{32}})","key":{_OR_NULL},'
+    f'"kind":"({_PLAIN})","parent":{_OR_NULL},"principal":"({_PLAIN})","rel":{_OR_NULL},'
+    f'"scope":"({_PLAIN})","source":"({_PLAIN})","text":"({_PLAIN})","type":"memory",'
+    f'"v":{FORMAT},"valid_until":{_OR_NULL}\\}}')
+_EVIDENCE_LINE = LazyPattern(
+    f'\\{{"id":"([0-9a-f]{{32}})","memory":"({_PLAIN})","ref":"({_PLAIN})",'
+    f'"type":"evidence","v":{FORMAT}\\}}')
+_ID_FIELD = len('"id":"",') + ID_LENGTH  # `"id":"…",` in a line
+
+
+def _canonical_record(text: str, where: str) -> Record | None:
+    """The record of a line in one of the two shapes above (None: any other line). The data
+    is what decoding the line gives, in the same key order."""
+    if text.startswith('{"created":'):
+        m = _MEMORY_LINE.fullmatch(text)
+        if m is None:
+            return None
+        (created, held, rid, key, kind, parent, principal, rel, scope, source, text_,
+         valid_until) = m.groups()
+        data = {"created": created, "held": held, "id": rid, "key": key, "kind": kind,
+                "parent": parent, "principal": principal, "rel": rel, "scope": scope,
+                "source": source, "text": text_, "type": "memory", "v": FORMAT,
+                "valid_until": valid_until}
+        at = m.start(3) - 6  # where `"id":"` starts
+        return Record(data, text, where, text[:at] + text[at + _ID_FIELD:])
+    if text.startswith('{"id":'):
+        m = _EVIDENCE_LINE.fullmatch(text)
+        if m is None:
+            return None
+        rid, memory, ref = m.groups()
+        data = {"id": rid, "memory": memory, "ref": ref, "type": "evidence", "v": FORMAT}
+        return Record(data, text, where, "{" + text[1 + _ID_FIELD:])
+    return None
+
+
+def _decoded_record(text: str, where: str) -> Record:
+    """parse_line for any line: decoded, then checked field by field."""
     try:
         data = _decode(text)
     except json.JSONDecodeError as exc:
@@ -365,19 +420,22 @@ def read_shared_file(file: Path) -> str | None:
 
 def record_over_limits(data: dict[str, Any], max_chars: int) -> str | None:
     """Why a memory record cannot be stored as a local write could not: its text over
-    `[memory] max_chars`, a key, scope or source over the name limit. None if it fits."""
-    from agentstate.store.limits import MAX_NAME_CHARS
-
+    `[memory] max_chars`, a key, scope or source over the name limit. None if it fits.
+    Asked of every record an import stores: the text is stripped only when it is longer
+    than the limit (shorter, it is within it stripped too)."""
     text = data.get("text")
-    if isinstance(text, str) and len(text.strip()) > max_chars:
+    if isinstance(text, str) and len(text) > max_chars and len(text.strip()) > max_chars:
         return (f"its text is {len(text.strip()):,} characters; the limit is {max_chars:,} "
                 "([memory] max_chars, as for `remember`); not imported")
-    for name in ("key", "scope", "source"):
+    for name in _NAMED:
         value = data.get(name)
         if isinstance(value, str) and len(value) > MAX_NAME_CHARS:
             return (f"its {name} is {len(value):,} characters; the limit is "
                     f"{MAX_NAME_CHARS:,}; not imported")
     return None
+
+
+_NAMED = ("key", "scope", "source")
 
 
 def file_lines(raw: str) -> list[str]:

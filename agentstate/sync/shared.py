@@ -31,9 +31,15 @@ def mapped_ids(store: Store) -> dict[tuple[str, int], set[str]]:
     return found
 
 
-def all_mappings(store: Store) -> dict[str, Mapping]:
-    return {r[0]: Mapping(*r) for r in store.conn.execute(
-        "SELECT record_id, memory, version, origin, rel FROM shared_records")}
+def mapped_record_ids(store: Store) -> set[str]:
+    return {r[0] for r in store.conn.execute("SELECT record_id FROM shared_records")}
+
+
+def mapped_versions(store: Store) -> dict[str, tuple[str, int]]:
+    """Record id → the (memory id, version) it names (one read, no Mapping built per row:
+    an import's evidence pass asks it of every evidence record)."""
+    return {r[0]: (r[1], r[2]) for r in store.conn.execute(
+        "SELECT record_id, memory, version FROM shared_records")}
 
 
 def mapping(store: Store, record_id: str) -> Mapping | None:

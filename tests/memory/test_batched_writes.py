@@ -71,3 +71,36 @@ def test_add_evidence_rows_leaves_the_rows_and_counts_of_add_evidence_one_at_a_t
         evidence, counts = _evidence(many)
         assert (evidence, counts) == _evidence(one)
         assert dict(counts) == {rows[0]: 2, rows[1]: 1, rows[2]: 2, rows[3]: 0}
+
+
+def test_insert_scanned_versions_leaves_the_rows_of_insert_version_and_add_evidence():
+    """A sync import's batch inserts versions with their evidence counted as they go in."""
+    from agentstate.memory.versions import NewVersion, insert_scanned_versions
+
+    evidence = [(), (("user", "user"),),
+                (("evt:aaaa1111", "evt"), ("file:docs/a.md@0123abc", "file")),
+                (("evt:bbbb2222", "evt"), ("evt:bbbb2222", "evt"), ("user", "user"))]
+    versions = [NewVersion(memory_id=f"fact{n:02d}", version=1, kind="fact", key=None,
+                           scope="repo", text=f"fact number {n} holds", source="tool:ci",
+                           status="active", confidence=0.7, valid_until=None,
+                           supersedes=None, principal="sync:owner", reason="imported",
+                           evidence=refs)
+                for n, refs in enumerate(evidence)]
+    with fresh_store() as one, fresh_store() as many:
+        for v in versions:
+            row = insert_version(one, memory_id=v.memory_id, version=v.version, kind=v.kind,
+                                 key=v.key, scope=v.scope, text=v.text, source=v.source,
+                                 status=v.status, confidence=v.confidence,
+                                 valid_until=v.valid_until, supersedes=v.supersedes,
+                                 principal=v.principal, reason=v.reason, evidence=[],
+                                 scanned=True)
+            add_evidence(one, row, list(v.evidence), "sync")
+        insert_scanned_versions(many, versions, "sync")
+
+        def rows(store):
+            return (store.conn.execute("SELECT * FROM memories ORDER BY row").fetchall(),
+                    store.conn.execute("SELECT * FROM memory_evidence ORDER BY memory_row, "
+                                       "ref").fetchall())
+
+        assert rows(many) == rows(one)
+        assert [count for _, count in _evidence(many)[1]] == [0, 1, 2, 2]
