@@ -307,6 +307,9 @@ def test_relative_and_home_entries_of_the_tools_path(store, tmp_path, monkeypatc
 
     (store.work_tree / ".venv" / "bin").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(tmp_path))  # the caller's HOME does not move `~/`
+    # An activated virtualenv is on the path by design (tested on its own); the shell that
+    # runs the suite may have one, which would add its bin here.
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     (tmp_path / "hbin").mkdir()
     configure(store, "tools", path=("/usr/bin", ".venv/bin", "~/hbin", "/no/such/dir"))
     dirs = search_path(store.settings.tools, store.work_tree)
