@@ -132,7 +132,7 @@ ANSWER_WIDTH = 2.5
 @lru_cache(maxsize=FORMS_KEPT)
 def evidence_line(label: str, text: str, stems: tuple[str, ...],
                   max_chars: int = DEFAULT_CHARS, whole_under: int = 0,
-                  kind: str = "") -> str:
+                  kind: str = "", fill: bool = False) -> str:
     """The one-line form of an evidence item, made to carry its answer: the whole text when
     it is at most `whole_under` characters (a short turn is cheaper whole than a cut that
     drops what the question asks for), else the sentence `focus_line` picks (by the
@@ -142,7 +142,9 @@ def evidence_line(label: str, text: str, stems: tuple[str, ...],
     width leaves after the matched one, at least half of `max_chars` (the answer to "what
     pastries?" is rarely the sentence that says "pastries"; it is the one after). A
     matched sentence that ends the turn, or opens with a word pointing back ("It",
-    "They", "This" …: `_REFERS_BACK`), is completed by the one before it."""
+    "They", "This" …: `_REFERS_BACK`), is completed by the one before it. `fill`: the
+    sentences after the completion follow it while they fit in that room (a line given
+    only in room no item wanted — budgeter, `_Upgrades` — has no reason to stop short)."""
     flat = _WS.sub(" ", text).strip()
     if len(flat) <= whole_under:
         return f"- [{label}] {flat}"
@@ -169,7 +171,19 @@ def evidence_line(label: str, text: str, stems: tuple[str, ...],
     if pick < at:
         return _before(label, flat, sentences, at, core, room)
     follow = first_sentence(sentences[pick], room)
+    if fill and not follow.endswith(" …"):
+        follow = _filled(follow, sentences[pick + 1:], room)
     return f"{line[:-2]} {'… ' if pick > at + 1 else ''}{follow}"
+
+
+def _filled(follow: str, rest: list[str], room: int) -> str:
+    """`follow` and the whole sentences of `rest` after it, in order, while they fit in
+    `room` characters."""
+    for sentence in rest:
+        if len(follow) + 1 + len(sentence) > room:
+            break
+        follow += " " + sentence
+    return follow
 
 
 # A sentence opening with one of these words goes on from the one before it ("I started
