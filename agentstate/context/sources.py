@@ -445,15 +445,19 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         # answer line replaces it where the budget has room left (budgeter).
         matched = compress_line(label, hit.text, chars) if near \
             else focus_line(label, hit.text, stems, chars)
-        answer = evidence_line(label, hit.text, () if near else stems, chars, short, asks) \
-            if answer_lines else matched
+        # Hits come first, in rank order: `rank` counts hits before any neighbour.
+        complete_here = not near and rank < complete
+        # A complete item's answer line is placed before other items and costs them room:
+        # its completion is one sentence. Any other's is given only in room left over, and
+        # fills its width (docs/evaluation.md, eleventh round).
+        answer = evidence_line(label, hit.text, () if near else stems, chars, short, asks,
+                               not complete_here) if answer_lines else matched
         cand = Candidate(
             ref=hit.ref, cls="evidence", section="evidence", score=score,
             full=None if near or rank >= whole else f"- [{label}] {_indent(hit.text)}",
             compressed=answer,
             short=matched if answer_lines else None,
-            # Hits come first, in rank order: `rank` counts hits before any neighbour.
-            answer_first=not near and rank < complete and answer != matched,
+            answer_first=complete_here and answer != matched,
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
             group=event_group(hit.run, hit.source, hit.text), tail=tail, shown=shown,
