@@ -115,6 +115,7 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
     # Imported only past the digest: export, merge and the record format pull in the secret
     # scanner (dozens of regular expressions to compile), ~100 ms that a sync with nothing
     # new never uses (issue 24: ≤ 0.2 s as a whole process).
+    from agentstate.store.collector import without_collector
     from agentstate.sync.export import (
         plan_export,
         removed_lines,
@@ -127,7 +128,10 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
     from agentstate.sync.records import read_folder
     from agentstate.sync.shared import checked_files, keep_checked_files, purged_record_ids
 
-    folder = read_folder(path, skip=purged_record_ids(store), checked=checked_files(store))
+    # The folder's records and the import's rows are many small objects with no cycle among
+    # them: the cyclic collector's passes over them free nothing (store/collector.py).
+    folder = without_collector(lambda: read_folder(path, skip=purged_record_ids(store),
+                                                   checked=checked_files(store)))
     checked = dict(folder.digests)  # every file read passed the checks (or it raised)
     if do_export:
         plan = plan_export(store, folder, include_candidates=include_candidates,
@@ -150,7 +154,8 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
     if not dry_run:
         keep_checked_files(store, checked)
     if do_import:
-        merged = import_folder(store, folder, principal=principal, dry_run=dry_run)
+        merged = without_collector(lambda: import_folder(store, folder, principal=principal,
+                                                         dry_run=dry_run))
         result.imported = len(merged.imported)
         result.contested = len(merged.contested)
         result.tombstoned = len(merged.tombstoned)

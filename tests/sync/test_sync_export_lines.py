@@ -297,3 +297,43 @@ _MAINS_FILES = [
 
 def test_the_export_writes_the_bytes_the_earlier_code_wrote(tmp_path):
     assert _export_twice(tmp_path) == _MAINS_FILES
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_off_while_an_import_reads_and_merges_and_as_it_was_after(
+        tmp_path, monkeypatch, enabled):
+    """The import's side of the same: the folder's records and the merge's rows hold no
+    cycle, so the collector is off while the folder is read and while it is merged, and is
+    as the caller had it afterwards — and the import still takes every record."""
+    import gc as collector
+
+    from agentstate.store.init import create_store
+    from agentstate.sync import merge as merge_module
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    create_store(target=tmp_path / "a")
+    create_store(target=tmp_path / "b")
+    teammate, here = _open(tmp_path / "a"), _open(tmp_path / "b")
+    _varied(teammate)
+    exported = sync(teammate, do_import=False, principal="owner").exported
+    shutil.copytree(shared_path(teammate), shared_path(here))
+    seen = []
+
+    def watching(function):
+        def watched(*args, **options):
+            seen.append(collector.isenabled())
+            return function(*args, **options)
+        return watched
+
+    monkeypatch.setattr(records, "read_folder", watching(records.read_folder))
+    monkeypatch.setattr(merge_module, "import_folder", watching(merge_module.import_folder))
+    (collector.enable if enabled else collector.disable)()
+    try:
+        assert sync(here, do_export=False, principal="owner").imported == exported
+        assert collector.isenabled() is enabled
+    finally:
+        collector.enable()
+        teammate.close()
+        here.close()
+    assert seen == [False, False]
