@@ -8,7 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_agentstate
+
+
+@pytest.fixture(autouse=True)
+def _no_activated_virtualenv(monkeypatch):
+    """run_agentstate starts from this process's environment: a suite run from an activated
+    virtualenv would hand its VIRTUAL_ENV to every command here, so the tests that mean
+    "not activated" would run with one."""
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
 
 
 def make_venv(folder: Path) -> Path:
