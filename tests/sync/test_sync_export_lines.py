@@ -226,6 +226,16 @@ def test_a_format_version_equal_to_one_but_not_the_integer_keeps_its_spelling(ve
         records.check_id(parsed)
 
 
+def _noting_collector(function, seen: list[bool]):
+    """`function`, noting in `seen` whether the cyclic collector was on at each call."""
+    import gc as collector
+
+    def noted(*args, **options):
+        seen.append(collector.isenabled())
+        return function(*args, **options)
+    return noted
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_collector_is_off_while_an_export_plans_and_writes_and_as_it_was_after(
         tmp_path, monkeypatch, enabled):
@@ -239,16 +249,11 @@ def test_the_collector_is_off_while_an_export_plans_and_writes_and_as_it_was_aft
     create_store(target=tmp_path)
     store = _open(tmp_path)
     _varied(store)
-    seen = []
 
-    def watching(function):
-        def watched(*args, **options):
-            seen.append(collector.isenabled())
-            return function(*args, **options)
-        return watched
-
+    seen: list[bool] = []
     for name in ("spelled_rows", "record_exported"):
-        monkeypatch.setattr(export_module, name, watching(getattr(export_module, name)))
+        monkeypatch.setattr(export_module, name, _noting_collector(getattr(export_module, name),
+                                                                   seen))
     (collector.enable if enabled else collector.disable)()
     try:
         assert sync(store, do_import=False, principal="owner").exported >= 12
@@ -318,16 +323,11 @@ def test_the_collector_is_off_while_an_import_reads_and_merges_and_as_it_was_aft
     _varied(teammate)
     exported = sync(teammate, do_import=False, principal="owner").exported
     shutil.copytree(shared_path(teammate), shared_path(here))
-    seen = []
 
-    def watching(function):
-        def watched(*args, **options):
-            seen.append(collector.isenabled())
-            return function(*args, **options)
-        return watched
-
-    monkeypatch.setattr(records, "read_folder", watching(records.read_folder))
-    monkeypatch.setattr(merge_module, "import_folder", watching(merge_module.import_folder))
+    seen: list[bool] = []
+    monkeypatch.setattr(records, "read_folder", _noting_collector(records.read_folder, seen))
+    monkeypatch.setattr(merge_module, "import_folder",
+                        _noting_collector(merge_module.import_folder, seen))
     (collector.enable if enabled else collector.disable)()
     try:
         assert sync(here, do_export=False, principal="owner").imported == exported
