@@ -240,3 +240,20 @@ def test_a_teammates_preference_arrives_as_a_candidate(cli, initialised):
     [memory] = cli.json("memory", "list", "--status", "all")
     assert (memory["kind"], memory["status"]) == ("preference", "candidate")
     assert cli.json("recall", "four-space indents")["hits"] == []
+
+
+def test_each_record_is_judged_by_its_own_scope_and_source(cli, initialised):
+    # The import keeps one verdict a (scope, source) pair: records that share a scope but not
+    # a source are judged apart, whichever comes first — the agent's own words arrive, the
+    # ones claiming the user's do not.
+    folder = _shared(initialised)
+    claims = [_fact(f"the agent saw build step {n} pass", source="model", principal="agent")
+              for n in range(4)]
+    claims += [_fact(f"the user said step {n} is optional", source="user", principal="agent")
+               for n in range(4)]
+    _write(folder, "memories.jsonl", [record.line for record in claims])
+    result = cli("sync", "--import-only", env={"AGENTSTATE_PRINCIPAL": "agent"})
+    assert result.exit_code == 0, result.stderr
+    assert "may not claim source 'user'" in result.stdout + result.stderr
+    assert sorted(_memories(cli)) == sorted(f"the agent saw build step {n} pass"
+                                            for n in range(4))
