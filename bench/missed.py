@@ -45,8 +45,8 @@ _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 
 _NIGHT = "docs/development.md, \"`context` past Typer\""
 _DAWN = "docs/development.md, \"`context` without the collector or the teardown\""
 _EXPORT_MARK = "docs/development.md, \"The first export with its versions read narrow\""
-_IMPORT_FIELDS = ("docs/development.md, \"The folder's check and the injection check\" and "
-                  "\"The import's own Python\"")
+_IMPORT_FIELDS = ("docs/development.md, \"The import's own Python\" and \"The import's "
+                  "versions in one statement\"")
 _GC = "docs/development.md, \"gc nearer its floor\""
 
 NOTES: tuple[Note, ...] = (
@@ -110,17 +110,16 @@ NOTES: tuple[Note, ...] = (
          "lines and mappings never enter Python, and a mappings table with fewer indexes",
          _EXPORT_MARK),
     Note("sync", ("import / its floor",),
-         "1.67-1.71x the floor in CPU (bench/sync_import_parts.py, 2026-12-03, 1.85-1.95x "
-         "before in the same runs): an exported line is read by one match of its shape, "
-         "the last batch of new versions is inserted with its evidence counted, a new "
-         "version is a plain slotted record; left are the floor's own full-text indexing "
-         "(~1.0 s of the import's statements), the statements beyond it (~0.1-0.15 s: a "
-         "history and a mapping row a version), the folder's read and check (0.16 s), the "
-         "scan (0.15 s) and injection check (0.05 s) - already ~1.4x with no per-record "
-         "Python - and that Python (~0.29 s)",
-         "the fields' scan or the folder's check done outside CPython, or the history and "
-         "mapping rows written by the database rather than bound per row from Python (an "
-         "INSERT ... SELECT over the versions as JSON was tried: slower than executemany)",
+         "6.8-6.9x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 late morning; "
+         "1.57-1.63x the floor of earlier runs, which inserted a statement a row: FTS5 "
+         "writes a segment at each statement's savepoint, so that floor was ~4x a copy's "
+         "cost): the import's own versions and evidence were inserted a statement a row "
+         "(~1.2 s of statements against the floor's 0.25 s whole); then the per-record "
+         "Python (~0.24 s), the folder's read and check (0.14 s), the scan (0.11 s) and "
+         "injection check (0.05 s), the history and mapping rows (~0.07 s)",
+         "the batch's versions and evidence inserted as the floor inserts them (one "
+         "statement each); past that, the scan or the folder's check done outside CPython: "
+         "the Python of reading, checking and deciding is ~2x the floor by itself",
          _IMPORT_FIELDS),
     _met("transcripts", ("re-import",), "0-1% of the first", _MAY_TABLE),
     _met("sync", ("with nothing new",), "93-188 ms", _MAY_TABLE),
