@@ -110,16 +110,16 @@ NOTES: tuple[Note, ...] = (
          "lines and mappings never enter Python, and a mappings table with fewer indexes",
          _EXPORT_MARK),
     Note("sync", ("import / its floor",),
-         "6.8-6.9x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 late morning; "
-         "1.57-1.63x the floor of earlier runs, which inserted a statement a row: FTS5 "
-         "writes a segment at each statement's savepoint, so that floor was ~4x a copy's "
-         "cost): the import's own versions and evidence were inserted a statement a row "
-         "(~1.2 s of statements against the floor's 0.25 s whole); then the per-record "
-         "Python (~0.24 s), the folder's read and check (0.14 s), the scan (0.11 s) and "
-         "injection check (0.05 s), the history and mapping rows (~0.07 s)",
-         "the batch's versions and evidence inserted as the floor inserts them (one "
-         "statement each); past that, the scan or the folder's check done outside CPython: "
-         "the Python of reading, checking and deciding is ~2x the floor by itself",
+         "3.4-3.6x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 late morning; "
+         "6.8-6.9x before in the same runs; 0.81-0.84x the floor of earlier runs, which "
+         "inserted a statement a row and so paid FTS5 a segment a row): the batch's "
+         "versions and evidence go in by one statement each now (the import 1.72-1.75 s -> "
+         "0.86-0.90 s); left beside the floor's 0.25 s are the per-record Python (~0.25 s), "
+         "the folder's read and check (0.14 s), the scan (0.11 s), the injection check "
+         "(0.05 s) and the history and mapping rows (~0.07 s) - ~2.4x the floor with no "
+         "statement at all",
+         "reading, checking, scanning and deciding outside CPython (a compiled line "
+         "checker and scanner): the Python alone is over 1.5x a copy of the rows",
          _IMPORT_FIELDS),
     _met("transcripts", ("re-import",), "0-1% of the first", _MAY_TABLE),
     _met("sync", ("with nothing new",), "93-188 ms", _MAY_TABLE),
