@@ -10,9 +10,10 @@ repeated import with nothing new (what the post-merge hook pays on each pull).
 
 Floors from the same run (issue 24: export and import within 1.5x of a copy of the same
 data): for the export, a plain script that selects the same versions and writes them as JSON
-lines; for the import, inserting the same rows into a fresh store's memories table (its
-triggers and indexes on). Last, `agentstate sync` with nothing new as a whole process
-(target ≤ 0.2 s: a stored digest says nothing changed), next to `python -c pass`.
+lines; for the import, inserting the same rows into a fresh store's memories and evidence
+tables (their triggers and indexes on), one statement a table. Last, `agentstate sync`
+with nothing new as a whole process (target ≤ 0.2 s: a stored digest says nothing
+changed), next to `python -c pass`.
 """
 
 from __future__ import annotations
