@@ -45,8 +45,8 @@ _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 
 _NIGHT = "docs/development.md, \"`context` past Typer\""
 _DAWN = "docs/development.md, \"`context` without the collector or the teardown\""
 _EXPORT_MARK = "docs/development.md, \"The first export with its versions read narrow\""
-_IMPORT_FIELDS = ("docs/development.md, \"The folder's check and the injection check\" and "
-                  "\"The import's own Python\"")
+_IMPORT_FIELDS = ("docs/development.md, \"The import's own Python\" and \"The import's "
+                  "versions in one statement\"")
 _GC = "docs/development.md, \"gc nearer its floor\""
 
 NOTES: tuple[Note, ...] = (
@@ -110,17 +110,16 @@ NOTES: tuple[Note, ...] = (
          "lines and mappings never enter Python, and a mappings table with fewer indexes",
          _EXPORT_MARK),
     Note("sync", ("import / its floor",),
-         "1.67-1.71x the floor in CPU (bench/sync_import_parts.py, 2026-12-03, 1.85-1.95x "
-         "before in the same runs): an exported line is read by one match of its shape, "
-         "the last batch of new versions is inserted with its evidence counted, a new "
-         "version is a plain slotted record; left are the floor's own full-text indexing "
-         "(~1.0 s of the import's statements), the statements beyond it (~0.1-0.15 s: a "
-         "history and a mapping row a version), the folder's read and check (0.16 s), the "
-         "scan (0.15 s) and injection check (0.05 s) - already ~1.4x with no per-record "
-         "Python - and that Python (~0.29 s)",
-         "the fields' scan or the folder's check done outside CPython, or the history and "
-         "mapping rows written by the database rather than bound per row from Python (an "
-         "INSERT ... SELECT over the versions as JSON was tried: slower than executemany)",
+         "3.4-3.6x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 late morning; "
+         "6.8-6.9x before in the same runs; 0.81-0.84x the floor of earlier runs, which "
+         "inserted a statement a row and so paid FTS5 a segment a row): the batch's "
+         "versions and evidence go in by one statement each now (the import 1.72-1.75 s -> "
+         "0.86-0.90 s); left beside the floor's 0.25 s are the per-record Python (~0.25 s), "
+         "the folder's read and check (0.14 s), the scan (0.11 s), the injection check "
+         "(0.05 s) and the history and mapping rows (~0.07 s) - ~2.4x the floor with no "
+         "statement at all",
+         "reading, checking, scanning and deciding outside CPython (a compiled line "
+         "checker and scanner): the Python alone is over 1.5x a copy of the rows",
          _IMPORT_FIELDS),
     _met("transcripts", ("re-import",), "0-1% of the first", _MAY_TABLE),
     _met("sync", ("with nothing new",), "93-188 ms", _MAY_TABLE),

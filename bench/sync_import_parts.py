@@ -3,7 +3,8 @@
     python bench/sync_import_parts.py [FACTS]     # 11,000 by default, as bench_sync.py
 
 bench_sync.py's stores: store A's first export is copied into store B's shared folder, the
-floor (`import_floor`: the same version and evidence rows inserted into a fresh store) is
+floor (`import_floor`: the same version and evidence rows inserted into a fresh store, each
+table in one statement; and beside it the floor of earlier runs, a statement a row) is
 timed, then B's import, split into the SQL statements it runs (timed on the connection), the
 secret scan of each record (timed where it is called: sync/fields_scan.py, or sync/merge.py
 in a tree from before it) and the injection check (timed where sync/merge.py calls it),
@@ -66,8 +67,9 @@ def _scanning_module() -> Any:
     return scanning
 
 
-def measure(facts: int) -> tuple[Counter[str], float, float]:
-    """(parts, the import's CPU s, the floor's CPU s) for a folder of `facts` facts."""
+def measure(facts: int) -> tuple[Counter[str], float, float, float]:
+    """(parts, the import's CPU s, the floor's CPU s, the per-row floor's CPU s) for a
+    folder of `facts` facts."""
     import agentstate.sync.merge as merge
     from agentstate.store.principals import resolve_principal
     from agentstate.sync import shared_path, sync
@@ -90,6 +92,10 @@ def measure(facts: int) -> tuple[Counter[str], float, float]:
         start = time.process_time()
         import_floor(a, floor_store)
         floor = time.process_time() - start
+        per_row_store = _store(Path(tmp) / "floor-per-row")
+        start = time.process_time()
+        import_floor(a, per_row_store, staged=False)
+        per_row = time.process_time() - start
         start = time.process_time()
         read_folder(folder)
         parts["folder read and checked"] = time.process_time() - start
@@ -103,17 +109,18 @@ def measure(facts: int) -> tuple[Counter[str], float, float]:
         finally:
             scanning.find_secrets, merge.find_injection = real
             b.db.conn = b.db.conn._conn  # type: ignore[attr-defined]
-        for store in (a, b, floor_store):
+        for store in (a, b, floor_store, per_row_store):
             store.close()
     parts["per-record Python (the rest)"] = took - sum(parts.values())
-    return parts, took, floor
+    return parts, took, floor, per_row
 
 
 def main() -> None:
     facts = int(sys.argv[1]) if len(sys.argv) > 1 else 11_000
-    parts, took, floor = measure(facts)
+    parts, took, floor, per_row = measure(facts)
     print(f"first import of {facts:,} facts: {took:.3f} s CPU = {took / floor:.2f}x its "
-          f"floor ({floor:.3f} s)")
+          f"floor ({floor:.3f} s); {took / per_row:.2f}x the floor of earlier runs, a "
+          f"statement a row ({per_row:.3f} s)")
     for label, seconds in parts.most_common():
         print(f"  {label:<30} {seconds:6.3f} s  {seconds / floor:5.2f}x the floor")
 

@@ -503,7 +503,7 @@ class _Batch:
         if not refs:
             return ()
         kinds = ((ref, evidence_kind(ref)) for ref in refs)
-        return tuple(item for item in kinds if item[1] != "user" or self.claims_user)
+        return tuple(item for item in kinds if _attachable(item[1], self.claims_user))
 
     def flush(self, last: bool = False) -> None:
         """Write what is pending. Only the `last` flush, after every memory record, inserts
@@ -536,6 +536,13 @@ def _import_detail(record_id: str, data: dict[str, Any]) -> str:
             f'"source": {_quote(data["source"])}}}')
 
 
+def _attachable(kind: str, claims_user: bool) -> bool:
+    """May an import attach a ref of this kind for a principal that may (or may not) claim
+    the user's word? A `user` ref makes a version vouched for by the user: only a principal
+    that may claim that source attaches one (the batch and the evidence pass alike)."""
+    return kind != "user" or claims_user
+
+
 def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) -> None:
     """Evidence refs of records mapped here, added where they are missing (read in bulk:
     every pull reads them all; written in two statements with `batch`)."""
@@ -555,7 +562,7 @@ def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) 
         if purged or (row, data["ref"]) in have:
             continue
         kind = evidence_kind(data["ref"])
-        if kind == "user" and not claims_user:
+        if not _attachable(kind, claims_user):
             continue
         items.append((row, data["ref"], kind))
         have.add((row, data["ref"]))

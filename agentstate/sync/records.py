@@ -441,8 +441,12 @@ _NAMED = ("key", "scope", "source")
 def file_lines(raw: str) -> list[str]:
     """A shared file's lines, split at line ends only: `str.splitlines` also splits at
     U+2028, U+2029 and U+0085, which JSON leaves unescaped inside a string, so a memory
-    text holding one made the whole folder unreadable."""
-    return raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    text holding one made the whole folder unreadable. A file with no carriage return (as
+    the export writes them) is split as it is: the two replacements copied it twice, 6 ms of
+    a first import's 4.6 MB memories file."""
+    if "\r" in raw:
+        raw = raw.replace("\r\n", "\n").replace("\r", "\n")
+    return raw.split("\n")
 
 
 def read_folder(path: Path, skip: set[str] | frozenset[str] = frozenset(),

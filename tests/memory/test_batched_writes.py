@@ -104,3 +104,62 @@ def test_insert_scanned_versions_leaves_the_rows_of_insert_version_and_add_evide
 
         assert rows(many) == rows(one)
         assert [count for _, count in _evidence(many)[1]] == [0, 1, 2, 2]
+
+
+def test_insert_scanned_versions_indexes_counts_and_attaches_as_a_version_at_a_time():
+    """The batch goes in through a temporary table and one INSERT ... SELECT a table: the
+    word and trigram indexes find what they find after one insert a version, each evidence
+    ref lands on its own version of a chain (two in the batch), the change counters count
+    each row, and a second batch in the same transaction finds no table left behind."""
+    from agentstate.memory.versions import NewVersion, insert_scanned_versions
+
+    def version(memory_id, number, text, evidence):
+        return NewVersion(memory_id=memory_id, version=number, kind="fact",
+                          key="port" if memory_id == "chain" else None, scope="repo",
+                          text=text, source="tool:ci", status="active", confidence=0.7,
+                          valid_until=None, supersedes=number - 1 or None,
+                          principal="sync:owner", reason="imported", evidence=evidence)
+
+    batches = [[version("chain", 1, "the gateway listens on port 8080", (("evt:a1", "evt"),)),
+                version("chain", 2, "the gateway listens on port 9090",
+                        (("evt:b2", "evt"), ("user", "user"))),
+                version("other", 1, "naïve café 東京タワー opens at eight", ())],
+               [version("third", 1, "the gateway's cache is warm", (("evt:a1", "evt"),))]]
+    with fresh_store() as one, fresh_store() as many:
+        with one.transaction():
+            for v in (v for batch in batches for v in batch):
+                row = insert_version(one, memory_id=v.memory_id, version=v.version,
+                                     kind=v.kind, key=v.key, scope=v.scope, text=v.text,
+                                     source=v.source, status=v.status,
+                                     confidence=v.confidence, valid_until=v.valid_until,
+                                     supersedes=v.supersedes, principal=v.principal,
+                                     reason=v.reason, evidence=[], scanned=True)
+                add_evidence(one, row, list(v.evidence), "sync")
+        with many.transaction():
+            for batch in batches:
+                insert_scanned_versions(many, batch, "sync")
+
+        def found(store):
+            conn = store.conn
+            return ([conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+                                  "ORDER BY rank, rowid", (words,)).fetchall()
+                     for words in ("gateway", "port 9090", "cafe", "key:port")],
+                    [conn.execute("SELECT rowid FROM memories_tri WHERE text LIKE ? "
+                                  "ORDER BY rowid", (part,)).fetchall()
+                     for part in ("%東京タ%", "%ort 80%", "%way's%")],
+                    conn.execute("SELECT m.id, m.version, e.ref FROM memory_evidence e JOIN "
+                                 "memories m ON m.row = e.memory_row ORDER BY 1, 2, 3")
+                    .fetchall(),
+                    conn.execute("SELECT * FROM memories ORDER BY row").fetchall(),
+                    conn.execute("SELECT name FROM sqlite_temp_master").fetchall())
+
+        assert found(many) == found(one)
+        hits, trigrams, evidence, _, temporary = found(many)
+        assert [len(h) for h in hits] == [3, 1, 1, 2] and all(trigrams)
+        assert evidence == [("chain", 1, "evt:a1"), ("chain", 2, "evt:b2"),
+                            ("chain", 2, "user"), ("third", 1, "evt:a1")]
+        assert temporary == []
+        # A row each: 4 versions and 4 evidence rows (the one-version path also counts
+        # its evidence counts' refresh, so its counters are not the reference here).
+        assert [many.value(f"SELECT changes FROM {counter}")
+                for counter in ("sync_changes", "memory_changes")] == [8, 8]

@@ -225,6 +225,11 @@ def test_an_agent_importing_never_adds_the_users_word_as_evidence(cli, initialis
     [memory] = cli.json("memory", "list", "--status", "all")
     assert memory["text"] == "the staging database is rebuilt nightly"
     assert "user" not in [e["ref"] for e in memory["evidence"]]
+    # Pulled again, the record is mapped here: its evidence goes through the evidence pass
+    # (not the batch of new versions), which leaves the ref out too.
+    cli.ok("sync", "--import-only", env={"AGENTSTATE_PRINCIPAL": "agent"})
+    [memory] = cli.json("memory", "list", "--status", "all")
+    assert "user" not in [e["ref"] for e in memory["evidence"]]
     # The owner importing the same folder does take it.
     cli.ok("sync", "--import-only")
     [memory] = cli.json("memory", "list", "--status", "all")

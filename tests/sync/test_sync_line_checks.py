@@ -162,3 +162,13 @@ def test_exported_lines_take_the_shortcut():
         found = records._canonical_record(record.line, "x")
         assert found is not None and found.body == record.body
     assert records._canonical_record(_fact(text="two\nlines").line, "x") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "{}", "\r", "\n", "\r\n", "\u2028", "\u0085", " "]),
+                max_size=12).map("".join))
+def test_a_files_lines_split_at_every_line_end_with_or_without_a_carriage_return(raw):
+    # Only a file holding a carriage return has its line ends made plain first (issue 24):
+    # the lines are those of the two replacements on any text.
+    assert records.file_lines(raw) == raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    assert records.file_lines("a\r\nb\rc\u2028d\ne") == ["a", "b", "c\u2028d", "e"]
