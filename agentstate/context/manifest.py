@@ -80,23 +80,27 @@ def packs_including(store: Store, refs: list[str], *, limit: int = 50) -> list[P
     """Packs whose manifest considered any of `refs` (newest first), with the decision."""
     if not refs:
         return []
-    # The ref's spelling in the row's text picks the packs before their arrays are parsed
-    # (the column has no index by ref: pack_refs.py).
-    needles = " OR ".join("instr(p.items, ?)" for _ in refs)
-    marks = ",".join("?" * len(refs))
-    rows = store.conn.execute(
-        f"SELECT p.id, p.run, p.created, json_extract(i.value, '$[{REF}]'), "
-        f"json_extract(i.value, '$[{DECISION}]'), json_extract(i.value, '$[{REASON}]'), "
-        f"json_extract(i.value, '$[{POSITION}]') FROM packs p, json_each(p.items) i "
-        f"WHERE ({needles}) AND json_extract(i.value, '$[{REF}]') IN ({marks}) "
-        f"ORDER BY p.created DESC, p.rowid DESC, i.key LIMIT ?",
-        (*map(ref_needle, refs), *refs, limit),
-    ).fetchall()
-    return [
-        PackUse(pack=make_ref("pack", r[0]), run=make_ref("run", r[1]) if r[1] else None,
-                created=r[2], ref=r[3], decision=r[4], reason=r[5], position=r[6])
-        for r in rows
-    ]
+    wanted, needles = set(refs), [ref_needle(ref) for ref in refs]
+    uses: list[PackUse] = []
+    # Newest first, one pack's text at a time, so a ref most packs considered is answered
+    # from the newest few; a pack's array is parsed only where its text spells a ref (the
+    # column has no index by ref: pack_refs.py).
+    order = store.conn.execute("SELECT rowid FROM packs ORDER BY created DESC, rowid DESC")
+    for (rowid,) in order.fetchall():
+        pack_id, run, created, items = store.conn.execute(
+            "SELECT id, run, created, items FROM packs WHERE rowid = ?", (rowid,)).fetchone()
+        if not any(needle in items for needle in needles):
+            continue
+        for item in json.loads(items):
+            if item[REF] not in wanted:
+                continue
+            uses.append(PackUse(pack=make_ref("pack", pack_id),
+                                run=make_ref("run", run) if run else None, created=created,
+                                ref=item[REF], decision=item[DECISION], reason=item[REASON],
+                                position=item[POSITION]))
+            if len(uses) == limit:
+                return uses
+    return uses
 
 
 @dataclass(frozen=True)

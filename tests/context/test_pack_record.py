@@ -28,7 +28,7 @@ OLD_PACKS = [
          "same as evt:e9"),
     ]),
     ("pk03", "2026-01-01T00:00:03Z", [
-        (0, "evt:e3", "trajectory", 0.1, 5, "included", "recent; not evt:e9 or mem:m1@v2",
+        (0, "evt:e3", "trajectory", 0.1, 5, "included", "recent; not [\"evt:e9\"] or mem:m1@v2",
          0, "mem:m1@v2 repeats it"),
     ]),
 ]
