@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agentstate.context.pack_refs import encode_items
 from bench.bench_context import SIZES, build_store
 from bench.data import clone, copy_floor, scaled, verdict
 
@@ -58,13 +59,11 @@ def _cite(path: Path) -> None:
                          "VALUES (?, ?, 'evt', '2026-01-01', 'bench')",
                          [(row, f"evt:{event}") for row, event in zip(rows, picked,
                                                                        strict=False)])
+        items = [(f"evt:{event}", "evidence", 1.0, 1, "dropped", "bench", None, "")
+                 for event in picked[CITED_BY_MEMORIES:]]
         conn.execute("INSERT INTO packs (id, principal, query, budget, tokens, text_hash, "
-                     "created) VALUES ('benchpack', 'owner', 'q', 8000, 1, 'h', '2026-01-01')")
-        conn.executemany("INSERT INTO pack_items (pack, seq, ref, class, score, tokens, "
-                         "decision, reason) VALUES ('benchpack', ?, ?, 'evidence', 1, 1, "
-                         "'dropped', 'bench')",
-                         [(n, f"evt:{event}") for n, event in
-                          enumerate(picked[CITED_BY_MEMORIES:])])
+                     "created, items) VALUES ('benchpack', 'owner', 'q', 8000, 1, 'h', "
+                     "'2026-01-01', ?)", (encode_items(items),))
 
 
 def _fresh(source: Path, dest: Path) -> Path:

@@ -55,8 +55,7 @@ def _db_bytes(repo: Path) -> dict[str, int]:
 
 # The context benchmark runs first on the same shared stores and stores a pack manifest per
 # call: those tables measure how often it ran, not the events, so they are left out.
-PACK_TABLES = ("packs", "pack_items", "packs_run", "pack_items_ref", "sqlite_autoindex_packs_1",
-               "sqlite_autoindex_pack_items_1")
+PACK_TABLES = ("packs", "packs_run", "sqlite_autoindex_packs_1")
 
 
 # The kept query vectors and rankings (memory/dense_queries.py) count the questions other

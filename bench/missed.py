@@ -44,6 +44,8 @@ def _unanalysed(bench: str, marks: tuple[str, ...]) -> Note:
 _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 table"
 _NIGHT = "docs/development.md, \"`context` past Typer\""
 _DAWN = "docs/development.md, \"`context` without the collector or the teardown\""
+_RECORD = ("docs/development.md, \"`context` without the collector or the teardown\" and "
+           "\"The pack's record in one row, and its log left to the next close\"")
 _EXPORT_MARK = "docs/development.md, \"The first export with its versions read narrow\""
 _IMPORT_FIELDS = ("docs/development.md, \"The import's own Python\" and \"The import's "
                   "versions in one statement\"")
@@ -52,16 +54,19 @@ _GC = "docs/development.md, \"gc nearer its floor\""
 NOTES: tuple[Note, ...] = (
     Note("context", ("(target ≤ 0.2 s, ≤ 1.2x",),
          "a quick `context --budget 8000` process at 100,000 events: 213 ms on a quiet "
-         "machine (2026-12-02 22:45), then 0.90 of that since the collector is off and the "
-         "teardown skipped (2026-12-03, 188 ms under load 4-5): Python's start ~9 ms, ~50 ms "
-         "of imports (57 dataclasses built, ~21 ms), the assembly ~85 ms, and the record's "
-         "close checkpointing ~1 MB of WAL with four fdatasyncs (7-29 ms of wall); "
-         "`--query` is a quick form too since (0.79 of main), `resume` runs the full command "
-         "(Typer's tree ~20 ms more)",
-         "the warm hook helper answering `context` as it answers hooks (no imports), the "
-         "dataclasses a pack never uses moved out of its modules, and a smaller record "
-         "(rows shared between identical packs, or no per-row ref index: a migration)",
-         _DAWN),
+         "machine (2026-12-02 22:45), 0.90 of that since the collector is off and the "
+         "teardown skipped, 188-213 ms since; its CPU (~165 ms quiet: Python's start ~9 ms, "
+         "~48 ms of imports, the first assembly ~100 ms) is what is left: the record no "
+         "longer waits on syncs (2026-12-03: a pack is one row of ~6 log pages, 23-217 "
+         "before as packs accumulated, and the process leaves a log under 1 MB to the next "
+         "close: 0.5 syncs a process against 4, 4.7 ms in them against 20.4 under load 13), "
+         "not yet timed on a quiet machine; `resume` runs the full command (Typer's tree "
+         "~20 ms more)",
+         "less CPU: the warm hook helper answering `context` as it answers hooks (no "
+         "imports), the 13 dataclasses a pack never uses moved out of its modules, and the "
+         "first assembly's one-time costs (patterns compiled, dataclasses built, statements "
+         "kept values would answer)",
+         _RECORD),
     _met("context", ("growth", "(target < 1.5x"), "growth 1.09x", _MAY_TABLE),
     _met("context", ("dense signal", "target +15 ms"), "+13.6 ms a new question", _NIGHT),
     _met("hooks", ("slowest write hook",), "0.075 s through the helper", _MAY_TABLE),

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -236,6 +237,40 @@ def author_scaffold(folder: Path) -> Path:
     script = folder / "scripts" / "check.py"
     script.write_text(script.read_text().replace(PLACEHOLDER_SCRIPT, "Existence check for the"))
     return folder
+
+
+def store_pack_listing(store: Store, pack_id: str, refs: list[str], created: str = "now") -> None:
+    """A stored pack whose manifest lists `refs`, each dropped (retention keeps their events),
+    in the stored form (context/pack_refs.py)."""
+    from agentstate.context.pack_refs import encode_items
+
+    items = [(ref, "evidence", 1.0, 1, "dropped", "test", None, "") for ref in refs]
+    store.conn.execute("INSERT INTO packs (id, principal, query, budget, tokens, text_hash, "
+                       "created, items) VALUES (?, 'owner', 'q', 10, 1, 'h', ?, ?)",
+                       (pack_id, created, encode_items(items)))
+
+
+@contextmanager
+def store_before(tmp_path: Path, upto: str) -> Iterator[tuple[Path, Any]]:
+    """(repository, connection): a store whose database is as the migrations up to `upto`
+    left it. The block fills the connection; its database is then put at the store's path,
+    so the next open upgrades it."""
+    import shutil
+
+    from agentstate.store.db import connect
+    from agentstate.store.migrations import apply_migrations
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    init_store(target=repo)
+    db_path = repo / ".agentstate" / "state.db"
+    for leftover in db_path.parent.glob("state.db*"):
+        leftover.unlink()
+    db = connect(tmp_path / "old.db")
+    apply_migrations(db, upto=upto)
+    yield repo, db.conn
+    db.conn.close()
+    shutil.copy(tmp_path / "old.db", db_path)
 
 
 def undo_m016(db: Path) -> None:

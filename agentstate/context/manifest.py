@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.context.candidates import ManifestEntry, allocation_rows
+from agentstate.context.pack_refs import DECISION, POSITION, REASON, REF, encode_items, ref_needle
 from agentstate.errors import NotFound
 from agentstate.safety import refuse_secrets
 from agentstate.store.db import Store
@@ -33,21 +34,14 @@ def save_pack(store: Store, pack: Any) -> str:
     refuse_secrets(pack.query, "the context query")
     pack_id = store.new_id()
     run_id = pack.run.removeprefix("run:") if pack.run else None
+    items = encode_items((e.ref, e.cls, e.score, e.tokens, e.decision, e.reason, e.position,
+                          e.note) for e in pack.manifest)
     with store.transaction() as conn:
         conn.execute(
             "INSERT INTO packs (id, run, principal, query, budget, tokens, text_hash, created,"
-            " allocation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " allocation, items) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (pack_id, run_id, pack.principal, pack.query, pack.budget, pack.tokens,
-             pack.text_hash, pack.created, json.dumps(allocation_rows(pack.allocation))),
-        )
-        conn.executemany(
-            "INSERT INTO pack_items (pack, seq, ref, class, score, tokens, decision, reason,"
-            " position, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (pack_id, n, e.ref, e.cls, e.score, e.tokens, e.decision, e.reason, e.position,
-                 e.note)
-                for n, e in enumerate(pack.manifest)
-            ],
+             pack.text_hash, pack.created, json.dumps(allocation_rows(pack.allocation)), items),
         )
     return make_ref("pack", pack_id)
 
@@ -55,19 +49,13 @@ def save_pack(store: Store, pack: Any) -> str:
 def load_pack(store: Store, ref: str) -> StoredPack:
     parsed = parse_ref(ref, expect="pack")
     row = store.conn.execute(
-        "SELECT id, run, principal, query, budget, tokens, text_hash, created, allocation "
+        "SELECT id, run, principal, query, budget, tokens, text_hash, created, allocation, items "
         "FROM packs WHERE id = ?", (parsed.id,),
     ).fetchone()
     if row is None:
         raise NotFound(f"no pack {ref}")
-    items = [
-        ManifestEntry(ref=r[0], cls=r[1], score=r[2], tokens=r[3], decision=r[4],
-                      reason=r[5], position=r[6], note=r[7])
-        for r in store.conn.execute(
-            "SELECT ref, class, score, tokens, decision, reason, position, note FROM pack_items "
-            "WHERE pack = ? ORDER BY seq", (parsed.id,),
-        )
-    ]
+    items = [ManifestEntry(ref=i[0], cls=i[1], score=i[2], tokens=i[3], decision=i[4],
+                           reason=i[5], position=i[6], note=i[7]) for i in json.loads(row[9])]
     return StoredPack(
         ref=make_ref("pack", row[0]), run=make_ref("run", row[1]) if row[1] else None,
         principal=row[2], query=row[3], budget=row[4], tokens=row[5], text_hash=row[6],
@@ -92,18 +80,27 @@ def packs_including(store: Store, refs: list[str], *, limit: int = 50) -> list[P
     """Packs whose manifest considered any of `refs` (newest first), with the decision."""
     if not refs:
         return []
-    marks = ",".join("?" * len(refs))
-    rows = store.conn.execute(
-        f"SELECT p.id, p.run, p.created, i.ref, i.decision, i.reason, i.position "
-        f"FROM pack_items i JOIN packs p ON p.id = i.pack WHERE i.ref IN ({marks}) "
-        f"ORDER BY p.created DESC, p.rowid DESC, i.seq LIMIT ?",
-        (*refs, limit),
-    ).fetchall()
-    return [
-        PackUse(pack=make_ref("pack", r[0]), run=make_ref("run", r[1]) if r[1] else None,
-                created=r[2], ref=r[3], decision=r[4], reason=r[5], position=r[6])
-        for r in rows
-    ]
+    wanted, needles = set(refs), [ref_needle(ref) for ref in refs]
+    uses: list[PackUse] = []
+    # Newest first, one pack's text at a time, so a ref most packs considered is answered
+    # from the newest few; a pack's array is parsed only where its text spells a ref (the
+    # column has no index by ref: pack_refs.py).
+    order = store.conn.execute("SELECT rowid FROM packs ORDER BY created DESC, rowid DESC")
+    for (rowid,) in order.fetchall():
+        pack_id, run, created, items = store.conn.execute(
+            "SELECT id, run, created, items FROM packs WHERE rowid = ?", (rowid,)).fetchone()
+        if not any(needle in items for needle in needles):
+            continue
+        for item in json.loads(items):
+            if item[REF] not in wanted:
+                continue
+            uses.append(PackUse(pack=make_ref("pack", pack_id),
+                                run=make_ref("run", run) if run else None, created=created,
+                                ref=item[REF], decision=item[DECISION], reason=item[REASON],
+                                position=item[POSITION]))
+            if len(uses) == limit:
+                return uses
+    return uses
 
 
 @dataclass(frozen=True)

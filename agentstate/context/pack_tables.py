@@ -54,3 +54,25 @@ def m302_pack_item_notes(db: sqlite_utils.Database) -> None:
     `trace` and `context --explain` show what the pack's manifest said."""
     run_script(db, "ALTER TABLE pack_items ADD COLUMN note TEXT NOT NULL DEFAULT '';")
 
+
+
+def m061_pack_items_inline(db: sqlite_utils.Database) -> None:
+    """Each pack's manifest in its own row (`packs.items`, context/pack_refs.py), not one
+    `pack_items` row per fragment with an index by ref: a record writes the pages where the
+    table ends, not one page of the index per fragment (issue 24). The stored manifests are
+    converted in the order considered; then the old table and its index are dropped."""
+    from agentstate.context.pack_refs import encode_items
+
+    conn = db.conn
+    conn.execute("ALTER TABLE packs ADD COLUMN items TEXT NOT NULL DEFAULT '[]'")
+    manifests: dict[str, list[tuple[object, ...]]] = {}
+    for pack, *item in conn.execute(
+            "SELECT pack, ref, class, score, tokens, decision, reason, position, note "
+            "FROM pack_items ORDER BY pack, seq"):
+        manifests.setdefault(pack, []).append(tuple(item))
+    conn.executemany("UPDATE packs SET items = ? WHERE id = ?",
+                     [(encode_items(items), pack) for pack, items in manifests.items()])
+    run_script(db, """
+        DROP INDEX pack_items_ref;
+        DROP TABLE pack_items;
+    """)

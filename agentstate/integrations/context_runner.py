@@ -73,6 +73,7 @@ def _quick(budget: str | None, as_json: bool, query: str | None,
         store = open_store(directory, migrate=False)
     except Exception:  # noqa: BLE001 - the full command opens it again and reports
         return None
+    pack = None
     try:
         pack = _recorded_pack(store, budget, query)
     except KeyboardInterrupt:  # as the CLI's boundary reports it: one line, exit 130
@@ -85,7 +86,10 @@ def _quick(budget: str | None, as_json: bool, query: str | None,
             print_json(envelope_error("context", error.code, error.message))
         return error.exit_code
     finally:
-        store.close()
+        if pack is None:
+            store.close()
+        else:  # this process ends once the pack is printed (integrations/one_shot.py)
+            store.close_at_exit()
     if pack is None:
         return None
     try:

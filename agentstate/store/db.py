@@ -31,6 +31,10 @@ STORE_DIR = ".agentstate"
 DB_NAME = "state.db"
 SKILLS_DIR = "skills"
 BUSY_TIMEOUT_MS = 10_000
+# The write-ahead log a one-shot process may leave for the next close (Store.close_at_exit):
+# ~10 pack records of 16 KB pages, read again by the next open in well under a millisecond.
+LOG_LEFT_MAX = 1 << 20
+_LEFT_OPEN: list[sqlite3.Connection] = []
 # An allow-list: only shared/ (written by the first `agentstate sync`) is for git. Everything
 # else here, this file and config.toml included, is the clone's own, so `git add .agentstate`
 # never commits a file that a teammate's `init` also creates (their pull would abort on it,
@@ -147,6 +151,23 @@ class Store:
 
     def close(self) -> None:
         self.db.conn.close()
+
+    def close_at_exit(self, log_limit: int = LOG_LEFT_MAX) -> None:
+        """For a process that ends with `os._exit` next: leave the connection open when the
+        write-ahead log is under `log_limit` bytes, so that the last close's checkpoint (an
+        fsync of the log, the copy into the file, an fsync of the file) is left to the next
+        command that closes the store, which folds this log with its own; close as usual
+        otherwise. The commits are in the log, as a killed process leaves them: the next
+        open reads them. What waits is durability across a power loss (`synchronous =
+        NORMAL` syncs at checkpoints only), never the data's consistency."""
+        try:
+            size = os.stat(f"{self.db_path}-wal").st_size
+        except OSError:
+            size = 0
+        if size >= log_limit:
+            self.close()
+        else:  # referenced until the process ends: a connection freed is a connection closed
+            _LEFT_OPEN.append(self.db.conn)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

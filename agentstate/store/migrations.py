@@ -87,6 +87,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     # Issue 24, the store's size with the dense extra: after m052, whose triggers it makes
     # again, and numbered past m058 so that the names sort in run order.
     ("m060_compact_vectors", "memory"),  # 8-bit vectors keyed by integers, models named once
+    ("m061_pack_items_inline", "context"),  # issue 24: a pack's record is its one row
 )
 
 

@@ -177,7 +177,7 @@ def test_budget_pinned_manifest_and_determinism(case):
         row = store.conn.execute("SELECT text_hash, tokens FROM packs WHERE id = ?",
                                  (pack.ref.split(":")[1],)).fetchone()
         assert row == (hashlib.sha256(pack.text.encode()).hexdigest(), pack.tokens)
-        count = store.conn.execute("SELECT count(*) FROM pack_items WHERE pack = ?",
+        count = store.conn.execute("SELECT json_array_length(items) FROM packs WHERE id = ?",
                                    (pack.ref.split(":")[1],)).fetchone()[0]
         assert count == len(pack.manifest)
         store.close()

@@ -12,12 +12,14 @@ import re
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from agentstate.integrations.context_runner import quick_form
-from tests.conftest import into_closed_pipe, run_noting_typer, undo_m016
+from agentstate.store.db import LOG_LEFT_MAX
+from tests.conftest import into_closed_pipe, run_agentstate, run_noting_typer, undo_m016
 
 
 def _context(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess, bool]:
@@ -26,7 +28,7 @@ def _context(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess, bool]
 
 
 def _packs(repo: Path) -> int:
-    with sqlite3.connect(repo / ".agentstate" / "state.db") as conn:
+    with closing(sqlite3.connect(repo / ".agentstate" / "state.db")) as conn:
         return conn.execute("SELECT count(*) FROM packs").fetchone()[0]
 
 
@@ -207,3 +209,41 @@ def test_the_collector_is_as_it_was_after_a_quick_pack(working, monkeypatch, cap
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_quick_pack_leaves_its_small_log_to_the_next_command(repo):
+    """The quick process ends without the close's checkpoint while the write-ahead log is
+    small: the pack is in the log, read by any other connection, and the next command to
+    close the store folds the log into the file and removes it. (Processes only: this
+    test's own process holds no connection, so the trace's close is the last.)"""
+    for args in (("init",), ("run", "start", "make the login test stop timing out")):
+        assert run_agentstate(*args, cwd=repo).returncode == 0
+    working = repo
+    wal = working / ".agentstate" / "state.db-wal"
+    before = _packs(working)
+    proc, typer = _context(working, "--budget", "3000")
+    assert proc.returncode == 0 and not typer, proc.stderr[-2000:]
+    assert wal.exists() and 0 < wal.stat().st_size < LOG_LEFT_MAX
+    assert _packs(working) == before + 1  # another connection reads it from the log
+    ref = ":".join(proc.stderr.split(":", 2)[:2])
+    traced = run_agentstate("trace", ref, "--json", cwd=working)
+    assert traced.returncode == 0 and json.loads(traced.stdout)["ok"]
+    assert not wal.exists()  # the trace's close was the last: checkpointed and removed
+
+
+def test_a_log_at_its_limit_is_checkpointed_by_the_one_shot_close(working):
+    from agentstate.store.db import open_store
+
+    wal = working / ".agentstate" / "state.db-wal"
+    for limit, left in ((LOG_LEFT_MAX, True), (1, False)):
+        store = open_store(start=working)
+        store.conn.execute("UPDATE kv SET value = value")  # a commit: the log has a frame
+        store.conn.execute("INSERT INTO kv (key, value) VALUES (?, 'x')", (f"k{limit}",))
+        store.close_at_exit(limit)
+        assert wal.exists() == left
+        if left:  # as the process's exit would: no checkpoint, the log stays
+            assert store.conn.execute("SELECT count(*) FROM kv").fetchone()[0] > 0
+            store.close()
+        else:
+            with pytest.raises(sqlite3.ProgrammingError):
+                store.conn.execute("SELECT 1")

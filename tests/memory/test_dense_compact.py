@@ -4,16 +4,14 @@ vector goes with its event however the event goes."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 
 import numpy as np
 import pytest
 
-from agentstate.maintenance.init import init_store
 from agentstate.memory import dense, dense_codec, dense_queries
-from agentstate.store.db import connect, open_store
-from agentstate.store.migrations import apply_migrations
+from agentstate.store.db import open_store
+from tests.conftest import store_before
 from tests.memory.test_dense import PARTY, _log
 
 NOTES = ["Caroline takes cello lessons on Tuesdays.", "The dog is called Biscuit.",
@@ -25,15 +23,12 @@ QUERY = "music lessons with a string instrument"
 def _old_store(tmp_path, embedder):
     """A store as the migrations before m060 left it, with float16 vectors of every event
     and memory version (one event's of another model), put where a repository's store is."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    init_store(target=repo)
-    db_path = repo / ".agentstate" / "state.db"
-    for leftover in db_path.parent.glob("state.db*"):
-        leftover.unlink()
-    db = connect(tmp_path / "old.db")
-    apply_migrations(db, upto="m057_event_index_after_batch")
-    conn = db.conn
+    with store_before(tmp_path, "m057_event_index_after_batch") as (repo, conn):
+        _fill_old(conn, embedder)
+    return repo, embedder.encode(PARTY).astype("<f2")
+
+
+def _fill_old(conn, embedder) -> None:
     conn.execute("INSERT INTO runs (id, goal, status, created, updated) "
                  "VALUES ('r0000001', 'g', 'active', 't', 't')")
     conn.executemany("INSERT INTO events (id, run, seq, kind, text, source, ts) "
@@ -52,9 +47,6 @@ def _old_store(tmp_path, embedder):
                      "FROM memories WHERE id = ?",
                      [(embedder.model, vec.tobytes(), f"m{n}")
                       for n, vec in enumerate(embedder.encode(NOTES).astype("<f2"))])
-    conn.close()
-    shutil.copy(tmp_path / "old.db", db_path)
-    return repo, halves
 
 
 def _float16_ranking(embedder, halves, keys):

@@ -15,7 +15,7 @@ from agentstate.maintenance.gc import gc
 from agentstate.memory.write import remember
 from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.store.principals import resolve_principal
-from tests.conftest import configure, fresh_store
+from tests.conftest import configure, fresh_store, store_pack_listing
 
 
 def _rows(store) -> list[tuple]:
@@ -30,12 +30,7 @@ def _indexed(store, word: str) -> int:
 
 def _in_pack(store, ref: str) -> None:
     """A stored pack that lists `ref` (dropped): it keeps the event's row."""
-    store.conn.execute("INSERT INTO packs (id, run, principal, query, budget, tokens, "
-                       "text_hash, created) VALUES ('p1', NULL, 'owner', 'q', 10, 1, 'h', ?)",
-                       (store.now(),))
-    store.conn.execute("INSERT INTO pack_items (pack, seq, ref, class, score, tokens, decision, "
-                       "reason) VALUES ('p1', 0, ?, 'evidence', 1, 1, 'dropped', 'test')",
-                       (ref,))
+    store_pack_listing(store, "p1", [ref], store.now())
 
 
 def _old_run(store, goal: str, texts: list[str], status: str = "done") -> list:
@@ -152,7 +147,7 @@ def test_property_cited_events_always_survive_and_nothing_young_or_active_change
     with fresh_store() as store:
         start = store.clock.now()
         runs = [start_run(store, f"run {n}")[0] for n in range(4)]
-        made = []
+        made, listed = [], []
         for n, (which, age, cite) in enumerate(sorted(plan, key=lambda p: -p[1])):
             store.clock.fixed = start + timedelta(days=60 - age)
             event = append_event(store, runs[which].ref, "observation", f"event number {n}")
@@ -164,13 +159,9 @@ def test_property_cited_events_always_survive_and_nothing_young_or_active_change
                 remember(store, f"event number {n} was seen", kind="fact", source=event.ref,
                          principal=resolve_principal(store))
             elif cite == "pack":
-                store.conn.execute(
-                    "INSERT OR IGNORE INTO packs (id, principal, query, budget, tokens, "
-                    "text_hash, created) VALUES ('p', 'owner', 'q', 1, 1, 'h', 'now')")
-                store.conn.execute(
-                    "INSERT INTO pack_items (pack, seq, ref, class, score, tokens, decision, "
-                    "reason) VALUES ('p', ?, ?, 'evidence', 1, 1, 'dropped', 't')",
-                    (n, event.ref))
+                listed.append(event.ref)
+        if listed:
+            store_pack_listing(store, "p", listed)
         for run in runs[:3]:
             end_run(store, run.ref, "done")
         store.clock.fixed = start + timedelta(days=60)

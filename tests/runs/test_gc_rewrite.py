@@ -29,6 +29,7 @@ from agentstate.runs.log import append_event, end_run, start_run
 from agentstate.store import rewrite as rewrite_module
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
+from tests.conftest import store_pack_listing
 
 START = "2026-01-15T09:00:00+00:00"
 REMOVED_MARK = "zuluremoved"      # in every removed event's text: must leave the file
@@ -61,11 +62,7 @@ def _build(root: Path) -> None:
     end_run(store, run.ref, "done")
     remember(store, "the parser needs the flag", kind="fact", evidence=[cited[1].ref],
              principal="owner")
-    store.conn.execute("INSERT INTO packs (id, principal, query, budget, tokens, text_hash, "
-                       "created) VALUES ('p1', 'owner', 'q', 10, 1, 'h', ?)", (store.now(),))
-    store.conn.execute("INSERT INTO pack_items (pack, seq, ref, class, score, tokens, decision,"
-                       " reason) VALUES ('p1', 0, ?, 'evidence', 1, 1, 'dropped', 't')",
-                       (cited[0].ref,))
+    store_pack_listing(store, "p1", [cited[0].ref], store.now())
     store.clock.advance(timedelta(days=35))
     young, _ = start_run(store, "young work")
     kept = [append_event(store, young.ref, "observation", f"{KEPT_MARK}{n} 缓存命中率下降")

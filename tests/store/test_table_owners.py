@@ -30,7 +30,7 @@ OWNERS: dict[str, str] = {
     # Created by the skills migration m201 (shipped migrations never move), written and read
     # only by the one tool layer.
     "tool_calls": "tools",
-    **dict.fromkeys(("packs", "pack_items"), "context"),
+    "packs": "context",  # its manifest in its `items` (m061 dropped `pack_items`)
     **dict.fromkeys(("shared_records", "sync_changes"), "sync"),
     "eval_reports": "evals",
     "_migrations": "store",
