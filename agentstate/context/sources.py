@@ -441,10 +441,19 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         seq = (seqs or {}).get(hit.ref)
         shown = "" if seq is None else f"#{seq}"
         label = f"{shown or hit.ref}{tail}"
+        # A hit scoring at least CONFIDENT_SHARE of the best and sharing no word with the
+        # question (found by meaning) has a shorter line showing its longest sentence, not
+        # its opening chatter (compression.focus_line): on the second corpus at 4,000
+        # tokens 0.910 → 0.932 of answers visible, the dev split unmoved. Not below the
+        # share, where most of a large room's hundreds of such hits are and their longer
+        # lines cost items (with every such hit, dev recall 0.978 → 0.969 at 8,000
+        # tokens), nor in answer lines (those of the complete items grew: dev recall
+        # −0.001 to −0.002 at 2,000–8,000; docs/evaluation.md, thirteenth round).
+        anchorless = not near and relative >= CONFIDENT_SHARE
         # The matched sentence alone (a neighbour's first one): the line placed first; the
         # answer line replaces it where the budget has room left (budgeter).
         matched = compress_line(label, hit.text, chars) if near \
-            else focus_line(label, hit.text, stems, chars)
+            else focus_line(label, hit.text, stems, chars, anchorless=anchorless)
         # Hits come first, in rank order: `rank` counts hits before any neighbour.
         complete_here = not near and rank < complete
         # A complete item's answer line is placed before other items and costs them room:
