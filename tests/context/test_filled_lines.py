@@ -1,6 +1,7 @@
 """An answer line given only in room left over (not a complete item's) fills its width
-with the sentences after its completion; a complete item's, placed before the items
-below it, keeps a one-sentence completion (issue 23, eleventh round)."""
+with the sentences after its completion (issue 23, eleventh round); a complete item's,
+placed before the items below it, fills it only where no hit is shown whole (a small room,
+thirteenth round) and keeps a one-sentence completion where hits are whole."""
 
 from __future__ import annotations
 
@@ -44,14 +45,23 @@ def _hits(n: int) -> list[EventHit]:
             for i in range(n)]
 
 
-def test_only_the_lines_given_in_room_left_over_are_filled():
-    # 100 tokens of room: the two strongest hits are complete items, the rest are not.
+def test_complete_lines_are_filled_only_where_no_hit_is_whole():
+    # 100 tokens of room: no hit whole; the two strongest hits are complete items, the rest
+    # are not, and every answer line is filled.
     cands = event_evidence(_hits(6), superseded=set(), stems=_stems("night", "market"),
                            room=100)
     complete = [c for c in cands if c.answer_first]
-    rest = [c for c in cands if not c.answer_first]
-    assert len(complete) == 2 and len(rest) == 4
-    assert all(c.compressed and "squid" not in c.compressed for c in complete)
-    assert all(c.compressed and all(w in c.compressed for w in ANSWER) for c in rest)
+    assert len(complete) == 2 and len(cands) == 6
+    assert all(c.compressed and all(w in c.compressed for w in ANSWER) for c in cands)
     # The shorter line is the same either way: what is placed first does not grow.
     assert all(c.short and len(c.short) <= SHORT_LINE_CHARS + 40 for c in cands)
+    # 2,000 tokens of room: the strongest hits are whole; the complete items' answer lines
+    # keep a one-sentence completion, the others' are filled.
+    hits = _hits(60)
+    cands = event_evidence(hits, superseded=set(), stems=_stems("night", "market"),
+                           room=2000)
+    complete = [c for c in cands if c.answer_first]
+    rest = [c for c in cands if not c.answer_first and c.compressed != c.short]
+    assert complete and rest
+    assert all(c.compressed and "squid" not in c.compressed for c in complete)
+    assert all(c.compressed and all(w in c.compressed for w in ANSWER) for c in rest)

@@ -178,25 +178,50 @@ def test_an_event_kind_other_than_note_is_named_in_its_label(store):
     assert not any("note" in label for label in labels)
 
 
-def test_turns_up_to_two_away_from_a_hit_join_at_a_decaying_weight(store):
-    """Turns one and two away from a hit join as one-line context at half and a quarter
-    of its score; three away does not."""
+def _talk(store, hit_text: str) -> tuple[list[str], dict[str, str]]:
+    """Seven turns whose fifth is the only hit for "marathon March": the refs, and the
+    evidence notes of a pack asked that from another run."""
     talk, _ = start_run(store, "a conversation")
-    append_event(store, talk.ref, "note", "Ann: lunch was fine")
-    far = append_event(store, talk.ref, "note", "Ann: nothing new at work")
-    two = append_event(store, talk.ref, "note", "Bob: and the garden?")
-    one = append_event(store, talk.ref, "note", "Ann: so how was your weekend?")
-    hit = append_event(store, talk.ref, "note", "Bob: I ran the marathon in March")
-    after = append_event(store, talk.ref, "note", "Ann: wow, well done")
-    later = append_event(store, talk.ref, "note", "Bob: it hurt for a week though")
+    texts = ["Ann: lunch was fine", "Ann: nothing new at work", "Bob: and the garden?",
+             "Ann: so how was your weekend?", hit_text, "Ann: wow, well done",
+             "Bob: it hurt for a week though"]
+    refs = [append_event(store, talk.ref, "note", text).ref for text in texts]
     now, _ = start_run(store, "now")
     pack = build_context(store, run=now.ref, query="marathon March", budget=3000,
                          save=False, principal=resolve_principal(store))
-    notes = {e.ref: e.note for e in pack.manifest if e.cls == "evidence"}
-    assert notes[after.ref] == f"next to {hit.ref} (neighbour, 0.5 × its score)"
-    assert notes[later.ref] == f"next to {hit.ref} (neighbour, 0.25 × its score)"
-    assert notes[two.ref].endswith("(neighbour, 0.25 × its score)")
-    assert one.ref in notes and far.ref not in notes
+    return refs, {e.ref: e.note for e in pack.manifest if e.cls == "evidence"}
+
+
+def test_turns_up_to_two_away_from_a_hit_join_at_a_decaying_weight(store):
+    """Turns one and two away from a hit that asks nothing join as one-line context at
+    NEXT_WEIGHT and a quarter of its score; three away does not."""
+    from agentstate.context.sources import NEXT_WEIGHT
+
+    refs, notes = _talk(store, "Bob: I ran the marathon in March")
+    far, two, one, hit, after, later = refs[1:]
+    for near in (after, one):
+        assert notes[near] == f"next to {hit} (neighbour, {NEXT_WEIGHT:g} × its score)"
+    for near in (later, two):
+        assert notes[near] == f"next to {hit} (neighbour, 0.25 × its score)"
+    assert far not in notes
+
+
+def test_the_turn_after_a_hit_ending_with_a_question_ranks_as_its_reply(store):
+    """The turn right after a hit whose last sentence is a question (an attached image's
+    caption after it aside) is its reply, at REPLY_WEIGHT of the hit's score; the turn
+    before stays at NEXT_WEIGHT. A question inside a turn that goes on is no such hit."""
+    from agentstate.context.sources import NEXT_WEIGHT, REPLY_WEIGHT, ends_asking
+
+    refs, notes = _talk(store, "Bob: I ran the marathon in March. Ever run one? "
+                               "[image: a photo of runners at a finish line]")
+    _, two, one, hit, after, later = refs[1:]
+    assert notes[after] == f"next to {hit} (neighbour, {REPLY_WEIGHT:g} × its score)"
+    assert notes[one] == f"next to {hit} (neighbour, {NEXT_WEIGHT:g} × its score)"
+    for near in (later, two):
+        assert notes[near] == f"next to {hit} (neighbour, 0.25 × its score)"
+    assert ends_asking("Ann: how was it?") and ends_asking("Ann: how was it?  ")
+    assert not ends_asking("Ann: how was it? Mine was wet.")
+    assert not ends_asking("Ann: it was [really?] wet.")
 
 
 def test_a_long_matching_sentence_is_shown_as_a_window_around_the_match():
