@@ -87,6 +87,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     # Issue 24, the store's size with the dense extra: after m052, whose triggers it makes
     # again, and numbered past m058 so that the names sort in run order.
     ("m060_compact_vectors", "memory"),  # 8-bit vectors keyed by integers, models named once
+    ("m062_vectors_by_row", "memory"),  # issue 24: event vectors keyed by their row alone
 )
 
 

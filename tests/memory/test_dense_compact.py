@@ -22,9 +22,9 @@ OLD_MODEL = "old-model@0"
 QUERY = "music lessons with a string instrument"
 
 
-def _old_store(tmp_path, embedder):
-    """A store as the migrations before m060 left it, with float16 vectors of every event
-    and memory version (one event's of another model), put where a repository's store is."""
+def made_by_old_code(tmp_path, upto, fill):
+    """A repository whose store the migrations up to `upto` made, with PARTY logged as
+    events e0, e1, … and then `fill(connection)` run; returns (repo, what `fill` returned)."""
     repo = tmp_path / "repo"
     repo.mkdir()
     init_store(target=repo)
@@ -32,13 +32,27 @@ def _old_store(tmp_path, embedder):
     for leftover in db_path.parent.glob("state.db*"):
         leftover.unlink()
     db = connect(tmp_path / "old.db")
-    apply_migrations(db, upto="m057_event_index_after_batch")
+    apply_migrations(db, upto=upto)
     conn = db.conn
     conn.execute("INSERT INTO runs (id, goal, status, created, updated) "
                  "VALUES ('r0000001', 'g', 'active', 't', 't')")
     conn.executemany("INSERT INTO events (id, run, seq, kind, text, source, ts) "
                      "VALUES (?, 'r0000001', ?, 'note', ?, 'user', 't')",
                      [(f"e{n}", n, text) for n, text in enumerate(PARTY)])
+    filled = fill(conn)
+    conn.close()
+    shutil.copy(tmp_path / "old.db", db_path)
+    return repo, filled
+
+
+def _old_store(tmp_path, embedder):
+    """A store as the migrations before m060 left it, with float16 vectors of every event
+    and memory version (one event's of another model), put where a repository's store is."""
+    return made_by_old_code(tmp_path, "m057_event_index_after_batch",
+                            lambda conn: _float16_vectors(conn, embedder))
+
+
+def _float16_vectors(conn, embedder):
     conn.executemany(
         "INSERT INTO memories (id, version, kind, scope, text, norm_hash, source, status, "
         "confidence, created, last_confirmed, principal) VALUES (?, 1, 'fact', 'repo', ?, ?, "
@@ -52,9 +66,7 @@ def _old_store(tmp_path, embedder):
                      "FROM memories WHERE id = ?",
                      [(embedder.model, vec.tobytes(), f"m{n}")
                       for n, vec in enumerate(embedder.encode(NOTES).astype("<f2"))])
-    conn.close()
-    shutil.copy(tmp_path / "old.db", db_path)
-    return repo, halves
+    return halves
 
 
 def _float16_ranking(embedder, halves, keys):
