@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate.maintenance.init import init_store
 from agentstate.memory import dense, dense_codec, dense_queries
@@ -183,3 +186,30 @@ def test_a_store_is_readable_by_a_second_connection_after_the_upgrade(tmp_path, 
         assert conn.execute("SELECT count(*) FROM vector_models").fetchone() == (2,)
     finally:
         conn.close()
+
+
+# Components as a pooled, normalised vector has them, and some that are not: exact zeros,
+# one component far above the rest, tiny values whose scale is far below float32's epsilon.
+_COMPONENT = st.one_of(st.floats(-1.0, 1.0, allow_nan=False, width=32), st.just(0.0),
+                       st.floats(-2.0 ** -100, 2.0 ** -100, width=32))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_COMPONENT, min_size=16, max_size=16), min_size=1, max_size=6))
+def test_a_stored_vector_round_trips_within_half_its_step(rows):
+    """Either path makes the same bytes (the Python one for a hook's few texts, numpy for a
+    batch); each component comes back within half a step of the scale (the largest
+    magnitude / 127), the largest one exactly to float32 rounding; `dot` is the decoded
+    vector's product."""
+    matrix = np.asarray(rows, dtype=np.float32)
+    blobs = dense_codec.encode_rows(matrix)
+    assert blobs == [dense_codec.encode([float(x) for x in row]) for row in matrix]
+    decoded = dense_codec.decode_rows(blobs, 16)
+    for row, blob, back in zip(matrix.astype(np.float64), blobs, decoded, strict=True):
+        scale = struct.unpack_from("<f", blob)[0]
+        top = float(np.abs(row).max())
+        assert scale == pytest.approx(top / dense_codec.LEVELS, rel=1e-6)
+        assert np.abs(back - row).max() <= scale / 2 * (1 + 1e-5) + 1e-45
+        assert dense_codec.decode(blob) == pytest.approx(back.tolist(), rel=1e-6, abs=1e-45)
+        assert dense_codec.dot(row.tolist(), blob) == pytest.approx(
+            float(back.astype(np.float64) @ row), rel=1e-5, abs=1e-30)
