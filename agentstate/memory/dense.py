@@ -450,7 +450,10 @@ def _scored_in_python(store: Store, enc: _Encoder, kind: _Vectors, vec: list[flo
     # Read before the vectors, so that it covers them.
     changes = dense_queries.vector_changes(conn, kind.table, enc.model)
     rows = conn.execute(kind.newer, (0, enc.model)).fetchall()
-    scored = sorted(((key, dense_codec.dot(vec, blob)) for _, key, blob in rows),
+    # Equal scores (equal texts): the newer text first. Rows come in rowid order, which is
+    # the texts' order since m062; before it, it was the order vectors were written in,
+    # newest first for a store embedded by one search, which this keeps.
+    scored = sorted(((key, dense_codec.dot(vec, blob)) for _, key, blob in reversed(rows)),
                     key=lambda item: -item[1])
     top = max((rowid for rowid, _, _ in rows), default=0)
     return scored[:limit], dense_queries.Kept(vec, scored[:limit], top, text_top,

@@ -92,3 +92,13 @@ def test_vectors_written_newest_first_fill_their_pages(store, embedder):
     # Written top down: 48% of the pages unused here (1,200 vectors, three batches); in key
     # order each batch leaves one part-filled page where it meets the next (24% here).
     assert unused < used / 3, (used, unused)
+
+
+def test_equal_texts_rank_the_newer_first_in_a_small_store(store, embedder):
+    """A store small enough to be scored in Python (dense.PY_VECTORS) ranks equal scores
+    newest first, as it did while vectors were read in the order a search wrote them."""
+    from tests.memory.test_dense import _log
+
+    _, events = _log(store, ["The dog is called Biscuit.", *["Mel plays cards."] * 3])
+    ranked = dense.dense_ranked(store, "a card game", 4, embedder)
+    assert [key for key, _ in ranked[:3]] == [e.id for e in reversed(events[1:])]
