@@ -93,14 +93,15 @@ NOTES: tuple[Note, ...] = (
     _unanalysed("resume", ("resume on",)),
     Note("store", ("store per 1,000 events",),
          "lexical only it is met (1.30 MB; 1.40 before new stores had 16 KB pages); with the "
-         "dense extra every event also stores a vector: 0.30 MB per 1,000 events (260-byte "
-         "8-bit vectors, an integer key and one small index), so 1.60 MB in the last run "
-         "(1.72 with 4 KB pages)",
-         "0.10 MB less without losing recall: 5-bit codes measured 1.51 MB (~1.49 with the "
-         "vectors keyed by their row) but cost the second corpus's dense arm a question at "
-         "1,000 and 4,000 tokens (6-bit: one at 1,000; 4-bit: 0.037 at 1,000); fewer "
-         "dimensions lose 0.016 or more; the word index without positions saves only 0.03 MB "
-         "(all measured 2026-12-03)",
+         "dense extra every event also stores a vector: 0.27 MB per 1,000 events (260-byte "
+         "8-bit vectors keyed by their row, no index: m062), so 1.57 MB in the last run "
+         "(1.60 with the (row, model) index, 1.72 with 4 KB pages)",
+         "0.07 MB less without losing recall: every code below 8 bits measured loses a "
+         "question of the second corpus at 1,000 tokens (5, 6 and 7 bits linear; 6 bits after "
+         "a rotation or at fitted levels), and even dropping the scale moves the dev split; "
+         "fewer dimensions lose 0.016 or more; left is the lexical part: the events' TEXT keys "
+         "(~0.06 MB, a rebuild of `events`), `events_kind` (0.018 MB), the word index's "
+         "positions (0.03 MB) (all measured 2026-12-03)",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
          "2.2x the floor in CPU (2.7x before the versions were read narrow and planned "

@@ -194,7 +194,7 @@ class _Vectors:
     counts: str      # (vectors of the model, texts)
     missing: str     # (key, text) of texts without a vector of the model, newest first
     drop: str        # (key): the key's vector, whatever its model (see _store_vectors)
-    insert: str      # (key, model's id, vec): a replaced vector takes a new rowid (_Index)
+    insert: str      # (key, model's id, vec): the key is the rowid (m040, m062)
     newer: str       # (rowid, id, vec) of the model's vectors above a rowid, in order (the
                      # id a ranking names: an event's id, a memory version's row)
     text_top: str    # the largest rowid of the texts
@@ -206,7 +206,8 @@ class _Vectors:
 _MODEL = "(SELECT id FROM vector_models WHERE name = ?)"
 
 # Events by their row in the search map (event_search_map.row, which VACUUM and gc's rewrite
-# keep): an integer key, where the event's TEXT id cost ~75 bytes a vector with its index.
+# keep): an integer key, where the event's TEXT id cost ~75 bytes a vector with its index;
+# since m062 it is the vector's rowid, with no index beside the table.
 # The index's keys are still the events' ids (`newer` joins the map), so a ranking is of ids.
 EVENTS = _Vectors(
     "event_vectors",
@@ -216,9 +217,10 @@ EVENTS = _Vectors(
     "SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id "
     f"WHERE NOT EXISTS (SELECT 1 FROM event_vectors v WHERE v.row = m.row AND v.model = "
     f"{_MODEL}) ORDER BY m.row DESC LIMIT ?",
-    # A vector is replaced by a delete and an insert: the new row takes a rowid above every
-    # other, which is how a process's cached matrix learns of it (`newer`), and the delete
-    # clears the kept rankings (m050's trigger, which REPLACE's own delete would not fire).
+    # A vector is replaced by a delete and an insert: the delete moves the count of changes
+    # (m052), which is how a process's cached matrix learns of it (its rowid is the event's
+    # row since m062, not above every other), and clears the kept rankings (m050's trigger,
+    # which REPLACE's own delete would not fire).
     "DELETE FROM event_vectors WHERE row = ?",
     "INSERT INTO event_vectors (row, model, vec) VALUES (?, ?, ?)",
     "SELECT v.rowid, m.event_id, v.vec FROM event_vectors v JOIN event_search_map m "
@@ -317,11 +319,14 @@ def _store_vectors(store: Store, enc: _Encoder, kind: _Vectors,
     blobs = enc.blobs([text or "" for _, text in rows])
     if blobs is None:
         return 0
+    # Written in key order, whatever order the texts were chosen in: the key is the table's
+    # rowid, and a batch of the newest texts first, written top down, left its pages half
+    # empty (10,000 memory vectors: 5.4 MB, 2.7 of it unused).
+    written = sorted(zip((key for key, _ in rows), blobs, strict=True))
     with store.transaction() as conn:
         model = model_id(conn, enc.model)
-        conn.executemany(kind.drop, [(key,) for key, _ in rows])
-        conn.executemany(kind.insert, [(key, model, blob)
-                                       for (key, _), blob in zip(rows, blobs, strict=True)])
+        conn.executemany(kind.drop, [(key,) for key, _ in written])
+        conn.executemany(kind.insert, [(key, model, blob) for key, blob in written])
     return len(rows)
 
 
@@ -445,7 +450,10 @@ def _scored_in_python(store: Store, enc: _Encoder, kind: _Vectors, vec: list[flo
     # Read before the vectors, so that it covers them.
     changes = dense_queries.vector_changes(conn, kind.table, enc.model)
     rows = conn.execute(kind.newer, (0, enc.model)).fetchall()
-    scored = sorted(((key, dense_codec.dot(vec, blob)) for _, key, blob in rows),
+    # Equal scores (equal texts): the newer text first. Rows come in rowid order, which is
+    # the texts' order since m062; before it, it was the order vectors were written in,
+    # newest first for a store embedded by one search, which this keeps.
+    scored = sorted(((key, dense_codec.dot(vec, blob)) for _, key, blob in reversed(rows)),
                     key=lambda item: -item[1])
     top = max((rowid for rowid, _, _ in rows), default=0)
     return scored[:limit], dense_queries.Kept(vec, scored[:limit], top, text_top,
@@ -521,8 +529,9 @@ class _Index:
     query; a search now reads only what is new).
 
     What keeps it right without reading the table again:
-    - new vectors, this process's or another's, have rowids above `top` (a replaced vector
-      is deleted and inserted, so it is new too): read by rowid on every search;
+    - a vector's rowid is its text's row (m040, m062): once every text had a vector, a new
+      vector, this process's or another's, is a new text's, above `top`: read by rowid on
+      every search (until then the table is read whole on each search, `_embed_missing`);
     - texts added after the index was complete (`mark`, their largest rowid then) are
       embedded on the next search, found by rowid (no count);
     - a vector deleted or changed in place (a purge's or a deleted event's trigger, another
@@ -655,15 +664,15 @@ def _embed_missing(store: Store, enc: _Encoder, kind: _Vectors, index: _Index) -
             index.mark = mark
         return
     have, total = conn.execute(kind.counts, (enc.model,)).fetchone()
+    # A vector's rowid is its text's row (m040, m062): a batch of older texts, embedded here
+    # or by another process since this matrix was read, lands below the rowids it has read,
+    # where `newer` never looks. So until every text has a vector the matrix reads the table
+    # again on each search (while batches remain, each of which costs far more), and once
+    # more when they all have one.
+    index.top = 0
     if have < total:
         rows = conn.execute(kind.missing, (enc.model, EMBED_BATCH)).fetchall()
-        done = _store_vectors(store, enc, kind, rows)
-        # A memory version's vector takes the version's row as its rowid (m040): a batch of
-        # older versions lands below the rowids the matrix has read, where `newer` never
-        # looks, so the matrix reads the table again (only while batches remain).
-        if done and kind is MEMORIES and min(key for key, _ in rows) <= index.top:
-            index.top = 0
-        if done < total - have:
+        if _store_vectors(store, enc, kind, rows) < total - have:
             return
     index.mark = mark
 

@@ -9,8 +9,8 @@ A row here keeps, per (model, vector table, digest of the query text):
   whether the list holds every vector of the model (`whole`: a small store).
 
 A kept ranking stays exact while vectors are only added: a new vector has a rowid above
-`vector_top` (events: SQLite gives the next rowid; memory versions: the vector's rowid is the
-version's row, and a new version's row is above every text the mark covered) and is scored
+`vector_top` (a vector's rowid is its text's row, m040 and m062, and a new text's row is above
+every text the mark covered) and is scored
 in Python against the kept query vector (memory/dense.py). Any deleted vector of the table
 clears every kept ranking of it (m050's trigger), since an entry of the list may be gone and
 another, outside the list, would then belong in it; the query vector is kept (it depends on

@@ -626,3 +626,49 @@ def _vector_change_triggers(db: sqlite_utils.Database) -> None:
         for table in ("event_vectors", "memory_vectors")
         for event, suffix, rows in (("DELETE", "", ("OLD",)),
                                     ("UPDATE", "_au", ("OLD", "NEW")))))
+
+
+def m062_vectors_by_row(db: sqlite_utils.Database) -> None:
+    """Event vectors keyed by their search-map row alone (issue 24, the store with the dense
+    extra: the `(row, model)` index m060 kept beside the table was 0.025 MB of what 1,000
+    events added, and the table held the row twice, as its rowid and as a column).
+
+    `row` becomes the INTEGER PRIMARY KEY, as `memory_vectors` has been since m040: one
+    vector per event whatever its model (a vector of another model was always replaced, never
+    kept beside), and no other index — a model's count reads the table, which cost no more
+    than reading the index it replaces (18 against 32 ms at 100,000 vectors, measured
+    2026-12-03). A vector's rowid is then its event's row, no longer the order it was written
+    in, so memory/dense.py no longer learns of a vector written below the newest by its
+    rowid (see `_embed_missing`); each model's count of changes moves here and every kept
+    ranking is cleared, so no process ranks from what it read of the old table.
+
+    The vectors are copied in row order: a table keyed by an integer and filled in that order
+    has full pages (filled from the top down, as batches of the newest texts first were, its
+    pages were half empty)."""
+    conn = db.conn
+    kept_triggers = [sql for (sql,) in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'event_vectors' "
+        "ORDER BY rowid")]
+    run_script(db, """
+        CREATE TEMP TABLE old_event_vectors AS
+            SELECT row, model, vec FROM event_vectors WHERE rowid IN
+            (SELECT max(rowid) FROM event_vectors GROUP BY row);
+        DROP TABLE event_vectors;
+        CREATE TABLE event_vectors (
+            row INTEGER PRIMARY KEY,
+            model INTEGER NOT NULL,
+            vec BLOB NOT NULL
+        );
+        INSERT INTO event_vectors (row, model, vec)
+            SELECT row, model, vec FROM temp.old_event_vectors ORDER BY row;
+        DROP TABLE temp.old_event_vectors;
+    """)
+    for sql in kept_triggers:
+        conn.execute(sql)
+    run_script(db, """
+        INSERT INTO vector_changes (kind, model, changes)
+            SELECT 'event_vectors', name, 1 FROM vector_models WHERE true
+            ON CONFLICT (kind, model) DO UPDATE SET changes = changes + 1;
+        UPDATE dense_queries SET ranked = NULL
+            WHERE kind = 'event_vectors' AND ranked IS NOT NULL;
+    """)

@@ -248,3 +248,42 @@ def test_new_vectors_fill_the_next_columns_of_the_kept_matrix(store, embedder, m
     afresh = dense.dense_ranked(store, "cello lessons on mondays", 7, embedder)
     assert [k for k, _ in kept] == [k for k, _ in afresh]
     assert dict(kept) == pytest.approx(dict(afresh))
+
+
+def test_events_embedded_in_later_batches_all_enter_the_matrix(store, embedder, monkeypatch):
+    """An event's vector takes its row as rowid (m062): a later batch embeds older events,
+    below what the matrix has read. Every event still ranks once it has its vector."""
+    _log(store, PARTY)
+    monkeypatch.setattr(dense, "EMBED_BATCH", 2)  # three searches embed the five
+    sizes = [len(dense.dense_ranked(store, f"violin practice {n}", 10, embedder))
+             for n in range(3)]
+    assert sizes == [2, 4, 5]
+    assert store.value("SELECT count(*) FROM event_vectors") == len(PARTY)
+
+
+def test_older_events_embedded_by_another_process_enter_the_matrix(store, embedder,
+                                                                   monkeypatch):
+    """While some texts lack a vector, another process may embed them, below every rowid
+    this process's matrix has read (a vector's rowid is its event's row): the next search
+    here ranks them all, the scores those of the matrix read afresh."""
+    _, events = _log(store, PARTY)
+    monkeypatch.setattr(dense, "EMBED_BATCH", 2)
+    assert len(dense.dense_ranked(store, "cello lessons", 10, embedder)) == 2
+    other = sqlite3.connect(store.root / "state.db")
+    older = [e for e in events if not store.value(f"SELECT count(*) FROM event_vectors "
+                                                  f"WHERE row = {ROW}", (e.id,))]
+    with other:
+        for event, vec in zip(older, dense_codec.encode_rows(
+                embedder.encode([e.text for e in older])), strict=True):
+            other.execute(f"INSERT INTO event_vectors (row, model, vec) SELECT {ROW}, n.id, ? "
+                          "FROM vector_models n WHERE n.name = ?",
+                          (event.id, vec, embedder.model))
+    other.close()
+    kept = dense.dense_ranked(store, "a dog called biscuit", 10, embedder)
+    assert {key for key, _ in kept} == {e.id for e in events}
+    dense._CACHE.clear()
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM dense_queries")
+    afresh = dense.dense_ranked(store, "a dog called biscuit", 10, embedder)
+    assert [k for k, _ in kept] == [k for k, _ in afresh]
+    assert dict(kept) == pytest.approx(dict(afresh))

@@ -5,9 +5,12 @@ vector goes with its event however the event goes."""
 from __future__ import annotations
 
 import sqlite3
+import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate.memory import dense, dense_codec, dense_queries
 from agentstate.store.db import open_store
@@ -20,20 +23,27 @@ OLD_MODEL = "old-model@0"
 QUERY = "music lessons with a string instrument"
 
 
+def made_by_old_code(tmp_path, upto, fill):
+    """A repository whose store the migrations up to `upto` made, with PARTY logged as
+    events e0, e1, … and then `fill(connection)` run; returns (repo, what `fill` returned)."""
+    with store_before(tmp_path, upto) as (repo, conn):
+        conn.execute("INSERT INTO runs (id, goal, status, created, updated) "
+                     "VALUES ('r0000001', 'g', 'active', 't', 't')")
+        conn.executemany("INSERT INTO events (id, run, seq, kind, text, source, ts) "
+                         "VALUES (?, 'r0000001', ?, 'note', ?, 'user', 't')",
+                         [(f"e{n}", n, text) for n, text in enumerate(PARTY)])
+        filled = fill(conn)
+    return repo, filled
+
+
 def _old_store(tmp_path, embedder):
     """A store as the migrations before m060 left it, with float16 vectors of every event
     and memory version (one event's of another model), put where a repository's store is."""
-    with store_before(tmp_path, "m057_event_index_after_batch") as (repo, conn):
-        _fill_old(conn, embedder)
-    return repo, embedder.encode(PARTY).astype("<f2")
+    return made_by_old_code(tmp_path, "m057_event_index_after_batch",
+                            lambda conn: _float16_vectors(conn, embedder))
 
 
-def _fill_old(conn, embedder) -> None:
-    conn.execute("INSERT INTO runs (id, goal, status, created, updated) "
-                 "VALUES ('r0000001', 'g', 'active', 't', 't')")
-    conn.executemany("INSERT INTO events (id, run, seq, kind, text, source, ts) "
-                     "VALUES (?, 'r0000001', ?, 'note', ?, 'user', 't')",
-                     [(f"e{n}", n, text) for n, text in enumerate(PARTY)])
+def _float16_vectors(conn, embedder):
     conn.executemany(
         "INSERT INTO memories (id, version, kind, scope, text, norm_hash, source, status, "
         "confidence, created, last_confirmed, principal) VALUES (?, 1, 'fact', 'repo', ?, ?, "
@@ -47,6 +57,7 @@ def _fill_old(conn, embedder) -> None:
                      "FROM memories WHERE id = ?",
                      [(embedder.model, vec.tobytes(), f"m{n}")
                       for n, vec in enumerate(embedder.encode(NOTES).astype("<f2"))])
+    return halves
 
 
 def _float16_ranking(embedder, halves, keys):
@@ -163,3 +174,30 @@ def test_a_store_is_readable_by_a_second_connection_after_the_upgrade(tmp_path, 
         assert conn.execute("SELECT count(*) FROM vector_models").fetchone() == (2,)
     finally:
         conn.close()
+
+
+# Components as a pooled, normalised vector has them, and some that are not: exact zeros,
+# one component far above the rest, tiny values whose scale is far below float32's epsilon.
+_COMPONENT = st.one_of(st.floats(-1.0, 1.0, allow_nan=False, width=32), st.just(0.0),
+                       st.floats(-2.0 ** -100, 2.0 ** -100, width=32))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_COMPONENT, min_size=16, max_size=16), min_size=1, max_size=6))
+def test_a_stored_vector_round_trips_within_half_its_step(rows):
+    """Either path makes the same bytes (the Python one for a hook's few texts, numpy for a
+    batch); each component comes back within half a step of the scale (the largest
+    magnitude / 127), the largest one exactly to float32 rounding; `dot` is the decoded
+    vector's product."""
+    matrix = np.asarray(rows, dtype=np.float32)
+    blobs = dense_codec.encode_rows(matrix)
+    assert blobs == [dense_codec.encode([float(x) for x in row]) for row in matrix]
+    decoded = dense_codec.decode_rows(blobs, 16)
+    for row, blob, back in zip(matrix.astype(np.float64), blobs, decoded, strict=True):
+        scale = struct.unpack_from("<f", blob)[0]
+        top = float(np.abs(row).max())
+        assert scale == pytest.approx(top / dense_codec.LEVELS, rel=1e-6)
+        assert np.abs(back - row).max() <= scale / 2 * (1 + 1e-5) + 1e-45
+        assert dense_codec.decode(blob) == pytest.approx(back.tolist(), rel=1e-6, abs=1e-45)
+        assert dense_codec.dot(row.tolist(), blob) == pytest.approx(
+            float(back.astype(np.float64) @ row), rel=1e-5, abs=1e-30)
