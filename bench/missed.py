@@ -43,30 +43,18 @@ def _unanalysed(bench: str, marks: tuple[str, ...]) -> Note:
 
 _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 table"
 _NIGHT = "docs/development.md, \"`context` past Typer\""
-_DAWN = "docs/development.md, \"`context` without the collector or the teardown\""
-_RECORD = ("docs/development.md, \"`context` without the collector or the teardown\" and "
-           "\"The pack's record in one row, and its log left to the next close\"")
 _EXPORT_MARK = "docs/development.md, \"The first export with its versions read narrow\""
 _IMPORT_FIELDS = ("docs/development.md, \"The import's own Python\" and \"The import's "
                   "versions in one statement\"")
 _GC = "docs/development.md, \"gc nearer its floor\""
 
 NOTES: tuple[Note, ...] = (
-    Note("context", ("(target ≤ 0.2 s, ≤ 1.2x",),
-         "a quick `context --budget 8000` process at 100,000 events: 213 ms on a quiet "
-         "machine (2026-12-02 22:45), 0.90 of that since the collector is off and the "
-         "teardown skipped, 188-213 ms since; its CPU (~165 ms quiet: Python's start ~9 ms, "
-         "~48 ms of imports, the first assembly ~100 ms) is what is left: the record no "
-         "longer waits on syncs (2026-12-03: a pack is one row of ~6 log pages, 23-217 "
-         "before as packs accumulated, and the process leaves a log under 1 MB to the next "
-         "close: 0.5 syncs a process against 4, 4.7 ms in them against 20.4 under load 13), "
-         "not yet timed on a quiet machine; `resume` runs the full command (Typer's tree "
-         "~20 ms more)",
-         "less CPU: the warm hook helper answering `context` as it answers hooks (no "
-         "imports), the 13 dataclasses a pack never uses moved out of its modules, and the "
-         "first assembly's one-time costs (patterns compiled, dataclasses built, statements "
-         "kept values would answer)",
-         _RECORD),
+    _met("context", ("(target ≤ 0.2 s, ≤ 1.2x",),
+         "169.8 ms at 100,000 events, a fresh clone's `make bench` at 12:36 on 2026-12-03 "
+         "(its CPU ~165 ms: Python's start ~9 ms, imports ~48 ms, the first assembly ~100 ms; "
+         "the record no longer waits on syncs)",
+         "docs/development.md, \"A fresh clone's `make bench` on a quiet machine\" and \"The "
+         "pack's record in one row, and its log left to the next close\""),
     _met("context", ("growth", "(target < 1.5x"), "growth 1.09x", _MAY_TABLE),
     _met("context", ("dense signal", "target +15 ms"), "+13.6 ms a new question", _NIGHT),
     _met("hooks", ("slowest write hook",), "0.075 s through the helper", _MAY_TABLE),
@@ -81,7 +69,7 @@ NOTES: tuple[Note, ...] = (
          "that stay (~0.09 s CPU), the candidate scan (~0.06), copying what stays (~0.05), "
          "the copy back and checkpoint (~0.06), the memory tables' indexes (~0.03), plus a "
          "0.04 s process: ~0.47 s CPU against a page-cached copy of 0.12-0.35 s wall "
-         "(4.4-7.7x under load 6-7, 2026-12-03)",
+         "(4.4-7.7x under load 6-7, 2026-12-03; 3.4x in a quiet fresh-clone run at 12:36)",
          "a word index split by time, so that a gc drops the tables of whole old parts "
          "(every search then merges parts); SQLite 3.43's contentless_delete does not do it: "
          "deleting 87,484 rows cost what refilling the 12,516 that stay costs (0.50 / 0.49 s "
@@ -104,7 +92,8 @@ NOTES: tuple[Note, ...] = (
          "positions (0.03 MB) (all measured 2026-12-03)",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
-         "2.2x the floor in CPU (2.7x before the versions were read narrow and planned "
+         "2.2x the floor in CPU, 1.7x in wall time in a quiet fresh-clone run (2026-12-03 "
+         "12:36) (2.7x before the versions were read narrow and planned "
          "without the collector, alternated in the same runs; the floor is not unfair: a "
          "copy of the export's own bytes and rows spelled by SQLite costs 0.8x of it): the "
          "versions' read (~33 ms), the per-version loop (~55 ms: two sha256 a version ~20, "
