@@ -186,7 +186,7 @@ def why_not(store: Store, wanted: str, entries: list[dict[str, Any]]) -> dict[st
     version), or — for words — the memories and events that match them through the same
     search the packs use, each with this pack's decision about it (none: never a
     candidate here), and the other packs that considered it."""
-    from agentstate.context.manifest import packs_including
+    from agentstate.context.manifest import packs_including_each
 
     wanted = wanted.strip()
     if not wanted:
@@ -199,12 +199,12 @@ def why_not(store: Store, wanted: str, entries: list[dict[str, Any]]) -> dict[st
     except (InvalidInput, NotFound, ValueError):
         refs = _matching_refs(store, wanted)
         by_words = True
-    rows = []
-    for ref in refs:
-        hits = [e for e in entries if e["ref"] == ref or e["ref"].startswith(ref + "@")
-                or ref.startswith(e["ref"] + "@")]
-        rows.append({"ref": ref, "entries": hits,
-                     "elsewhere": packs_including(store, [ref], limit=5) if not hits else []})
+    here = {ref: [e for e in entries if e["ref"] == ref or e["ref"].startswith(ref + "@")
+                  or ref.startswith(e["ref"] + "@")] for ref in refs}
+    # The other packs of every ref this pack did not consider, read in one pass.
+    elsewhere = packs_including_each(store, [ref for ref in refs if not here[ref]], limit=5)
+    rows = [{"ref": ref, "entries": here[ref], "elsewhere": elsewhere.get(ref, [])}
+            for ref in refs]
     return {"query": wanted, "by_words": by_words, "rows": rows}
 
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentstate.context.manifest import load_pack, packs_including, save_pack
+from agentstate.context.manifest import (
+    load_pack,
+    packs_including,
+    packs_including_each,
+    save_pack,
+)
 from agentstate.context.pack_refs import event_refs_in_packs
 from agentstate.maintenance.init import init_store
 from agentstate.store.db import open_store
@@ -84,6 +89,26 @@ def test_the_packs_that_considered_a_ref_are_found_as_before(tmp_path):
         both = packs_including(store, ["evt:e3", "skill:lint@v1"], limit=1)
         assert [(u.pack, u.ref) for u in both] == [("pack:pk03", "evt:e3")]
         assert event_refs_in_packs(store) == {"evt:e2", "evt:e3"}
+    finally:
+        store.close()
+
+
+def test_each_ref_gets_the_packs_it_alone_would_in_one_pass(tmp_path):
+    """The web view's "why not" asks for several refs at once: each gets what asking for it
+    alone gives, up to its own limit, however soon another ref is answered."""
+    store = open_store(start=_old_store(tmp_path))
+    try:
+        refs = ["evt:e2", "evt:e9", "skill:lint@v1", "evt:e3", "file:données.md"]
+        for limit in (1, 2, 5):
+            each = packs_including_each(store, refs, limit=limit)
+            assert list(each) == refs
+            for ref in refs:
+                assert each[ref] == packs_including(store, [ref], limit=limit), (ref, limit)
+        assert [u.pack for u in packs_including_each(store, refs, limit=1)["evt:e2"]] == [
+            "pack:pk02"]
+        assert [u.pack for u in packs_including_each(store, refs)["evt:e2"]] == [
+            "pack:pk02", "pack:pk01"]
+        assert packs_including_each(store, []) == {}
     finally:
         store.close()
 
