@@ -14,7 +14,8 @@ from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.runs.lookups import run_of_event
-from agentstate.skills import registry
+from agentstate.skills import contract_toml, registry
+from agentstate.skills import problems as skill_problems
 from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     draft_path,
@@ -53,10 +54,10 @@ def fill_params(argv: list[str], values: dict[str, str]) -> list[str]:
     def sub(match: re.Match[str]) -> str:
         return values.get(match.group(1), match.group(0))
 
-    return [mf.PARAM_RE.sub(sub, arg) for arg in argv]
+    return [contract_toml.PARAM_RE.sub(sub, arg) for arg in argv]
 
 
-def param_values(contract: mf.Contract, folder: Path, repo: Path, tmp_dir: Path,
+def param_values(contract: contract_toml.Contract, folder: Path, repo: Path, tmp_dir: Path,
                  given: dict[str, str] | None) -> dict[str, str]:
     given = dict(given or {})
     known = {p.name for p in contract.inputs}
@@ -99,7 +100,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
                 raise NotFound(f"skill {name!r} has no draft in {store.skills_path}; test a "
                                f"release with {name}@vN")
             raise NotFound(f"no skill named {name!r}")
-    out = mf.ProblemCollector(name)
+    out = skill_problems.ProblemCollector(name)
     # The file rules of validate and publish (symlinks out, sizes, a script named like an
     # allowed tool, secrets) hold before anything of the skill runs.
     from agentstate.skills.file_checks import check_files
@@ -120,7 +121,7 @@ def run_acceptance(store: Store, target: str, *, run_ref: str | None = None,
         values = param_values(contract, folder, store.work_tree, tmp_dir, params)
         for command in contract.acceptance:
             argv = fill_params(command.argv, values)
-            missing = sorted(mf.command_params(argv))
+            missing = sorted(contract_toml.command_params(argv))
             if missing:
                 raise InvalidInput(
                     f"acceptance command {command.text!r} needs a value for "

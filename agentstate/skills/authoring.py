@@ -18,7 +18,8 @@ from pathlib import Path
 from agentstate.config import ToolSettings
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.safety import refuse_secrets
-from agentstate.skills import registry
+from agentstate.skills import problems as skill_problems
+from agentstate.skills import registry, skill_md
 from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     candidate_version,
@@ -178,15 +179,16 @@ def new_skill(store: Store | None, name: str, *, description: str | None = None,
     """Write a valid scaffold: into the registry as a candidate, or into `path`/NAME.
     `principal` is recorded as the candidate's maker; None only for a scaffold outside any
     store (`path`), which records nothing."""
-    problems = mf.check_name(name)
+    problems = skill_md.check_name(name)
     if problems:
         raise InvalidInput(problems[0])
     description = (description or PLACEHOLDER_DESCRIPTION.format(name=name)).strip()
     # The Agent Skills limit, checked here rather than at publish: a draft that could never
     # be published is not written.
-    if len(description) > mf.DESCRIPTION_MAX:
-        raise InvalidInput(f"the description is {len(description):,} characters; the limit is "
-                           f"{mf.DESCRIPTION_MAX:,} (the Agent Skills rule for `description`)")
+    if len(description) > skill_md.DESCRIPTION_MAX:
+        raise InvalidInput(f"the description is {len(description):,} characters; the limit "
+                           f"is {skill_md.DESCRIPTION_MAX:,} (the Agent Skills rule for "
+                           "`description`)")
     if "\n" in description or "\r" in description:
         raise InvalidInput("the description must be one line")
     refuse_secrets(description, "the description")
@@ -233,7 +235,7 @@ def add_skill(store: Store, path: Path, *, replace: bool = False,
     if not folder.is_dir() or not (folder / mf.SKILL_MD).is_file():
         raise InvalidInput(f"{path} is not a skill folder (no SKILL.md)")
     name = folder.name
-    problems = mf.check_name(name)
+    problems = skill_md.check_name(name)
     if problems:
         raise InvalidInput(f"folder name: {problems[0]}")
     dest = draft_path(store, name)
@@ -331,7 +333,7 @@ def _enclosing_skill(path: Path) -> Path | None:
 
 
 def validate_targets(store: Store | None, tools: ToolSettings, targets: list[str],
-                     *, spec_only: bool = False) -> list[mf.ValidationReport]:
+                     *, spec_only: bool = False) -> list[skill_problems.ValidationReport]:
     reports = []
     cwd = Path.cwd().resolve()
     for folder in resolve_targets(store, targets):

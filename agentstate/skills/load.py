@@ -16,7 +16,7 @@ from typing import Any
 from agentstate.errors import InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, current_run, resolve_run
 from agentstate.runs.status import RunStatus
-from agentstate.skills import registry
+from agentstate.skills import contract_toml, registry, skill_md
 from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     SkillVersion,
@@ -99,7 +99,7 @@ def load_skill(store: Store, target: str, *, run_ref: str | None = None,
                       f"is recorded in the run (write: {', '.join(who.write) or 'nothing'})")
     text = registry.read_version_file(store.skills_path, row.name, row.version,
                                       mf.SKILL_MD).decode("utf-8", errors="replace")
-    split = mf.split_front_matter(text)
+    split = skill_md.split_front_matter(text)
     body = split[1] if split and split[2] > 0 else text
     folder = release_folder(store, row)
     files = registry.version_files(store.skills_path, row.name, row.version)
@@ -228,7 +228,7 @@ def run_skill_steps(store: Store, target: str, *, step: int | None = None,
         for index, item in runnable:
             assert item.run is not None
             argv = fill_params(item.run.argv, values)
-            missing = sorted(mf.command_params(argv))
+            missing = sorted(contract_toml.command_params(argv))
             if missing:
                 raise InvalidInput(f"step {index} needs a value for "
                                    f"{', '.join('{' + m + '}' for m in missing)}: pass "

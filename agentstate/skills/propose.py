@@ -40,6 +40,7 @@ from agentstate.errors import InvalidInput, Refused
 from agentstate.runs.log import Event, Run, get_run, list_events
 from agentstate.runs.status import RunStatus
 from agentstate.safety import find_injection, refuse_secrets
+from agentstate.skills import contract_toml, skill_md
 from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     draft_path,
@@ -288,7 +289,7 @@ def _trial(store: Store, name: str, steps: list[list[str]]) -> list[dict[str, An
         values = {"repo": str(repo), "tmp_dir": str(tmp)}
         for index, argv in enumerate(steps, 1):
             filled = fill_params(argv, values)
-            needs = sorted(mf.command_params(filled))
+            needs = sorted(contract_toml.command_params(filled))
             command = shlex.join(argv)
             if needs:
                 trial.append({"step": index, "command": command, "status": "not run: needs "
@@ -354,7 +355,7 @@ _Step = tuple[list[str], Event | None]  # a command, and the tool event it came 
 
 def _proposal_target(store: Store, run_ref: str, name: str) -> tuple[Run, Path]:
     """The finished run to distil and the draft folder to write; refused before any work."""
-    problems = mf.check_name(name)
+    problems = skill_md.check_name(name)
     if problems:
         raise InvalidInput(problems[0])
     run = get_run(store, run_ref)
@@ -404,7 +405,8 @@ def _acceptance(recorded: list[_Step], stripper: _Stripper) -> list[_Step]:
     others = [s for s in candidates if not _is_agentstate(s[0])] or candidates
     pool = ([s for s in candidates if _verification_rank(s[0]) == best] if best
             else others[-1:])
-    runnable = [s for s in pool if mf.command_params(s[0]) <= set(mf.BUILTIN_PARAMS)]
+    builtin = set(contract_toml.BUILTIN_PARAMS)
+    runnable = [s for s in pool if contract_toml.command_params(s[0]) <= builtin]
     return runnable or pool
 
 

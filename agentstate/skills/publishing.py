@@ -17,6 +17,7 @@ from typing import Any
 
 from agentstate.errors import CorruptStore, InvalidInput, NotFound, Refused
 from agentstate.skills import journal, registry
+from agentstate.skills import problems as skill_problems
 from agentstate.skills import skill_file as mf
 from agentstate.skills.acceptance import last_test, run_acceptance
 from agentstate.skills.authoring import scaffold_leftovers
@@ -52,7 +53,7 @@ class PublishResult:
 
 
 def approval_reasons(store: Store, name: str, folder: Path, candidate: SkillVersion | None,
-                     report: mf.ValidationReport | None = None, *,
+                     report: skill_problems.ValidationReport | None = None, *,
                      principal: Principal | str) -> list[str]:
     """Why this draft needs a human --approve (empty: it does not)."""
     reasons: list[str] = []

@@ -77,7 +77,7 @@ def parse_target(text: str) -> tuple[str, int | None]:
     if not match:
         raise InvalidInput(f"not a skill name or ref: {text!r} (expected NAME, NAME@vN or "
                            "skill:NAME@vN)")
-    from agentstate.skills.skill_file import check_name
+    from agentstate.skills.skill_md import check_name
 
     name, version = match.group(1), match.group(2)
     problems = check_name(name)

@@ -31,7 +31,7 @@ from typing import Any
 
 from agentstate.errors import CorruptStore, InvalidInput, Refused
 from agentstate.safety import redact_secrets
-from agentstate.skills import journal, registry
+from agentstate.skills import journal, registry, skill_md
 from agentstate.skills import remote_git as rg
 from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
@@ -346,7 +346,7 @@ def _plan_revocations(store: Store, result: RemoteResult, plan: _Plan,
 
 def _release_name(tag: str) -> tuple[str, int] | None:
     match = rg.RELEASE_PATH.match(tag)
-    if not match or mf.check_name(match.group(1)):
+    if not match or skill_md.check_name(match.group(1)):
         return None
     return match.group(1), int(match.group(2))
 
