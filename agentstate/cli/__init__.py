@@ -77,7 +77,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "recall": ("memory_cmd",),
     "forget": ("memory_cmd",),
     "memory": ("memory_cmd",),
-    "skill": ("skills_cmd",),
+    "skill": ("skills_cmd", "skill_share_cmd"),
     "exec": ("exec_cmd",),
     "context": ("context_cmd",),
     "trace": ("context_cmd",),
@@ -93,8 +93,8 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
 }
 ALL_MODULES = (
     "init_cmd", "runs_cmd", "import_cmd", "doctor_cmd", "memory_cmd", "skills_cmd",
-    "exec_cmd", "context_cmd", "hooks_cmd", "mcp_cmd", "eval_cmd", "maintenance_cmd",
-    "sync_cmd", "ui_cmd",
+    "skill_share_cmd", "exec_cmd", "context_cmd", "hooks_cmd", "mcp_cmd", "eval_cmd",
+    "maintenance_cmd", "sync_cmd", "ui_cmd",
 )
 _ROOT_OPTIONS_WITH_VALUE = {"--dir"}
 

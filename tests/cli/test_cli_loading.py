@@ -52,7 +52,8 @@ def test_one_command_does_not_import_the_others(initialised):
                           text=True, timeout=60)
     loaded = proc.stdout.strip().splitlines()[-1]
     assert "agentstate.cli.runs_cmd" in loaded
-    assert "agentstate.cli.skills_cmd" not in loaded and "agentstate.cli.context_cmd" not in loaded
+    for other in ("skills_cmd", "skill_share_cmd", "context_cmd"):
+        assert f"agentstate.cli.{other}" not in loaded
 
 
 def test_help_lists_every_command(initialised):
