@@ -104,7 +104,7 @@ def _measure(agent: str, lines: list[str], more: list[str], repeats: int = REPEA
              ) -> tuple[float, float, float, float, float, float]:
     from agentstate.integrations.claude_code import import_claude_code
     from agentstate.integrations.codex import import_codex
-    from agentstate.integrations.transcripts import ReadCursor
+    from agentstate.integrations.transcript_lines import ReadCursor
     from agentstate.maintenance.init import init_store
     from agentstate.store.db import open_store
 

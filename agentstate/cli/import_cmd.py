@@ -63,7 +63,7 @@ def import_jsonl(
     if run and goal:
         raise UsageError("pass either --run or --goal, not both")
     path = jsonl_file(file)
-    from agentstate.integrations.transcripts import AGENT_LABELS, sniff
+    from agentstate.integrations.transcript_lines import AGENT_LABELS, sniff
 
     agent = sniff(path)
     if agent:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentstate.integrations.transcript_lines import ReadCursor, parsed_lines, read_lines
 from agentstate.integrations.transcripts import (
     AlreadyLogged,
-    ReadCursor,
     Session,
     TranscriptImport,
     goal_from,
@@ -35,8 +35,6 @@ from agentstate.integrations.transcripts import (
     keep_session,
     kept_session,
     open_transcript,
-    parsed_lines,
-    read_lines,
     record,
     resume_point,
     run_import,

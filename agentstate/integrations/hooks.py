@@ -499,7 +499,7 @@ def _catch_up(store: Store, payload: HookPayload, run_ref: str,
     own form is skipped (`logged_by_hooks`). Reading starts where the previous catch-up of
     this run from this file stopped, so a Stop hook late in a long session reads only the
     new turns, not the whole transcript again."""
-    from agentstate.integrations.transcripts import ReadCursor
+    from agentstate.integrations.transcript_lines import ReadCursor
     from agentstate.runs.log import get_run
     from agentstate.runs.sessions import save_transcript_cursor, transcript_cursor
 

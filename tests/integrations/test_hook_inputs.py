@@ -166,9 +166,9 @@ def test_a_re_import_does_not_scan_again(initialised, cli, tmp_path, monkeypatch
 
 def test_an_oversized_transcript_line_is_skipped_unread(initialised, cli, tmp_path,
                                                         monkeypatch):
-    import agentstate.integrations.transcripts as transcripts
+    import agentstate.integrations.transcript_lines as transcript_lines
 
-    monkeypatch.setattr(transcripts, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(transcript_lines, "MAX_LINE_BYTES", 4096)
     path = tmp_path / "s.jsonl"
     path.write_text(user_line("s3", "u1", "y" * 10_000) + user_line("s3", "u2", "kept line"))
     data = cli.json("import", "claude-code", str(path))

@@ -17,7 +17,7 @@ import pytest
 from agentstate.errors import InvalidInput
 from agentstate.integrations.claude_code import import_claude_code
 from agentstate.integrations.codex import import_codex, parse_output
-from agentstate.integrations.transcripts import ReadCursor, read_lines
+from agentstate.integrations.transcript_lines import ReadCursor, read_lines
 from agentstate.runs.checkpoint import list_checkpoints
 from agentstate.runs.importer import RunSource, run_sources
 from agentstate.runs.log import get_run, list_events, start_run
@@ -383,6 +383,7 @@ def test_a_cursor_keeps_the_session_head_so_later_catch_ups_read_only_new_lines(
     lines again, and import exactly what a whole-file read would."""
     import agentstate.integrations.claude_code as claude_code
     import agentstate.integrations.codex as codex
+    import agentstate.integrations.transcript_lines as transcript_lines
     import agentstate.integrations.transcripts as transcripts
 
     path = tmp_path / fixture.name
@@ -398,7 +399,7 @@ def test_a_cursor_keeps_the_session_head_so_later_catch_ups_read_only_new_lines(
 
     for module in (claude_code, codex, transcripts):
         monkeypatch.setattr(module, "read_session", must_not_run, raising=False)
-    monkeypatch.setattr(transcripts, "sniff", must_not_run)
+    monkeypatch.setattr(transcript_lines, "sniff", must_not_run)
     _grow(path, {"type": "user", "sessionId": first.session, "uuid": "u-late",
                  "timestamp": "2026-01-14T10:09:00Z", "message": {
                      "role": "user", "content": "One more thing: keep the changelog."}}
