@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput, Refused
 from agentstate.memory.evidence import require_about
+from agentstate.memory.fields import (
+    validate_evidence,
+)
 from agentstate.memory.model import (
     Memory,
     MemoryVersion,
-    acting,
     chain_rows,
     confidence_for,
     current_memory_version,
     get_memory,
     norm_hash,
     record_history,
-    validate_evidence,
 )
 from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus
 from agentstate.memory.versions import (
@@ -40,6 +41,7 @@ from agentstate.memory.versions import (
 from agentstate.memory.write import check_text, guesses, outside_evidence
 from agentstate.safety import refuse_secrets
 from agentstate.store.limits import MAX_REASON_CHARS, check_length
+from agentstate.store.principals import acting
 from agentstate.store.refs import make_ref
 
 if TYPE_CHECKING:

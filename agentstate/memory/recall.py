@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput
+from agentstate.memory.fields import KINDS
 from agentstate.memory.model import (
     INCLUDABLE,
-    KINDS,
     Evidence,
     MemoryVersion,
     acting,
@@ -254,7 +254,7 @@ def _checked_filters(store: Store, limit: int, kinds: list[str] | tuple[str, ...
                      context: dict[str, Any] | None) -> list[str]:
     """Refuse a bad limit, kind, include value, scope filter or context run; the scope
     filters as checked."""
-    from agentstate.memory.model import validate_scope_filter
+    from agentstate.memory.fields import validate_scope_filter
 
     if limit < 1:
         raise InvalidInput("--limit must be at least 1")

@@ -26,22 +26,23 @@ from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, Refused, a_or_an
 from agentstate.memory.evidence import require_about, self_authored
-from agentstate.memory.model import (
-    MemoryVersion,
-    acting,
-    chain_rows,
+from agentstate.memory.fields import (
     check_file_at_commit,
-    confidence_for,
-    current_memory_version,
-    get_memory,
-    norm_hash,
     parse_validity,
-    record_history,
-    select_versions,
     validate_evidence,
     validate_key,
     validate_kind,
     validate_scope,
+)
+from agentstate.memory.model import (
+    MemoryVersion,
+    chain_rows,
+    confidence_for,
+    current_memory_version,
+    get_memory,
+    norm_hash,
+    record_history,
+    select_versions,
 )
 from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus, status_in
 from agentstate.memory.versions import (
@@ -54,7 +55,7 @@ from agentstate.memory.versions import (
 )
 from agentstate.safety import find_injection, refuse_secrets
 from agentstate.store.limits import MAX_NAME_CHARS, check_length
-from agentstate.store.principals import default_source
+from agentstate.store.principals import acting, default_source
 from agentstate.store.sources import validate_source
 
 if TYPE_CHECKING:
