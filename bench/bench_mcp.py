@@ -79,7 +79,8 @@ def _handler_in_process(repo: Path) -> float:
     and closed per call, the idle connection held between calls), p50 of the answer; what
     the server runs once a call is answered (a checkpoint every few answers) is not counted
     but runs between samples, as in the server."""
-    from agentstate.integrations.mcp_server import StoreService, _context
+    from agentstate.integrations.mcp_server import StoreService
+    from agentstate.integrations.mcp_tools import _context
 
     service = StoreService(str(repo), "agent")
     args = {"run": None, "budget": 8000, "query": None}

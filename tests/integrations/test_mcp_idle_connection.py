@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agentstate.integrations import mcp_server
+from agentstate.integrations import mcp_server, mcp_tools
 from agentstate.maintenance.init import init_store
 from agentstate.runs.log import append_event, start_run
 from agentstate.store.db import open_store
@@ -39,7 +39,7 @@ def repo_store(repo) -> Path:
 
 def _call(service: mcp_server.StoreService) -> str:
     envelope, done = service.run_sync(lambda: service.envelope(
-        "context", lambda s: mcp_server._context(s, ARGS, "agent")))
+        "context", lambda s: mcp_tools._context(s, ARGS, "agent")))
     assert envelope["ok"], envelope
     return done.text
 
@@ -134,7 +134,7 @@ def _answered(service: mcp_server.StoreService) -> dict:
     """A `context` call as the server answers it (`later`), and what runs after the answer."""
     answers: list[dict] = []
     service.later(lambda: service.tool_result(
-        "context", lambda s: mcp_server._context(s, ARGS, "agent"))).start(
+        "context", lambda s: mcp_tools._context(s, ARGS, "agent"))).start(
         answers.append, lambda failure: answers.append({"failure": failure}))
     service.run_sync(lambda: None)  # queued behind the call and its after-answer work
     assert answers and not answers[0].get("isError"), answers
