@@ -43,7 +43,8 @@ def _unanalysed(bench: str, marks: tuple[str, ...]) -> Note:
 
 _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 table"
 _NIGHT = "docs/development.md, \"`context` past Typer\""
-_EXPORT_MARK = "docs/development.md, \"The first export with its versions read narrow\""
+_EXPORT_MARK = ("docs/development.md, \"The first export with its versions read narrow\" and "
+                "\"The first export planned inline, and what stored ids would give\"")
 _IMPORT_FIELDS = ("docs/development.md, \"The import's own Python\" and \"The import's "
                   "versions in one statement\"")
 _GC = "docs/development.md, \"gc nearer its floor\""
@@ -92,17 +93,21 @@ NOTES: tuple[Note, ...] = (
          "positions (0.03 MB) (all measured 2026-12-03)",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
-         "2.2x the floor in CPU, 1.7x in wall time in a quiet fresh-clone run (2026-12-03 "
-         "12:36) (2.7x before the versions were read narrow and planned "
-         "without the collector, alternated in the same runs; the floor is not unfair: a "
-         "copy of the export's own bytes and rows spelled by SQLite costs 0.8x of it): the "
-         "versions' read (~33 ms), the per-version loop (~55 ms: two sha256 a version ~20, "
-         "the splicing), the mappings' insert (~35 ms: its two indexes ~17, its trigger ~6), "
-         "writing the two files (~15 ms); the lines, ids and mappings in SQL with registered "
-         "hash functions measured slower (3.4x), a recursive query for the chains 2.3x the "
-         "flat statement, the mappings without their trigger and WITHOUT ROWID gain <= 9 ms",
-         "SHA-256 inside SQLite itself (a loadable extension or a compiled helper), so the "
-         "lines and mappings never enter Python, and a mappings table with fewer indexes",
+         "2.1x the floor in CPU under load 11-12 (2026-12-03 13:40; 2.26x for the code "
+         "before, alternated in the same runs: the new versions planned inline, the collector "
+         "off for the whole sync; 2.2x CPU and 1.7x wall in the last quiet fresh-clone run "
+         "before that); the floor is not unfair (a copy of the export's own bytes and rows "
+         "spelled by SQLite costs 0.8x of it). Where it goes: the versions' read (~33 ms), "
+         "the per-version loop (~50-55 ms: two sha256 a version ~20, the splicing), the "
+         "mappings' insert (~32 ms; both indexes are used, dropping them and the trigger for "
+         "the bulk gains <= 8 ms), writing the two files (~15 ms); the fewest Python steps "
+         "that write the same files measured 1.64-1.89x, lines and ids in SQL with "
+         "registered hash functions 3.4x",
+         "the lines' ids kept with each version when it is written (2.7 us a version there): "
+         "SQLite then spells every line with its id, sorts them and the mappings are one "
+         "INSERT ... SELECT - measured 0.97-1.08x the floor on such a copy of the store; it "
+         "needs a memory-line id column dropped by a trigger on the body's columns, the "
+         "evidence rows' ids, the memory line's spelling below sync/, and m066 for old rows",
          _EXPORT_MARK),
     Note("sync", ("import / its floor",),
          "3.4-3.6x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 late morning; "

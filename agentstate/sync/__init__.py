@@ -100,11 +100,7 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
          include_quarantined: bool = False, principal: Principal | str) -> SyncResult:
     """Export then import (either alone on request). Bad shared files fail before anything
     is written (InvalidInput naming the file and line)."""
-    from agentstate.sync.gitsetup import ignore_warning
-    from agentstate.sync.shared import keep_digest, nothing_new_digest
-
-    path = shared_path(store)
-    result = SyncResult(folder=str(path), dry_run=dry_run)
+    result = SyncResult(folder=str(shared_path(store)), dry_run=dry_run)
     full = do_export and do_import and not dry_run
     flags = _flags(include_candidates, include_quarantined, principal)
     if full:
@@ -112,10 +108,26 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
                                 include_quarantined=include_quarantined, principal=principal)
         if unchanged is not None:
             return unchanged
+    # The folder's records, the export's lines and the import's rows are many small objects
+    # with no cycle among them: the cyclic collector's passes over them free nothing
+    # (store/collector.py). Off for the whole job rather than for each step: the objects
+    # of a step were walked once more by the pass that followed it, and they are freed as
+    # the job returns, before the collector is back (issue 24: ~8 ms of a first export).
+    from agentstate.store.collector import without_collector
+
+    return without_collector(lambda: _sync_folder(
+        store, result, do_export=do_export, do_import=do_import, dry_run=dry_run,
+        include_candidates=include_candidates, include_quarantined=include_quarantined,
+        principal=principal, full=full, flags=flags))
+
+
+def _sync_folder(store: Store, result: SyncResult, *, do_export: bool, do_import: bool,
+                 dry_run: bool, include_candidates: bool, include_quarantined: bool,
+                 principal: Principal | str, full: bool, flags: str) -> SyncResult:
+    """`sync` past the digest's check."""
     # Imported only past the digest: export, merge and the record format pull in the secret
     # scanner (dozens of regular expressions to compile), ~100 ms that a sync with nothing
     # new never uses (issue 24: ≤ 0.2 s as a whole process).
-    from agentstate.store.collector import without_collector
     from agentstate.sync.export import (
         plan_export,
         removed_lines,
@@ -123,15 +135,19 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
         write_export,
         written_digests,
     )
-    from agentstate.sync.gitsetup import ensure_gitattributes
+    from agentstate.sync.gitsetup import ensure_gitattributes, ignore_warning
     from agentstate.sync.merge import import_folder
     from agentstate.sync.records import read_folder
-    from agentstate.sync.shared import checked_files, keep_checked_files, purged_record_ids
+    from agentstate.sync.shared import (
+        checked_files,
+        keep_checked_files,
+        keep_digest,
+        nothing_new_digest,
+        purged_record_ids,
+    )
 
-    # The folder's records and the import's rows are many small objects with no cycle among
-    # them: the cyclic collector's passes over them free nothing (store/collector.py).
-    folder = without_collector(lambda: read_folder(path, skip=purged_record_ids(store),
-                                                   checked=checked_files(store)))
+    path = shared_path(store)
+    folder = read_folder(path, skip=purged_record_ids(store), checked=checked_files(store))
     checked = dict(folder.digests)  # every file read passed the checks (or it raised)
     if do_export:
         plan = plan_export(store, folder, include_candidates=include_candidates,
@@ -154,8 +170,7 @@ def sync(store: Store, *, do_export: bool = True, do_import: bool = True,
     if not dry_run:
         keep_checked_files(store, checked)
     if do_import:
-        merged = without_collector(lambda: import_folder(store, folder, principal=principal,
-                                                         dry_run=dry_run))
+        merged = import_folder(store, folder, principal=principal, dry_run=dry_run)
         result.imported = len(merged.imported)
         result.contested = len(merged.contested)
         result.tombstoned = len(merged.tombstoned)

@@ -132,7 +132,8 @@ def _plan_versions(plan: ExportPlan, seen: _Seen, known: dict[tuple[str, int], s
     its children. rows: spelled.HEAD, the spelled body, the scanner's mark: plain tuples
     unpacked in one loop (a first export does this for every version, issue 24)."""
     ids, present, mark, fields = seen.ids, seen.present, seen.mark, plan.fields
-    forgotten = MemoryStatus.FORGOTTEN
+    new, mappings = plan.new, plan.mappings
+    forgotten, contested = MemoryStatus.FORGOTTEN, MemoryStatus.CONTESTED
     for row, memory, version, scope, supersedes, status, purged, body, marked in rows:
         if not (scope == "repo" or shareable_scope(scope)):
             continue
@@ -147,49 +148,48 @@ def _plan_versions(plan: ExportPlan, seen: _Seen, known: dict[tuple[str, int], s
             if not known[key] & dead and row in evidence:
                 _add_evidence(plan, memory, record_id, evidence[row], seen, seen.cited)
             continue
-        if body is not None and marked == mark:  # SQLite spelled it, the scanner passed it
-            parent = ids.get((memory, supersedes)) if supersedes else None
-            _new_spelled(plan, seen, (row, memory, version, status, body, parent),
-                         evidence.get(row, ()))
+        if body is not None and marked == mark:
+            # SQLite spelled it, the scanner passed it: the line of a version new here, its
+            # parent's record id spliced in. Inline, not a call a version: a first export
+            # does this for each of its thousands (issue 24).
+            parent = rel = None
+            if supersedes and (parent := ids.get((memory, supersedes))) is not None:
+                rel = "contests" if status == contested else "supersedes"
+                body = with_parent(body, parent, rel)
+            record_id, line = memory_line(body)
+            ids[key] = record_id
+            mappings.append((record_id, memory, version))
+            if record_id not in present:
+                present.add(record_id)
+                new.append(("memory", record_id, line, body, (row, parent, rel, status)))
+            if row in evidence:
+                _new_evidence(plan, memory, record_id, evidence[row], present)
             continue
         record = _general_record(plan, fields[row], ids, scan=marked != mark)
         if record is not None:
             ids[key] = record.id
-            plan.mappings.append((record.id, memory, version))
+            mappings.append((record.id, memory, version))
             _add(plan, ("memory", record.id, record.line, record.body, record), present)
             if row in evidence:
                 _add_evidence(plan, memory, record.id, evidence[row], seen, None)
 
 
-def _new_spelled(plan: ExportPlan, seen: _Seen, version: tuple[int, str, int, str, str,
-                                                               str | None],
-                 refs: Iterable[str]) -> None:
-    """The lines of a version new here whose body SQLite spelled: its memory line (with its
-    parent's record id spliced in), then its evidence lines, spelled as `evidence_line`
-    spells them (a record id is hex digits, nothing to quote; tests compare the two): a
-    first export does this for every version, and the calls a line were a fifth of it."""
-    row, memory, number, status, body, parent = version
-    rel = None
-    if parent is not None:
-        rel = "contests" if status == MemoryStatus.CONTESTED else "supersedes"
-        body = with_parent(body, parent, rel)
-    record_id, line = memory_line(body)
-    seen.ids[(memory, number)] = record_id
-    plan.mappings.append((record_id, memory, number))
-    present, new = seen.present, plan.new
-    if record_id not in present:
-        present.add(record_id)
-        new.append(("memory", record_id, line, body, (row, parent, rel, status)))
+def _new_evidence(plan: ExportPlan, memory: str, record_id: str, refs: Iterable[str],
+                  present: set[str]) -> None:
+    """The evidence lines of a version new here whose body SQLite spelled, spelled as
+    `evidence_line` spells them (a record id is hex digits, nothing to quote; tests compare
+    the two), each body built once for its hash and its planned line."""
+    new = plan.new
     for ref in refs:
-        rest = f'"memory":"{record_id}"{after_memory(ref)}'
-        item_id = sha256(f"{{{rest}".encode()).hexdigest()[:ID_LENGTH]
+        body = f'{{"memory":"{record_id}"{after_memory(ref)}'
+        item_id = sha256(body.encode()).hexdigest()[:ID_LENGTH]
         if item_id in present:
             continue
-        line = f'{{"id":"{item_id}",{rest}'
+        line = f'{{"id":"{item_id}",{body[1:]}'
         if ref == "user" or _generated(ref) or _clean(
                 plan, line, f"evidence {ref} of {make_ref('mem', memory)}"):
             present.add(item_id)
-            new.append(("evidence", item_id, line, f"{{{rest}", (record_id, ref)))
+            new.append(("evidence", item_id, line, body, (record_id, ref)))
 
 
 class _Fields(dict[int, SharedFields]):

@@ -264,6 +264,36 @@ def test_the_collector_is_off_while_an_export_plans_and_writes_and_as_it_was_aft
     assert seen == [False, False]
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_stays_off_between_a_syncs_steps_and_is_as_it_was_after(
+        tmp_path, monkeypatch, enabled):
+    """A full sync is one job with the collector off, not one region a step: between the
+    export's write and the import (the folder as the export left it, the checked files
+    kept) it stays off, so no pass walks the export's lines before they are freed."""
+    import gc as collector
+
+    from agentstate.store.init import create_store
+    from agentstate.sync import shared as shared_module
+
+    create_store(target=tmp_path)
+    store = _open(tmp_path)
+    _varied(store)
+
+    seen: list[bool] = []
+    monkeypatch.setattr(export_module, "updated",
+                        _noting_collector(export_module.updated, seen))
+    monkeypatch.setattr(shared_module, "keep_checked_files",
+                        _noting_collector(shared_module.keep_checked_files, seen))
+    (collector.enable if enabled else collector.disable)()
+    try:
+        assert sync(store, principal="owner").exported >= 12
+        assert collector.isenabled() is enabled
+    finally:
+        collector.enable()
+        store.close()
+    assert seen == [False, False]
+
+
 def _export_twice(root) -> list[str]:
     """The sha256 of each shared file after a first export of `_varied` and after a second
     one (chains grown, a fact forgotten, one purged), in file-name order."""
