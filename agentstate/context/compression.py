@@ -152,7 +152,7 @@ ANSWER_WIDTH = 2.5
 @lru_cache(maxsize=FORMS_KEPT)
 def evidence_line(label: str, text: str, stems: tuple[str, ...],
                   max_chars: int = DEFAULT_CHARS, whole_under: int = 0,
-                  kind: str = "", fill: bool = False) -> str:
+                  kind: str = "", fill: bool = False, around: bool = False) -> str:
     """The one-line form of an evidence item, made to carry its answer: the whole text when
     it is at most `whole_under` characters (a short turn is cheaper whole than a cut that
     drops what the question asks for), else the sentence `focus_line` picks (by the
@@ -164,7 +164,10 @@ def evidence_line(label: str, text: str, stems: tuple[str, ...],
     matched sentence that ends the turn, or opens with a word pointing back ("It",
     "They", "This" …: `_REFERS_BACK`), is completed by the one before it. `fill`: the
     sentences after the completion follow it while they fit in that room (a line given
-    only in room no item wanted — budgeter, `_Upgrades` — has no reason to stop short)."""
+    only in room no item wanted — budgeter, `_Upgrades` — has no reason to stop short).
+    `around` (with `fill`): the line fills its room both ways (`_filled_around`) — after
+    its completion, then before the matched sentence, a line completed by the sentence
+    before it included."""
     flat = _WS.sub(" ", text).strip()
     if len(flat) <= whole_under:
         return f"- [{label}] {flat}"
@@ -178,19 +181,22 @@ def evidence_line(label: str, text: str, stems: tuple[str, ...],
     if at is None or (not ended and at + 1 < len(sentences)):
         return line
     room = max(width - len(core), max_chars // 2)
+    around = around and fill
     if at > 0 and _REFERS_BACK.match(core):
         # "It keeps me sane." — what it stands for is the sentence before.
-        return _before(label, flat, sentences, at, core, room)
+        return _before(label, flat, sentences, at, core, room, around)
     if at + 1 >= len(sentences):
         if at == 0:
             return line
         # The matched sentence ends the turn: what it completes came before it ("Just
         # started doing aerial yoga. Have you tried other workout classes?").
-        return _before(label, flat, sentences, at, core, room)
+        return _before(label, flat, sentences, at, core, room, around)
     pick = completion(sentences, at, kind)
     if pick < at:
-        return _before(label, flat, sentences, at, core, room)
+        return _before(label, flat, sentences, at, core, room, around)
     follow = first_sentence(sentences[pick], room)
+    if around and follow == sentences[pick]:
+        return _filled_around(label, flat, sentences, [at, pick], room - len(follow))
     if fill and not follow.endswith(" …"):
         follow = _filled(follow, sentences[pick + 1:], room)
     return f"{line[:-2]} {'… ' if pick > at + 1 else ''}{follow}"
@@ -206,6 +212,41 @@ def _filled(follow: str, rest: list[str], room: int) -> str:
     return follow
 
 
+def _filled_around(label: str, flat: str, sentences: list[str], shown: list[int],
+                   left: int) -> str:
+    """The line of the `shown` sentences (indexes, in order) and, in `left` characters,
+    the whole sentences after the last of them, then those before the first, nearest
+    first; each side stops at the first that does not fit, and a question is passed over
+    (`_asks`). `…` marks what is left out in front and between."""
+    shown = list(shown)
+    for step, stop in ((1, len(sentences)), (-1, -1)):
+        edge = shown[-1] if step > 0 else shown[0]
+        for i in range(edge + step, stop, step):
+            if _asks(sentences[i]):
+                continue
+            # The sentence and its space, and the `…` of a question passed over.
+            cost = len(sentences[i]) + 1 + (2 if i != edge + step else 0)
+            if cost > left:
+                break
+            left -= cost
+            edge = i
+            shown = [*shown, i] if step > 0 else [i, *shown]
+    lead = flat.split(" ", 1)[0]
+    parts = [] if shown[0] == 0 else [f"{lead} …" if lead.endswith(":") else "…"]
+    for n, i in enumerate(shown):
+        if n and i > shown[n - 1] + 1:
+            parts.append("…")
+        parts.append(sentences[i])
+    return f"- [{label}] " + " ".join(parts)
+
+
+def _asks(sentence: str) -> bool:
+    """A question: a line filled around its answer passes it over. It asks the other
+    speaker something and states nothing — on the dev split 11 of 782 evidence turns hold
+    the answer's words only in a question, and questions are 9% of the turns' text."""
+    return sentence.endswith("?")
+
+
 # A sentence opening with one of these words goes on from the one before it ("I started
 # volunteering at the shelter. It keeps me sane."): the pronoun stands for what the
 # question asks about, so that sentence, not the next, completes the line. Of the dev
@@ -218,9 +259,12 @@ _REFERS_BACK = LazyPattern(r"(it|its|it's|it’s|this|that|these|those|they|they
 
 
 def _before(label: str, flat: str, sentences: list[str], at: int, core: str,
-            room: int) -> str:
-    """The answer line of `sentences[at]` completed by the sentence before it."""
+            room: int, around: bool = False) -> str:
+    """The answer line of `sentences[at]` completed by the sentence before it (`around`:
+    and filled both ways, `_filled_around`)."""
     prev = first_sentence(sentences[at - 1], room)
+    if around and prev == sentences[at - 1]:
+        return _filled_around(label, flat, sentences, [at - 1, at], room - len(prev))
     lead = flat.split(" ", 1)[0]
     head = "" if at == 1 else (f"{lead} … " if lead.endswith(":") else "… ")
     return f"- [{label}] {head}{prev} {core}"

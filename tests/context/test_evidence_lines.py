@@ -85,15 +85,17 @@ _SENTENCE = st.lists(_WORDS, min_size=1, max_size=14).map(lambda ws: " ".join(ws
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_SENTENCE, min_size=1, max_size=6), st.lists(_WORDS, max_size=3),
-       st.integers(20, 200), st.sampled_from([0, 160]), st.booleans(), st.booleans())
+       st.integers(20, 200), st.sampled_from([0, 160]), st.booleans(), st.booleans(),
+       st.booleans())
 def test_an_answer_line_keeps_its_ref_its_words_and_its_bound(sentences, stems, width,
-                                                               whole_under, speaker, fill):
+                                                               whole_under, speaker, fill,
+                                                               around):
     from agentstate.context.compression import ANSWER_WIDTH
 
     lead = "Kate: " if speaker else ""
     text = lead + " ".join(sentences)
     label = "evt:abc123 · 2024-05-06"
-    line = evidence_line(label, text, tuple(stems), width, whole_under, "", fill)
+    line = evidence_line(label, text, tuple(stems), width, whole_under, "", fill, around)
     assert line.startswith(f"- [{label}] ")
     body = line.removeprefix(f"- [{label}] ")
     if len(text) <= whole_under:
