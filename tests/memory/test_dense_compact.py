@@ -79,8 +79,8 @@ def test_an_old_store_is_converted_in_place_and_ranks_the_same(tmp_path, embedde
         assert {length for (length,) in conn.execute(
             "SELECT length(vec) FROM event_vectors")} == {4 + dense.DIM}
         converted = dense_codec.decode_rows([v for (v,) in conn.execute(
-            "SELECT v.vec FROM event_vectors v JOIN event_search_map m ON m.row = v.row "
-            "ORDER BY m.event_id")], dense.DIM)
+            "SELECT v.vec FROM event_vectors v JOIN events e ON e.row = v.row "
+            "ORDER BY e.id")], dense.DIM)
         assert np.abs(converted - halves.astype(np.float32)).max() < 2e-3
         # The search replaces the other model's vector before it ranks: never mixed.
         ranked = dense.dense_ranked(store, QUERY, len(PARTY), embedder)
@@ -136,7 +136,7 @@ def test_a_deleted_or_scrubbed_event_leaves_no_vector(store, embedder):
     # The scrubbed one was embedded again from its new text; no other row is left over.
     assert store.value("SELECT count(*) FROM event_vectors") == len(PARTY) - 1
     assert store.value("SELECT count(*) FROM event_vectors v WHERE NOT EXISTS (SELECT 1 "
-                       "FROM event_search_map m WHERE m.row = v.row)") == 0
+                       "FROM events e WHERE e.row = v.row)") == 0
 
 
 def test_the_python_and_numpy_encodings_agree(embedder):
