@@ -710,8 +710,9 @@ def m063_events_keyed_by_row(db: sqlite_utils.Database) -> None:
     that point at it stay as they are: nothing is indexed or embedded again. VACUUM and gc's
     rewrite keep an INTEGER PRIMARY KEY as they kept the map's; a new event takes the largest
     row + 1, as its map row did. The TEXT id stays unique: refs are looked up by it and other
-    tables' foreign keys name it. An event without a map row (none should exist) gets a new
-    number, and stays out of the index as before (`index check` reports it either way).
+    tables' foreign keys name it. An event without a map row (none should exist: damage)
+    gets a new number and is indexed under it, since the triggers on the new key take every
+    event to be indexed (a 'delete' naming a row never inserted corrupts a contentless index).
 
     The table is rebuilt (SQLite cannot add a primary key): the rows are set aside in a
     temporary table, and `events` is dropped and made again. Foreign keys are on while a
@@ -749,6 +750,11 @@ def m063_events_keyed_by_row(db: sqlite_utils.Database) -> None:
             SELECT {_EVENT_COLUMNS}, row FROM temp.old_events WHERE row IS NOT NULL ORDER BY row;
         INSERT INTO events ({_EVENT_COLUMNS})
             SELECT {_EVENT_COLUMNS} FROM temp.old_events WHERE row IS NULL ORDER BY rowid;
+        CREATE TEMP TABLE unmapped AS SELECT e.row, e.text FROM events e
+            WHERE e.id IN (SELECT id FROM temp.old_events WHERE row IS NULL);
+        INSERT INTO events_fts(rowid, text) SELECT row, text FROM temp.unmapped;
+        INSERT INTO events_tri(rowid, text) SELECT row, text FROM temp.unmapped WHERE {on_batch};
+        DROP TABLE temp.unmapped;
         DROP TABLE temp.old_events;
     """)
     for sql in indexes:

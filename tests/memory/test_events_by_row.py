@@ -63,13 +63,14 @@ def test_an_old_store_keeps_every_event_under_its_index_row(tmp_path):
             stored["events"]
         rows = dict(conn.execute("SELECT id, row FROM events"))
         assert {k: v for k, v in rows.items() if k != "e4"} == stored["rows"]
-        # The event the map had lost is kept, under a new number, and still not indexed
-        # (as before: `index check` says so, and a repair indexes it).
+        # The event the map had lost is kept under a new number, and indexed under it (the
+        # triggers take every event to be indexed); nothing else is indexed or embedded
+        # again: the index's other rows and the vectors are as they were.
         assert rows["e4"] > max(stored["rows"].values())
-        assert check_indexes(conn) == ["events_fts: 1 event(s) not indexed"]
-        # Nothing indexed or embedded again: the index and the vectors are as they were.
-        assert conn.execute("SELECT id, sz FROM events_fts_docsize").fetchall() == \
-            stored["index"]
+        assert check_indexes(conn) == []
+        assert [h.ref for h in search_events(store, "odd")] == ["evt:e4"]
+        assert [r for r in conn.execute("SELECT id, sz FROM events_fts_docsize")
+                if r[0] != rows["e4"]] == stored["index"]
         assert conn.execute("SELECT row, model, vec FROM event_vectors ORDER BY row"
                             ).fetchall() == stored["vectors"]
         # Each vector still names its event (its bytes are the event's id here).
