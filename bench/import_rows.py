@@ -30,14 +30,14 @@ def stored(conn: sqlite3.Connection) -> dict[str, Any]:
                   "SELECT seq, kind, text, source, ts, meta, resolves, supersedes, "
                   "import_key FROM events ORDER BY run, seq")]
     search_map = [(row, key[event]) for row, event in conn.execute(
-        "SELECT row, event_id FROM event_search_map ORDER BY row")]
+        "SELECT row, id FROM events ORDER BY row")]
     words = conn.execute("SELECT term, doc, cnt FROM events_vocab ORDER BY term").fetchall()
     trigrams = conn.execute(
         "SELECT term, doc, cnt FROM events_tri_vocab ORDER BY term").fetchall()
     step = max(len(words) // SAMPLE_TERMS, 1)
     found = {term: [key[e] for (e,) in conn.execute(
-        "SELECT m.event_id FROM events_fts f JOIN event_search_map m ON m.row = f.rowid "
-        "WHERE events_fts MATCH ? ORDER BY bm25(events_fts), m.row", (f'"{term}"',))]
+        "SELECT e.id FROM events_fts f JOIN events e ON e.row = f.rowid "
+        "WHERE events_fts MATCH ? ORDER BY bm25(events_fts), e.row", (f'"{term}"',))]
         for term, _, _ in words[::step]}
     return {"events": events, "search map": search_map, "word vocabulary": words,
             "trigram vocabulary": trigrams, "found": found}

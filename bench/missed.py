@@ -81,16 +81,17 @@ NOTES: tuple[Note, ...] = (
          _NIGHT),
     _unanalysed("resume", ("resume on",)),
     Note("store", ("store per 1,000 events",),
-         "lexical only it is met (1.30 MB; 1.40 before new stores had 16 KB pages); with the "
-         "dense extra every event also stores a vector: 0.27 MB per 1,000 events (260-byte "
-         "8-bit vectors keyed by their row, no index: m062), so 1.57 MB in the last run "
-         "(1.60 with the (row, model) index, 1.72 with 4 KB pages)",
-         "0.07 MB less without losing recall: every code below 8 bits measured loses a "
-         "question of the second corpus at 1,000 tokens (5, 6 and 7 bits linear; 6 bits after "
-         "a rotation or at fitted levels), and even dropping the scale moves the dev split; "
-         "fewer dimensions lose 0.016 or more; left is the lexical part: the events' TEXT keys "
-         "(~0.06 MB, a rebuild of `events`), `events_kind` (0.018 MB), the word index's "
-         "positions (0.03 MB) (all measured 2026-12-03)",
+         "lexical only it is met (1.24 MB since m063; 1.30 before, 1.40 before new stores had "
+         "16 KB pages); with the dense extra every event also stores a vector: 0.27 MB per "
+         "1,000 events (260-byte 8-bit vectors keyed by their row, no index: m062), so 1.516 "
+         "MB in the last run (1.57 before m063 folded the search map into `events` and "
+         "dropped `events_kind`, 1.60 with the (row, model) index, 1.72 with 4 KB pages)",
+         "0.016 MB less without losing recall: every code below 8 bits measured loses a "
+         "question of the second corpus at 1,000 tokens, and fewer dimensions lose 0.016 or "
+         "more; measured on a hand-built copy, events naming their run by an integer instead "
+         "of its 10-character id (in the row and in the two indexes that start with it) "
+         "would save 0.026 MB (1.502 -> 1.476 there); the word index's positions (0.03 MB) "
+         "BM25 uses (all measured 2026-12-03)",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
          "2.1x the floor in CPU under load 11-12 (2026-12-03 13:40; 2.26x for the code "

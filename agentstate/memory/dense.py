@@ -205,34 +205,33 @@ class _Vectors:
 # The model's row in `vector_models` (m060): each vector names its model by that integer.
 _MODEL = "(SELECT id FROM vector_models WHERE name = ?)"
 
-# Events by their row in the search map (event_search_map.row, which VACUUM and gc's rewrite
-# keep): an integer key, where the event's TEXT id cost ~75 bytes a vector with its index;
-# since m062 it is the vector's rowid, with no index beside the table.
-# The index's keys are still the events' ids (`newer` joins the map), so a ranking is of ids.
+# Events by their row (`events.row`, m063; the map's row before it, which it kept), which
+# VACUUM and gc's rewrite keep: an integer key, where the event's TEXT id cost ~75 bytes a
+# vector with its index; since m062 it is the vector's rowid, with no index beside the table.
+# A ranking is of the events' ids (`newer` reads them), as the word index's results are.
 EVENTS = _Vectors(
     "event_vectors",
     "row",
     f"SELECT (SELECT count(*) FROM event_vectors WHERE model = {_MODEL}), "
-    "(SELECT count(*) FROM event_search_map)",
-    "SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id "
-    f"WHERE NOT EXISTS (SELECT 1 FROM event_vectors v WHERE v.row = m.row AND v.model = "
-    f"{_MODEL}) ORDER BY m.row DESC LIMIT ?",
+    "(SELECT count(*) FROM events)",
+    "SELECT e.row, e.text FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_vectors v "
+    f"WHERE v.row = e.row AND v.model = {_MODEL}) ORDER BY e.row DESC LIMIT ?",
     # A vector is replaced by a delete and an insert: the delete moves the count of changes
     # (m052), which is how a process's cached matrix learns of it (its rowid is the event's
     # row since m062, not above every other), and clears the kept rankings (m050's trigger,
     # which REPLACE's own delete would not fire).
     "DELETE FROM event_vectors WHERE row = ?",
     "INSERT INTO event_vectors (row, model, vec) VALUES (?, ?, ?)",
-    "SELECT v.rowid, m.event_id, v.vec FROM event_vectors v JOIN event_search_map m "
-    f"ON m.row = v.row WHERE v.rowid > ? AND v.model = {_MODEL} ORDER BY v.rowid",
-    "SELECT max(row) FROM event_search_map",
-    "SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id "
-    "WHERE m.row > ? AND NOT EXISTS (SELECT 1 FROM event_vectors v WHERE v.row = m.row AND "
-    f"v.model = {_MODEL}) ORDER BY m.row LIMIT ?",
-    "SELECT m.row, e.text FROM event_search_map m JOIN events e ON e.id = m.event_id "
-    "WHERE m.row > (SELECT max(row) FROM event_search_map) - ? AND NOT EXISTS (SELECT 1 "
-    f"FROM event_vectors v WHERE v.row = m.row AND v.model = {_MODEL})",
+    "SELECT v.rowid, e.id, v.vec FROM event_vectors v JOIN events e "
+    f"ON e.row = v.row WHERE v.rowid > ? AND v.model = {_MODEL} ORDER BY v.rowid",
+    "SELECT max(row) FROM events",
+    "SELECT e.row, e.text FROM events e WHERE e.row > ? AND NOT EXISTS (SELECT 1 FROM "
+    f"event_vectors v WHERE v.row = e.row AND v.model = {_MODEL}) ORDER BY e.row LIMIT ?",
+    "SELECT e.row, e.text FROM events e WHERE e.row > (SELECT max(row) FROM events) - ? "
+    f"AND NOT EXISTS (SELECT 1 FROM event_vectors v WHERE v.row = e.row AND v.model = "
+    f"{_MODEL})",
 )
+
 # Memory versions, by their row (m040): recall reads the same fusion as the event search.
 # Their rowid is the version's row, so a vector replaced in place keeps it: the delete that
 # replaces it moves the count of changes (m052), which is how a process's matrix learns of

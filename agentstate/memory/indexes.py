@@ -44,9 +44,10 @@ def check_indexes(conn: Any) -> list[str]:
             conn.execute(f"INSERT INTO {name}({name}) VALUES ('integrity-check')")
         except sqlite3.Error as exc:
             problems.append(f"{name}: {exc}")
+    # The word index's sizes table holds a row per indexed text (contentless, m102).
     missing = conn.execute(
-        "SELECT count(*) FROM events e LEFT JOIN event_search_map m ON m.event_id = e.id "
-        "WHERE m.row IS NULL"
+        "SELECT count(*) FROM events e WHERE NOT EXISTS "
+        "(SELECT 1 FROM events_fts_docsize d WHERE d.id = e.row)"
     ).fetchone()[0]
     if missing:
         problems.append(f"events_fts: {missing} event(s) not indexed")
@@ -70,19 +71,13 @@ def _refill_event_index(conn: Any, cjk_rows: str | None = None, schema: str = "m
     (a store being rewritten is attached as another)."""
     for name in ("events_fts", "events_tri"):
         conn.execute(f"INSERT INTO {schema}.{name}({name}) VALUES ('delete-all')")
-    conn.execute(f"INSERT INTO {schema}.event_search_map(event_id) SELECT e.id FROM "
-                 f"{schema}.events e WHERE NOT EXISTS (SELECT 1 FROM {schema}.event_search_map "
-                 "m WHERE m.event_id = e.id) ORDER BY e.ts, e.run, e.seq")
-    conn.execute(f"DELETE FROM {schema}.event_search_map WHERE event_id NOT IN "
-                 f"(SELECT id FROM {schema}.events)")
-    conn.execute(f"INSERT INTO {schema}.events_fts(rowid, text) SELECT m.row, e.text "
-                 f"FROM {schema}.event_search_map m JOIN {schema}.events e ON e.id = m.event_id")
+    conn.execute(f"INSERT INTO {schema}.events_fts(rowid, text) SELECT row, text "
+                 f"FROM {schema}.events")
     # The trigram index holds only texts with CJK (m015): what its triggers insert.
-    known = (f"{cjk_rows} t JOIN {schema}.event_search_map m ON m.row = t.row" if cjk_rows
-             else f"{schema}.event_search_map m")
-    conn.execute(f"INSERT INTO {schema}.events_tri(rowid, text) SELECT m.row, e.text FROM "
-                 f"{known} JOIN {schema}.events e ON e.id = m.event_id WHERE e.text GLOB ?",
-                 (CJK_GLOB,))
+    known = (f"{cjk_rows} t JOIN {schema}.events e ON e.row = t.row" if cjk_rows
+             else f"{schema}.events e")
+    conn.execute(f"INSERT INTO {schema}.events_tri(rowid, text) SELECT e.row, e.text FROM "
+                 f"{known} WHERE e.text GLOB ?", (CJK_GLOB,))
 
 
 def event_index_rewrite_plan(collected: str) -> CopyPlan:
@@ -92,10 +87,9 @@ def event_index_rewrite_plan(collected: str) -> CopyPlan:
     stay. The plan is added after the one that names the events that stay: the new file's
     `events` is copied before these tables and says which events stay.
 
-    What the triggers would have done row by row: a deleted event leaves the map and the
-    dense vectors (`events_search_ad`, `event_vectors_unmapped`); a collected one keeps its
-    map row
-    (its index row number) but loses its vector (`event_vectors_au`: its text changed). The
+    What the triggers would have done row by row: a deleted event leaves the dense vectors
+    (`events_search_ad`); a collected one keeps its row (its index row number) but loses
+    its vector (`events_search_au`: its text changed). The
     word and trigram indexes are contentless, so they are created empty and filled from the
     texts that stay (the trigram one only from rows it held before: the CJK ones)."""
     # Imported here: every `context` pack reads the index state above, and only `gc`
@@ -108,19 +102,13 @@ def event_index_rewrite_plan(collected: str) -> CopyPlan:
         _refill_event_index(conn, "temp.event_index_cjk", schema)
         conn.execute("DROP TABLE temp.event_index_cjk")
 
-    # Driven from the ~12,000 events that stay (their ids are indexed in the new file), not
-    # by probing every map row against the ~90,000 removed. A vector whose event was never
-    # in `events` stays, as no trigger would have removed it. Vectors are keyed by the map's
-    # row (m060), which the rewrite keeps.
-    stays = f"(SELECT id FROM {SCHEMA}.events)"
-    staying_rows = (f"(SELECT m.row FROM {SCHEMA}.events s JOIN main.event_search_map m "
-                    "ON m.event_id = s.id)")
-    collected_rows = (f"(SELECT m.row FROM main.events e JOIN main.event_search_map m "
-                      f"ON m.event_id = e.id WHERE e.rowid IN (SELECT rid FROM {collected}))")
+    # A vector whose event was never in `events` stays, as no trigger would have removed
+    # it. Vectors are keyed by the event's row (m060, m063), which the rewrite keeps, and
+    # an event's rowid is its row (m063), which is what `collected` holds.
     return CopyPlan(
-        keep={"event_search_map": f"event_id IN {stays}",
-              "event_vectors": f"(row IN {staying_rows} OR row NOT IN (SELECT row FROM "
-                               f"main.event_search_map)) AND row NOT IN {collected_rows}"},
+        keep={"event_vectors": f"(row IN (SELECT row FROM {SCHEMA}.events) OR row NOT IN "
+                               f"(SELECT row FROM main.events)) "
+                               f"AND row NOT IN (SELECT rid FROM {collected})"},
         refill={"events_fts", "events_tri"}, steps=[refill, _vectors_removed])
 
 

@@ -14,9 +14,10 @@ Append new migrations; never rename shipped ones.
   words (Chinese, Japanese) is searchable by substring. `fts5vocab` tables give document
   frequencies so the query planner can drop very common terms.
   Memories use external-content indexes over `memories.row`, kept in sync by triggers.
-  Events have a TEXT primary key whose implicit rowid VACUUM may renumber, so they get a small
+  Events had a TEXT primary key whose implicit rowid VACUUM may renumber, so they got a small
   map table with a stable INTEGER key and *contentless* indexes keyed on it (no second copy of
-  the event text). Triggers on `events` keep them current; the migration backfills old events.
+  the event text); since m063 that key is the events' own INTEGER PRIMARY KEY, `row`, and
+  the map is gone. Triggers on `events` keep the indexes current.
   Since m015 the event trigram index holds only texts with CJK (the word index serves the
   rest); see docs/architecture.md, "The store's size".
 """
@@ -671,4 +672,120 @@ def m062_vectors_by_row(db: sqlite_utils.Database) -> None:
             ON CONFLICT (kind, model) DO UPDATE SET changes = changes + 1;
         UPDATE dense_queries SET ranked = NULL
             WHERE kind = 'event_vectors' AND ranked IS NOT NULL;
+    """)
+
+
+# What `events` holds since m063: m001's columns with m003's two, then the row the event
+# index and the vectors name (last, so a `SELECT *` reads the columns in their old order).
+_EVENTS_M063 = """
+        CREATE TABLE events (
+            id TEXT NOT NULL UNIQUE,
+            run TEXT NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            text TEXT NOT NULL,
+            source TEXT NOT NULL,
+            ts TEXT NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}',         -- JSON object
+            resolves TEXT REFERENCES events(id),
+            supersedes TEXT REFERENCES events(id),
+            import_key TEXT,                         -- idempotent imports
+            collected_at TEXT,
+            body_hash TEXT,
+            row INTEGER PRIMARY KEY,                 -- the event index's and vectors' key
+            UNIQUE (run, seq)
+        );
+"""
+_EVENT_COLUMNS = ("id, run, seq, kind, text, source, ts, meta, resolves, supersedes, "
+                  "import_key, collected_at, body_hash")
+
+
+def m063_events_keyed_by_row(db: sqlite_utils.Database) -> None:
+    """`events` gets an INTEGER PRIMARY KEY, `row`, which the word index, the trigram index
+    and the vectors name directly: `event_search_map` (the map from an event's TEXT id to that
+    integer, m102) and its index on the id go (issue 24, the store's size: 0.036 MB of what
+    1,000 events add, measured on a hand-built copy of the bench's store, 2026-12-03).
+
+    Each event keeps the number its map row had, so the contentless indexes and the vectors
+    that point at it stay as they are: nothing is indexed or embedded again. VACUUM and gc's
+    rewrite keep an INTEGER PRIMARY KEY as they kept the map's; a new event takes the largest
+    row + 1, as its map row did. The TEXT id stays unique: refs are looked up by it and other
+    tables' foreign keys name it. An event without a map row (none should exist: damage)
+    gets a new number and is indexed under it, since the triggers on the new key take every
+    event to be indexed (a 'delete' naming a row never inserted corrupts a contentless index).
+
+    The table is rebuilt (SQLite cannot add a primary key): the rows are set aside in a
+    temporary table, and `events` is dropped and made again. Foreign keys are on while a
+    migration runs, so they are deferred: dropping `events` counts the rows of `tool_calls`
+    and `skill_loads` that name an event, and putting each event back counts its own off
+    again before the commit checks them. Its indexes are made again from their own SQL,
+    the triggers of the event index and the vectors on the new key.
+
+    All but `events_kind` (m001; 0.017-0.019 MB per 1,000 events): it served only
+    `agentstate events --all --kind`, which runs/log.py now asks by run, on
+    `events_run_kind_seq`, at the same cost (10,006 of 100,000 events: 56.3 against 57.7 ms
+    of CPU; the newest 20: 43.1 against 42.9 ms; 2026-12-03)."""
+    conn = db.conn
+    indexes = [sql for (sql,) in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' "
+        "AND sql IS NOT NULL AND name != 'events_kind' ORDER BY rowid")]
+    on_new = f"{_not_ascii('NEW.text')} AND NEW.text GLOB '{CJK_GLOB}'"
+    on_old = f"{_not_ascii('OLD.text')} AND OLD.text GLOB '{CJK_GLOB}'"
+    on_batch = f"{_not_ascii('text')} AND text GLOB '{CJK_GLOB}'"
+    conn.execute("PRAGMA defer_foreign_keys = ON")  # until this migration's commit
+    run_script(db, f"""
+        DROP TRIGGER events_search_ai;
+        DROP TRIGGER events_search_ad;
+        DROP TRIGGER events_search_au;
+        DROP TRIGGER events_batch_indexed;
+        DROP TRIGGER event_vectors_au;
+        DROP TRIGGER event_vectors_unmapped;
+        CREATE TEMP TABLE old_events AS
+            SELECT {", ".join(f"e.{c}" for c in _EVENT_COLUMNS.split(", "))}, m.row AS row
+            FROM events e LEFT JOIN event_search_map m ON m.event_id = e.id;
+        DROP TABLE events;
+        DROP TABLE event_search_map;
+        {_EVENTS_M063}
+        INSERT INTO events ({_EVENT_COLUMNS}, row)
+            SELECT {_EVENT_COLUMNS}, row FROM temp.old_events WHERE row IS NOT NULL ORDER BY row;
+        INSERT INTO events ({_EVENT_COLUMNS})
+            SELECT {_EVENT_COLUMNS} FROM temp.old_events WHERE row IS NULL ORDER BY rowid;
+        CREATE TEMP TABLE unmapped AS SELECT e.row, e.text FROM events e
+            WHERE e.id IN (SELECT id FROM temp.old_events WHERE row IS NULL);
+        INSERT INTO events_fts(rowid, text) SELECT row, text FROM temp.unmapped;
+        INSERT INTO events_tri(rowid, text) SELECT row, text FROM temp.unmapped WHERE {on_batch};
+        DROP TABLE temp.unmapped;
+        DROP TABLE temp.old_events;
+    """)
+    for sql in indexes:
+        conn.execute(sql)
+    run_script(db, f"""
+        CREATE TRIGGER events_search_ai AFTER INSERT ON events
+        WHEN NOT EXISTS (SELECT 1 FROM events_batch)
+        BEGIN
+            INSERT INTO events_fts(rowid, text) VALUES (NEW.row, NEW.text);
+            INSERT INTO events_tri(rowid, text) SELECT NEW.row, NEW.text WHERE {on_new};
+        END;
+        CREATE TRIGGER events_search_ad AFTER DELETE ON events BEGIN
+            INSERT INTO events_fts(events_fts, rowid, text) VALUES ('delete', OLD.row, OLD.text);
+            INSERT INTO events_tri(events_tri, rowid, text)
+                SELECT 'delete', OLD.row, OLD.text WHERE {on_old};
+            DELETE FROM event_vectors WHERE row = OLD.row;
+        END;
+        -- Events are append-only, but a purge may scrub text out of one.
+        CREATE TRIGGER events_search_au AFTER UPDATE OF text ON events BEGIN
+            INSERT INTO events_fts(events_fts, rowid, text) VALUES ('delete', OLD.row, OLD.text);
+            INSERT INTO events_tri(events_tri, rowid, text)
+                SELECT 'delete', OLD.row, OLD.text WHERE {on_old};
+            INSERT INTO events_fts(rowid, text) VALUES (NEW.row, NEW.text);
+            INSERT INTO events_tri(rowid, text) SELECT NEW.row, NEW.text WHERE {on_new};
+            DELETE FROM event_vectors WHERE row = OLD.row;
+        END;
+        CREATE TRIGGER events_batch_indexed AFTER DELETE ON events_batch BEGIN
+            INSERT INTO events_fts(rowid, text)
+                SELECT row, text FROM events WHERE row > OLD.events_before ORDER BY row;
+            INSERT INTO events_tri(rowid, text)
+                SELECT row, text FROM events WHERE row > OLD.events_before AND {on_batch}
+                ORDER BY row;
+        END;
     """)

@@ -94,7 +94,7 @@ class Corpus:
 MEMORIES = Corpus("memories_fts", "memories_tri", "memories_vocab", "memories_tri_vocab",
                   "SELECT max(row) FROM memories")
 EVENTS = Corpus("events_fts", "events_tri", "events_vocab", "events_tri_vocab",
-                "SELECT max(row) FROM event_search_map")
+                "SELECT max(row) FROM events")
 
 
 @dataclass
@@ -520,8 +520,7 @@ def _newest_events_sql(conditions: list[str], folded: bool = False) -> str:
     """The newest events' texts (lower-cased for ASCII fragments), for `_substring_scan`."""
     where = (" WHERE " + " AND ".join(conditions)) if conditions else ""
     text = "lower(e.text)" if folded else "e.text"
-    return (f"SELECT m.row, {text} FROM event_search_map m JOIN events e "
-            f"ON e.id = m.event_id{where} ORDER BY m.row DESC LIMIT ?")
+    return f"SELECT e.row, {text} FROM events e{where} ORDER BY e.row DESC LIMIT ?"
 
 
 @dataclass
@@ -580,8 +579,7 @@ def _event_conditions(run_id: str | None, exclude_run_id: str | None,
 
 
 def _joined(table: str) -> str:
-    return (f"JOIN event_search_map m ON m.row = {table}.rowid "
-            "JOIN events e ON e.id = m.event_id")
+    return f"JOIN events e ON e.row = {table}.rowid"
 
 
 def _event_scores(conn: Any, plan: QueryPlan, conditions: list[str], values: list[Any],
@@ -637,8 +635,8 @@ def _event_hits(conn: Any, plan: QueryPlan, combined: dict[int, float], limit: i
     rows = {
         r[0]: r
         for r in conn.execute(
-            "SELECT m.row, e.id, e.run, e.kind, e.text, e.source, e.ts FROM event_search_map m "
-            f"JOIN events e ON e.id = m.event_id WHERE m.row IN ({marks})",
+            "SELECT e.row, e.id, e.run, e.kind, e.text, e.source, e.ts FROM events e "
+            f"WHERE e.row IN ({marks})",
             list(combined),
         )
     }

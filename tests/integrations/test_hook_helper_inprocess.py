@@ -118,8 +118,8 @@ def test_the_turns_events_are_embedded_after_the_answer(initialised, cli, proces
     _, answer = _exchange(initialised, confirm=True)
     assert answer is not None and answer["code"] == 0
     with sqlite3.connect(initialised / ".agentstate" / "state.db") as conn:
-        rows = conn.execute("SELECT e.kind, n.name FROM events e JOIN event_search_map m "
-                            "ON m.event_id = e.id JOIN event_vectors v ON v.row = m.row "
+        rows = conn.execute("SELECT e.kind, n.name FROM events e "
+                            "JOIN event_vectors v ON v.row = e.row "
                             "JOIN vector_models n ON n.id = v.model").fetchall()
     assert rows == [("tool", dense.current_model())]
 

@@ -87,7 +87,7 @@ def test_a_purged_text_takes_its_vector_with_it(store, embedder):
     with store.transaction() as conn:
         conn.execute("UPDATE events SET text = '[purged]' WHERE id = ?", (events[1].id,))
     assert store.value("SELECT count(*) FROM event_vectors WHERE row = (SELECT row FROM "
-                       "event_search_map WHERE event_id = ?)", (events[1].id,)) == 0
+                       "events WHERE id = ?)", (events[1].id,)) == 0
     assert store.value("SELECT count(*) FROM event_vectors") == len(PARTY) - 1
     assert dense.ensure_vectors(store, embedder) == 1  # the scrubbed text, embedded again
 
@@ -212,7 +212,7 @@ def test_the_cached_matrix_sees_new_vectors_and_other_connections_writes(store, 
     other = sqlite3.connect(store.root / "state.db")
     with other:
         other.execute("UPDATE event_vectors SET vec = zeroblob(?) WHERE row IN (SELECT row "
-                      "FROM event_search_map WHERE event_id IN (?, ?))",
+                      "FROM events WHERE id IN (?, ?))",
                       (4 + dense.DIM, cello, more.id))
     other.close()
     near = dict(dense.dense_ranked(store, "cello lessons", 10, embedder))

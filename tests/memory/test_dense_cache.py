@@ -13,8 +13,8 @@ from agentstate.memory import dense, dense_codec
 from agentstate.runs.log import append_event
 from tests.memory.test_dense import PARTY, _log
 
-# An event's vector row, by the event's id (m060 keys vectors by the search map's row).
-ROW = "(SELECT row FROM event_search_map WHERE event_id = ?)"
+# An event's vector row, by the event's id (vectors are keyed by the event's row: m060, m063).
+ROW = "(SELECT row FROM events WHERE id = ?)"
 
 
 @pytest.fixture(autouse=True)
@@ -65,8 +65,8 @@ def test_a_vector_written_by_another_process_is_seen(store, embedder):
     other = sqlite3.connect(store.root / "state.db")
     vec = dense_codec.encode_rows(embedder.encode([newer.text]))[0]
     with other:
-        other.execute("INSERT INTO event_vectors (row, model, vec) SELECT m.row, n.id, ? "
-                      "FROM event_search_map m, vector_models n WHERE m.event_id = ? AND "
+        other.execute("INSERT INTO event_vectors (row, model, vec) SELECT e.row, n.id, ? "
+                      "FROM events e, vector_models n WHERE e.id = ? AND "
                       "n.name = ?", (vec, newer.id, embedder.model))
     other.close()
     assert dense.dense_ranked(store, "cello lessons", 1, embedder)[0][0] == newer.id
@@ -202,8 +202,8 @@ def test_equal_scores_are_ordered_by_key_as_the_stored_vectors_order_them(store,
     near = dense.dense_ranked(store, "cello lessons", 3, embedder)
     # The same text has the same vector: the best scores are equal, and the list is what
     # scoring every stored vector and sorting by (score, key) gives, not an arbitrary pick.
-    rows = store.conn.execute("SELECT m.event_id, v.vec FROM event_vectors v "
-                              "JOIN event_search_map m ON m.row = v.row").fetchall()
+    rows = store.conn.execute("SELECT e.id, v.vec FROM event_vectors v "
+                              "JOIN events e ON e.row = v.row").fetchall()
     q = np.asarray(dense._Encoder(embedder.model, embedder).query("cello lessons"),
                    np.float32)
     scored = sorted(((-float(dense_codec.decode_rows([vec], dense.DIM)[0] @ q), key)

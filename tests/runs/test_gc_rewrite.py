@@ -67,16 +67,16 @@ def _build(root: Path) -> None:
     young, _ = start_run(store, "young work")
     kept = [append_event(store, young.ref, "observation", f"{KEPT_MARK}{n} 缓存命中率下降")
             for n in range(4)]
-    # Logged last with the earliest time of its run: its index row number is not in time
-    # order, so a map rebuilt instead of kept would number it differently.
+    # Logged last with the earliest time of its run: its row (the index's and the vectors'
+    # key) is not in time order, so rows renumbered in time order would differ.
     store.clock.advance(timedelta(days=-1))
     append_event(store, young.ref, "observation", "whiskey logged late, dated early")
-    # The last is a vector whose event was never logged (a map row no event has): no
+    # The last is a vector whose event was never logged (a row no event has): no
     # trigger removes it in place.
     store.conn.execute("INSERT INTO vector_models (id, name) VALUES (1, 'm')")
     for event in (old[0], cited[0], kept[0]):
         store.conn.execute("INSERT INTO event_vectors (row, model, vec) SELECT row, 1, ? "
-                           "FROM event_search_map WHERE event_id = ?", (b"\x00" * 8, event.id))
+                           "FROM events WHERE id = ?", (b"\x00" * 8, event.id))
     store.conn.execute("INSERT INTO event_vectors (row, model, vec) VALUES (999999, 1, ?)",
                        (b"\x00" * 8,))
     # A kept dense ranking of event vectors (m050): the removed vectors must clear it, as
@@ -149,7 +149,6 @@ def test_a_rewrite_leaves_what_an_in_place_gc_leaves_in_every_table(pair):
         assert after[name] == expected[name], name
     # The comparison is not empty-handed: the tables it is about hold rows.
     assert len(after["events"]) == 7 and len(after["event_vectors"]) == 2
-    assert len(after["event_search_map"]) == 7
     assert len(after["vector_changes"]) == 1 and len(after["dense_queries"]) == 2
     assert len(after["_migrations"]) > 10 and after["user_version"] == 3
     assert any(row[0] == "events_search_ad" for row in [r[1:] for r in after["schema"]])

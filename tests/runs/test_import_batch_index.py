@@ -74,14 +74,14 @@ def test_the_search_finds_every_imported_event_and_nothing_stays_held():
 def test_a_strict_import_that_fails_leaves_no_marker_and_no_index_rows():
     with fresh_store() as store:
         run, _ = start_run(store, "strict")
-        before = store.value("SELECT count(*) FROM event_search_map")
+        before = store.value("SELECT count(*) FROM events_fts_docsize")
         records = _records()
         records[30] = {"kind": "note"}  # no text: the whole import is undone
         with pytest.raises(InvalidInput):
             import_events(store, records, run_ref=run.ref, strict=True,
                           extra_kinds=frozenset({"checkpoint"}))
         assert store.value("SELECT count(*) FROM events_batch") == 0
-        assert store.value("SELECT count(*) FROM event_search_map") == before
+        assert store.value("SELECT count(*) FROM events_fts_docsize") == before
         assert not search_events(store, "module1word")
         later = append_event(store, run.ref, "note", "after the failed import: zeppelin")
         assert [h.ref for h in search_events(store, "zeppelin")] == [later.ref]

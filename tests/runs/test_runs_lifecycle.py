@@ -166,3 +166,32 @@ def test_links_stay_within_one_run(cli, initialised):
     assert [e["ref"] for e in shown["pending_verifications"]] == [v]
     # With --run naming the right run it works.
     cli.ok("log", "answer", "C.UTF-8", "--resolves", q, "--run", run_a)
+
+
+def test_events_of_a_kind_across_runs_are_read_by_run(store):
+    """`events --all --kind` (m063 dropped `events_kind`): the events of that kind in every
+    run, newest N or all, found through (run, kind, seq) rather than a scan of the log."""
+    from datetime import timedelta
+
+    from agentstate.runs.log import append_event, list_events, start_run
+
+    made = []
+    for name in ("one", "two", "three"):
+        run, _ = start_run(store, name)
+        for n in range(4):
+            store.clock.advance(timedelta(seconds=1))
+            made.append(append_event(store, run.ref, "decision" if n % 2 else "note",
+                                     f"{name} {n}"))
+    decisions = [e.ref for e in made if e.kind == "decision"]
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    try:
+        assert [e.ref for e in list_events(store, kind="decision")] == decisions
+        assert [e.ref for e in list_events(store, kind="decision", limit=2)] == decisions[-2:]
+    finally:
+        store.conn.set_trace_callback(None)
+    assert "events_kind" not in {row[0] for row in store.conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    for sql in (s for s in statements if s.startswith("SELECT * FROM events")):
+        plan = " ".join(row[3] for row in store.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "SEARCH events USING INDEX events_run_kind_seq (run=? AND kind=?)" in plan, plan

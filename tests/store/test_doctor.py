@@ -121,7 +121,7 @@ def test_doctor_fails_when_an_event_is_missing_from_the_search_index(cli, initia
     cli.ok("run", "start", "index check")
     cli.ok("log", "note", "an indexed note")
     db = sqlite3.connect(initialised / ".agentstate" / "state.db")
-    db.execute("DELETE FROM event_search_map")
+    db.execute("INSERT INTO events_fts(events_fts) VALUES ('delete-all')")
     db.commit()
     db.close()
     result = cli("doctor", "--json")
