@@ -350,7 +350,9 @@ CONFIDENT_CAP_PER = 25
 # a pack) held 19 evidence turns in ~23,700 lines, and their answer lines first cost ~400
 # tokens a pack for 7 more answers shown — the room pays for the filled lines of the
 # stronger ones (`event_evidence`). 0.2 cost recall, 0.3 bought fewer answers
-# (docs/evaluation.md, fourteenth round).
+# (docs/evaluation.md, fourteenth round). Only in the widened pool (`event_evidence`,
+# `widened`): below it such hits are few, and at 4,000 tokens the rule moved the dev split
+# by −0.002 in recall and in answers shown.
 BLIND_COMPLETE_SHARE = 0.25
 
 
@@ -457,7 +459,8 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
                    lapsed: dict[str, str] | None = None, gate: bool = True,
                    stems: tuple[str, ...] = (), room: int | None = None,
                    answer_lines: bool = True,
-                   seqs: dict[str, int] | None = None, asks: str = "") -> list[Candidate]:
+                   seqs: dict[str, int] | None = None, asks: str = "",
+                   widened: bool = False) -> list[Candidate]:
     """Event search hits (and their neighbours) → evidence candidates, grouped by run and
     source, each labelled with its short ref, kind and date. Hits are not cut by relative
     relevance: they are ranked, and the budget decides how far down the ranking the pack
@@ -473,7 +476,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
     (`answer_first`). `seqs` (event ref → its seq in its run):
     an event there is labelled `#N` under its run's group header, not `evt:ID`. `asks`:
     what the question asks for (compression.question_kind), which picks an answer line's
-    completion."""
+    completion. `widened`: the search asked for the widened pool (context/assemble.py,
+    WIDE_FROM_ROOM), where hundreds of hits are found by meaning alone
+    (BLIND_COMPLETE_SHARE)."""
     best = max((h.score for h in hits), default=0.0) or 1.0
     whole, chars = one_line_forms(room)
     complete = complete_items(hits, room) if room is not None else 0
@@ -509,14 +514,14 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         matched = compress_line(label, hit.text, chars) if near \
             else focus_line(label, hit.text, stems, chars, anchorless=strong)
         # Hits come first, in rank order: `rank` counts hits before any neighbour.
-        blind = not near and anchorless(hit.text, stems)
+        blind = widened and not near and anchorless(hit.text, stems)
         complete_here = not near and rank < complete \
             and (not blind or relative >= BLIND_COMPLETE_SHARE)
         # A complete item's answer line is placed before other items and costs them room:
         # its completion is one sentence where hits are shown whole (a large room), and
         # fills its width where none is (docs/evaluation.md, thirteenth round). Any other's
         # is given only in room left over, and fills its width (eleventh round). A complete
-        # item found by meaning alone fills its width at any room, past an opening that is
+        # item found by meaning alone fills its width in the widened pool, past an opening that is
         # chatter: no matched sentence says where its answer is, and the one after the
         # opening held it for 59 of 78 such evidence turns at 8,000 tokens, the filled line
         # past the chatter for 76 (fourteenth round).

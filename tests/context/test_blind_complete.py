@@ -1,6 +1,6 @@
-"""Complete items found by meaning alone (issue 23, fourteenth round): below a share of the
-best they are not complete; above it their answer line fills its width past an opening
-that is chatter."""
+"""Complete items found by meaning alone, in the widened pool of a large room (issue 23,
+fourteenth round): below a share of the best they are not complete; above it their answer
+line fills its width past an opening that is chatter."""
 
 from __future__ import annotations
 
@@ -53,9 +53,9 @@ def _hit(n: int, score: float, text: str = TURN) -> EventHit:
                     source="user", ts="2024-01-02T10:00:00Z", score=score)
 
 
-def _evidence(*hits: EventHit) -> dict[str, object]:
+def _evidence(*hits: EventHit, widened: bool = True) -> dict[str, object]:
     return {c.ref: c for c in event_evidence(list(hits), superseded=set(), stems=STEMS,
-                                             room=8000)}
+                                             room=8000, widened=widened)}
 
 
 def test_a_blind_complete_item_shows_its_answer_far_on():
@@ -76,3 +76,13 @@ def test_a_weak_blind_hit_is_not_complete_a_weak_matched_one_is():
     assert cands[matched.ref].answer_first  # type: ignore[attr-defined]
     # Its answer line, given later in room left over, is the usual one: from the opening.
     assert "Wow" in cands[blind.ref].compressed  # type: ignore[attr-defined]
+
+
+def test_outside_the_widened_pool_a_blind_hit_is_complete_by_its_rank_as_before():
+    best, blind = _hit(0, 1.0, MATCHED), _hit(1, BLIND_COMPLETE_SHARE - 0.01)
+    cand = _evidence(best, blind, widened=False)[blind.ref]
+    assert cand.answer_first  # type: ignore[attr-defined]
+    # Its answer line as before: from the opening, one sentence of completion.
+    assert cand.compressed.startswith(  # type: ignore[attr-defined]
+        "- [evt:h0001 · 2024-01-02] Tim: Wow, what a feeling!")
+    assert "basketball" not in cand.compressed  # type: ignore[attr-defined]
