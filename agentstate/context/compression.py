@@ -145,8 +145,8 @@ def anchorless(text: str, stems: tuple[str, ...]) -> bool:
 # "Wow, nice pic!", "Hey Maria!", "Thanks, Mell!" — is chatter: where nothing anchors a
 # line (`anchorless`), an answer line that starts past it shows a sentence more of what
 # the turn says for the same width. On the dev split at 8,000 tokens the complete items
-# found by meaning alone showed 65 of 78 answers so against 59 (20 characters: 62; 40:
-# 64; offline, docs/evaluation.md, fourteenth round).
+# found by meaning alone below half the best showed 65 of 78 answers so against 59 (20
+# characters: 62; 40: 64; offline, docs/evaluation.md, fourteenth round).
 OPENING_CHATTER = 30
 
 

@@ -522,9 +522,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         # fills its width where none is (docs/evaluation.md, thirteenth round). Any other's
         # is given only in room left over, and fills its width (eleventh round). A complete
         # item found by meaning alone fills its width in the widened pool, past an opening that is
-        # chatter: no matched sentence says where its answer is, and the one after the
-        # opening held it for 59 of 78 such evidence turns at 8,000 tokens, the filled line
-        # past the chatter for 76 (fourteenth round).
+        # chatter: no matched sentence says where its answer is. The opening and the next
+        # sentence showed it for 59 of 78 such evidence turns below half the best at 8,000
+        # tokens, the filled line past the chatter for 76 (fourteenth round).
         fill = not complete_here or fills_complete_lines(whole) or blind
         answer = evidence_line(label, hit.text, () if near else stems, chars, short, asks,
                                fill, complete_here and blind) if answer_lines else matched
