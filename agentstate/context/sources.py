@@ -350,9 +350,12 @@ CONFIDENT_CAP_PER = 25
 # a pack) held 19 evidence turns in ~23,700 lines, and their answer lines first cost ~400
 # tokens a pack for 7 more answers shown — the room pays for the filled lines of the
 # stronger ones (`event_evidence`). 0.2 cost recall, 0.3 bought fewer answers
-# (docs/evaluation.md, fourteenth round). Only in the widened pool (`event_evidence`,
-# `widened`): below it such hits are few, and at 4,000 tokens the rule moved the dev split
-# by −0.002 in recall and in answers shown.
+# (docs/evaluation.md, fourteenth round). One at the share or above has its answer line
+# filled to its width, past an opening that is chatter (compression.past_opening): no
+# matched sentence says where its answer is; the opening and the next sentence showed it
+# for 59 of 78 such evidence turns below half the best, the filled line past the chatter
+# for 76. Only in the widened pool (`event_evidence`, `widened`): below it such hits are
+# few, and at 4,000 tokens the rule moved the dev split by −0.002 in recall and answers.
 BLIND_COMPLETE_SHARE = 0.25
 
 
@@ -520,11 +523,8 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         # A complete item's answer line is placed before other items and costs them room:
         # its completion is one sentence where hits are shown whole (a large room), and
         # fills its width where none is (docs/evaluation.md, thirteenth round). Any other's
-        # is given only in room left over, and fills its width (eleventh round). A complete
-        # item found by meaning alone fills its width in the widened pool, past an opening that is
-        # chatter: no matched sentence says where its answer is. The opening and the next
-        # sentence showed it for 59 of 78 such evidence turns below half the best at 8,000
-        # tokens, the filled line past the chatter for 76 (fourteenth round).
+        # is given only in room left over, and fills its width (eleventh round); a blind
+        # complete item's fills it too, past its chatter (BLIND_COMPLETE_SHARE).
         fill = not complete_here or fills_complete_lines(whole) or blind
         answer = evidence_line(label, hit.text, () if near else stems, chars, short, asks,
                                fill, complete_here and blind) if answer_lines else matched
