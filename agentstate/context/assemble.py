@@ -524,7 +524,8 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     base = pool = event_pool(room, settings.evidence_events)
     if not pool:
         return []
-    if dense and room >= WIDE_FROM_ROOM:
+    widened = dense and room >= WIDE_FROM_ROOM
+    if widened:
         pool = min(EVENT_POOL_MAX, pool * WIDE_POOL)
     # Nothing searchable in the query (only punctuation) and no dense signal: no hits.
     hits = ranked_events(store, query, limit=pool, max_terms=settings.evidence_terms,
@@ -543,7 +544,8 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     return src.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
                               lapsed=lapsed, gate=gate, seqs=seqs,
                               stems=_query_stems(query), room=room,
-                              answer_lines=answer_lines, asks=question_kind(query))
+                              answer_lines=answer_lines, asks=question_kind(query),
+                              widened=widened)
 
 
 def _neighbours(store: Store, hits: list[Any]) -> list[Any]:

@@ -22,6 +22,7 @@ from agentstate.config import ToolDefinition
 from agentstate.context.candidates import Candidate
 from agentstate.context.compression import (
     DEFAULT_CHARS,
+    anchorless,
     compress_line,
     evidence_line,
     focus_line,
@@ -341,6 +342,21 @@ WHOLE_TURN_CHARS = 160
 # giving room to more items, not answers.
 CONFIDENT_SHARE = 0.5
 CONFIDENT_CAP_PER = 25
+# ... but a hit found by meaning alone (sharing no word with the question past its
+# speaker label: compression.anchorless) scoring below this share of the best is not a
+# complete item, whatever its rank: its answer line would be placed before the items
+# below it, and such lines rarely carry an answer. On the dev split at 8,000 tokens the
+# complete items were ~98 such hits a pack below half the best; those below a quarter (31
+# a pack) held 19 evidence turns in ~23,700 lines, and their answer lines first cost ~400
+# tokens a pack for 7 more answers shown — the room pays for the filled lines of the
+# stronger ones (`event_evidence`). 0.2 cost recall, 0.3 bought fewer answers
+# (docs/evaluation.md, fourteenth round). One at the share or above has its answer line
+# filled to its width, past an opening that is chatter (compression.past_opening): no
+# matched sentence says where its answer is; the opening and the next sentence showed it
+# for 59 of 78 such evidence turns below half the best, the filled line past the chatter
+# for 76. Only in the widened pool (`event_evidence`, `widened`): below it such hits are
+# few, and at 4,000 tokens the rule moved the dev split by −0.002 in recall and answers.
+BLIND_COMPLETE_SHARE = 0.25
 
 
 def complete_items(hits: list[Any], room: int) -> int:
@@ -474,7 +490,8 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
                    lapsed: dict[str, str] | None = None, gate: bool = True,
                    stems: tuple[str, ...] = (), room: int | None = None,
                    answer_lines: bool = True,
-                   seqs: dict[str, int] | None = None, asks: str = "") -> list[Candidate]:
+                   seqs: dict[str, int] | None = None, asks: str = "",
+                   widened: bool = False) -> list[Candidate]:
     """Event search hits (and their neighbours) → evidence candidates, grouped by run and
     source, each labelled with its short ref, kind and date. Hits are not cut by relative
     relevance: they are ranked, and the budget decides how far down the ranking the pack
@@ -490,7 +507,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
     (`answer_first`). `seqs` (event ref → its seq in its run):
     an event there is labelled `#N` under its run's group header, not `evt:ID`. `asks`:
     what the question asks for (compression.question_kind), which picks an answer line's
-    completion."""
+    completion. `widened`: the search asked for the widened pool (context/assemble.py,
+    WIDE_FROM_ROOM), where hundreds of hits are found by meaning alone
+    (BLIND_COMPLETE_SHARE)."""
     best = max((h.score for h in hits), default=0.0) or 1.0
     whole, chars = one_line_forms(room)
     complete = complete_items(hits, room) if room is not None else 0
@@ -520,22 +539,26 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         # lines cost items (with every such hit, dev recall 0.978 → 0.969 at 8,000
         # tokens), nor in answer lines (those of the complete items grew: dev recall
         # −0.001 to −0.002 at 2,000–8,000; docs/evaluation.md, thirteenth round).
-        anchorless = not near and relative >= CONFIDENT_SHARE
+        strong = not near and relative >= CONFIDENT_SHARE
         # The matched sentence alone (a neighbour's first one): the line placed first; the
         # answer line replaces it where the budget has room left (budgeter).
         matched = compress_line(label, hit.text, chars) if near \
-            else focus_line(label, hit.text, stems, chars, anchorless=anchorless)
+            else focus_line(label, hit.text, stems, chars, anchorless=strong)
         # Hits come first, in rank order: `rank` counts hits before any neighbour.
-        complete_here = not near and rank < complete and completes(whole, relative)
+        blind = widened and not near and anchorless(hit.text, stems)
+        complete_here = not near and rank < complete and completes(whole, relative) \
+            and (not blind or relative >= BLIND_COMPLETE_SHARE)
         # A complete item's answer line is placed before other items and costs them room:
         # its completion is one sentence where hits are shown whole (a large room), and
         # fills its width where none is (docs/evaluation.md, thirteenth round) — both ways
         # for the strongest (`fills_around`, fourteenth round). Any other's is given only
-        # in room left over, and fills its width (eleventh round).
-        fill = not complete_here or fills_complete_lines(whole)
+        # in room left over, and fills its width (eleventh round); a blind complete item's
+        # fills it too, past its chatter (BLIND_COMPLETE_SHARE, fourteenth round).
+        fill = not complete_here or fills_complete_lines(whole) or blind
         around = complete_here and fills_around(whole, relative)
         answer = evidence_line(label, hit.text, () if near else stems, chars, short, asks,
-                               fill, around) if answer_lines else matched
+                               fill, around, complete_here and blind) if answer_lines \
+            else matched
         cand = Candidate(
             ref=hit.ref, cls="evidence", section="evidence", score=score,
             full=None if near or rank >= whole else f"- [{label}] {_indent(hit.text)}",
