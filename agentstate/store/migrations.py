@@ -89,6 +89,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m060_compact_vectors", "memory"),  # 8-bit vectors keyed by integers, models named once
     ("m061_pack_items_inline", "context"),  # issue 24: a pack's record is its one row
     ("m062_vectors_by_row", "memory"),  # issue 24: event vectors keyed by their row alone
+    ("m066_line_ids", "memory"),  # issue 24: each version's shared-line id kept with it
 )
 
 
