@@ -101,10 +101,10 @@ LINE_COLUMNS = ("id", "version", "kind", "key", "scope", "text", "source", "prin
 
 def line_id_triggers() -> str:
     """The triggers that keep a stored line id right or drop it (m066). A change to a column
-    the line covers drops the version's id (unless the same statement set a new one), its
-    evidence rows' ids (each hashes the version's id) and its children's ids (each holds the
-    version's id as its parent); a deleted version drops its children's; an evidence row
-    whose version or ref changes drops its own."""
+    the line covers drops the version's id (unless the same statement set a new one) and
+    its children's ids (each holds the version's id as its parent); a deleted version drops
+    its children's; a version's id that changes drops its evidence rows' ids (each hashes
+    it); an evidence row whose version or ref changes drops its own."""
     changed = " OR ".join(f"NEW.{c} IS NOT OLD.{c}" for c in LINE_COLUMNS)
     return f"""
         CREATE TRIGGER memories_line_id_au AFTER UPDATE OF {", ".join(LINE_COLUMNS)}
@@ -112,10 +112,14 @@ def line_id_triggers() -> str:
             AND ({changed})
         BEGIN
             UPDATE memories SET line_id = NULL WHERE row = NEW.row;
-            UPDATE memory_evidence SET line_id = NULL
-                WHERE memory_row = NEW.row AND line_id IS NOT NULL;
             UPDATE memories SET line_id = NULL
                 WHERE id = OLD.id AND supersedes = OLD.version AND line_id IS NOT NULL;
+        END;
+        CREATE TRIGGER memories_line_id_evidence AFTER UPDATE OF line_id ON memories
+        WHEN OLD.line_id IS NOT NULL AND NEW.line_id IS NOT OLD.line_id
+        BEGIN
+            UPDATE memory_evidence SET line_id = NULL
+                WHERE memory_row = NEW.row AND line_id IS NOT NULL;
         END;
         CREATE TRIGGER memories_line_id_ad AFTER DELETE ON memories
         WHEN OLD.line_id IS NOT NULL

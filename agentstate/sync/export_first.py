@@ -50,9 +50,10 @@ _WRITTEN = ("(m.scope = 'repo' OR (instr(m.scope, ':') > 0 AND "
             "AND +m.status IN ({statuses})")
 _PLAIN = f"('{MemoryStatus.ACTIVE.value}', '{MemoryStatus.SUPERSEDED.value}')"
 # A written version whose stored id is its line's (see the module's doc); `?`: the
-# scanner's mark; `{parent_written}`: _WRITTEN of the parent `p`.
+# scanner's mark; `{parent_written}`: _WRITTEN of the parent `p`. (A parent that comes
+# after its child has no id stored: memory/shared_line.py's `parent_line_id`.)
 _FIT = (f"m.status IN {_PLAIN} AND m.line_id IS NOT NULL AND m.scanned_with IS ? "
-        "AND (NOT coalesce(m.supersedes, 0) OR (p.line_id IS NOT NULL AND p.version < m.version "
+        "AND (NOT coalesce(m.supersedes, 0) OR (p.line_id IS NOT NULL "
         "AND {parent_written}))")
 # A memory line as records.py spells it: keys in canonical order, `held` null, the parent
 # and rel from the parent's row; null for a version that does not fit, which sends the
