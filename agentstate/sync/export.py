@@ -360,7 +360,7 @@ def _write_first(store: Store, folder: Folder, plan: ExportPlan, first: FirstExp
         if digest is not None:
             plan.written[name] = digest
     with store.transaction():
-        store.conn.execute(*first.mapping)
+        first.record(store)
     return sorted(first.ordered)
 
 
