@@ -43,8 +43,9 @@ def _unanalysed(bench: str, marks: tuple[str, ...]) -> Note:
 
 _MAY_TABLE = "docs/development.md, \"The other issue-24 figures\" and the 13:40 table"
 _NIGHT = "docs/development.md, \"`context` past Typer\""
-_EXPORT_MARK = ("docs/development.md, \"The first export with its versions read narrow\" and "
-                "\"The first export planned inline, and what stored ids would give\"")
+_EXPORT_MARK = ("docs/development.md, \"The first export planned inline, and what stored ids "
+                "would give\" and \"The first export spelled by SQLite from ids kept with "
+                "each version\"")
 _IMPORT_FIELDS = ("docs/development.md, \"The import's own Python\" and \"The import's "
                   "versions in one statement\"")
 _GC = "docs/development.md, \"gc nearer its floor\""
@@ -94,21 +95,18 @@ NOTES: tuple[Note, ...] = (
          "BM25 uses (all measured 2026-12-03)",
          "docs/architecture.md, the store's size"),
     Note("sync", ("export / its floor",),
-         "2.1x the floor in CPU under load 11-12 (2026-12-03 13:40; 2.26x for the code "
-         "before, alternated in the same runs: the new versions planned inline, the collector "
-         "off for the whole sync; 2.2x CPU and 1.7x wall in the last quiet fresh-clone run "
-         "before that); the floor is not unfair (a copy of the export's own bytes and rows "
-         "spelled by SQLite costs 0.8x of it). Where it goes: the versions' read (~33 ms), "
-         "the per-version loop (~50-55 ms: two sha256 a version ~20, the splicing), the "
-         "mappings' insert (~32 ms; both indexes are used, dropping them and the trigger for "
-         "the bulk gains <= 8 ms), writing the two files (~15 ms); the fewest Python steps "
-         "that write the same files measured 1.64-1.89x, lines and ids in SQL with "
-         "registered hash functions 3.4x",
-         "the lines' ids kept with each version when it is written (2.7 us a version there): "
-         "SQLite then spells every line with its id, sorts them and the mappings are one "
-         "INSERT ... SELECT - measured 0.97-1.08x the floor on such a copy of the store; it "
-         "needs a memory-line id column dropped by a trigger on the body's columns, the "
-         "evidence rows' ids, the memory line's spelling below sync/, and m066 for old rows",
+         "1.46x the floor in CPU at the median of five in-process rounds under load 6-7 "
+         "(2026-12-03 14:42; 1.36-1.74x, 2.30-2.45x for the code before alternated in the "
+         "same runs; the bench's wall ratio at that load 2.0-2.4x, which says little): a "
+         "first export whose versions all keep their line ids (m066) is spelled, sorted and "
+         "mapped by SQLite; a store where one does not fit (contested, held, unscanned, "
+         "changed after the write, a parent not written, mappings already) keeps the Python "
+         "plan, 2.1-2.4x. Left over the floor: the mappings' insert (~20 ms, both indexes "
+         "are used) and the lines' two sorts",
+         "a quiet run to confirm the median; past it, the mappings written without their "
+         "indexes and indexed after (a migration and DDL in every first export, measured "
+         "~12 ms), and the Python plan's stores brought to the SQL path (a contested or "
+         "held version's line id kept too)",
          _EXPORT_MARK),
     Note("sync", ("import / its floor",),
          "3.4-3.6x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 late morning; "

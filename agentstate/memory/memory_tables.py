@@ -789,3 +789,17 @@ def m063_events_keyed_by_row(db: sqlite_utils.Database) -> None:
                 ORDER BY row;
         END;
     """)
+def m066_line_ids(db: sqlite_utils.Database) -> None:
+    """Each version's shared-line id and each evidence row's, kept with the row (issue 24:
+    a first export hashed two lines a version; with the ids kept, SQLite spells and sorts
+    every line). Written by the write path (memory/versions.py), filled here for the rows
+    already stored, dropped by triggers when a column the line covers changes
+    (memory/shared_line.py says which, and what the export checks before it trusts one)."""
+    from agentstate.memory.shared_line import fill_line_ids, line_id_triggers
+
+    run_script(db, """
+        ALTER TABLE memories ADD COLUMN line_id TEXT;
+        ALTER TABLE memory_evidence ADD COLUMN line_id TEXT;
+    """)
+    fill_line_ids(db.conn)
+    run_script(db, line_id_triggers())

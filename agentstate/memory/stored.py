@@ -43,6 +43,9 @@ class MemoryVersion:
     # The scanner's mark: the fingerprint of the secret scanner that passed its text, key,
     # scope and source (memory/scanned.py, m058); None until one has.
     scanned_with: str | None = None
+    # The id of the version's shared line as a first export would write it (m066,
+    # memory/shared_line.py); None when not kept or dropped since.
+    line_id: str | None = None
     # Not a column: a purge loads a version's evidence refs here (dataclasses.replace).
     evidence_refs: tuple[str, ...] = ()
 

@@ -29,6 +29,7 @@ from agentstate.memory.model import (
     norm_hash,
     record_history,
 )
+from agentstate.memory.shared_line import evidence_line_id, parent_line_id, plain_line_id
 from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus, ShownStatus
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
@@ -70,26 +71,46 @@ def initial_confidence(source: str, evidence_count: int) -> float:
 def insert_version(store: Store, *, memory_id: str, version: int, kind: str, key: str | None,
                    scope: str, text: str, source: str, status: MemoryStatus, confidence: float,
                    valid_until: str | None, supersedes: int | None, principal: str,
-                   reason: str, evidence: list[tuple[str, str]], scanned: bool = False) -> int:
+                   reason: str, evidence: list[tuple[str, str]], scanned: bool = False,
+                   line_ids: bool = True) -> int:
     """Store one version. `scanned`: the secret scanner passed its text, key, scope and
     source (the write gate, an import): the row carries the scanner's mark, so an export
-    need not scan them again (memory/scanned.py)."""
+    need not scan them again (memory/scanned.py). `line_ids`: keep its shared-line id and
+    its evidence rows' (memory/shared_line.py); an import does not, as its batches do not
+    (its versions are mapped to their records, and only a first export reads the ids)."""
     from agentstate.memory.scanned import scanner_mark
 
     now = store.now()
+    line_id = _line_id(store, memory_id, version, supersedes, kind=kind, key=key,
+                       scope=scope, text=text, source=source, principal=principal,
+                       created=now, valid_until=valid_until) if line_ids else None
     cursor = store.conn.execute(
         "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, status,"
         " confidence, valid_until, created, last_confirmed, evidence_count, supersedes,"
-        " principal, status_reason, scanned_with) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-        " ?, ?, ?, ?, ?, ?)",
+        " principal, status_reason, scanned_with, line_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?,"
+        " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (memory_id, version, kind, key, scope, text, norm_hash(text), source, status,
          bounded(confidence), valid_until, now, now, 0, supersedes, principal, reason,
-         scanner_mark() if scanned else None),
+         scanner_mark() if scanned else None, line_id),
     )
     row = cursor.lastrowid
     assert row is not None  # an INSERT into a rowid table always sets it
-    add_evidence(store, row, evidence, principal)
+    add_evidence(store, row, evidence, principal, line_id=line_id, line_ids=line_ids)
     return row
+
+
+def _line_id(store: Store, memory_id: str, version: int, supersedes: int | None,
+             **fields: Any) -> str | None:
+    """The version's shared-line id, kept with it so that a first export need not hash it
+    (memory/shared_line.py; issue 24): ~3 µs, and a look-up of the parent's id when it has
+    one."""
+    stored = None
+    if supersedes:
+        found = store.conn.execute("SELECT line_id FROM memories WHERE id = ? AND version = ?",
+                                   (memory_id, supersedes)).fetchone()
+        stored = found[0] if found else None
+    hashable, parent = parent_line_id(stored, supersedes, version)
+    return plain_line_id(parent=parent, **fields) if hashable else None
 
 
 @dataclass(slots=True)
@@ -167,15 +188,22 @@ def _distinct(evidence: tuple[tuple[str, str], ...]) -> int:
     return len(evidence) if len(evidence) < 2 else len({ref for ref, _ in evidence})
 
 
-def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor: str) -> list[str]:
-    """Attach evidence refs (ignoring ones already there); return the refs newly added."""
+def add_evidence(store: Store, row: int, evidence: list[tuple[str, str]], actor: str, *,
+                 line_id: str | None = None, line_ids: bool = True) -> list[str]:
+    """Attach evidence refs (ignoring ones already there); return the refs newly added.
+    `line_id`: the version's shared-line id when the caller has it (None: read here), each
+    row's own line id derived from it (memory/shared_line.py); none kept without
+    `line_ids` (an import's, as insert_version's)."""
     added = []
     now = store.now()
+    if line_id is None and evidence and line_ids:
+        line_id = store.conn.execute("SELECT line_id FROM memories WHERE row = ?",
+                                     (row,)).fetchone()[0]
     for ref, kind in evidence:
         cursor = store.conn.execute(
-            "INSERT OR IGNORE INTO memory_evidence (memory_row, ref, kind, added, actor) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (row, ref, kind, now, actor),
+            "INSERT OR IGNORE INTO memory_evidence (memory_row, ref, kind, added, actor, "
+            "line_id) VALUES (?, ?, ?, ?, ?, ?)",
+            (row, ref, kind, now, actor, evidence_line_id(line_id, ref)),
         )
         if cursor.rowcount:
             added.append(ref)

@@ -90,6 +90,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m061_pack_items_inline", "context"),  # issue 24: a pack's record is its one row
     ("m062_vectors_by_row", "memory"),  # issue 24: event vectors keyed by their row alone
     ("m063_events_keyed_by_row", "memory"),  # issue 24: the event index names `events.row`
+    ("m066_line_ids", "memory"),  # issue 24: each version's shared-line id kept with it
 )
 
 

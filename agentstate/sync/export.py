@@ -31,6 +31,7 @@ from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
 from agentstate.store.collector import without_collector
 from agentstate.store.refs import make_ref
+from agentstate.sync.export_first import FirstExport, first_export
 from agentstate.sync.records import (
     FILES,
     FORMAT,
@@ -42,6 +43,7 @@ from agentstate.sync.records import (
     line_id,
     make_record,
     memory_record,
+    read_folder,
     shareable_scope,
     write_ordered,
 )
@@ -78,6 +80,9 @@ class ExportPlan:
     written: dict[str, str] = field(default_factory=dict)  # file → sha256 of what was written
     # row → the version's fields, for the lines Python spells and the records an import reads
     fields: dict[int, SharedFields] = field(default_factory=dict)
+    # A first export that SQLite spelled from the stored line ids (export_first.py): its
+    # files and mappings instead of `new` and `mappings`.
+    first: FirstExport | None = None
 
     def count(self, *types: str) -> int:
         return sum(self.counts[t] for t in types)
@@ -98,12 +103,17 @@ def plan_export(store: Store, folder: Folder, *, include_candidates: bool = Fals
                 include_quarantined: bool = False) -> ExportPlan:
     """What an export would add to (and, for purges, remove from) `folder`."""
     plan = ExportPlan(fields=_Fields(store))
-    known = mapped_ids(store)  # (memory, version) → record ids
     statuses = set(EXPORTED)
     if include_candidates:
         statuses.add(MemoryStatus.CANDIDATE)
     if include_quarantined:
         statuses.add(MemoryStatus.QUARANTINED)
+    if not any(folder.lines.values()):  # nothing there: perhaps a first export SQLite spells
+        plan.first = first_export(store, statuses, _clean_evidence)
+        if plan.first is not None:
+            plan.counts.update(plan.first.counts)
+            return plan
+    known = mapped_ids(store)  # (memory, version) → record ids
     # A known version's evidence is looked up by (memory record, ref) without building its
     # record (ids derive from content, so the pair names the line). Versions whose fields
     # the scanner already passed (the write gate, an import) carry its mark: their lines
@@ -268,6 +278,11 @@ def _generated(ref: str) -> bool:
     return ref == "user" or _GENERATED_REF.fullmatch(ref) is not None
 
 
+def _clean_evidence(line: str, ref: str) -> bool:
+    """Whether a new version's evidence line may be written, as `_new_evidence` decides."""
+    return _generated(ref) or not find_secrets(line)
+
+
 def _clean(plan: ExportPlan, line: str, what: str) -> bool:
     """The secret scanner on the exact line to be written; a hit is skipped and reported."""
     found = find_secrets(line)
@@ -304,6 +319,8 @@ def write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
 
 
 def _write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
+    if plan.first is not None:
+        return _write_first(store, folder, plan, plan.first)
     written = []
     gone = set(removed_lines(folder, plan.dropped))
     by_file: dict[str, list[Line]] = {}
@@ -334,6 +351,19 @@ def _write_export(store: Store, folder: Folder, plan: ExportPlan) -> list[str]:
     return written
 
 
+def _write_first(store: Store, folder: Folder, plan: ExportPlan, first: FirstExport
+                 ) -> list[str]:
+    """A first export SQLite spelled: its files as they are, every version mapped by one
+    statement."""
+    for name, lines in sorted(first.ordered.items()):
+        digest = write_ordered(Path(folder.path) / name, lines)
+        if digest is not None:
+            plan.written[name] = digest
+    with store.transaction():
+        first.record(store)
+    return sorted(first.ordered)
+
+
 def written_digests(path: Path, names: list[str], known: dict[str, str] | None = None
                     ) -> dict[str, str]:
     """The digests of the files an export just wrote (read_folder's `checked`); `known`:
@@ -344,7 +374,10 @@ def written_digests(path: Path, names: list[str], known: dict[str, str] | None =
 
 
 def updated(folder: Folder, plan: ExportPlan) -> Folder:
-    """The folder as the export left it, without reading it back."""
+    """The folder as the export left it, without reading it back (but for a first export
+    SQLite spelled: its records are made only by reading what it wrote)."""
+    if plan.first is not None:
+        return read_folder(Path(folder.path), checked=plan.written)
     gone = set(removed_lines(folder, plan.dropped))
     fresh = Folder(folder.path)
     fresh.records = {k: r for k, r in folder.records.items() if r.line not in gone

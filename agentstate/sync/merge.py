@@ -341,7 +341,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
         confidence=_confidence(data["source"], status),
         valid_until=data["valid_until"], supersedes=supersedes,
         principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[],
-        scanned=True)  # the gate scanned the record's fields before this
+        scanned=True, line_ids=False)  # the gate scanned the record's fields before this
     record_mapping(store, record.id, memory_id, version, "import", data["rel"])
     new_ref = make_ref("mem", memory_id, version)
     result.touched.add(memory_id)
@@ -570,7 +570,7 @@ def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) 
         add_evidence_rows(store, items, ACTOR)
     else:  # the per-record reference (tests/sync/test_sync_batched_import.py)
         for row_id, ref, kind in items:
-            add_evidence(store, row_id, [(ref, kind)], ACTOR)
+            add_evidence(store, row_id, [(ref, kind)], ACTOR, line_ids=False)
 
 
 _GONE = (0, True)  # a record not mapped here, or mapped to a version since deleted

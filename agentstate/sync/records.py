@@ -28,13 +28,20 @@ from typing import Any
 
 from agentstate.errors import InvalidInput
 from agentstate.lazy_re import LazyPattern
+
+# A memory and an evidence line are spelled below sync/: the write path keeps each version's
+# line id with it (m066), and there is one spelling of a line.
+from agentstate.memory.shared_line import (
+    FORMAT,
+    ID_LENGTH,
+    evidence_rest,
+    memory_parts,
+)
 from agentstate.store.limits import MAX_NAME_CHARS
 
-FORMAT = 1  # the `"v"` this agentstate writes and reads
 SHARED_DIR = "shared"
 FILES = {"memory": "memories.jsonl", "evidence": "evidence.jsonl",
          "forget": "tombstones.jsonl", "purge": "tombstones.jsonl"}
-ID_LENGTH = 32
 SHAREABLE_KINDS = ("repo", "branch", "path")  # scope kinds that may leave the machine
 HELD = ("candidate", "quarantined")
 RELS = ("supersedes", "contests")
@@ -100,10 +107,6 @@ class Folder:
 # One encoder for every record: `json.dumps` with options builds a new encoder per call, a
 # fifth of the time of encoding a short record (issue 24: an export encodes every version).
 _CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-# The string quoting that encoder applies (ensure_ascii=False): the lines spelled out below
-# quote each field with it, so they are the encoder's own text.
-_quote = json.encoder.encode_basestring
-_NULL = "null"
 
 
 def canonical(data: dict[str, Any]) -> str:
@@ -156,17 +159,11 @@ def evidence_record(memory: str, ref: str) -> Record:
     there already, and two `json.dumps` with sorted keys each were a third of that (issue 24).
     The text is the one `canonical` makes (keys in order, no spaces, non-ASCII kept; a test
     compares them)."""
-    rest = _evidence_rest(memory, ref)
+    rest = evidence_rest(memory, ref)
     body = "{" + rest
     rid = hashlib.sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
     data = {"v": FORMAT, "type": "evidence", "memory": memory, "ref": ref, "id": rid}
     return Record(data, f'{{"id":"{rid}",' + rest, "", body)
-
-
-def _evidence_rest(memory: str, ref: str) -> str:
-    """An evidence record's canonical JSON after its opening brace, without the id (which
-    sorts first)."""
-    return f'"memory":{_quote(memory)},"ref":{_quote(ref)},"type":"evidence","v":{FORMAT}}}'
 
 
 def memory_record(*, kind: str, key: str | None, scope: str, text: str, source: str,
@@ -179,7 +176,7 @@ def memory_record(*, kind: str, key: str | None, scope: str, text: str, source: 
     data = {"v": FORMAT, "type": "memory", "kind": kind, "key": key, "scope": scope,
             "text": text, "source": source, "principal": principal, "created": created,
             "valid_until": valid_until, "parent": parent, "rel": rel, "held": held}
-    parts = _memory_parts(data)
+    parts = memory_parts(data)
     if parts is None:
         del data["v"], data["type"]
         return make_record("memory", **data)
@@ -189,27 +186,6 @@ def memory_record(*, kind: str, key: str | None, scope: str, text: str, source: 
     data["id"] = rid
     return Record(data, f'{head}"id":"{rid}",{tail}', "", body)
 
-
-def _memory_parts(f: dict[str, Any]) -> tuple[str, str] | None:
-    """A memory record's canonical JSON without its id, in the two parts the id's field goes
-    between (keys sorted: `held` < `id` < `key`), from its fields `f`; each string quoted by
-    the function the canonical encoder itself calls. None when a field is neither a string
-    nor None."""
-    try:
-        head = (f'{{"created":{_quote(f["created"])},'
-                f'"held":{_NULL if f["held"] is None else _quote(f["held"])},')
-        tail = (f'"key":{_NULL if f["key"] is None else _quote(f["key"])},'
-                f'"kind":{_quote(f["kind"])},'
-                f'"parent":{_NULL if f["parent"] is None else _quote(f["parent"])},'
-                f'"principal":{_quote(f["principal"])},'
-                f'"rel":{_NULL if f["rel"] is None else _quote(f["rel"])},'
-                f'"scope":{_quote(f["scope"])},"source":{_quote(f["source"])},'
-                f'"text":{_quote(f["text"])},"type":"memory","v":{FORMAT},'
-                f'"valid_until":'
-                f'{_NULL if f["valid_until"] is None else _quote(f["valid_until"])}}}')
-    except TypeError:
-        return None
-    return head, tail
 
 
 def shareable_scope(scope: str) -> bool:
@@ -330,11 +306,11 @@ def _parsed_body(kind: str, data: dict[str, Any]) -> str:
     without being the integer (`true`, `1.0`) is spelled by the encoder, as it was."""
     if type(data["v"]) is int:
         if kind == "memory":
-            parts = _memory_parts(data)
+            parts = memory_parts(data)
             if parts is not None:
                 return parts[0] + parts[1]
         elif kind == "evidence":
-            return "{" + _evidence_rest(data["memory"], data["ref"])
+            return "{" + evidence_rest(data["memory"], data["ref"])
     return _body(data)
 
 

@@ -21,8 +21,9 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
 from agentstate.memory.model import shared_fields_with
+from agentstate.memory.shared_line import FORMAT, ID_LENGTH, evidence_rest, quote
 from agentstate.memory.status import MemoryStatus
-from agentstate.sync.records import FORMAT, HELD, ID_LENGTH, _evidence_rest, _quote, canonical
+from agentstate.sync.records import HELD, canonical
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
@@ -91,8 +92,8 @@ def spelled_rows(store: Store, *, mapped: bool = True) -> list[tuple[Any, ...]]:
 def with_parent(body: str, parent: str, rel: str) -> str:
     """A spelled body with its parent and rel. A quote inside a JSON string is escaped, so
     `,"parent":null,` can only be that key of this flat object (and likewise `rel`)."""
-    return (body.replace(',"parent":null,', f',"parent":{_quote(parent)},', 1)
-            .replace(',"rel":null,', f',"rel":{_quote(rel)},', 1))
+    return (body.replace(',"parent":null,', f',"parent":{quote(parent)},', 1)
+            .replace(',"rel":null,', f',"rel":{quote(rel)},', 1))
 
 
 def memory_line(body: str) -> tuple[str, str]:
@@ -105,7 +106,7 @@ def memory_line(body: str) -> tuple[str, str]:
 
 def evidence_line(memory: str, ref: str) -> tuple[str, str, str]:
     """(id, line, body) of an evidence record: `evidence_record` without the record."""
-    body = f'{{"memory":{_quote(memory)}{after_memory(ref)}'
+    body = f'{{"memory":{quote(memory)}{after_memory(ref)}'
     record_id = sha256(body.encode("utf-8")).hexdigest()[:ID_LENGTH]
     return record_id, f'{{"id":"{record_id}",{body[1:]}', body
 
@@ -114,4 +115,4 @@ def evidence_line(memory: str, ref: str) -> tuple[str, str, str]:
 def after_memory(ref: str) -> str:
     """An evidence record's canonical JSON after its memory field (`ref`, `type` and `v`
     sort after it): the same for every version citing `ref`, and most cite `user`."""
-    return _evidence_rest("", ref)[len('"memory":""'):]
+    return evidence_rest("", ref)[len('"memory":""'):]

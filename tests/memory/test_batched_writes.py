@@ -93,8 +93,8 @@ def test_insert_scanned_versions_leaves_the_rows_of_insert_version_and_add_evide
                                  status=v.status, confidence=v.confidence,
                                  valid_until=v.valid_until, supersedes=v.supersedes,
                                  principal=v.principal, reason=v.reason, evidence=[],
-                                 scanned=True)
-            add_evidence(one, row, list(v.evidence), "sync")
+                                 scanned=True, line_ids=False)  # as sync/merge.py's
+            add_evidence(one, row, list(v.evidence), "sync", line_ids=False)
         insert_scanned_versions(many, versions, "sync")
 
         def rows(store):
@@ -133,8 +133,9 @@ def test_insert_scanned_versions_indexes_counts_and_attaches_as_a_version_at_a_t
                                      source=v.source, status=v.status,
                                      confidence=v.confidence, valid_until=v.valid_until,
                                      supersedes=v.supersedes, principal=v.principal,
-                                     reason=v.reason, evidence=[], scanned=True)
-                add_evidence(one, row, list(v.evidence), "sync")
+                                     reason=v.reason, evidence=[], scanned=True,
+                                     line_ids=False)  # as sync/merge.py's
+                add_evidence(one, row, list(v.evidence), "sync", line_ids=False)
         with many.transaction():
             for batch in batches:
                 insert_scanned_versions(many, batch, "sync")

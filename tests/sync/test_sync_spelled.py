@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentstate.memory.model import all_shared_fields
+from agentstate.memory.shared_line import quote
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import insert_version
 from agentstate.store.clock import Clock, IdSource
@@ -103,8 +104,8 @@ def test_the_probe_passes_here_and_refuses_a_sqlite_that_escapes_otherwise(store
     conn = sqlite3.connect(":memory:")
 
     def escaping_slash(*args):
-        pairs = [f"{records._quote(str(k))}:" + ("null" if v is None else str(v) if
-                 isinstance(v, int) else records._quote(v).replace("/", "\\/"))
+        pairs = [f"{quote(str(k))}:" + ("null" if v is None else str(v) if
+                 isinstance(v, int) else quote(v).replace("/", "\\/"))
                  for k, v in zip(args[::2], args[1::2], strict=True)]
         return "{" + ",".join(pairs) + "}"
 
