@@ -576,17 +576,23 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
                  "its score)" if near
             else f"search rank, {round(relative, 3)} of the best",
         )
-        if not gate:
-            pass
-        elif hit.ref in superseded:
-            cand.drop("superseded")
-        elif hit.kind in STALE_WHEN_RESOLVED and hit.ref in (resolved or set()):
-            cand.drop("stale")
-        elif hit.ref in (lapsed or {}):
-            cand.drop("stale")
-            cand.note = f"{(lapsed or {})[hit.ref]}; {cand.note}"
+        if gate:
+            _gate_event(cand, hit, superseded, resolved or set(), lapsed or {})
         out.append(cand)
     return out
+
+
+def _gate_event(cand: Candidate, hit: Any, superseded: set[str], resolved: set[str],
+                lapsed: dict[str, str]) -> None:
+    """The read gate on an event hit: superseded, or stale (a question since resolved, the
+    source of a memory that lapsed), it is dropped with its reason."""
+    if hit.ref in superseded:
+        cand.drop("superseded")
+    elif hit.kind in STALE_WHEN_RESOLVED and hit.ref in resolved:
+        cand.drop("stale")
+    elif hit.ref in lapsed:
+        cand.drop("stale")
+        cand.note = f"{lapsed[hit.ref]}; {cand.note}"
 
 
 def memory_label(ref: str, kind: str, scope: str, source: str, confidence: float | None,
