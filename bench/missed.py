@@ -94,19 +94,12 @@ NOTES: tuple[Note, ...] = (
          "would save 0.026 MB (1.502 -> 1.476 there); the word index's positions (0.03 MB) "
          "BM25 uses (all measured 2026-12-03)",
          "docs/architecture.md, the store's size"),
-    Note("sync", ("export / its floor",),
-         "1.46x the floor in CPU at the median of five in-process rounds under load 6-7 "
-         "(2026-12-03 14:42; 1.36-1.74x, 2.30-2.45x for the code before alternated in the "
-         "same runs; the bench's wall ratio at that load 2.0-2.4x, which says little): a "
-         "first export whose versions all keep their line ids (m066) is spelled, sorted and "
-         "mapped by SQLite; a store where one does not fit (contested, held, unscanned, "
-         "changed after the write, a parent not written, mappings already) keeps the Python "
-         "plan, 2.1-2.4x. Left over the floor: the mappings' insert (~20 ms, both indexes "
-         "are used) and the lines' two sorts",
-         "a quiet run to confirm the median; past it, the mappings written without their "
-         "indexes and indexed after (a migration and DDL in every first export, measured "
-         "~12 ms), and the Python plan's stores brought to the SQL path (a contested or "
-         "held version's line id kept too)",
+    _met("sync", ("export / its floor",),
+         "1.3x in three quiet runs of `python bench/run.py sync` (2026-12-03 15:33-15:34, load "
+         "0.4-0.7, floor 0.15-0.18 s): a first export whose versions all keep their line ids "
+         "(m066) is spelled, sorted and mapped by SQLite; a store where one does not fit "
+         "(contested, held, unscanned, changed after the write) keeps the Python plan, "
+         "2.1-2.4x its floor under load",
          _EXPORT_MARK),
     Note("sync", ("import / its floor",),
          "3.4-3.6x the floor in CPU (bench/sync_import_parts.py, 2026-12-03 late morning; "
