@@ -25,6 +25,7 @@ ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 # import each other.
 LAYERS: list[set[str]] = [
     {"lazy_re"},
+    {"secret_formats"},
     {"distribution", "secret_scan", "output"},
     {"errors"},
     {"safety", "config"},
