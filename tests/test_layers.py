@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"secret_formats"},
     {"distribution", "secret_scan", "output"},
     {"errors"},
-    {"safety", "config"},
+    {"safety", "config", "config_template"},
     {"tokens"},
     {"store"},
     {"runs"},
