@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentstate.lazy_re import LazyPattern
-from agentstate.memory.model import SharedFields, all_shared_fields, evidence_refs_by_row
+from agentstate.memory.bulk_reads import SharedFields, all_shared_fields, evidence_refs_by_row
 from agentstate.memory.scanned import mark_rows_scanned, scanner_mark
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets

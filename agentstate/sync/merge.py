@@ -48,19 +48,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from agentstate.memory.bulk_reads import chains_with_rivals, content_keys, keyed_chains
+from agentstate.memory.history import record_histories, record_history
 from agentstate.memory.model import (
     MemoryVersion,
     acting,
     chain_rows,
-    chains_with_rivals,
     confidence_for,
-    content_keys,
     current_memory_version,
     key_chain_id,
-    keyed_chains,
     norm_hash,
-    record_histories,
-    record_history,
     rows_with_content,
 )
 from agentstate.memory.status import MemoryStatus
@@ -546,7 +543,7 @@ def _attachable(kind: str, claims_user: bool) -> bool:
 def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) -> None:
     """Evidence refs of records mapped here, added where they are missing (read in bulk:
     every pull reads them all; written in two statements with `batch`)."""
-    from agentstate.memory.model import evidence_refs_by_row, version_rows
+    from agentstate.memory.bulk_reads import evidence_refs_by_row, version_rows
     from agentstate.sync.shared import mapped_versions
 
     if not records:

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agentstate.memory.bulk_reads import shared_fields_with
 from agentstate.memory.forget import forget
-from agentstate.memory.model import shared_fields_with
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import insert_version
 from agentstate.store.clock import Clock, IdSource

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from agentstate.errors import Refused
-from agentstate.memory.model import chain_rows, evidence_refs_by_row
+from agentstate.memory.bulk_reads import evidence_refs_by_row
+from agentstate.memory.model import chain_rows
 from agentstate.memory.write import remember
 from agentstate.sync import shared_path, sync
 from agentstate.sync.merge import import_folder

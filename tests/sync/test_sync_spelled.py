@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentstate.memory.model import all_shared_fields
+from agentstate.memory.bulk_reads import all_shared_fields
 from agentstate.memory.shared_line import quote
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import insert_version
