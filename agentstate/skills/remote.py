@@ -31,7 +31,7 @@ from typing import Any
 
 from agentstate.errors import CorruptStore, InvalidInput, Refused
 from agentstate.safety import redact_secrets
-from agentstate.skills import journal, registry, skill_md
+from agentstate.skills import journal, registry, release_files, skill_md
 from agentstate.skills import remote_git as rg
 from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
@@ -399,7 +399,7 @@ def _check_release(store: Store, quarantine: Path, source: rg.Remote, name: str,
     with tempfile.TemporaryDirectory(prefix="agentstate-pull-") as tmp:
         folder_path = Path(tmp) / name
         try:
-            registry.materialize(quarantine, name, version, folder_path, rev=commit)
+            release_files.materialize(quarantine, name, version, folder_path, rev=commit)
         except (ValueError, OSError) as exc:  # a tree entry GitPython will not read
             result.refused.append(Refusal(ref, [f"its files cannot be read: {exc}"[:300]]))
             return None
@@ -509,5 +509,5 @@ def _refresh_drafts(store: Store, names: set[str], result: RemoteResult) -> None
             if not folder.is_dir() or registry.tree_hash(folder) not in trees \
                     or registry.tree_hash(folder) == current.tree:
                 continue
-        registry.materialize(store.skills_path, name, current.version, folder)
+        release_files.materialize(store.skills_path, name, current.version, folder)
         result.notes.append(f"draft {name}/ now holds {current.ref}")
