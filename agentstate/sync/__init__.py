@@ -2,7 +2,8 @@
 
 Sits above the memory domain (like maintenance/): it reads and writes memories through
 memory/'s functions and owns one table of its own (`shared_records`, see shared_tables.py); memory/
-never imports it. The format is in records.py, export.py writes, merge.py imports,
+never imports it. The format is in records.py, export.py writes, merge.py imports (what a
+record meets on arriving in arrival.py, new chains written in bulk in merge_batch.py),
 gitsetup.py keeps git merging the files by union.
 """
 

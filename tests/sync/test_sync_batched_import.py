@@ -1,4 +1,4 @@
-"""The batched import (sync/merge.py, `_Batch`) against the per-record one: the same folder
+"""The batched import (sync/merge_batch.py, `NewChains`) against the per-record one: the same folder
 imported into two identical stores, one each way, must leave the same rows in every table
 the import writes and report the same result.
 
