@@ -83,7 +83,10 @@ def measure(facts: int) -> tuple[Counter[str], float, float, float]:
     folder of `facts` facts."""
     from agentstate.store.principals import resolve_principal
     from agentstate.sync import shared_path, sync
-    from agentstate.sync.records import read_folder
+    try:
+        from agentstate.sync.shared_files import read_folder
+    except ImportError:  # a tree from before the files had their own module
+        from agentstate.sync.records import read_folder
     from bench.bench_sync import _fill, _store, import_floor
 
     parts: Counter[str] = Counter()

@@ -37,17 +37,13 @@ from agentstate.sync.records import (
     FORMAT,
     HELD,
     ID_LENGTH,
-    Folder,
     Record,
-    file_digest,
-    line_id,
     make_record,
     memory_record,
-    read_folder,
     shareable_scope,
-    write_ordered,
 )
 from agentstate.sync.shared import mapped_ids, record_exported
+from agentstate.sync.shared_files import Folder, file_digest, line_id, read_folder, write_ordered
 from agentstate.sync.spelled import (
     after_memory,
     evidence_line,

@@ -79,13 +79,14 @@ from agentstate.sync.arrival import (
     skip_record,
 )
 from agentstate.sync.merge_batch import NewChains
-from agentstate.sync.records import Folder, Record, evidence_kind, record_over_limits
+from agentstate.sync.records import Record, evidence_kind, record_over_limits
 from agentstate.sync.shared import (
     mapped_record_ids,
     mapping,
     mappings_of,
     record_mapping,
 )
+from agentstate.sync.shared_files import Folder
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store

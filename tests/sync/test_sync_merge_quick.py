@@ -16,7 +16,8 @@ from agentstate.memory.model import chain_rows
 from agentstate.memory.write import remember
 from agentstate.sync import shared_path, sync
 from agentstate.sync.merge import import_folder
-from agentstate.sync.records import make_record, read_folder
+from agentstate.sync.records import make_record
+from agentstate.sync.shared_files import read_folder
 
 
 def _record(text, **over):
