@@ -157,4 +157,3 @@ def push_skills(store: Store, remote: str | None = None, *, dry_run: bool = Fals
         rg.create_refs(path, made, "agentstate: revocation records")
         rg.push_refs(path, target, send)
     return result
-
