@@ -57,8 +57,9 @@ SAMPLE = {
     "agentstate.sync.merge": ("_refusal", "_replace_parent", "user_stated_here", "_memory",
                               "_evidence", "_tombstones", "_settle", "_applies_tombstones",
                               "_match"),
-    "agentstate.integrations.hooks": ("confined_transcript", "tool_record", "_judged_outcome",
-                                      "_prompt", "handle", "parse_payload", "_resume_context"),
+    "agentstate.integrations.hooks": ("_prompt", "handle", "_resume_context"),
+    "agentstate.integrations.hook_payload": ("confined_transcript", "parse_payload"),
+    "agentstate.integrations.hook_tool": ("tool_record", "_judged_outcome"),
 }
 # A mutant is in the sample when its number ends in one of these (about 1 in 10 per digit):
 # some 270 of the 2,600 mutants of the functions above.

@@ -7,7 +7,8 @@ floor (`import_floor`: the same version and evidence rows inserted into a fresh 
 table in one statement; and beside it the floor of earlier runs, a statement a row) is
 timed, then B's import, split into the SQL statements it runs (timed on the connection), the
 secret scan of each record (timed where it is called: sync/fields_scan.py, or sync/merge.py
-in a tree from before it) and the injection check (timed where sync/merge.py calls it),
+in a tree from before it) and the injection check (timed where it is called: sync/arrival.py,
+or sync/merge.py in a tree from before it),
 reading and checking the folder (timed alone, on the same files, before the import) and the
 rest: the per-record Python. CPU time (`time.process_time`) throughout.
 """
@@ -67,18 +68,30 @@ def _scanning_module() -> Any:
     return scanning
 
 
+def _injection_module() -> Any:
+    """The module whose `find_injection` an import calls: sync/arrival.py, or merge.py in a
+    tree from before it."""
+    try:
+        import agentstate.sync.arrival as checking
+    except ImportError:
+        import agentstate.sync.merge as checking
+    return checking
+
+
 def measure(facts: int) -> tuple[Counter[str], float, float, float]:
     """(parts, the import's CPU s, the floor's CPU s, the per-row floor's CPU s) for a
     folder of `facts` facts."""
-    import agentstate.sync.merge as merge
     from agentstate.store.principals import resolve_principal
     from agentstate.sync import shared_path, sync
-    from agentstate.sync.records import read_folder
+    try:
+        from agentstate.sync.shared_files import read_folder
+    except ImportError:  # a tree from before the files had their own module
+        from agentstate.sync.records import read_folder
     from bench.bench_sync import _fill, _store, import_floor
 
     parts: Counter[str] = Counter()
-    scanning = _scanning_module()
-    real = scanning.find_secrets, merge.find_injection
+    scanning, checking = _scanning_module(), _injection_module()
+    real = scanning.find_secrets, checking.find_injection
     with tempfile.TemporaryDirectory(prefix="agentstate-import-parts-") as tmp:
         a = _store(Path(tmp) / "a")
         _fill(a, facts)
@@ -100,14 +113,14 @@ def measure(facts: int) -> tuple[Counter[str], float, float, float]:
         read_folder(folder)
         parts["folder read and checked"] = time.process_time() - start
         scanning.find_secrets = _timing(parts, "secret scan", scanning.find_secrets)
-        merge.find_injection = _timing(parts, "injection check", merge.find_injection)  # type: ignore[assignment]
+        checking.find_injection = _timing(parts, "injection check", checking.find_injection)
         b.db.conn = _TimedConnection(b.db.conn, parts)  # type: ignore[assignment]
         try:
             start = time.process_time()
             sync(b, do_export=False, principal=resolve_principal(b))
             took = time.process_time() - start
         finally:
-            scanning.find_secrets, merge.find_injection = real
+            scanning.find_secrets, checking.find_injection = real
             b.db.conn = b.db.conn._conn  # type: ignore[attr-defined]
         for store in (a, b, floor_store, per_row_store):
             store.close()

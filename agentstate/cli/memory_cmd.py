@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
     from agentstate.memory.distill import DistillResult
     from agentstate.memory.forget import ForgetResult
-    from agentstate.memory.model import HistoryEntry, Memory
+    from agentstate.memory.history import HistoryEntry
+    from agentstate.memory.model import Memory
     from agentstate.memory.recall import RecallResult
     from agentstate.memory.versions import WriteResult
 
@@ -303,7 +304,8 @@ def memory_history(
     as_json: JsonOption = False,
 ) -> None:
     """The audit trail: every gate decision with its actor, reason, time and text hash."""
-    from agentstate.memory.model import check_readable, get_history, get_memory
+    from agentstate.memory.history import get_history
+    from agentstate.memory.model import check_readable, get_memory
 
     with cli_store() as store:
         entries = get_history(store, ref)

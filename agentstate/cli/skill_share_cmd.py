@@ -332,7 +332,7 @@ def skill_pull(
     names different commits here and on the remote, nothing is applied (exit 3) unless
     --skip-conflicts leaves that version out.
     """
-    from agentstate.skills.remote import pull_skills
+    from agentstate.skills.remote_pull import pull_skills
 
     with cli_store() as store:
         result = pull_skills(store, remote, approve=approve, dry_run=dry_run,

@@ -36,7 +36,8 @@ def run_hook(agent: str, args: list[str], stdin: IO[str] | IO[bytes], *,
             record_git_hook(store, event, args[1:])
             import_shared(store, event, args[1:])
             return 0
-        from agentstate.integrations.hooks import handle, open_hook_store, parse_payload
+        from agentstate.integrations.hook_payload import parse_payload
+        from agentstate.integrations.hooks import handle, open_hook_store
 
         # Bytes: undecodable input is refused like any other (limits.parse_json).
         payload = parse_payload(agent, stdin.buffer.read() if hasattr(stdin, "buffer")

@@ -123,7 +123,9 @@ def _import_what_hooks_use() -> tuple[object, ...]:
     from agentstate.context import resume
     from agentstate.integrations import (
         hook_keys,
+        hook_payload,
         hook_runner,
+        hook_tool,
         hooks,
         paths,
         tool_outcome,
@@ -136,9 +138,10 @@ def _import_what_hooks_use() -> tuple[object, ...]:
     from agentstate.tokens import memo
     from agentstate.tools import excerpt
 
-    return (subprocess, config, error_boundary, output, resume, hook_keys, hook_runner, hooks,
-            paths, tool_outcome, transcripts, join, review, checkpoint, log, sessions,
-            worktree, db, hooklog, limits, migrations, principals, sources, memo, excerpt)
+    return (subprocess, config, error_boundary, output, resume, hook_keys, hook_payload,
+            hook_runner, hook_tool, hooks, paths, tool_outcome, transcripts, join, review,
+            checkpoint, log, sessions, worktree, db, hooklog, limits, migrations, principals,
+            sources, memo, excerpt)
 
 
 def rehearse() -> list[str]:

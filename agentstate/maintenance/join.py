@@ -83,7 +83,8 @@ def join(root: Path) -> Joined:
     from agentstate.store.db import open_store
     from agentstate.store.principals import environment_principal
     from agentstate.sync import sync
-    from agentstate.sync.records import SHARED_DIR, read_folder
+    from agentstate.sync.records import SHARED_DIR
+    from agentstate.sync.shared_files import read_folder
 
     where = f"{root} came with the repository but this clone has no store yet"
     try:

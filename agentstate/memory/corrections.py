@@ -15,6 +15,7 @@ from agentstate.memory.evidence import require_about
 from agentstate.memory.fields import (
     validate_evidence,
 )
+from agentstate.memory.history import record_history
 from agentstate.memory.model import (
     Memory,
     MemoryVersion,
@@ -23,7 +24,6 @@ from agentstate.memory.model import (
     current_memory_version,
     get_memory,
     norm_hash,
-    record_history,
 )
 from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus
 from agentstate.memory.versions import (

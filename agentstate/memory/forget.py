@@ -29,13 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentstate.errors import InvalidInput, NotFound, Refused, UsageError
-from agentstate.memory.model import (
-    MemoryVersion,
-    acting,
-    chain_rows,
-    record_history,
-    with_evidence_refs,
-)
+from agentstate.memory.history import record_history
+from agentstate.memory.model import MemoryVersion, acting, chain_rows, with_evidence_refs
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import refuse_secrets
 from agentstate.store import residue

@@ -1,4 +1,4 @@
-"""Memory records, validation of their fields, principals, and reading them back.
+"""Memory records and reading them back: one version, a chain, a page of the newest.
 
 A memory is a chain of versions sharing one id: `mem:ID` names the chain (its current
 version), `mem:ID@vN` one version. Statuses:
@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.lazy_re import LazyPattern
@@ -39,7 +39,6 @@ from agentstate.store.principals import Principal, acting
 from agentstate.store.refs import make_ref, parse_ref
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
 
     from agentstate.store.db import Store
 
@@ -93,18 +92,6 @@ class Memory:
     @property
     def chain_ref(self) -> str:
         return make_ref("mem", self.id)
-
-
-@dataclass
-class HistoryEntry:
-    memory: str
-    version: int | None
-    op: str
-    actor: str
-    reason: str
-    time: str
-    text_hash: str | None
-    detail: dict[str, Any]
 
 
 # ---------------------------------------------------------------- what dedupe compares
@@ -270,83 +257,6 @@ def versions_citing(store: Store, evidence_refs: list[str], *, limit: int) -> li
         "ORDER BY m.id, m.version LIMIT ?", (json.dumps(evidence_refs), limit))]
 
 
-def get_history(store: Store, ref: str) -> list[HistoryEntry]:
-    parsed = parse_ref(ref, expect="mem")
-    rows = store.rows("SELECT * FROM memory_history WHERE memory = ? ORDER BY hid",
-                      (parsed.id,))
-    if not rows:
-        raise NotFound(f"no memory {make_ref('mem', parsed.id)}")
-    return [
-        HistoryEntry(
-            memory=make_ref("mem", r["memory"], r["version"]) if r["version"] else
-            make_ref("mem", r["memory"]),
-            version=r["version"], op=r["op"], actor=r["actor"], reason=r["reason"],
-            time=r["time"], text_hash=r["text_hash"], detail=json.loads(r["detail"] or "{}"),
-        )
-        for r in rows
-        if parsed.version is None or r["version"] in (None, parsed.version)
-    ]
-
-
-def record_history(store: Store, memory_id: str, version: int | None, op: str, actor: str,
-                   reason: str, text: str | None = None, **detail: Any) -> None:
-    """Append one audit row. Never pass memory text in `reason` or `detail`: only its keyed
-    hash is kept (agentstate.store.keys), so a purge leaves nothing readable behind and the
-    hash cannot confirm a guess without the store's key."""
-    from agentstate.store.keys import keyed_hash
-
-    store.conn.execute(
-        "INSERT INTO memory_history (memory, version, op, actor, reason, time, text_hash, detail)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (memory_id, version, op, actor, reason, store.now(),
-         keyed_hash(store.root, text) if text is not None else None,
-         json.dumps(detail, ensure_ascii=False, sort_keys=True)),
-    )
-
-
-def record_histories(store: Store, entries: list[tuple[str, int | None, str, str, str,
-                                                      str | None, dict[str, Any] | str]]
-                     ) -> None:
-    """Many audit rows at once, each (memory, version, op, actor, reason, text, detail) as
-    record_history takes them (the store's key read once, one statement). A `detail` given
-    as a string is the JSON record_history would make of it, already encoded by a caller
-    that spells it faster (sync/merge.py: a first import writes one a version)."""
-    from agentstate.store.keys import keyed_hasher
-
-    if not entries:
-        return
-    now, hasher = store.now(), keyed_hasher(store.root)
-    store.conn.executemany(
-        "INSERT INTO memory_history (memory, version, op, actor, reason, time, text_hash, detail)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(memory_id, version, op, actor, reason, now,
-          hasher(text) if text is not None else None,
-          detail if isinstance(detail, str)
-          else json.dumps(detail, ensure_ascii=False, sort_keys=True))
-         for memory_id, version, op, actor, reason, text, detail in entries])
-
-
-def content_keys(store: Store) -> set[tuple[str, str, str, str | None]]:
-    """(norm_hash, scope, kind, key) of every version, purged or not (one read: an import
-    asks it of thousands of records)."""
-    return set(store.conn.execute("SELECT norm_hash, scope, kind, key FROM memories"))
-
-
-def keyed_chains(store: Store) -> set[tuple[str, str]]:
-    """(key, scope) of every keyed version, of any status."""
-    return set(store.conn.execute(
-        "SELECT DISTINCT key, scope FROM memories WHERE key IS NOT NULL"))
-
-
-def chains_with_rivals(store: Store, ids: Iterable[str]) -> set[str]:
-    """Of these chains, the ones with more than one current (active or contested) version
-    or a contested one: only there can a sync import's settling change anything."""
-    return {row[0] for row in store.conn.execute(
-        "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?)) "
-        "AND status IN ('active', 'contested') GROUP BY id "
-        "HAVING count(*) > 1 OR sum(status = 'contested') > 0", (json.dumps(sorted(ids)),))}
-
-
 def list_memories(store: Store, *, status: str | None = None, kind: str | None = None,
                   scope: str | None = None, limit: int | None = None, offset: int = 0,
                   principal: Principal | str) -> list[Memory]:
@@ -450,75 +360,7 @@ def event_refs_cited(store: Store) -> set[str]:
     return cited
 
 
-# ---------------------------------------------------------------- for sync (agentstate.sync)
-
-
-class SharedFields(NamedTuple):
-    """What an export reads of a version: the fields of its shared record, its status and
-    chain. A tuple straight from the row (a first export reads every version, and building
-    a MemoryVersion of each was a third of reading them: issue 24)."""
-
-    row: int
-    id: str
-    version: int
-    kind: str
-    key: str | None
-    scope: str
-    text: str
-    source: str
-    principal: str
-    created: str
-    valid_until: str | None
-    supersedes: int | None
-    status: str  # the stored status, as MemoryStatus values compare
-    purged: int
-
-
-_SHARED_FIELDS = ", ".join(SharedFields._fields)
-
-
-def all_version_rows(store: Store) -> list[MemoryVersion]:
-    """Every memory version, chain by chain, oldest version first."""
-    return select_versions(store, "ORDER BY id, version")
-
-
-def all_shared_fields(store: Store) -> list[SharedFields]:
-    """`all_version_rows`, narrowed to what an export reads."""
-    make = SharedFields._make
-    return [make(r) for r in store.conn.execute(
-        f"SELECT {_SHARED_FIELDS} FROM memories ORDER BY id, version")]
-
-
-def shared_fields_with(store: Store, columns: str,
-                       fields: tuple[str, ...] = SharedFields._fields) -> list[tuple[Any, ...]]:
-    """`all_shared_fields` as plain tuples (SharedFields' order, or only `fields` of it),
-    each followed by `columns`: SQL expressions over the version row `m`, written by the
-    caller (the export spells each version's shared line in this same read and reads the
-    fields themselves only where it needs them: issue 24). memory/ knows nothing of them."""
-    named = ", ".join(f"m.{name}" for name in fields)
-    return store.conn.execute(
-        f"SELECT {named}, {columns} FROM memories m ORDER BY m.id, m.version").fetchall()
-
-
-def version_rows(store: Store) -> dict[tuple[str, int], tuple[int, bool]]:
-    """(memory id, version) → (row, purged) of every version: what a sync needs of the
-    versions it does not read whole (one narrow read, no record built per version)."""
-    return {(r[0], r[1]): (r[2], bool(r[3])) for r in store.conn.execute(
-        "SELECT id, version, row, purged FROM memories")}
-
-
-def purged_versions(store: Store) -> set[tuple[str, int]]:
-    """(memory id, version) of every purged version."""
-    return {(r[0], r[1]) for r in store.conn.execute(
-        "SELECT id, version FROM memories WHERE purged")}
-
-
-def evidence_refs_by_row(store: Store) -> dict[int, list[str]]:
-    found: dict[int, list[str]] = {}
-    for row, ref in store.conn.execute(
-            "SELECT memory_row, ref FROM memory_evidence ORDER BY memory_row, ref"):
-        found.setdefault(row, []).append(ref)
-    return found
+# ---------------------------------------------------------------- one chain by content or key
 
 
 def rows_with_content(store: Store, text: str, scope: str, kind: str

@@ -3,7 +3,7 @@ memory/shared_line.py): what a first export writes when it can (issue 24; sync/
 export_first.py decides which versions it writes and when it may).
 
 The caller names the versions by an SQL condition over the version row `m` (as
-`model.shared_fields_with` takes its columns); the same condition is asked of a version's
+`bulk_reads.shared_fields_with` takes its columns); the same condition is asked of a version's
 parent, as `p`. memory/ knows the line's spelling, its stored ids and what makes one hold;
 nothing of the shared folder.
 """

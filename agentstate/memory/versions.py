@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentstate.memory.history import record_history
 from agentstate.memory.model import (
     Memory,
     MemoryVersion,
@@ -27,7 +28,6 @@ from agentstate.memory.model import (
     current_memory_version,
     get_memory,
     norm_hash,
-    record_history,
 )
 from agentstate.memory.shared_line import evidence_line_id, parent_line_id, plain_line_id
 from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus, ShownStatus

@@ -34,6 +34,7 @@ from agentstate.memory.fields import (
     validate_kind,
     validate_scope,
 )
+from agentstate.memory.history import record_history
 from agentstate.memory.model import (
     MemoryVersion,
     chain_rows,
@@ -41,7 +42,6 @@ from agentstate.memory.model import (
     current_memory_version,
     get_memory,
     norm_hash,
-    record_history,
     select_versions,
 )
 from agentstate.memory.status import CURRENT_STATUSES, MemoryStatus, status_in

@@ -172,11 +172,11 @@ def required_tools(store: Store, trees: list[str]) -> dict[str, tuple[str, ...]]
     """The required tools of the versions with these tree hashes."""
     missing = [t for t in trees if t and t not in _REQUIRED]
     if missing:
-        from agentstate.skills import registry
+        from agentstate.skills import release_files
         from agentstate.skills.folder_layout import SKILL_TOML
 
-        for tree, data in registry.read_tree_files(store.skills_path, missing,
-                                                   SKILL_TOML).items():
+        for tree, data in release_files.read_tree_files(store.skills_path, missing,
+                                                        SKILL_TOML).items():
             _REQUIRED[tree] = _parse_required(data)
     return {t: _REQUIRED.get(t, ()) for t in trees if t}
 

@@ -17,7 +17,7 @@ from typing import Any
 from agentstate.errors import InvalidInput
 from agentstate.output import warn
 from agentstate.safety import refuse_secrets, scannable_text
-from agentstate.skills import registry
+from agentstate.skills import registry, release_files
 from agentstate.skills.catalog import list_catalog
 from agentstate.store.db import Store
 
@@ -74,8 +74,8 @@ def export_skills(store: Store, target: str) -> ExportResult:
             result.unchanged.append(entry.ref)
         else:
             # Never a symlink in an agent's folder: links are written as copies or left out.
-            files = registry.materialize(store.skills_path, entry.name, entry.version, folder,
-                                         links=False)
+            files = release_files.materialize(store.skills_path, entry.name, entry.version,
+                                              folder, links=False)
             for rel in files:
                 path = folder / rel
                 try:

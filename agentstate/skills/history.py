@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, replace
 
 from agentstate.errors import InvalidInput, NotFound
-from agentstate.skills import registry
+from agentstate.skills import registry, release_files
 from agentstate.skills.acceptance import SkillTest, tests_of
 from agentstate.skills.records import (
     SkillVersion,
@@ -66,7 +66,7 @@ def skill_diff(store: Store, name: str, va: str, vb: str) -> str:
         if row.commit is None:
             raise InvalidInput(f"{row.ref} is a candidate, not a release; nothing to diff")
         numbers.append(row.version)
-    return registry.diff_versions(store.skills_path, name, numbers[0], numbers[1])
+    return release_files.diff_versions(store.skills_path, name, numbers[0], numbers[1])
 
 
 
@@ -95,7 +95,7 @@ def check_registry(store: Store) -> list[str]:
             problems.append(f"{make_ref('skill', row['name'], row['version'])} "
                             f"({row['status']}) has no tag {tag} in the registry")
             continue
-        commit, tree = registry.tag_target(repo_path, row["name"], row["version"])
+        commit, tree = release_files.tag_target(repo_path, row["name"], row["version"])
         if commit != row["commit_sha"]:
             problems.append(f"tag {tag} points at {commit[:12]}, the database says "
                             f"{str(row['commit_sha'])[:12]}")

@@ -16,7 +16,7 @@ from typing import Any
 from agentstate.errors import InvalidInput, NotFound, Refused
 from agentstate.runs.log import append_event, current_run, resolve_run
 from agentstate.runs.status import RunStatus
-from agentstate.skills import contract_toml, registry, skill_md
+from agentstate.skills import contract_toml, release_files, skill_md
 from agentstate.skills import skill_file as mf
 from agentstate.skills.records import (
     SkillVersion,
@@ -97,12 +97,12 @@ def load_skill(store: Store, target: str, *, run_ref: str | None = None,
     if run is not None and not who.can_write(run.ref):
         raise Refused(f"principal {who.name!r} may not write scope {run.ref!r}: a skill load "
                       f"is recorded in the run (write: {', '.join(who.write) or 'nothing'})")
-    text = registry.read_version_file(store.skills_path, row.name, row.version,
-                                      mf.SKILL_MD).decode("utf-8", errors="replace")
+    text = release_files.read_version_file(store.skills_path, row.name, row.version,
+                                           mf.SKILL_MD).decode("utf-8", errors="replace")
     split = skill_md.split_front_matter(text)
     body = split[1] if split and split[2] > 0 else text
     folder = release_folder(store, row)
-    files = registry.version_files(store.skills_path, row.name, row.version)
+    files = release_files.version_files(store.skills_path, row.name, row.version)
     resources = [f for f in files if f not in (mf.SKILL_MD, mf.SKILL_TOML)]
     contract = mf.load_folder(folder).contract
     steps = []

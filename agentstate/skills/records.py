@@ -210,9 +210,9 @@ def release_folder(store: Store, row: SkillVersion) -> Path:
     """A released version checked out under .agentstate/cache (rebuilt if it drifted)."""
     # Inside the registry folder (ignored by the host repository's .gitignore for
     # .agentstate/skills/, and excluded from the registry's own git by info/exclude).
-    from agentstate.skills import registry
+    from agentstate.skills import registry, release_files
 
     dest = store.skills_path / registry.CACHE_DIR / row.name / f"v{row.version}"
     if not dest.is_dir() or registry.tree_hash(dest) != row.tree:
-        registry.materialize(store.skills_path, row.name, row.version, dest)
+        release_files.materialize(store.skills_path, row.name, row.version, dest)
     return dest

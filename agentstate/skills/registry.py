@@ -4,8 +4,9 @@ One folder per skill; a release is a commit of that folder tagged `<name>/v<N>` 
 The work tree holds drafts and candidates; published content is always read back from the
 tag, never from the work tree, so editing a draft cannot change what a version means.
 
-This module is the only user of GitPython (imported lazily inside functions: it is slow to
-import and `agentstate --help` must not pay for it).
+This module and release_files.py (what a release holds, read back) are the only users of
+GitPython (imported lazily inside functions: it is slow to import and `agentstate --help`
+must not pay for it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentstate.errors import AgentStateError, CorruptStore, NotFound
+from agentstate.errors import AgentStateError, CorruptStore
 
 if TYPE_CHECKING:
     from git import Repo  # for annotations only: importing GitPython costs start-up time
@@ -64,7 +65,7 @@ def _ensure_exclude(path: Path) -> None:
         pass  # a read-only registry still validates and loads
 
 
-def _repo(path: Path) -> Repo:
+def open_repo(path: Path) -> Repo:
     import git
 
     if not (path / ".git").exists():
@@ -132,7 +133,7 @@ PRIVATE_INDEX = "agentstate-index-"  # private index files in .git (one per publ
 
 
 def head_commit(path: Path) -> str:
-    return _repo(path).git.rev_parse("HEAD")
+    return open_repo(path).git.rev_parse("HEAD")
 
 
 def build_release_commit(path: Path, names: list[str], message: str, previous: str
@@ -144,7 +145,7 @@ def build_release_commit(path: Path, names: list[str], message: str, previous: s
     """
     import git
 
-    repo = _repo(path)
+    repo = open_repo(path)
     index = Path(repo.git_dir) / f"{PRIVATE_INDEX}{os.getpid()}"
     env = {"GIT_INDEX_FILE": str(index)}
     try:
@@ -170,7 +171,7 @@ def move_refs(path: Path, previous: str, commit: str, tags: list[str], message: 
 
     import git
 
-    repo = _repo(path)
+    repo = open_repo(path)
     script = f"start\nupdate HEAD {commit} {previous}\n" + "".join(
         f"create refs/tags/{tag} {commit}\n" for tag in tags) + "prepare\ncommit\n"
     try:
@@ -187,7 +188,7 @@ def sync_index(path: Path) -> None:
     drafts live, is never touched)."""
     import git
 
-    repo = _repo(path)
+    repo = open_repo(path)
     try:
         repo.git.read_tree("HEAD")
     except git.GitCommandError as exc:
@@ -203,7 +204,7 @@ def rewind(path: Path, commit: str, previous: str, tags: list[str]) -> None:
     is still at `commit`, then the index back to HEAD."""
     import git
 
-    repo = _repo(path)
+    repo = open_repo(path)
     pointing = {t for t, c in tag_commits(path).items() if c == commit}
     lines = [f"delete refs/tags/{t} {commit}\n" for t in tags if t in pointing]
     if repo.git.rev_parse("HEAD") == commit:
@@ -224,7 +225,7 @@ def rewind(path: Path, commit: str, previous: str, tags: list[str]) -> None:
 
 def tag_commits(path: Path) -> dict[str, str]:
     """{tag: commit it points at} for every tag."""
-    repo = _repo(path)
+    repo = open_repo(path)
     out = repo.git.for_each_ref("--format=%(refname:strip=2) %(objectname) %(*objectname)",
                                 "refs/tags")
     result = {}
@@ -239,7 +240,7 @@ def commit_exists(path: Path, commit: str) -> bool:
     import git
 
     try:
-        return _repo(path).git.cat_file("-t", commit) == "commit"
+        return open_repo(path).git.cat_file("-t", commit) == "commit"
     except git.GitCommandError:
         return False
 
@@ -248,7 +249,7 @@ def folder_tree(path: Path, commit: str, name: str) -> str | None:
     import git
 
     try:
-        return _repo(path).git.rev_parse(f"{commit}:{name}")
+        return open_repo(path).git.rev_parse(f"{commit}:{name}")
     except git.GitCommandError:
         return None
 
@@ -257,7 +258,7 @@ def create_tag(path: Path, tag: str, commit: str) -> None:
     import git
 
     try:
-        _repo(path).git.update_ref(f"refs/tags/{tag}", commit, "")
+        open_repo(path).git.update_ref(f"refs/tags/{tag}", commit, "")
     except git.GitCommandError as exc:
         raise explain_git_error(path, exc, f"tagging {tag}", tags=[tag]) from exc
 
@@ -266,7 +267,7 @@ def delete_tag(path: Path, tag: str) -> None:
     import git
 
     try:
-        _repo(path).git.update_ref("-d", f"refs/tags/{tag}")
+        open_repo(path).git.update_ref("-d", f"refs/tags/{tag}")
     except git.GitCommandError as exc:
         raise explain_git_error(path, exc, f"deleting tag {tag}") from exc
 
@@ -277,7 +278,7 @@ def untagged_head(path: Path) -> tuple[list[str], str]:
 
     Every commit agentstate makes after the first is a tagged release, so an untagged tip is
     a commit left by an interrupted publish of an older agentstate (or made by hand)."""
-    repo = _repo(path)
+    repo = open_repo(path)
     untagged = set(repo.git.rev_list("HEAD", "--not", "--tags").split())
     orphans: list[str] = []
     for commit in repo.git.rev_list("--first-parent", "HEAD").split():
@@ -293,7 +294,7 @@ def reset_branch(path: Path, target: str, expected: str) -> None:
     the work tree keeps the drafts."""
     import git
 
-    repo = _repo(path)
+    repo = open_repo(path)
     try:
         repo.git.update_ref("-m", "agentstate: drop an unreleased commit", "HEAD", target,
                             expected)
@@ -353,161 +354,8 @@ def explain_git_error(path: Path, exc: Exception, what: str,
 
 
 def list_tags(path: Path) -> list[str]:
-    return sorted(_repo(path).git.tag("-l").split())
+    return sorted(open_repo(path).git.tag("-l").split())
 
 
 def tag_exists(path: Path, name: str, version: int) -> bool:
     return tag_name(name, version) in list_tags(path)
-
-
-def tag_target(path: Path, name: str, version: int) -> tuple[str, str | None]:
-    """(commit a release tag points at, tree of the skill's folder in it)."""
-    import git
-
-    repo = _repo(path)
-    tag = tag_name(name, version)
-    commit = repo.git.rev_parse(f"{tag}^{{commit}}")
-    try:
-        tree = repo.git.rev_parse(f"{commit}:{name}")
-    except git.GitCommandError:
-        tree = None
-    return commit, tree
-
-
-def version_files(path: Path, name: str, version: int) -> list[str]:
-    """Paths (relative to the skill folder) in a released version."""
-    import git
-
-    repo = _repo(path)
-    try:
-        out = repo.git.ls_tree("-r", "--name-only", tag_name(name, version), "--", f"{name}/")
-    except git.GitCommandError as exc:
-        raise NotFound(f"no release {tag_name(name, version)} in the registry") from exc
-    prefix = f"{name}/"
-    return [line[len(prefix):] for line in out.splitlines() if line.startswith(prefix)]
-
-
-def read_version_file(path: Path, name: str, version: int, rel: str) -> bytes:
-    import git
-
-    repo = _repo(path)
-    try:
-        blob = repo.commit(tag_name(name, version)).tree / name / rel
-    except (KeyError, git.BadName, ValueError) as exc:
-        raise NotFound(f"{rel} is not in {tag_name(name, version)}") from exc
-    return blob.data_stream.read()
-
-
-def materialize(path: Path, name: str, version: int, dest: Path, *,
-                links: bool = True, rev: str | None = None) -> list[str]:
-    """Write a released version's files into `dest` (replacing it). Returns the files.
-
-    `links=False` (exports into agent folders) never writes a symlink: a link to a file of
-    the same skill is written as a copy of that file, any other link is left out. `rev`
-    reads the folder from that commit instead of the tag (a pulled release being checked).
-    """
-    import posixpath
-    import shutil
-
-    repo = _repo(path)
-    try:
-        tree = repo.commit(rev or tag_name(name, version)).tree / name
-    except Exception as exc:  # noqa: BLE001 - GitPython raises several unrelated types here
-        raise NotFound(f"no release {tag_name(name, version)} in the registry") from exc
-    staging = dest.with_name(dest.name + ".tmp-agentstate")
-    shutil.rmtree(staging, ignore_errors=True)
-    from git.objects import Blob
-
-    blobs = {Path(b.path).relative_to(name).as_posix(): (b.mode, b.data_stream.read())
-             for b in tree.traverse() if isinstance(b, Blob)}
-    files = []
-    for rel, (mode, data) in blobs.items():
-        if mode == 0o120000 and not links:
-            seen = rel
-            for _ in range(8):  # a chain of links inside the skill, never a loop
-                seen = posixpath.normpath(posixpath.join(posixpath.dirname(seen),
-                                                         blobs[seen][1].decode()))
-                if seen not in blobs or blobs[seen][0] != 0o120000:
-                    break
-            if seen not in blobs or blobs[seen][0] == 0o120000:
-                continue  # leaves the skill (or dangles): not written
-            mode, data = blobs[seen]
-        target = staging / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if mode == 0o120000:
-            os.symlink(data.decode(), target)
-        else:
-            target.write_bytes(data)
-            if mode & 0o100:
-                target.chmod(0o755)
-        files.append(rel)
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging.rename(dest)
-    return sorted(files)
-
-
-def diff_versions(path: Path, name: str, va: int, vb: int) -> str:
-    import git
-
-    repo = _repo(path)
-    try:
-        return repo.git.diff(tag_name(name, va), tag_name(name, vb), "--", f"{name}/")
-    except git.GitCommandError as exc:
-        what = f"diff {tag_name(name, va)}..{tag_name(name, vb)}"
-        raise explain_git_error(path, exc, what) from exc
-
-
-def _text(message: str | bytes) -> str:
-    """A commit message as text: GitPython gives bytes when it could not decode one."""
-    return message if isinstance(message, str) else message.decode("utf-8", "replace")
-
-
-def log_commits(path: Path, name: str) -> list[dict[str, str]]:
-    """Commits that touched the skill's folder, newest first."""
-    repo = _repo(path)
-    return [
-        {"commit": c.hexsha, "message": _text(c.message).strip(),
-         "date": c.committed_datetime.isoformat()}
-        for c in repo.iter_commits(paths=f"{name}/")
-    ]
-
-
-def read_tree_files(path: Path, trees: list[str], rel: str) -> dict[str, bytes | None]:
-    """`rel` inside each of these folder trees (release tree hashes), None where it is
-    missing, read with ONE `git cat-file --batch` call.
-
-    The plain git command line, not GitPython: the catalog asks this on every context pack
-    and SessionStart hook, where importing GitPython alone would cost more than the answer.
-    A tree hash names content, so callers may keep the answer as long as they like.
-    """
-    import subprocess
-
-    wanted = list(dict.fromkeys(t for t in trees if t))
-    if not wanted:
-        return {}
-    git_dir = path / ".git"
-    if not git_dir.exists():  # without its own .git, git would read the host repository
-        return dict.fromkeys(wanted)
-    request = "".join(f"{tree}:{rel}\n" for tree in wanted).encode()
-    try:
-        done = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
-                              input=request, capture_output=True, check=False)
-    except OSError:
-        return dict.fromkeys(wanted)
-    out, at = done.stdout, 0
-    found: dict[str, bytes | None] = {}
-    for tree in wanted:
-        end = out.find(b"\n", at)
-        if end < 0:
-            found[tree] = None
-            continue
-        header = out[at:end].split()
-        at = end + 1
-        if len(header) == 3 and header[1] == b"blob":
-            size = int(header[2])
-            found[tree] = out[at:at + size]
-            at += size + 1  # the content is followed by a newline
-        else:  # "<name> missing" (or not a blob): nothing to read
-            found[tree] = None
-    return found

@@ -14,9 +14,10 @@ plain `git fetch` / `git clone` of the host repository never downloads them):
 A revocation record is a commit with no parent whose tree holds one file, `revocation.json`
 (REVOCATION_FORMAT): which release (name, version, commit, folder tree), when, by whom, why.
 
-Git runs as a subprocess (GitPython stays in registry.py) with LC_ALL=C, so its messages can
-be matched, and GIT_TERMINAL_PROMPT=0, so a remote that wants a password fails instead of
-waiting on a terminal an agent does not have (credential helpers still answer).
+Git runs as a subprocess (GitPython stays in registry.py and release_files.py) with LC_ALL=C,
+so its messages can be matched, and GIT_TERMINAL_PROMPT=0, so a remote that wants a password
+fails instead of waiting on a terminal an agent does not have (credential helpers still
+answer).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Sits above the memory domain (like maintenance/): it reads and writes memories through
 memory/'s functions and owns one table of its own (`shared_records`, see shared_tables.py); memory/
-never imports it. The format is in records.py, export.py writes, merge.py imports,
+never imports it. The line format is in records.py, the files on disk (read confined and
+bounded, written in id order) in shared_files.py, export.py writes, merge.py imports (what a
+record meets on arriving in arrival.py, new chains written in bulk in merge_batch.py),
 gitsetup.py keeps git merging the files by union.
 """
 
@@ -137,7 +139,6 @@ def _sync_folder(store: Store, result: SyncResult, *, do_export: bool, do_import
     )
     from agentstate.sync.gitsetup import ensure_gitattributes, ignore_warning
     from agentstate.sync.merge import import_folder
-    from agentstate.sync.records import read_folder
     from agentstate.sync.shared import (
         checked_files,
         keep_checked_files,
@@ -145,6 +146,7 @@ def _sync_folder(store: Store, result: SyncResult, *, do_export: bool, do_import
         nothing_new_digest,
         purged_record_ids,
     )
+    from agentstate.sync.shared_files import read_folder
 
     path = shared_path(store)
     folder = read_folder(path, skip=purged_record_ids(store), checked=checked_files(store))

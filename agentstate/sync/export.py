@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentstate.lazy_re import LazyPattern
-from agentstate.memory.model import SharedFields, all_shared_fields, evidence_refs_by_row
+from agentstate.memory.bulk_reads import SharedFields, all_shared_fields, evidence_refs_by_row
 from agentstate.memory.scanned import mark_rows_scanned, scanner_mark
 from agentstate.memory.status import MemoryStatus
 from agentstate.safety import find_secrets
@@ -37,17 +37,13 @@ from agentstate.sync.records import (
     FORMAT,
     HELD,
     ID_LENGTH,
-    Folder,
     Record,
-    file_digest,
-    line_id,
     make_record,
     memory_record,
-    read_folder,
     shareable_scope,
-    write_ordered,
 )
 from agentstate.sync.shared import mapped_ids, record_exported
+from agentstate.sync.shared_files import Folder, file_digest, line_id, read_folder, write_ordered
 from agentstate.sync.spelled import (
     after_memory,
     evidence_line,

@@ -43,72 +43,53 @@ never raises them:
 from __future__ import annotations
 
 import heapq
-import json
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from agentstate.memory.bulk_reads import chains_with_rivals
+from agentstate.memory.history import record_history
 from agentstate.memory.model import (
     MemoryVersion,
-    acting,
     chain_rows,
-    chains_with_rivals,
     confidence_for,
-    content_keys,
     current_memory_version,
     key_chain_id,
-    keyed_chains,
-    norm_hash,
-    record_histories,
-    record_history,
     rows_with_content,
 )
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import (
     CONTESTED_FACTOR,
-    NewVersion,
     add_evidence,
     add_evidence_rows,
     contest,
     initial_confidence,
-    insert_scanned_versions,
     insert_version,
     set_status,
     vref,
 )
-from agentstate.safety import find_injection
-from agentstate.store.principals import Principal, check_whole_store
+from agentstate.store.principals import Principal, acting, check_whole_store
 from agentstate.store.refs import make_ref
 from agentstate.store.sources import authority
-from agentstate.sync.fields_scan import RecordScan
-from agentstate.sync.records import Folder, Record, evidence_kind, record_over_limits
+from agentstate.sync.arrival import (
+    ACTOR,
+    ImportResult,
+    RecordGate,
+    arrival,
+    arrival_confidence,
+    attachable,
+    skip_record,
+)
+from agentstate.sync.merge_batch import NewChains
+from agentstate.sync.records import Record, evidence_kind, record_over_limits
 from agentstate.sync.shared import (
     mapped_record_ids,
     mapping,
     mappings_of,
     record_mapping,
-    record_mappings,
 )
+from agentstate.sync.shared_files import Folder
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store
-
-ACTOR = "sync"
-
-
-@dataclass
-class ImportResult:
-    imported: list[str] = field(default_factory=list)  # version refs inserted or matched
-    contested: list[str] = field(default_factory=list)
-    tombstoned: list[str] = field(default_factory=list)  # version refs forgotten / purged
-    purged: list[str] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-    pending_tombstones: int = 0  # tombstones for records unknown here (kept; they win later)
-    # Chains this import changed that settling may have to rank. Not the chains the batch of
-    # new chains started (_Batch): one version, or two where the second replaced the first,
-    # never two current or a contested one — unless another path touches them too, and then
-    # that path adds them (issue 24: 11,000 chains of a first import were asked for rivals).
-    touched: set[str] = field(default_factory=set)
 
 
 class _Rollback(Exception):
@@ -132,9 +113,9 @@ def import_folder(store: Store, folder: Folder, *, principal: Principal | str,
             known = mapped_record_ids(store)
             memories = [r for r in _parents_first(folder.of_type("memory"))
                         if r.id not in known]
-            gate = _Gate(who)
+            gate = RecordGate(who)
             evidence = folder.of_type("evidence")
-            batch = _Batch(store, who, gate, evidence) if batch_new else None
+            batch = NewChains(store, who, gate, evidence) if batch_new else None
             for record in memories:
                 if batch is not None and record.id not in dead and batch.take(record, result):
                     continue
@@ -197,39 +178,6 @@ def _parents_first(records: list[Record]) -> list[Record]:
     return ordered
 
 
-def _skip(result: ImportResult, record: Record, reason: str) -> None:
-    result.skipped.append({"record": record.id, "where": record.where, "reason": reason})
-
-
-class _Gate:
-    """What a teammate's record must pass to be stored, for one import: its fields' secret
-    scan, a scope the principal may write and a source it may claim. Most records of a
-    folder share their scope and source: that verdict is kept for the import (two pattern
-    matches a record were a few percent of a first import's own Python, issue 24)."""
-
-    def __init__(self, who: Principal) -> None:
-        self.who, self.scan = who, RecordScan()
-        self._allowed: dict[tuple[str, str], str | None] = {}
-
-    def refusal(self, record: Record) -> str | None:
-        data = record.data
-        found = self.scan.secret_kinds(data)
-        if found:
-            kinds = ", ".join(sorted(found))
-            return f"looks like it contains a secret ({kinds}); not imported"
-        claim = (data["scope"], data["source"])
-        if claim not in self._allowed:
-            self._allowed[claim] = self._not_allowed(*claim)
-        return self._allowed[claim]
-
-    def _not_allowed(self, scope: str, source: str) -> str | None:
-        if not self.who.can_write(scope):
-            return f"principal {self.who.name!r} may not write scope {scope!r}"
-        if not self.who.can_claim(source):
-            return f"principal {self.who.name!r} may not claim source {source!r}"
-        return None
-
-
 def _match(store: Store, data: dict[str, Any]) -> MemoryVersion | None:
     """A version here with the record's content and the same key (a purged one has no
     content left). The key must be equal, not merely compatible: a keyless record matching
@@ -247,7 +195,7 @@ def _version_row(store: Store, found: Any) -> MemoryVersion | None:
 
 
 def _replaced_by_dead(store: Store, record: Record, who: Principal,
-                      result: ImportResult, gate: _Gate) -> None:
+                      result: ImportResult, gate: RecordGate) -> None:
     """A tombstoned record still replaced its parent: where the teammate wrote it, the
     parent was superseded before the new value was forgotten. Without this the parent
     would be current or not depending on whether the tombstone came in the same pull.
@@ -308,14 +256,14 @@ def _dead(store: Store, record: Record) -> None:
 
 
 def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
-            gate: _Gate) -> None:
+            gate: RecordGate) -> None:
     data = record.data
     if mapping(store, record.id) is not None:
         return
     refused = record_over_limits(data, store.settings.memory.max_chars) \
         or gate.refusal(record)
     if refused:
-        _skip(result, record, refused)
+        skip_record(result, record, refused)
         return
     same = _match(store, data)
     parent = mapping(store, data["parent"]) if data["parent"] else None
@@ -328,7 +276,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
     chain_id = parent.memory if parent else (
         key_chain_id(store, data["key"], data["scope"]) if data["key"] else None)
     rows = chain_rows(store, chain_id) if chain_id else []
-    status, reason = _arrival(record)
+    status, reason = arrival(record)
     cur = current_memory_version(rows, store.now()) if rows else None
     live = cur if cur is not None and cur.status == MemoryStatus.ACTIVE else None
     memory_id = chain_id or store.new_id()
@@ -338,7 +286,7 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
         store, memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
         scope=data["scope"], text=data["text"], source=data["source"],
         status=status,
-        confidence=_confidence(data["source"], status),
+        confidence=arrival_confidence(data["source"], status),
         valid_until=data["valid_until"], supersedes=supersedes,
         principal=f"{ACTOR}:{data['principal']}", reason=reason, evidence=[],
         scanned=True, line_ids=False)  # the gate scanned the record's fields before this
@@ -365,188 +313,10 @@ def _memory(store: Store, record: Record, who: Principal, result: ImportResult,
                    record=record.id, scope=data["scope"], source=data["source"])
 
 
-def _arrival(record: Record) -> tuple[MemoryStatus, str]:
-    """A new version's status and reason as it arrives."""
-    data = record.data
-    status, reason = (MemoryStatus.ACTIVE,
-                      f"imported from the shared folder (record {record.id[:12]})")
-    if data["held"]:
-        status = MemoryStatus(data["held"])  # checked when the folder was read
-    elif find_injection(data["text"]):
-        status = MemoryStatus.QUARANTINED
-        reason += "; it reads as instructions to the agent, kept out of reads"
-    elif data["kind"] == "preference":
-        # A teammate's preference (or a line written by hand) is never pinned here by the
-        # import alone: the local user confirms it (`memory confirm REF --evidence user`).
-        status = MemoryStatus.CANDIDATE
-        reason += ("; a teammate's preference is a candidate until you confirm it "
-                   "(memory confirm REF --evidence user)")
-    return status, reason
-
-
-# A function of two values that most records of a folder share (issue 24: computed once a
-# record, it was a few percent of an import's own Python).
-@lru_cache(maxsize=1024)
-def _confidence(source: str, status: MemoryStatus) -> float:
-    return initial_confidence(source, 1) * (CONTESTED_FACTOR if status != "active" else 1)
-
-
-class _Batch:
-    """New chains of one pull, written in a few statements instead of about twelve a record.
-
-    A record qualifies only when the per-record path (_memory) would do nothing but insert
-    it: no parent, not tombstoned, not already mapped, no version here (or earlier in the
-    pull) with its content and key, no chain here (or earlier in the pull) holding its key.
-    Then there is nothing to match, supersede or contest, and its chain has one version, so
-    settling leaves it as it is. Everything else takes the per-record path, and the batch is
-    written (flush) before that path reads anything, so it sees the same store as an import
-    without the batch. The sets below may hold more than the store (content of a version
-    since purged, a quarantined key): a false hit only sends a record down the slow path."""
-
-    def __init__(self, store: Store, who: Principal, gate: _Gate,
-                 evidence: list[Record]) -> None:
-        self.store, self.who, self.gate = store, who, gate
-        # The evidence refs each record of the folder has, in the order the evidence pass
-        # (_evidence) would add them: a new version is inserted with its own.
-        self.refs: dict[str, list[str]] = {}
-        for record in evidence:
-            self.refs.setdefault(record.data["memory"], []).append(record.data["ref"])
-        self.claims_user = who.can_claim("user")
-        self.pending: list[str] = []  # the record id of each pending version
-        self.inserted: set[str] = set()  # records inserted, each with its evidence
-        self.max_chars = store.settings.memory.max_chars
-        self.contents = content_keys(store)
-        self.keys = keyed_chains(store)
-        self.ids: set[str] = set()  # records of this pull seen so far
-        self.versions: list[NewVersion] = []
-        self.history: list[tuple[str, int | None, str, str, str, str | None,
-                                 dict[str, Any] | str]] = []
-        self.maps: list[tuple[str, str, int, str, str | None]] = []
-        # Chains the pending batch started: a record's index in `versions` by its id, and
-        # how many versions each chain has in the batch.
-        self.fresh: dict[str, int] = {}
-        self.length: dict[str, int] = {}
-
-    def _content(self, data: dict[str, Any]) -> tuple[str, str, str, str | None]:
-        return (norm_hash(data["text"]), data["scope"], data["kind"], data["key"])
-
-    def saw(self, record: Record, content: tuple[str, str, str, str | None] | None = None
-            ) -> None:
-        """A record the per-record path took: what it may have written is in the sets."""
-        data = record.data
-        self.ids.add(record.id)
-        self.contents.add(content or self._content(data))
-        if data["key"]:
-            self.keys.add((data["key"], data["scope"]))
-
-    def _parent(self, data: dict[str, Any]) -> int | None:
-        """The batch's index of the record's parent when the record is the second version
-        of a chain the batch started and would simply replace it: the parent is current,
-        alone in its chain, not outranked, and (inserted by this import, no evidence yet)
-        neither stated nor vouched for by the user here."""
-        at = self.fresh.get(data["parent"])
-        if at is None or data["rel"] != "supersedes":
-            return None
-        parent = self.versions[at]
-        if (self.length[parent.memory_id] != 1 or parent.status != MemoryStatus.ACTIVE
-                or authority(data["source"]) < authority(parent.source)):
-            return None
-        return at
-
-    def take(self, record: Record, result: ImportResult) -> bool:
-        """Handle the record here (inserted into the batch, or skipped as the per-record
-        path would skip it); False: it needs the per-record path."""
-        data = record.data
-        at = self._parent(data) if data["parent"] else None
-        content = self._content(data)
-        if ((data["parent"] and at is None) or record.id in self.ids
-                or content in self.contents
-                or (at is None and data["key"] and (data["key"], data["scope"]) in self.keys)):
-            return False
-        # Scanned here and only here (the record does not reach _memory): once per record.
-        refused = record_over_limits(data, self.max_chars) \
-            or self.gate.refusal(record)
-        self.saw(record, content)
-        if refused:
-            _skip(result, record, refused)
-            return True
-        status, reason = _arrival(record)
-        parent = self.versions[at] if at is not None else None
-        memory_id = parent.memory_id if parent else self.store.new_id()
-        version = 2 if parent else 1
-        if parent is None:
-            self.fresh[record.id] = len(self.versions)
-        self.length[memory_id] = version
-        self.versions.append(NewVersion(
-            memory_id=memory_id, version=version, kind=data["kind"], key=data["key"],
-            scope=data["scope"], text=data["text"], source=data["source"], status=status,
-            confidence=_confidence(data["source"], status), valid_until=data["valid_until"],
-            supersedes=1 if parent else None, principal=f"{ACTOR}:{data['principal']}",
-            reason=reason, norm=content[0]))
-        self.pending.append(record.id)
-        self.maps.append((record.id, memory_id, version, "import", data["rel"]))
-        if parent is not None and at is not None and status == MemoryStatus.ACTIVE:
-            # What _replace_parent does to a stored parent, done to the pending one.
-            why = f"superseded by a teammate's newer value (record {record.id[:12]})"
-            parent.status, parent.reason = MemoryStatus.SUPERSEDED, why  # not yet written
-            self.history.append((memory_id, 1, "superseded", ACTOR, why, None,
-                                 f'{{"record": {_quote(record.id)}}}'))
-        self.history.append((memory_id, version, "import", self.who.name, reason,
-                             data["text"], _import_detail(record.id, data)))
-        result.imported.append(make_ref("mem", memory_id, version))
-        return True
-
-    def _evidence(self, record_id: str) -> tuple[tuple[str, str], ...]:
-        """(ref, kind) of each evidence ref of the record that _evidence would add to its
-        new version (no `user` ref the principal may not claim)."""
-        refs = self.refs.get(record_id)
-        if not refs:
-            return ()
-        kinds = ((ref, evidence_kind(ref)) for ref in refs)
-        return tuple(item for item in kinds if _attachable(item[1], self.claims_user))
-
-    def flush(self, last: bool = False) -> None:
-        """Write what is pending. Only the `last` flush, after every memory record, inserts
-        the versions with their evidence: the per-record path decides on versions without
-        evidence (a `user` ref makes one vouched for), as without the batch; the versions of
-        an earlier flush get theirs from the evidence pass."""
-        if not (self.versions or self.maps or self.history):
-            return
-        if last:
-            for version, record_id in zip(self.versions, self.pending, strict=True):
-                version.evidence = self._evidence(record_id)
-            self.inserted.update(self.pending)
-        insert_scanned_versions(self.store, self.versions, ACTOR)
-        record_mappings(self.store, self.maps)
-        record_histories(self.store, self.history)
-        self.versions, self.maps, self.history, self.pending = [], [], [], []
-        self.fresh, self.length = {}, {}
-
-
-# The quoting `json.dumps(..., ensure_ascii=False)` applies to a string.
-_quote = json.encoder.encode_basestring
-
-
-def _import_detail(record_id: str, data: dict[str, Any]) -> str:
-    """`json.dumps({"record": …, "scope": …, "source": …}, ensure_ascii=False,
-    sort_keys=True)`, the detail record_history writes for an import, spelled out: a dumps
-    a version was several percent of a first import's own Python (a test compares the
-    two)."""
-    return (f'{{"record": {_quote(record_id)}, "scope": {_quote(data["scope"])}, '
-            f'"source": {_quote(data["source"])}}}')
-
-
-def _attachable(kind: str, claims_user: bool) -> bool:
-    """May an import attach a ref of this kind for a principal that may (or may not) claim
-    the user's word? A `user` ref makes a version vouched for by the user: only a principal
-    that may claim that source attaches one (the batch and the evidence pass alike)."""
-    return kind != "user" or claims_user
-
-
 def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) -> None:
     """Evidence refs of records mapped here, added where they are missing (read in bulk:
     every pull reads them all; written in two statements with `batch`)."""
-    from agentstate.memory.model import evidence_refs_by_row, version_rows
+    from agentstate.memory.bulk_reads import evidence_refs_by_row, version_rows
     from agentstate.sync.shared import mapped_versions
 
     if not records:
@@ -562,7 +332,7 @@ def _evidence(store: Store, records: list[Record], who: Principal, batch: bool) 
         if purged or (row, data["ref"]) in have:
             continue
         kind = evidence_kind(data["ref"])
-        if not _attachable(kind, claims_user):
+        if not attachable(kind, claims_user):
             continue
         items.append((row, data["ref"], kind))
         have.add((row, data["ref"]))

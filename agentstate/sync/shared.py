@@ -89,7 +89,7 @@ def record_exported(store: Store, rows: list[tuple[str, str, int]]) -> None:
 
 def purged_record_ids(store: Store) -> set[str]:
     """Record ids whose version this store has purged (their lines may be scrubbed)."""
-    from agentstate.memory.model import purged_versions
+    from agentstate.memory.bulk_reads import purged_versions
 
     purged = purged_versions(store)
     if not purged:

@@ -20,7 +20,7 @@ from functools import lru_cache
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
-from agentstate.memory.model import shared_fields_with
+from agentstate.memory.bulk_reads import shared_fields_with
 from agentstate.memory.shared_line import FORMAT, ID_LENGTH, evidence_rest, quote
 from agentstate.memory.status import MemoryStatus
 from agentstate.sync.records import HELD, canonical

@@ -256,7 +256,8 @@ def memory_page(store: Store, *, status: str | None, scope: str | None, page: in
 
 
 def memory_detail(store: Store, ref: str) -> dict[str, Any]:
-    from agentstate.memory.model import check_readable, get_chain, get_history, get_memory
+    from agentstate.memory.history import get_history
+    from agentstate.memory.model import check_readable, get_chain, get_memory
 
     focus = get_memory(store, ref)
     check_readable(store, focus, PRINCIPAL)

@@ -8,7 +8,9 @@ import json
 import pytest
 
 from agentstate.errors import InvalidInput
-from agentstate.integrations.hooks import handle, parse_payload, tool_record
+from agentstate.integrations.hook_payload import parse_payload
+from agentstate.integrations.hook_tool import tool_record
+from agentstate.integrations.hooks import handle
 from agentstate.runs.log import get_run, list_events
 
 

@@ -4,7 +4,7 @@ calls into two identical stores, one each way, leave the same rows."""
 
 from __future__ import annotations
 
-from agentstate.memory.model import record_histories, record_history
+from agentstate.memory.history import record_histories, record_history
 from agentstate.memory.versions import add_evidence, add_evidence_rows, insert_version
 from tests.conftest import fresh_store
 

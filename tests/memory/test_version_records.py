@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
+from agentstate.memory.bulk_reads import all_version_rows
 from agentstate.memory.forget import forget
 from agentstate.memory.model import (
     MemoryVersion,
-    all_version_rows,
     chain_rows,
     current_memory_version,
     rows_with_content,

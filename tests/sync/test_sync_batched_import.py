@@ -1,4 +1,4 @@
-"""The batched import (sync/merge.py, `_Batch`) against the per-record one: the same folder
+"""The batched import (sync/merge_batch.py, `NewChains`) against the per-record one: the same folder
 imported into two identical stores, one each way, must leave the same rows in every table
 the import writes and report the same result.
 
@@ -18,7 +18,8 @@ import pytest
 from agentstate.memory.write import remember
 from agentstate.sync import shared_path, sync
 from agentstate.sync.merge import import_folder
-from agentstate.sync.records import make_record, read_folder
+from agentstate.sync.records import make_record
+from agentstate.sync.shared_files import read_folder
 from tests.conftest import fresh_store
 from tests.sync.test_sync_merge_quick import _record
 

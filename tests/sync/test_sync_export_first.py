@@ -21,7 +21,7 @@ from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.store.init import create_store
 from agentstate.sync import export as export_module
-from agentstate.sync import records, shared_path, sync
+from agentstate.sync import shared_files, shared_path, sync
 
 AWKWARD = ['a "quoted" ,"key": value', "路径 ünïcode\tand a tab", "back\\slash and \x01",
            "line\u2028separator and emoji 🚀", "nul \x00 del \x7f slash /"]
@@ -212,7 +212,7 @@ def test_a_first_export_in_sql_writes_the_python_plans_bytes(tmp_path, monkeypat
     assert (files, mapped, counts) == expected[:3]
     assert files["memories.jsonl"] and files["evidence.jsonl"]
     # Every id is the hash of its line's content (what a teammate's import checks).
-    folder = records.read_folder(tmp_path / "sql" / ".agentstate" / "shared")
+    folder = shared_files.read_folder(tmp_path / "sql" / ".agentstate" / "shared")
     assert len(folder.records) == counts[0] + counts[1] + counts[2]
 
 
@@ -270,7 +270,7 @@ def test_a_stale_stored_id_is_never_written(tmp_path, change):
     sync(store, do_import=False, principal="owner")
     # Every line's id is checked against its content: a stale id would raise here (the
     # line is spelled from the row as it is now, its parent's id from the parent's row).
-    folder = records.read_folder(shared_path(store))
+    folder = shared_files.read_folder(shared_path(store))
     lines = [r.data for r in folder.records.values() if r.type == "memory"]
     assert len(lines) >= 8
     assert {line["parent"] for line in lines} - {None} <= {line["id"] for line in lines}

@@ -11,14 +11,14 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agentstate.memory.bulk_reads import shared_fields_with
 from agentstate.memory.forget import forget
-from agentstate.memory.model import shared_fields_with
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import insert_version
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.sync import export as export_module
-from agentstate.sync import records, shared_path, spelled, sync
+from agentstate.sync import records, shared_files, shared_path, spelled, sync
 
 AWKWARD = ['a "quoted" ,"key": value', "路径 ünïcode\tand a tab", "ends with a brace }",
            "back\\slash and \x01 control", "line\u2028separator and emoji 🚀", "/* \n */",
@@ -113,7 +113,7 @@ def _general_encoders(monkeypatch) -> None:
     monkeypatch.setattr(export_module, "spelled_rows", lambda store, **_: shared_fields_with(
         store, "NULL, m.scanned_with", spelled.HEAD))
     # Files sorted as write_lines sorts them (by each line's own id), not from the pairs.
-    monkeypatch.setattr(export_module, "write_ordered", records.write_lines)
+    monkeypatch.setattr(export_module, "write_ordered", shared_files.write_lines)
 
 
 def _open(path):
@@ -355,7 +355,8 @@ def test_the_collector_is_off_while_an_import_reads_and_merges_and_as_it_was_aft
     shutil.copytree(shared_path(teammate), shared_path(here))
 
     seen: list[bool] = []
-    monkeypatch.setattr(records, "read_folder", _noting_collector(records.read_folder, seen))
+    monkeypatch.setattr(shared_files, "read_folder",
+                        _noting_collector(shared_files.read_folder, seen))
     monkeypatch.setattr(merge_module, "import_folder",
                         _noting_collector(merge_module.import_folder, seen))
     (collector.enable if enabled else collector.disable)()

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agentstate.store.limits import MAX_NAME_CHARS
-from agentstate.sync.merge import _import_detail
+from agentstate.sync.merge_batch import _import_detail
 from agentstate.sync.records import record_over_limits
 from tests.sync.test_sync_merge_quick import _record
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentstate.errors import InvalidInput
-from agentstate.sync import records
+from agentstate.sync import records, shared_files
 from agentstate.sync.records import FIELDS, make_record, parse_line
 
 
@@ -32,7 +32,7 @@ def _loads(text):
 
 def _decoded(text):
     try:
-        return ("ok", records._decode(text))
+        return ("ok", records.decode_line(text))
     except json.JSONDecodeError as exc:
         return ("error", exc.msg, exc.pos)
 
@@ -170,5 +170,5 @@ def test_exported_lines_take_the_shortcut():
 def test_a_files_lines_split_at_every_line_end_with_or_without_a_carriage_return(raw):
     # Only a file holding a carriage return has its line ends made plain first (issue 24):
     # the lines are those of the two replacements on any text.
-    assert records.file_lines(raw) == raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    assert records.file_lines("a\r\nb\rc\u2028d\ne") == ["a", "b", "c\u2028d", "e"]
+    assert shared_files.file_lines(raw) == raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    assert shared_files.file_lines("a\r\nb\rc\u2028d\ne") == ["a", "b", "c\u2028d", "e"]

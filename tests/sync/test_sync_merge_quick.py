@@ -11,11 +11,13 @@ import json
 import pytest
 
 from agentstate.errors import Refused
-from agentstate.memory.model import chain_rows, evidence_refs_by_row
+from agentstate.memory.bulk_reads import evidence_refs_by_row
+from agentstate.memory.model import chain_rows
 from agentstate.memory.write import remember
 from agentstate.sync import shared_path, sync
 from agentstate.sync.merge import import_folder
-from agentstate.sync.records import make_record, read_folder
+from agentstate.sync.records import make_record
+from agentstate.sync.shared_files import read_folder
 
 
 def _record(text, **over):

@@ -19,16 +19,16 @@ from tests.conftest import fresh_store
 @pytest.fixture
 def reads(monkeypatch):
     """Counts the times a sync reads the shared folder (the expensive part it skips)."""
-    import agentstate.sync.records as records
+    import agentstate.sync.shared_files as shared_files
 
     calls = []
-    real = records.read_folder
+    real = shared_files.read_folder
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(records, "read_folder", counting)
+    monkeypatch.setattr(shared_files, "read_folder", counting)
     return calls
 
 

@@ -26,7 +26,8 @@ from agentstate.store.db import open_store
 from agentstate.store.init import create_store
 from agentstate.store.principals import resolve_principal
 from agentstate.sync.merge import import_folder
-from agentstate.sync.records import FILES, Folder, Record, make_record
+from agentstate.sync.records import FILES, Record, make_record
+from agentstate.sync.shared_files import Folder
 
 TEXTS = ["the port is 8080", "the port is 9090", "the cache is redis", "the cache is memcached",
          "logs go to stdout", "ci runs on main"]

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentstate.memory.model import all_shared_fields
+from agentstate.memory.bulk_reads import all_shared_fields
 from agentstate.memory.shared_line import quote
 from agentstate.memory.status import MemoryStatus
 from agentstate.memory.versions import insert_version
 from agentstate.store.clock import Clock, IdSource
 from agentstate.store.db import open_store
 from agentstate.store.init import create_store
-from agentstate.sync import records, shared_path, spelled, sync
+from agentstate.sync import records, shared_files, shared_path, spelled, sync
 
 # Characters two JSON encoders are most likely to treat apart, mixed into arbitrary text
 # (as UTF-8 can hold them: a lone surrogate cannot be stored, see below).
@@ -202,7 +202,7 @@ def test_a_line_a_merge_doubled_is_written_once_beside_new_ones(tmp_path):
     opened = _open(one)
     sync(opened, do_import=False, principal="owner")
     file = shared_path(opened) / "memories.jsonl"
-    lines = [t for t in records.file_lines(file.read_text(encoding="utf-8")) if t]
+    lines = [t for t in shared_files.file_lines(file.read_text(encoding="utf-8")) if t]
     file.write_text("\n".join([*lines, lines[0]]) + "\n", encoding="utf-8")
     insert_version(opened, memory_id="late0001", version=1, kind="fact", key=None,
                    scope="repo", text="a later fact", source="user",
@@ -210,10 +210,10 @@ def test_a_line_a_merge_doubled_is_written_once_beside_new_ones(tmp_path):
                    supersedes=None, principal="owner", reason="test",
                    evidence=[("user", "user")], scanned=True)
     assert sync(opened, do_import=False, principal="owner").exported == 1
-    written = [t for t in records.file_lines(file.read_text(encoding="utf-8")) if t]
+    written = [t for t in shared_files.file_lines(file.read_text(encoding="utf-8")) if t]
     opened.close()
     assert len(written) == 4 and set(lines) < set(written) and len(set(written)) == 4
-    ids = [records.line_id(line) for line in written]
+    ids = [shared_files.line_id(line) for line in written]
     assert ids == sorted(ids)
 
 
@@ -223,7 +223,7 @@ def test_the_folder_as_the_export_left_it_holds_what_parsing_its_lines_gives(tmp
     import json
 
     from agentstate.sync.export import plan_export, updated
-    from agentstate.sync.records import Folder
+    from agentstate.sync.shared_files import Folder
     from tests.sync.test_sync_export_lines import _varied
 
     one, _ = _two_stores(tmp_path, _varied)
