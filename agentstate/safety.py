@@ -17,10 +17,10 @@ from agentstate.lazy_re import LazyPattern
 
 # redact_secrets lives with the scanner so errors.py can redact messages without importing
 # this module (which raises errors.Refused): no cycle between the two.
+from agentstate.secret_formats import by_rarest_character
 from agentstate.secret_scan import (
     Finding,
     Scanned,
-    _by_rarest_character,
     find_secrets,
     redact_secrets,
     remove_invisible,
@@ -183,7 +183,7 @@ def _anchor_table(groups: tuple[tuple[str, ...], ...]) -> _AnchorGroups:
     for index, anchors in enumerate(groups):
         for anchor in anchors:
             table.setdefault(anchor, []).append(index)
-    return _by_rarest_character(tuple((anchor, tuple(indexes))
+    return by_rarest_character(tuple((anchor, tuple(indexes))
                                       for anchor, indexes in table.items()))
 
 

@@ -25,9 +25,10 @@ ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 # import each other.
 LAYERS: list[set[str]] = [
     {"lazy_re"},
+    {"secret_formats"},
     {"distribution", "secret_scan", "output"},
     {"errors"},
-    {"safety", "config"},
+    {"safety", "config", "config_template"},
     {"tokens"},
     {"store"},
     {"runs"},

@@ -32,9 +32,9 @@ def test_a_lazy_pattern_compiles_once_on_first_use_and_answers_like_re():
 
 PROBE = """
 import sys
-from agentstate import secret_scan as s
+from agentstate import secret_formats as f, secret_scan as s
 rules = {"assignment": s._ASSIGNMENT, "prose": s._PROSE, "url": s._URL_TOKEN,
-         "private key": s._PRIVATE_KEY, "invisible": s._INVISIBLE}
+         "private key": f._PRIVATE_KEY, "invisible": s._INVISIBLE}
 text = sys.stdin.read()
 print(s.redact_secrets(text))
 print("COMPILED", sorted(name for name, rule in rules.items() if rule._pattern is not None))

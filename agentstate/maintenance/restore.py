@@ -30,7 +30,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from agentstate.config import CONFIG_NAME, Settings, load_settings, write_default_config
+from agentstate.config import CONFIG_NAME, Settings, load_settings
+from agentstate.config_template import write_default_config
 from agentstate.errors import (
     AgentStateError,
     CorruptStore,

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentstate.config import CONFIG_NAME, load_settings, write_default_config
+from agentstate.config import CONFIG_NAME, load_settings
+from agentstate.config_template import write_default_config
 from agentstate.errors import AgentStateError
 from agentstate.store.db import (
     DB_NAME,

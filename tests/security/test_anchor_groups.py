@@ -1,5 +1,5 @@
 """The secret scanner looks for a format's anchors only in a text that holds the anchor's
-rarest character (secret_scan._by_rarest_character): the formats it runs must be exactly
+rarest character (secret_formats.by_rarest_character): the formats it runs must be exactly
 those an anchor-by-anchor search picks."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentstate.secret_scan import _anchor_table, _known_to_run, find_secrets
+from agentstate.secret_formats import anchor_table, formats_to_run
+from agentstate.secret_scan import find_secrets
 
-FLAT = _anchor_table(case_insensitive=False)
-FLAT_LOWER = _anchor_table(case_insensitive=True)
+FLAT = anchor_table(case_insensitive=False)
+FLAT_LOWER = anchor_table(case_insensitive=True)
 ANCHORS = [anchor for anchor, _ in FLAT + FLAT_LOWER]
 
 
@@ -23,7 +24,7 @@ def every_anchor(text: str, lower: str) -> list[int]:
 def test_each_anchor_alone_and_inside_a_text_runs_its_formats():
     for anchor in ANCHORS:
         for text in (anchor, f"see {anchor} here", anchor.upper(), anchor.lower()):
-            assert _known_to_run(text, text.lower()) == every_anchor(text, text.lower()), text
+            assert formats_to_run(text, text.lower()) == every_anchor(text, text.lower()), text
         assert every_anchor(anchor, anchor.lower()), anchor  # the reference finds it
 
 
@@ -35,7 +36,7 @@ PIECES = st.sampled_from(ANCHORS + [a[: len(a) // 2] for a in ANCHORS]
 @settings(max_examples=500, deadline=None)
 @given(st.lists(PIECES, max_size=12).map("".join))
 def test_the_formats_run_are_those_every_anchor_picks(text):
-    assert _known_to_run(text, text.lower()) == every_anchor(text, text.lower())
+    assert formats_to_run(text, text.lower()) == every_anchor(text, text.lower())
 
 
 def test_a_known_format_is_still_found():

@@ -263,7 +263,8 @@ def test_store_imports_no_domain():
     """Storage below the domains: agentstate/store/ imports none of them."""
     import ast
 
-    allowed = {"store", "config", "errors", "tokens", "lazy_re"}  # lazy_re: the bottom layer
+    allowed = {"store", "config", "config_template", "errors", "tokens",
+               "lazy_re"}  # lazy_re: the bottom layer
     root = ROOT / "agentstate" / "store"
     offenders = []
     for file in root.glob("*.py"):

@@ -10,13 +10,13 @@ import tomllib
 import pytest
 
 from agentstate.config import (
-    TEMPLATE,
     PrincipalSpec,
     Settings,
     ToolDefinition,
     load_settings,
     parse_settings,
 )
+from agentstate.config_template import TEMPLATE
 from agentstate.errors import InvalidInput
 from agentstate.store.principals import resolve_principal
 from tests.conftest import configure, run_agentstate
