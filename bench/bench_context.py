@@ -101,7 +101,7 @@ def _build_store(path: Path, events: int, seed: int = 7) -> Path:
                              ts))
             conn.executemany(
                 "INSERT INTO events (id, run, seq, kind, text, source, ts) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", rows,
+                "VALUES (?, (SELECT row FROM runs WHERE id = ?), ?, ?, ?, ?, ?)", rows,
             )
         conn.execute("INSERT INTO kv (key, value) VALUES ('current_run', ?) "
                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

@@ -49,7 +49,7 @@ def _cite(path: Path) -> None:
 
     with sqlite3.connect(path / ".agentstate" / "state.db") as conn:
         events = [r[0] for r in conn.execute(
-            "SELECT e.id FROM events e JOIN runs r ON r.id = e.run WHERE r.status = 'done' "
+            "SELECT e.id FROM events e JOIN runs r ON r.row = e.run WHERE r.status = 'done' "
             "ORDER BY e.id")]
         step = len(events) // (CITED_BY_MEMORIES + CITED_BY_PACK)
         picked = events[::step][: CITED_BY_MEMORIES + CITED_BY_PACK]

@@ -77,7 +77,8 @@ def build_store(root: Path, events: int = EVENTS) -> str:
     with store.transaction() as conn:
         conn.executemany(
             "INSERT INTO events (id, run, seq, kind, text, source, ts, meta, resolves, "
-            "supersedes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            "supersedes) VALUES (?, (SELECT row FROM runs WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows)
         conn.executemany(
             "INSERT INTO memories (id, version, kind, key, scope, text, norm_hash, source, "
             "status, confidence, valid_until, created, last_confirmed, evidence_count, "

@@ -81,18 +81,10 @@ NOTES: tuple[Note, ...] = (
     _met("mcp", ("context call (budget 8000)",), "20.0 ms round trip, 16.6 ms in process",
          _NIGHT),
     _unanalysed("resume", ("resume on",)),
-    Note("store", ("store per 1,000 events",),
-         "lexical only it is met (1.24 MB since m063; 1.30 before, 1.40 before new stores had "
-         "16 KB pages); with the dense extra every event also stores a vector: 0.27 MB per "
-         "1,000 events (260-byte 8-bit vectors keyed by their row, no index: m062), so 1.516 "
-         "MB in the last run (1.57 before m063 folded the search map into `events` and "
-         "dropped `events_kind`, 1.60 with the (row, model) index, 1.72 with 4 KB pages)",
-         "0.016 MB less without losing recall: every code below 8 bits measured loses a "
-         "question of the second corpus at 1,000 tokens, and fewer dimensions lose 0.016 or "
-         "more; measured on a hand-built copy, events naming their run by an integer instead "
-         "of its 10-character id (in the row and in the two indexes that start with it) "
-         "would save 0.026 MB (1.502 -> 1.476 there); the word index's positions (0.03 MB) "
-         "BM25 uses (all measured 2026-12-03)",
+    _met("store", ("store per 1,000 events",),
+         "1.485 MB with every event embedded, 1.211 lexical only, `python bench/run.py store` "
+         "on 2026-12-03 with m067 (events name their run by an integer; sizes do not depend "
+         "on the load): 1.516 / 1.242 before it, 1.57 before m063, 1.72 with 4 KB pages",
          "docs/architecture.md, the store's size"),
     _met("sync", ("export / its floor",),
          "1.3x in three quiet runs of `python bench/run.py sync` (2026-12-03 15:33-15:34, load "

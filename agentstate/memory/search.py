@@ -55,6 +55,7 @@ from agentstate.memory.terms import (
     stem,
     stem_pattern,
 )
+from agentstate.runs.event_sql import RUN_ROW, run_id_of
 
 # In more than this fraction of indexed texts a term is "common": its BM25 IDF is about
 # zero (FTS5 clamps it), so it adds nothing to a score but makes every row a match.
@@ -567,10 +568,10 @@ def _event_conditions(run_id: str | None, exclude_run_id: str | None,
     conditions: list[str] = []
     values: list[Any] = []
     if run_id:
-        conditions.append("e.run = ?")
+        conditions.append(f"e.run = {RUN_ROW}")
         values.append(run_id.removeprefix("run:"))
     if exclude_run_id:
-        conditions.append("e.run != ?")
+        conditions.append(f"e.run IS NOT {RUN_ROW}")  # an unknown run excludes nothing
         values.append(exclude_run_id.removeprefix("run:"))
     if kinds:
         conditions.append(f"e.kind IN ({','.join('?' * len(kinds))})")
@@ -635,7 +636,7 @@ def _event_hits(conn: Any, plan: QueryPlan, combined: dict[int, float], limit: i
     rows = {
         r[0]: r
         for r in conn.execute(
-            "SELECT e.row, e.id, e.run, e.kind, e.text, e.source, e.ts FROM events e "
+            f"SELECT e.row, e.id, {run_id_of('e')}, e.kind, e.text, e.source, e.ts FROM events e "
             f"WHERE e.row IN ({marks})",
             list(combined),
         )
@@ -861,6 +862,6 @@ def _dense_only_hits(store: Any, ids: list[str]) -> dict[str, EventHit]:
         r[0]: EventHit(ref=f"evt:{r[0]}", run=f"run:{r[1]}", kind=r[2], text=r[3],
                        source=r[4], ts=r[5], score=0.0)
         for r in store.conn.execute(
-            f"SELECT e.id, e.run, e.kind, e.text, e.source, e.ts FROM events e "
+            f"SELECT e.id, {run_id_of('e')}, e.kind, e.text, e.source, e.ts FROM events e "
             f"WHERE e.id IN ({marks})", ids)
     }

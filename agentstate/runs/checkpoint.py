@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.errors import InvalidInput
+from agentstate.runs.event_sql import RUN_ROW
 from agentstate.runs.log import Run, append_event, get_run, resolve_run
 from agentstate.runs.status import RunStatus
 from agentstate.runs.worktree import WorkTree
@@ -104,7 +105,7 @@ def working_state(store: Store, run: Run, per_group: int | None = None) -> Worki
     """
     conn = store.conn
     count, last = conn.execute(
-        "SELECT count(*), COALESCE(MAX(seq), 0) FROM events WHERE run = ?", (run.id,)
+        f"SELECT count(*), COALESCE(MAX(seq), 0) FROM events WHERE run = {RUN_ROW}", (run.id,)
     ).fetchone()
     state = WorkingState(run=run, event_count=count, last_seq=last)
     for group, condition in _GROUPS.items():
@@ -155,7 +156,7 @@ def _group_rows(conn: Any, run_id: str, group: str, condition: tuple[str, str],
     """The group's items, newest first; at most limit + 1 (one more says "there are more")."""
     kind, where = condition
     sql = (f"SELECT {_COLUMNS}, {_LATEST_RESULT if group == 'failed_verifications' else 'NULL'}"
-           f" FROM events e WHERE e.run = ? AND e.kind = ? AND {_live('e')} AND {where} "
+           f" FROM events e WHERE e.run = {RUN_ROW} AND e.kind = ? AND {_live('e')} AND {where} "
            f"ORDER BY e.seq DESC")
     params: tuple[Any, ...] = (run_id, kind)
     if limit is not None:
@@ -182,7 +183,7 @@ def _group_count(conn: Any, run_id: str, group: str, condition: tuple[str, str],
     """How many items the group has, counting at most `cap` (bounded like the rows)."""
     kind, where = condition
     return conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM events e WHERE e.run = ? AND e.kind = ? AND "
+        f"SELECT count(*) FROM (SELECT 1 FROM events e WHERE e.run = {RUN_ROW} AND e.kind = ? AND "
         f"{_live('e')} AND {where} LIMIT ?)", (run_id, kind, cap)).fetchone()[0]
 
 
@@ -247,7 +248,7 @@ def create_checkpoint(
     if import_key is not None:
         row = store.conn.execute(
             "SELECT c.id FROM checkpoints c JOIN events e ON e.id = c.id "
-            "WHERE e.run = ? AND e.import_key = ?", (run.id, import_key)).fetchone()
+            f"WHERE e.run = {RUN_ROW} AND e.import_key = ?", (run.id, import_key)).fetchone()
         if row:
             return _checkpoint_by_id(store, row[0])
     with store.transaction() as conn:

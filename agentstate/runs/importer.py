@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.errors import AgentStateError, InvalidInput, Refused
+from agentstate.runs.event_sql import RUN_ROW
 from agentstate.runs.log import (
     USER_KINDS,
     Run,
@@ -378,7 +379,8 @@ class _Import:
             # caught by the unique index), so nothing is looked up there.
             if key is not None and self.run is not None and not self.result.created_run:
                 found = self.store.value(
-                    "SELECT id FROM events WHERE run = ? AND import_key = ?", (self.run.id, key))
+                    f"SELECT id FROM events WHERE run = {RUN_ROW} AND import_key = ?",
+                    (self.run.id, key))
                 if found:
                     return position, data, None, None, None, found, key
         try:
@@ -451,7 +453,7 @@ class _Import:
         # A checkpoint's key is looked up here; an event's is kept unique by the index on
         # (run, import_key), which insert_event leans on (prepare looked it up already).
         existing = self.store.conn.execute(
-            "SELECT id FROM events WHERE run = ? AND import_key = ?", (target.id, key)
+            f"SELECT id FROM events WHERE run = {RUN_ROW} AND import_key = ?", (target.id, key)
         ).fetchone() if record["kind"] == "checkpoint" else None
         if not existing and target.status != RunStatus.ACTIVE:
             raise _Abort(InvalidInput(

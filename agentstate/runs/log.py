@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound, a_or_an
+from agentstate.runs.event_sql import RUN_ROW, event_columns
 from agentstate.runs.status import END_STATUSES, RUN_STATUSES, RunStatus
 from agentstate.runs.worktree import WorkTree
 from agentstate.store.db import Store
@@ -325,7 +326,7 @@ def update_run_worktree(store: Store, run: Run, worktree: WorkTree) -> None:
 
 def get_event(store: Store, ref: str) -> Event:
     parsed = parse_ref(ref, expect="evt")
-    row = store.row("SELECT * FROM events WHERE id = ?", (parsed.id,))
+    row = store.row(f"SELECT {event_columns()} FROM events WHERE id = ?", (parsed.id,))
     if row is None:
         raise NotFound(f"no event {ref}")
     return row_to_event(row)
@@ -439,14 +440,14 @@ def insert_event(
         if existing:
             return existing, False
     seq_row = conn.execute(
-        "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run = ?", (run.id,)
+        f"SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run = {RUN_ROW}", (run.id,)
     ).fetchone()
     event_id = store.new_id()
     now = store.now()
     try:
         conn.execute(
             "INSERT INTO events (id, run, seq, kind, text, source, ts, meta, resolves,"
-            " supersedes, import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f" supersedes, import_key) VALUES (?, {RUN_ROW}, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (event_id, run.id, seq_row[0], kind, text, source, ts or now, meta_json,
              resolves_id, supersedes_id, import_key),
         )
@@ -476,7 +477,7 @@ def events_batch(store: Store) -> Iterator[None]:
 
 
 def _imported(store: Store, run: Run, import_key: str) -> str | None:
-    found = store.value("SELECT id FROM events WHERE run = ? AND import_key = ?",
+    found = store.value(f"SELECT id FROM events WHERE run = {RUN_ROW} AND import_key = ?",
                         (run.id, import_key))
     return str(found) if found else None
 
@@ -521,17 +522,17 @@ def list_events(
     newest_first: bool = False,
 ) -> list[Event]:
     """Events of one run (or of all runs when run_ref is None), oldest first by default."""
-    sql = "SELECT * FROM events"
+    sql = f"SELECT {event_columns()} FROM events"
     where: list[str] = []
     params: list[str | int] = []
     if run_ref:
-        where.append("run = ?")
+        where.append(f"run = {RUN_ROW}")
         params.append(get_run(store, run_ref).id)
     if kind:
         if kind not in EVENT_KINDS:
             raise InvalidInput(f"unknown event kind {kind!r}")
         if not run_ref:  # by run, on events_run_kind_seq: no index has the kind first (m063)
-            where.append("run IN (SELECT id FROM runs)")
+            where.append("run IN (SELECT row FROM runs)")
         where.append("kind = ?")
         params.append(kind)
     if where:
@@ -563,19 +564,20 @@ def readable_events(store: Store, events: list[Event], principal: Principal | st
 
 
 def run_event_count(store: Store, run: Run) -> int:
-    row = store.row("SELECT count(*) AS n FROM events WHERE run = ?", (run.id,))
+    row = store.row(f"SELECT count(*) AS n FROM events WHERE run = {RUN_ROW}", (run.id,))
     return row["n"] if row else 0
 
 
 def event_counts_by_run(store: Store) -> dict[str, int]:
     """Run id → number of events, for every run that has any."""
-    return dict(store.conn.execute("SELECT run, count(*) FROM events GROUP BY run"))
+    return dict(store.conn.execute(
+        "SELECT r.id, count(*) FROM events e JOIN runs r ON r.row = e.run GROUP BY e.run"))
 
 
 def event_counts_by_kind(store: Store, run: Run) -> dict[str, int]:
     """Event kind → number of events of that kind in `run`, kinds in name order."""
     return dict(store.conn.execute(
-        "SELECT kind, count(*) FROM events WHERE run = ? GROUP BY kind ORDER BY kind",
+        f"SELECT kind, count(*) FROM events WHERE run = {RUN_ROW} GROUP BY kind ORDER BY kind",
         (run.id,)))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from agentstate.runs.event_sql import RUN_ROW, event_columns, run_id_of
 from agentstate.runs.log import Event, row_to_event
 
 if TYPE_CHECKING:
@@ -34,19 +35,20 @@ class EventLine(NamedTuple):
     ts: str
 
 
-_LINE_COLUMNS = "id, run, seq, kind, text, source, ts"
+_LINE_COLUMNS = f"id, {run_id_of('events')}, seq, kind, text, source, ts"
 
 
 def find_event(store: Store, event_id: str) -> Event | None:
     """The event with this id (no `evt:` prefix), or None when there is none (purged, or a
     ref from another store)."""
-    row = store.row("SELECT * FROM events WHERE id = ?", (event_id,))
+    row = store.row(f"SELECT {event_columns()} FROM events WHERE id = ?", (event_id,))
     return None if row is None else row_to_event(row)
 
 
 def event_id_at(store: Store, run_id: str, seq: int) -> str | None:
     """The id of the run's event at `seq` (a `run:ID#N` ref), or None when there is none."""
-    return store.value("SELECT id FROM events WHERE run = ? AND seq = ?", (run_id, seq))
+    return store.value(f"SELECT id FROM events WHERE run = {RUN_ROW} AND seq = ?",
+                       (run_id, seq))
 
 
 def run_exists(store: Store, run_id: str) -> bool:
@@ -60,29 +62,29 @@ def run_goal(store: Store, run_id: str) -> str | None:
 
 def run_of_event(store: Store, event_id: str) -> str | None:
     """The id of the run the event belongs to, or None when there is no such event."""
-    return store.value("SELECT run FROM events WHERE id = ?", (event_id,))
+    return store.value(f"SELECT {run_id_of('events')} FROM events WHERE id = ?", (event_id,))
 
 
 def event_ids_of_run(store: Store, run_id: str) -> list[str]:
     """Every event id of the run, in log order."""
     return [r[0] for r in store.conn.execute(
-        "SELECT id FROM events WHERE run = ? ORDER BY seq", (run_id,))]
+        f"SELECT id FROM events WHERE run = {RUN_ROW} ORDER BY seq", (run_id,))]
 
 
 def newest_events(store: Store, run_id: str, window: int) -> tuple[list[EventLine], int]:
     """The run's newest `window` events (newest first) and how many older ones it has."""
     conn = store.conn
     if window <= 0:
-        total = conn.execute("SELECT count(*) FROM events WHERE run = ?",
+        total = conn.execute(f"SELECT count(*) FROM events WHERE run = {RUN_ROW}",
                              (run_id,)).fetchone()[0]
         return [], total
     rows = [EventLine._make(r) for r in conn.execute(
-        f"SELECT {_LINE_COLUMNS} FROM events WHERE run = ? ORDER BY seq DESC LIMIT ?",
+        f"SELECT {_LINE_COLUMNS} FROM events WHERE run = {RUN_ROW} ORDER BY seq DESC LIMIT ?",
         (run_id, window),
     )]
     older = 0
     if len(rows) == window:
-        older = conn.execute("SELECT count(*) FROM events WHERE run = ? AND seq < ?",
+        older = conn.execute(f"SELECT count(*) FROM events WHERE run = {RUN_ROW} AND seq < ?",
                              (run_id, rows[-1].seq)).fetchone()[0]
     return rows, older
 
@@ -94,7 +96,7 @@ def event_positions(store: Store, event_ids: Sequence[str]) -> dict[str, tuple[s
         part = list(event_ids[start:start + IDS_PER_QUERY])
         marks = ",".join("?" * len(part))
         for eid, run, seq in store.conn.execute(
-            f"SELECT id, run, seq FROM events WHERE id IN ({marks})", part
+            f"SELECT id, {run_id_of('events')}, seq FROM events WHERE id IN ({marks})", part
         ):
             where[eid] = (run, seq)
     return where
@@ -109,8 +111,9 @@ def events_at(store: Store, positions: Sequence[tuple[str, int]]) -> list[EventL
         flat = [v for key in part for v in key]
         out += map(EventLine._make, store.conn.execute(
             f"WITH wanted(run, seq) AS (VALUES {pairs}) "
-            "SELECT e.id, e.run, e.seq, e.kind, e.text, e.source, e.ts FROM events e "
-            "JOIN wanted w ON e.run = w.run AND e.seq = w.seq", flat,
+            "SELECT e.id, w.run, e.seq, e.kind, e.text, e.source, e.ts FROM wanted w "
+            "JOIN runs r ON r.id = w.run JOIN events e ON e.run = r.row AND e.seq = w.seq",
+            flat,
         ))
     return out
 
@@ -186,7 +189,7 @@ def newest_live_events(store: Store, run_id: str, skip_kinds: Sequence[str],
     resume pack's "relevant recent events" pick from these)."""
     marks = ",".join("?" * len(skip_kinds))
     return store.conn.execute(
-        f"SELECT e.id, e.kind, e.ts, e.text, e.meta FROM events e WHERE e.run = ? "
+        f"SELECT e.id, e.kind, e.ts, e.text, e.meta FROM events e WHERE e.run = {RUN_ROW} "
         f"AND e.kind NOT IN ({marks}) AND e.collected_at IS NULL AND NOT EXISTS "
         f"(SELECT 1 FROM events s WHERE s.supersedes = e.id) ORDER BY e.seq DESC LIMIT ?",
         (run_id, *skip_kinds, window),

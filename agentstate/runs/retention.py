@@ -128,7 +128,7 @@ def _mark(conn: sqlite3.Connection, cutoff: str, keep_refs: Iterable[str]) -> No
     conn.execute("CREATE TEMP TABLE gc_keep (id TEXT PRIMARY KEY)")
     conn.execute("INSERT INTO temp.gc_old SELECT e.rowid, CASE WHEN e.collected_at IS NULL "
                  "THEN length(CAST(e.text AS BLOB)) + length(CAST(e.meta AS BLOB)) ELSE 0 END "
-                 "FROM events e JOIN runs r ON r.id = e.run WHERE r.status != 'active' AND "
+                 "FROM events e JOIN runs r ON r.row = e.run WHERE r.status != 'active' AND "
                  "e.ts < ?", (cutoff,))
     conn.executemany("INSERT OR IGNORE INTO temp.gc_keep VALUES (?)",
                      ((ref[4:],) for ref in keep_refs if ref.startswith("evt:")))

@@ -141,3 +141,56 @@ def m056_events_batch(db: sqlite_utils.Database) -> None:
         );
         """,
     )
+
+
+# m063's `events` names its run by its TEXT id; m067 by the run's integer row.
+_RUN_BY_ID = "run TEXT NOT NULL REFERENCES runs(id)"
+_RUN_BY_ROW = "run INTEGER NOT NULL REFERENCES runs(row)"
+_KEPT_COLUMNS = ("id, seq, kind, text, source, ts, meta, resolves, supersedes, import_key, "
+                 "collected_at, body_hash, row")
+
+
+def m067_events_name_run_by_row(db: sqlite_utils.Database) -> None:
+    """Events name their run by an integer, the run's `row`, instead of its 10-character id:
+    in each row and in the two indexes that start with it, `(run, seq)` and
+    `events_run_kind_seq` (issue 24, the store's size: ~0.027 MB of what 1,000 events add,
+    measured 2026-12-03). Readers still get the TEXT id (runs/event_sql.py spells both ways).
+
+    `runs.row` is a column of its own with a unique index, not the table's rowid: VACUUM may
+    renumber the rowids of a table without an INTEGER PRIMARY KEY, and `runs` keeps its TEXT
+    key (five tables name it). Existing runs take their rowid; a new run the next number
+    (a trigger, so that every writer of `runs` gets one).
+
+    `events` is rebuilt as m063 rebuilt it: each event keeps its `row`, so the contentless
+    indexes and the vectors that point at it are untouched; foreign keys are deferred to the
+    commit; the table, its indexes and triggers are made again from their own SQL (the table
+    with the new `run`). An event whose run is missing (foreign keys forbid it) stops the
+    migration rather than being left out."""
+    conn = db.conn
+    (table,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone()
+    if _RUN_BY_ID not in table:
+        raise RuntimeError(f"m067: `events` is not as m063 made it: {table}")
+    kept = [sql for (sql,) in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE tbl_name = 'events' AND type IN ('index', "
+        "'trigger') AND sql IS NOT NULL ORDER BY rowid")]
+    conn.execute("PRAGMA defer_foreign_keys = ON")  # until this migration's commit
+    run_script(db, f"""
+        ALTER TABLE runs ADD COLUMN row INTEGER;
+        UPDATE runs SET row = rowid;
+        CREATE UNIQUE INDEX runs_row ON runs(row);
+        CREATE TRIGGER runs_row_ai AFTER INSERT ON runs WHEN NEW.row IS NULL BEGIN
+            UPDATE runs SET row = (SELECT coalesce(max(row), 0) + 1 FROM runs)
+                WHERE rowid = NEW.rowid;
+        END;
+        CREATE TEMP TABLE old_events AS
+            SELECT {", ".join(f"e.{c}" for c in _KEPT_COLUMNS.split(", "))}, r.row AS run_row
+            FROM events e LEFT JOIN runs r ON r.id = e.run;
+        DROP TABLE events;
+        {table.replace(_RUN_BY_ID, _RUN_BY_ROW)};
+        INSERT INTO events (run, {_KEPT_COLUMNS})
+            SELECT run_row, {_KEPT_COLUMNS} FROM temp.old_events ORDER BY row;
+        DROP TABLE temp.old_events;
+    """)
+    for sql in kept:
+        conn.execute(sql)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentstate.errors import InvalidInput
+from agentstate.runs.event_sql import RUN_ROW, event_columns
 from agentstate.runs.log import EVENT_KINDS, Event, get_run, row_to_event
 from agentstate.store.db import Store
 
@@ -42,7 +43,7 @@ def event_page(store: Store, run_ref: str, *, kind: str | None = None,
     if kind and kind not in EVENT_KINDS:
         raise InvalidInput(f"unknown event kind {kind!r}")
     run = get_run(store, run_ref)
-    where = ["run = ?"]
+    where = [f"run = {RUN_ROW}"]
     params: list[str | int] = [run.id]
     if kind:
         where.append("kind = ?")
@@ -52,7 +53,8 @@ def event_page(store: Store, run_ref: str, *, kind: str | None = None,
         params.append(session)
     cond = " AND ".join(where)
     page_where = cond + (" AND seq < ?" if before else "")
-    rows = store.rows(f"SELECT * FROM events WHERE {page_where} ORDER BY seq DESC LIMIT ?",
+    rows = store.rows(f"SELECT {event_columns()} FROM events WHERE {page_where} "
+                      "ORDER BY seq DESC LIMIT ?",
                       [*params, *([before] if before else []), limit + 1])
     events = [row_to_event(r) for r in rows[:limit]]
     older = events[-1].seq if len(rows) > limit and events else None
@@ -65,6 +67,6 @@ def event_page(store: Store, run_ref: str, *, kind: str | None = None,
             f"OFFSET ?", [*params, events[0].seq, limit - 1]).fetchone()
         newer = above[0] + 1 if above else 0
     sessions = [r[0] for r in store.conn.execute(
-        f"SELECT DISTINCT s FROM (SELECT {_SESSION} AS s FROM events WHERE run = ? "
+        f"SELECT DISTINCT s FROM (SELECT {_SESSION} AS s FROM events WHERE run = {RUN_ROW} "
         f"ORDER BY seq DESC LIMIT ?) WHERE s IS NOT NULL ORDER BY s", (run.id, SESSIONS_SCANNED))]
     return EventPage(run=run.ref, events=events, older=older, newer=newer, sessions=sessions)

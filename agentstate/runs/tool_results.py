@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from agentstate.runs.event_sql import RUN_ROW
 from agentstate.runs.log import Run
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
@@ -52,7 +53,7 @@ def open_failures(store: Store, run: Run, limit: int = 4) -> list[ToolFailure]:
     """The run's failing tool results that no later call of the same command passed,
     newest first (at most `limit`)."""
     rows = store.conn.execute(
-        "SELECT id, ts, text, source, meta FROM events WHERE run = ? AND kind = 'tool' "
+        f"SELECT id, ts, text, source, meta FROM events WHERE run = {RUN_ROW} AND kind = 'tool' "
         "ORDER BY seq DESC LIMIT ?", (run.id, WINDOW),
     ).fetchall()
     seen: set[str] = set()  # commands with a newer result (passing, or already listed)

@@ -91,6 +91,7 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
     ("m062_vectors_by_row", "memory"),  # issue 24: event vectors keyed by their row alone
     ("m063_events_keyed_by_row", "memory"),  # issue 24: the event index names `events.row`
     ("m066_line_ids", "memory"),  # issue 24: each version's shared-line id kept with it
+    ("m067_events_name_run_by_row", "runs"),  # issue 24: `events.run` is the run's integer row
 )
 
 

@@ -93,7 +93,8 @@ def test_evidence_ordered_by_score_and_from_every_run(store, story):
     assert max(scores) in scores[:in_first]
     # the finished run's diagnosis is found as evidence for the current run's pack
     old_refs = {r[0] for r in store.conn.execute(
-        "SELECT 'evt:' || id FROM events WHERE run = ?", (story["old"].id,))}
+        "SELECT 'evt:' || id FROM events WHERE run = (SELECT row FROM runs WHERE id = ?)",
+        (story["old"].id,))}
     assert old_refs & {e.ref for e in evidence}
 
 

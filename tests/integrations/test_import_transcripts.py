@@ -305,7 +305,8 @@ def test_every_line_in_the_import_key_survives_a_plain_reader(store, repo):
     """Nothing in the imported rows holds the tool call ids (mixed-case ids read as secrets)."""
     result = import_claude_code(store, CLAUDE).result
     db = sqlite3.connect(repo / ".agentstate" / "state.db")
-    rows = db.execute("SELECT text, meta FROM events WHERE run = ?",
+    rows = db.execute("SELECT text, meta FROM events WHERE run = "
+                      "(SELECT row FROM runs WHERE id = ?)",
                       (result.run.split(":")[1],)).fetchall()
     assert rows and not any("toolu_" in text + meta for text, meta in rows)
 

@@ -117,7 +117,8 @@ def test_upgrade_moves_ascii_texts_out_of_the_trigram_index(tmp_path):
     assert {h.ref for h in search_events(Shim(), "quokka")} == {"evt:e1", "evt:e2"}
     assert [h.ref for h in search_events(Shim(), "config")] == ["evt:e1"]  # recent scan
     conn.execute("INSERT INTO events (id, run, seq, kind, text, source, ts) "
-                 "VALUES ('e4', 'r0000001', 4, 'note', '新的一条', 'user', 't')")
+                 "VALUES ('e4', (SELECT row FROM runs WHERE id = 'r0000001'), 4, 'note', "
+                 "'新的一条', 'user', 't')")
     conn.execute("DELETE FROM events WHERE id IN ('e2', 'e3')")
     assert _trigram_rows(conn) == 1 and check_indexes(conn) == []
     conn.close()

@@ -29,7 +29,8 @@ def _fill(store, events: int) -> list[str]:
                      (CUTOFF[:10] + "T00:00:00Z",) * 3)
         conn.executemany(
             "INSERT INTO events (id, run, seq, kind, text, source, ts, resolves) "
-            "VALUES (?, 'oldrun', ?, 'observation', ?, 'user', '2026-01-01T00:00:00Z', ?)",
+            "VALUES (?, (SELECT row FROM runs WHERE id = 'oldrun'), ?, 'observation', ?, 'user', "
+            "'2026-01-01T00:00:00Z', ?)",
             [(f"e{n:07d}", n, f"old note {n}", f"e{n - 1:07d}" if n % 10 == 3 else None)
              for n in range(1, events + 1)])
         conn.executemany(
