@@ -270,6 +270,12 @@ def _place_ranked(packer: _Packer, ranked: list[Candidate]
 ANSWER_LINE_SHARE = 0.4
 
 
+def _answer_share(cand: Candidate) -> float:
+    """The share of `cand`'s score its answer line ranks at: its own where it has one (a
+    small room's evidence, sources.SMALL_ROOM_ANSWER_SHARE), else ANSWER_LINE_SHARE."""
+    return ANSWER_LINE_SHARE if cand.answer_share is None else cand.answer_share
+
+
 class _Upgrades:
     """Answer lines waiting for their turn in the priority order (see ANSWER_LINE_SHARE)."""
 
@@ -287,7 +293,8 @@ class _Upgrades:
         """Give the answer lines that rank above `nxt` (every one left at the end: None)
         their extra tokens, where those fit."""
         while self.queue and (nxt is None or self.queue[0].cls != nxt.cls
-                              or ANSWER_LINE_SHARE * self.queue[0].score >= nxt.score):
+                              or _answer_share(self.queue[0]) * self.queue[0].score
+                              >= nxt.score):
             cand = self.queue.pop(0)
             assert cand.compressed is not None and cand.short is not None
             extra = self.packer.count(cand.compressed + "\n") \

@@ -113,6 +113,9 @@ class Candidate:
     # A complete item (context/sources.py, COMPLETE_PER): `compressed` is tried first, and
     # `short` placed only where the answer line does not fit.
     answer_first: bool = False
+    # The share of its score an item's answer line is given room at (budgeter, `_Upgrades`);
+    # None: budgeter.ANSWER_LINE_SHARE.
+    answer_share: float | None = None
 
     @property
     def label_ref(self) -> str:

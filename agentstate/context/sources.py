@@ -26,6 +26,7 @@ from agentstate.context.compression import (
     compress_line,
     evidence_line,
     focus_line,
+    short_past_chatter,
 )
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.lazy_re import LazyPattern
@@ -407,6 +408,44 @@ def fills_around(whole: int, relative: float) -> bool:
     return fills_complete_lines(whole) and relative >= FULL_LINE_SHARE
 
 
+# Where no hit is whole, the pack's weakest one-line items are cut shorter and their room
+# goes to answer lines: a neighbour's shorter line that is not a reply shows its first
+# NEIGHBOUR_CHARS characters, and a hit's scoring below COMPLETE_FLOOR of the best its
+# first WEAK_HIT_CHARS (`_shorter_line`), for answer lines placed at SMALL_ROOM_ANSWER_SHARE
+# of their item's score (budgeter.ANSWER_LINE_SHARE elsewhere). On the dev split at 1,000
+# tokens such neighbours' shorter lines showed the answer of 4 of 4,065 lines (19 evidence
+# turns holding answer words), the weak hits' 4 of 3,394; their answer lines, given room,
+# show most answers. Cutting alone bought recall (+0.002 at 40 characters for neighbours),
+# the share alone answers (+0.009), together with the chatter skip (SHORT_LINE_CHATTER)
+# 0.804 / 0.738 → 0.805 / 0.751. Measured, not derived: neighbours at 30 and weak hits at
+# 50 characters showed fewer answers, the share at 0.55 cost recall (−0.003), and cutting
+# the other hits' lines lost the second corpus an answer (docs/evaluation.md, fifteenth
+# round).
+NEIGHBOUR_CHARS = 40
+WEAK_HIT_CHARS = 60
+SMALL_ROOM_ANSWER_SHARE = 0.5
+
+
+def _shorter_line(label: str, hit: Any, stems: tuple[str, ...], chars: int, whole: int,
+                  relative: float, strong: bool) -> str:
+    """The line an evidence item is placed as first: the matched sentence (`focus_line`),
+    a neighbour's first one. Where no hit is whole, a reply or a weak hit whose line would
+    show chatter shows the sentence after it (compression.short_past_chatter), and other
+    neighbours and weak hits are cut shorter (NEIGHBOUR_CHARS, WEAK_HIT_CHARS)."""
+    near = getattr(hit, "near", None)
+    small = not whole
+    if near:
+        if small and getattr(hit, "weight", None) == REPLY_WEIGHT:
+            return short_past_chatter(label, hit.text, stems, chars) \
+                or compress_line(label, hit.text, chars)
+        return compress_line(label, hit.text, NEIGHBOUR_CHARS if small else chars)
+    if not small or relative >= COMPLETE_FLOOR:
+        return focus_line(label, hit.text, stems, chars, anchorless=strong)
+    skipped = short_past_chatter(label, hit.text, stems, chars) \
+        if anchorless(hit.text, stems) else None
+    return skipped or focus_line(label, hit.text, stems, WEAK_HIT_CHARS, anchorless=strong)
+
+
 def one_line_forms(room: int | None) -> tuple[int, int]:
     """(hits shown whole, characters of a one-line form) for evidence with `room` tokens
     (None: not known, the defaults)."""
@@ -542,8 +581,7 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         strong = not near and relative >= CONFIDENT_SHARE
         # The matched sentence alone (a neighbour's first one): the line placed first; the
         # answer line replaces it where the budget has room left (budgeter).
-        matched = compress_line(label, hit.text, chars) if near \
-            else focus_line(label, hit.text, stems, chars, anchorless=strong)
+        matched = _shorter_line(label, hit, stems, chars, whole, relative, strong)
         # Hits come first, in rank order: `rank` counts hits before any neighbour.
         blind = widened and not near and anchorless(hit.text, stems)
         complete_here = not near and rank < complete and completes(whole, relative) \
@@ -565,6 +603,7 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
             compressed=answer,
             short=matched if answer_lines else None,
             answer_first=complete_here and answer != matched,
+            answer_share=None if whole else SMALL_ROOM_ANSWER_SHARE,
             pointer=pointer_line(hit.ref, f"{hit.kind} event, {hit.run}"),
             order=(-score, hit.ref), kind=hit.kind, flags=flags, norm=normalise(hit.text),
             group=event_group(hit.run, hit.source, hit.text), tail=tail, shown=shown,
