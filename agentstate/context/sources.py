@@ -550,9 +550,8 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         blind = widened and not near and anchorless(hit.text, stems)
         complete_here = not near and rank < complete and completes(whole, relative) \
             and (not blind or relative >= BLIND_COMPLETE_SHARE)
-        # A blind hit a few turns from a strong matched one is complete whatever its rank
-        # or share (context/locality.py), its answer line past its chatter and not filled
-        # (filled: the same answers for less recall; fifteenth round).
+        # A blind hit a few turns from a strong matched one is complete at any rank or share
+        # (context/locality.py), its line past its chatter, not filled (fifteenth round).
         local_here = blind and not complete_here and hit.ref in local
         complete_here = complete_here or local_here
         # A complete item's answer line is placed before other items and costs them room:
