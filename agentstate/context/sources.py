@@ -28,6 +28,7 @@ from agentstate.context.compression import (
     focus_line,
     short_past_chatter,
 )
+from agentstate.context.locality import beside_anchors
 from agentstate.errors import InvalidInput, NotFound
 from agentstate.lazy_re import LazyPattern
 from agentstate.memory.status import MemoryStatus
@@ -553,6 +554,7 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
     whole, chars = one_line_forms(room)
     complete = complete_items(hits, room) if room is not None else 0
     short = WHOLE_TURN_CHARS if answer_lines else 0
+    local = beside_anchors(hits, seqs or {}, stems) if widened else frozenset()
     out = []
     for rank, hit in enumerate([*hits, *(neighbours or [])]):
         relative = hit.score / best
@@ -586,13 +588,17 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         blind = widened and not near and anchorless(hit.text, stems)
         complete_here = not near and rank < complete and completes(whole, relative) \
             and (not blind or relative >= BLIND_COMPLETE_SHARE)
+        # A blind hit a few turns from a strong matched one is complete at any rank or share
+        # (context/locality.py), its line past its chatter, not filled (fifteenth round).
+        local_here = blind and not complete_here and hit.ref in local
+        complete_here = complete_here or local_here
         # A complete item's answer line is placed before other items and costs them room:
         # its completion is one sentence where hits are shown whole (a large room), and
         # fills its width where none is (docs/evaluation.md, thirteenth round) — both ways
         # for the strongest (`fills_around`, fourteenth round). Any other's is given only
         # in room left over, and fills its width (eleventh round); a blind complete item's
         # fills it too, past its chatter (BLIND_COMPLETE_SHARE, fourteenth round).
-        fill = not complete_here or fills_complete_lines(whole) or blind
+        fill = (not complete_here or fills_complete_lines(whole) or blind) and not local_here
         around = complete_here and fills_around(whole, relative)
         answer = evidence_line(label, hit.text, () if near else stems, chars, short, asks,
                                fill, around, complete_here and blind) if answer_lines \
