@@ -1,7 +1,8 @@
 """Long-term memory behind a write gate and a read gate.
 
-Modules: `memory_tables` (tables, FTS indexes), `search` (FTS5 search shared with events),
-`model` (records, validation, principals, reading back), `write` (the write gate:
-`remember`), `versions` (authority rule, `correct`, `confirm`), `recall` (the read gate),
-`forget` (tombstones and purges), `distill` (run → memory candidates).
+Modules: `memory_tables` (tables, FTS indexes), `vector_tables` (the dense vectors' tables),
+`search` (FTS5 search shared with events), `model` (records, validation, principals, reading
+back), `write` (the write gate: `remember`), `versions` (authority rule, `correct`,
+`confirm`), `recall` (the read gate), `forget` (tombstones and purges), `distill` (run →
+memory candidates).
 """

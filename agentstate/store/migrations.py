@@ -37,15 +37,16 @@ def run_script(db: sqlite_utils.Database, script: str) -> None:
         db.conn.execute(buffer)
 
 
-# Where each domain's migrations live: a module named for the tables it creates, so no two
-# packages have a file of the same name. MIGRATION_ORDER names the domain, not the module.
-SCHEMA_MODULES: dict[str, str] = {
-    "runs": "agentstate.runs.run_tables",
-    "memory": "agentstate.memory.memory_tables",
-    "skills": "agentstate.skills.skill_tables",
-    "context": "agentstate.context.pack_tables",
-    "sync": "agentstate.sync.shared_tables",
-    "evals": "agentstate.evals.eval_tables",
+# Where each domain's migrations live: modules named for the tables they create, so no two
+# packages have a file of the same name (a domain with many tables may keep them in more than
+# one). MIGRATION_ORDER names the domain, not the module.
+SCHEMA_MODULES: dict[str, tuple[str, ...]] = {
+    "runs": ("agentstate.runs.run_tables",),
+    "memory": ("agentstate.memory.memory_tables", "agentstate.memory.vector_tables"),
+    "skills": ("agentstate.skills.skill_tables",),
+    "context": ("agentstate.context.pack_tables",),
+    "sync": ("agentstate.sync.shared_tables",),
+    "evals": ("agentstate.evals.eval_tables",),
 }
 
 # (name, domain) in the order every store applies them. Append only.
@@ -97,16 +98,19 @@ MIGRATION_ORDER: tuple[tuple[str, str], ...] = (
 
 def all_migrations() -> list[Migration]:
     """The migration functions in `MIGRATION_ORDER` (each looked up in its domain's table
-    module, `SCHEMA_MODULES`)."""
+    modules, `SCHEMA_MODULES`)."""
     return [(name, _migration_function(name, domain)) for name, domain in MIGRATION_ORDER]
 
 
 def _migration_function(name: str, domain: str) -> Callable[[sqlite_utils.Database], None]:
     import importlib
 
-    function: Callable[[sqlite_utils.Database], None] = getattr(
-        importlib.import_module(SCHEMA_MODULES[domain]), name)
-    return function
+    for module in SCHEMA_MODULES[domain]:
+        function: Callable[[sqlite_utils.Database], None] | None = getattr(
+            importlib.import_module(module), name, None)
+        if function is not None:
+            return function
+    raise LookupError(f"migration {name} is in none of {domain}'s modules")
 
 
 def backup_database(conn: sqlite3.Connection, target: Path) -> None:

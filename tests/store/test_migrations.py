@@ -191,7 +191,7 @@ def test_a_failing_migration_leaves_nothing_behind(tmp_path, monkeypatch):
     holder = types.ModuleType("broken_migration_holder")
     holder.m999_broken = broken
     monkeypatch.setitem(sys.modules, holder.__name__, holder)
-    monkeypatch.setitem(migrations.SCHEMA_MODULES, "broken", holder.__name__)
+    monkeypatch.setitem(migrations.SCHEMA_MODULES, "broken", (holder.__name__,))
     monkeypatch.setattr(migrations, "MIGRATION_ORDER",
                         (*migrations.MIGRATION_ORDER, ("m999_broken", "broken")))
     db = _fresh(tmp_path / "x.db")
