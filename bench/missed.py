@@ -71,7 +71,8 @@ NOTES: tuple[Note, ...] = (
          "that stay (~0.09 s CPU), the candidate scan (~0.06), copying what stays (~0.05), "
          "the copy back and checkpoint (~0.06), the memory tables' indexes (~0.03), plus a "
          "0.04 s process: ~0.47 s CPU against a page-cached copy of 0.12-0.35 s wall "
-         "(4.4-7.7x under load 6-7, 2026-12-03; 3.4x in a quiet fresh-clone run at 12:36)",
+         "(4.4-7.7x under load 6-7, 2026-12-03; 3.4x in a quiet fresh-clone run at 12:36, 4.2x "
+         "at 18:19 with m067, whose gc costs 1.02x the CPU of the code before it)",
          "a word index split by time, so that a gc drops the tables of whole old parts "
          "(every search then merges parts); SQLite 3.43's contentless_delete does not do it: "
          "deleting 87,484 rows cost what refilling the 12,516 that stay costs (0.50 / 0.49 s "
