@@ -32,8 +32,10 @@ BudgetsOption = Annotated[
 ArmsOption = Annotated[
     list[str] | None,
     typer.Option("--arm", metavar="ARM",
-                 help="Arm to run; repeat for several (default: all): full, plain-search, "
-                      "raw-history, no-memory, structured."),
+                 help="Arm to run; repeat for several (default: all, the dense ones where "
+                      "the [dense] extra is installed): full, dense, hybrid, plain-search, "
+                      "raw-history, no-memory, structured; ablations of full, only when "
+                      "named: no-dense, no-speakers, no-answer-lines."),
 ]
 
 
@@ -62,12 +64,16 @@ def locomo(
     afterwards). For every question of categories 1-4 (multi-hop, temporal, open-domain,
     single-hop) each arm builds a pack with the question as the query, at each budget.
     Recall = the share of the question's evidence turns whose events are in the pack, whole
-    or compressed (read from the pack's manifest). Arms: full (`agentstate context --query`
-    as is), plain-search (FTS5 BM25, porter), raw-history (newest turns that fit), no-memory
-    (pinned + task state only), structured (no read gate). Reports mean recall per category
-    and overall, mean tokens used and the median assembly time, and why each missed
-    evidence turn was missed (never retrieved, or the pack manifest's reason: budget, low
-    relevance, duplicate, pointer…).
+    or compressed (read from the pack's manifest). Answer-visible recall, beside it, counts
+    a compressed item only where its line shows every answer word (the dataset's `answer`)
+    that the turn holds. Arms: full (`agentstate context --query` as is), dense (the
+    offline embedding model alone), hybrid (FTS5 BM25 and dense fused by reciprocal rank),
+    plain-search (FTS5 BM25, porter), raw-history (newest turns that fit), no-memory
+    (pinned + task state only), structured (no read gate); the ablations no-dense,
+    no-speakers and no-answer-lines are full with one part off. Reports mean recall per
+    category and overall, mean tokens used and the median assembly time, and why each
+    missed evidence turn was missed (never retrieved, or the pack manifest's reason:
+    budget, low relevance, duplicate, pointer…).
 
     Questions without evidence are skipped and counted; category 5 (adversarial) is left out.
     """

@@ -13,7 +13,7 @@ import pytest
 
 from agentstate.context import assemble
 from agentstate.errors import InvalidInput, NotFound, UsageError
-from agentstate.evals.arms import Arms, PlainSearch, check_arms, or_query
+from agentstate.evals.arms import ABLATIONS, ARMS, Arms, PlainSearch, check_arms, or_query
 from agentstate.evals.locomo import imported, load_conversations
 from agentstate.evals.measure import question_recall, run_locomo
 from agentstate.store.principals import resolve_principal
@@ -354,6 +354,14 @@ def test_bad_options(cli):
         load_conversations(Path("/nonexistent/locomo"))
     with pytest.raises(InvalidInput):
         run_locomo(TINY, budgets=[0])
+
+
+def test_help_names_every_arm_and_ablation_and_answer_visible(cli):
+    # The help is where a user learns which arms exist: each one accepted must be named.
+    text = " ".join(cli.ok("eval", "locomo", "--help").stdout.split())
+    for arm in ARMS + ABLATIONS:
+        assert arm in text, arm
+    assert "Answer-visible" in text
 
 
 def test_errors_come_in_the_json_envelope(cli):
