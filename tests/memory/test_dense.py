@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentstate.memory import dense, dense_codec
-from agentstate.memory.search import EventHit, _fused, ranked_events, search_events
+from agentstate.memory.event_hit import EventHit
+from agentstate.memory.search import _fused, ranked_events, search_events
 from agentstate.runs.log import append_event, start_run
 
 
