@@ -54,7 +54,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("memory/query_plan.py", "events"):
         "a query's plan counts the texts of the event index (the rows it indexes) to tell a "
         "common term from a rare one",
-    ("memory/dense.py", "events"):
+    ("memory/dense_vectors.py", "events"):
         "the event vectors are computed from the texts of the rows they describe, read in "
         "the query that finds which rows have none yet",
     ("memory/indexes.py", "events"):
