@@ -31,15 +31,8 @@ from typing import Any
 
 from agentstate.errors import AgentStateError, InvalidInput, Refused
 from agentstate.runs.event_sql import RUN_ROW
-from agentstate.runs.log import (
-    USER_KINDS,
-    Run,
-    events_batch,
-    get_run,
-    insert_event,
-    start_run,
-    touch,
-)
+from agentstate.runs.log import events_batch, get_run, insert_event, start_run, touch
+from agentstate.runs.records import USER_KINDS, Run
 from agentstate.runs.status import RunStatus
 from agentstate.runs.worktree import WorkTree, snapshot
 from agentstate.safety import refuse_secrets, refuse_secrets_in_meta
