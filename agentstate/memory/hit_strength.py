@@ -19,15 +19,8 @@ from agentstate.memory.terms import (
     stem_pattern,
 )
 
-# Below this share of the question's content words (speakers' names left out) found in its
-# best lexical hits, the lexical ranking is weak, and the dense signal weighs
-# WEAK_LEXICAL_DENSE_WEIGHT even where the budget alone would keep it out. The share counts
-# stems at the start of a word, the count this threshold was set with: counted by stem
-# (`stems_held`), shares rise and two dev questions at 2,000 tokens crossed 0.5 and lost
-# their evidence (docs/evaluation.md, issue 23, sixth round) — whether a hit holds any
-# word of the question at all is decided by stem (`holds_nothing`, `_content_weighted`).
-WEAK_LEXICAL = 0.5
-WEAK_LEXICAL_DENSE_WEIGHT = 0.5
+# The best lexical hits read for what they hold of the question (how search.py uses the
+# share: WEAK_LEXICAL and EMPTY_LEXICAL there).
 STRENGTH_HITS = 5
 
 
@@ -85,20 +78,6 @@ def lexical_strength(query: str, hits: list[EventHit]) -> float:
 # dense hits are the weaker bet where the lexical ones hold some of it, and weighing those
 # down there cost the second corpus 0.021 at 1,000 tokens (docs/evaluation.md).
 NAME_ONLY_SHARE = 0.25
-# Where not one of the best lexical hits holds a content word of the question (names aside:
-# `lexical_strength` at most this, and `holds_nothing` by stem), the lexical list is no
-# ranking at all — a flat band of turns that carry a speaker's name — and what finds the
-# evidence is the dense ranking, far
-# down it (a paraphrased fact stood 77th-347th on the second corpus). There the fused
-# ranking is as long as the caller's `empty_limit` (a pool sized for the room, not for the
-# lexical hits' one line each: context/assemble.py, EMPTY_LEXICAL_POOL), so the dense
-# list reaches that deep and its scale (weakest to best) spans it, and the name-only hits
-# weigh NAME_ONLY_SHARE — at any room, since such a question is fused with the dense
-# ranking at any room (WEAK_LEXICAL). Widening every weak query's pool cost the dev split;
-# so did this rule in small rooms while "holds" meant a stem at the start of a word (hits
-# holding "injury", indexed as injuri, counted as name-only: `stems_held`), and it no
-# longer does (docs/evaluation.md, issue 23, fifth and sixth rounds).
-EMPTY_LEXICAL = 0.0
 
 
 def _content_weighted(query: str, hits: list[EventHit]) -> list[EventHit]:

@@ -27,14 +27,7 @@ from typing import Any
 from agentstate.errors import InvalidInput
 from agentstate.memory.coverage import _with_coverage
 from agentstate.memory.event_hit import EventHit
-from agentstate.memory.hit_strength import (
-    EMPTY_LEXICAL,
-    WEAK_LEXICAL,
-    WEAK_LEXICAL_DENSE_WEIGHT,
-    _content_weighted,
-    holds_nothing,
-    lexical_strength,
-)
+from agentstate.memory.hit_strength import _content_weighted, holds_nothing, lexical_strength
 from agentstate.memory.kept_index import _kept_for
 from agentstate.memory.query_plan import (
     EVENTS,
@@ -376,6 +369,31 @@ def _event_hits(conn: Any, plan: QueryPlan, combined: dict[int, float], limit: i
 
 
 # ---------------------------------------------------------------- hybrid ranking
+
+# Below this share of the question's content words (speakers' names left out) found in its
+# best lexical hits, the lexical ranking is weak, and the dense signal weighs
+# WEAK_LEXICAL_DENSE_WEIGHT even where the budget alone would keep it out. The share counts
+# stems at the start of a word, the count this threshold was set with: counted by stem
+# (`stems_held`), shares rise and two dev questions at 2,000 tokens crossed 0.5 and lost
+# their evidence (docs/evaluation.md, issue 23, sixth round) — whether a hit holds any
+# word of the question at all is decided by stem (`holds_nothing`, `_content_weighted`).
+WEAK_LEXICAL = 0.5
+WEAK_LEXICAL_DENSE_WEIGHT = 0.5
+# Where not one of the best lexical hits holds a content word of the question (names aside:
+# `lexical_strength` at most this, and `holds_nothing` by stem), the lexical list is no
+# ranking at all — a flat band of turns that carry a speaker's name — and what finds the
+# evidence is the dense ranking, far
+# down it (a paraphrased fact stood 77th-347th on the second corpus). There the fused
+# ranking is as long as the caller's `empty_limit` (a pool sized for the room, not for the
+# lexical hits' one line each: context/assemble.py, EMPTY_LEXICAL_POOL), so the dense
+# list reaches that deep and its scale (weakest to best) spans it, and the name-only hits
+# weigh NAME_ONLY_SHARE — at any room, since such a question is fused with the dense
+# ranking at any room (WEAK_LEXICAL). Widening every weak query's pool cost the dev split;
+# so did this rule in small rooms while "holds" meant a stem at the start of a word (hits
+# holding "injury", indexed as injuri, counted as name-only: `stems_held`), and it no
+# longer does (docs/evaluation.md, issue 23, fifth and sixth rounds).
+EMPTY_LEXICAL = 0.0
+
 
 def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = MAX_TERMS,
                   dense_weight: float | None = None, speakers: bool = True,
