@@ -24,8 +24,9 @@ from agentstate.memory.recall import RecallResult
 from agentstate.memory.recall import recall as recall_memories
 from agentstate.memory.versions import WriteResult
 from agentstate.memory.write import remember as remember_memory
-from agentstate.runs.log import Event, Run, append_event
+from agentstate.runs.log import append_event
 from agentstate.runs.log import start_run as start_a_run
+from agentstate.runs.records import Event, Run
 from agentstate.runs.worktree import snapshot
 from agentstate.skills.catalog import CatalogEntry, list_catalog
 from agentstate.skills.load import LoadedSkill

@@ -287,11 +287,11 @@ def _dense_cost(path: Path) -> tuple[float, float, float, float] | None:
     search, p50 in process, on a store whose events are all embedded; None without
     the `dense` extra. Embedding the store comes first and is not timed (it is done once,
     lazily, in batches)."""
-    from agentstate.memory import dense
+    from agentstate.memory import dense, dense_model
     from agentstate.memory.search import ranked_events
     from agentstate.store.db import open_store
 
-    embedder = dense.load_embedder()
+    embedder = dense_model.load_embedder()
     if embedder is None:
         print("  dense signal: not measured (the dense extra is not installed)")
         return None

@@ -90,16 +90,16 @@ def _embed_all(paths: list[Path]) -> str | None:
     """Every event and memory version of each store embedded with the installed model
     (what a store with the `dense` extra holds after its first searches); the model's name,
     or None without the extra."""
-    from agentstate.memory import dense
+    from agentstate.memory import dense, dense_model, dense_vectors
     from agentstate.store.db import open_store
 
-    embedder = dense.load_embedder()
+    embedder = dense_model.load_embedder()
     if embedder is None:
         return None
     for path in paths:
         store = open_store(start=path)
         try:
-            for kind in (dense.EVENTS, dense.MEMORIES):
+            for kind in (dense_vectors.EVENTS, dense_vectors.MEMORIES):
                 while dense.ensure_vectors(store, embedder, limit=20_000, kind=kind):
                     pass
         finally:

@@ -17,7 +17,7 @@ from agentstate.cli.boundary import command_name, store_override
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from agentstate.runs.log import Run
+    from agentstate.runs.records import Run
     from agentstate.store.db import Store
     from agentstate.store.principals import Principal
 

@@ -57,7 +57,7 @@ def import_jsonl(
     exit 3 for a secret) and nothing is imported.
     """
     from agentstate.errors import InvalidInput, UsageError
-    from agentstate.runs.importer import import_jsonl_file, jsonl_file
+    from agentstate.runs.jsonl_import import import_jsonl_file, jsonl_file
     from agentstate.store.principals import resolve_principal
 
     if run and goal:

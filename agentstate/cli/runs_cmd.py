@@ -22,7 +22,7 @@ from agentstate.output import shorten
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from agentstate.runs.log import Event, Run
+    from agentstate.runs.records import Event, Run
     from agentstate.store.db import Store
 
 run_app = typer.Typer(help="Start, list, show and end runs.", no_args_is_help=True)
@@ -114,7 +114,8 @@ def run_list(
     as_json: JsonOption = False,
 ) -> None:
     """List runs, newest first, with their status and event counts."""
-    from agentstate.runs.log import event_counts_by_run, list_runs, marked_current_run_id
+    from agentstate.runs.log import list_runs
+    from agentstate.runs.run_listing import event_counts_by_run, marked_current_run_id
 
     with cli_store() as store:
         if limit is not None and limit < 1:
@@ -173,7 +174,7 @@ def run_show(
     """Show a run: its goal, work-tree version, event counts by kind, open questions,
     pending verifications and last checkpoint."""
     from agentstate.runs.checkpoint import last_checkpoint, recorded_version, working_state
-    from agentstate.runs.log import event_counts_by_kind
+    from agentstate.runs.run_listing import event_counts_by_kind
 
     with cli_store() as store:
         run = _read_run(store, ref)

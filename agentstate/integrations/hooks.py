@@ -34,7 +34,7 @@ from agentstate.integrations.hook_payload import (
     shown,
 )
 from agentstate.integrations.hook_tool import tool_record
-from agentstate.runs.log import Run
+from agentstate.runs.records import Run
 from agentstate.store.db import Store
 from agentstate.store.principals import Principal
 

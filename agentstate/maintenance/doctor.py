@@ -248,7 +248,8 @@ def check_dense_signal(root: Path) -> Check:
     lexical + dense, with how many events have a vector of the model and how many have one
     of another model (to be embedded again by the next search). Never a failure: the
     lexical path is the working default."""
-    from agentstate.memory.dense import signal, vector_models
+    from agentstate.memory.dense import vector_models
+    from agentstate.memory.dense_model import signal
 
     active = signal()
     counts: dict[str, int] = {}

@@ -1,20 +1,10 @@
 """The dense signal: sentence vectors of event texts, computed offline, fused with the
 lexical ranking by rank.
 
-The model is a static embedding (WordLlama's `l2_supercat_256`: one 256-dimension vector
-per token of a 32,000-token vocabulary, averaged over a text's tokens) read from the files
-the `wordllama` package installs — weights and tokenizer ship inside its wheel, so nothing
-is ever downloaded. It is optional (the `dense` extra): without it `available()` says why
-and every caller keeps the lexical path. Why this model (measured in docs/evaluation.md
-and pyproject.toml): on the LoCoMo dev split it ranks an evidence turn in the top 10 for
-41% of questions (a 64-dimension static model: 25%; a 4-bit e5-small: better, but ~58 ms
-of CPU per text against 0.3 ms here).
-
-The files are read with `tokenizers` and `safetensors` (the package's own dependencies)
-rather than through `wordllama.WordLlama.load`: the package's loader imports pydantic and
-its training code (~1.2 s on these machines) and looks for the tokenizer where the wheel
-does not put it (it then tries to download it). What it computes is the same: the mean of
-the token vectors, normalised (a test compares the two).
+The model (a static embedding read from the `wordllama` package's files, no download) is
+found and loaded in dense_model.py; the statements each kind of text keeps its vectors
+with are in dense_vectors.py; the matrix a process keeps between searches is
+dense_matrix.py's `_Index`.
 
 Vectors live in `event_vectors` (memory/memory_tables.py, m020, made compact by m060), one per
 event keyed by its search-map row, stored as 8-bit integers with a scale (dense_codec.py),
@@ -36,224 +26,27 @@ and brought up to date by what is new (`_Index`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from agentstate.memory.dense_matrix import _Index
+from agentstate.memory.dense_model import (
+    Embedder,
+    current_model,
+    load_embedder,
+    load_static_model,
+)
+from agentstate.memory.dense_vectors import EVENTS, MEMORIES, _Vectors
 
 if TYPE_CHECKING:
     from agentstate.memory.dense_static import StaticModel
     from agentstate.store.db import Store
 
-PACKAGE = "wordllama"
-CONFIG = "l2_supercat"
-DIM = 256
 # Events embedded per search at most: the first query on a large store pays for this many
 # (about 0.3 ms each), the next ones for the rest; fewer than all is still a ranking.
 EMBED_BATCH = 5_000
 # Reciprocal rank fusion's constant (the usual 60: a rank's share falls slowly, so an item
 # near the top of either list stays near the top of the fused one).
 RRF_K = 60
-
-
-@dataclass(frozen=True)
-class Signal:
-    """Which retrieval signal is active, and why (doctor prints `detail`)."""
-
-    dense: bool
-    model: str          # name@version, "" without the package
-    detail: str
-
-
-class Embedder:
-    """The installed static model: text → L2-normalised float32 vectors."""
-
-    def __init__(self, tokenizer: Any, table: Any, model: str) -> None:
-        self.tokenizer = tokenizer
-        self.table = table  # (vocabulary, DIM) float16
-        self.model = model
-
-    def encode(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
-        if not texts:
-            return out
-        encoded = self.tokenizer.encode_batch(texts, add_special_tokens=False)
-        top = self.table.shape[0] - 1
-        for i, enc in enumerate(encoded):
-            ids = np.clip(np.asarray(enc.ids, dtype=np.int64), 0, top)
-            if ids.size:
-                out[i] = self.table[ids].astype(np.float32).mean(axis=0)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 0)
-        return out
-
-
-def _package_files() -> tuple[Any, Any, str] | str:
-    """(weights path, tokenizer path, version), or why the model cannot be used."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        return (f"lexical search only: the dense signal needs the `{PACKAGE}` package "
-                "(pip install 'agentstate-cli[dense]')")
-    root = Path(next(iter(spec.submodule_search_locations)))
-    weights = root / "weights" / f"{CONFIG}_{DIM}.safetensors"
-    tokenizer = root / "tokenizers" / f"{CONFIG}_tokenizer_config.json"
-    missing = [p.name for p in (weights, tokenizer) if not p.is_file()]
-    if missing:
-        return f"lexical search only: {PACKAGE} is installed without {', '.join(missing)}"
-    return weights, tokenizer, _version(root)
-
-
-def _version(root: Any) -> str:
-    """The installed package's version, from its dist-info folder's name beside it (what
-    importlib.metadata would find, without its ~50-100 ms import on every command); the
-    metadata's own answer where the folder is not there (an editable or unusual install)."""
-    found = sorted(root.parent.glob(f"{PACKAGE}-*.dist-info"))
-    if len(found) == 1:
-        return found[0].name[len(PACKAGE) + 1:-len(".dist-info")]
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(PACKAGE)
-    except PackageNotFoundError:
-        return "unknown"
-
-
-@lru_cache(maxsize=2)
-def _files(package: str) -> tuple[Any, Any, str] | str:
-    """`_package_files`, once per process (keyed by the package name, which tests change)."""
-    return _package_files()
-
-
-def _model_name(number: str) -> str:
-    return f"{PACKAGE}-{CONFIG}-{DIM}@{number}"
-
-
-def current_model() -> str | None:
-    """The installed model's name@version, without loading it; None without the package."""
-    found = _files(PACKAGE)
-    return None if isinstance(found, str) else _model_name(found[2])
-
-
-def load_static_model() -> StaticModel | None:
-    """The numpy-free reader of the installed model (memory/dense_static.py), for the few
-    texts a command embeds; None without the package or where it cannot be made."""
-    found = _files(PACKAGE)
-    if isinstance(found, str):
-        return None
-    from agentstate.memory.dense_static import load_static
-
-    weights, tokenizer, number = found
-    return load_static(weights, tokenizer, number, _model_name(number), "embedding.weight",
-                       DIM)
-
-
-@lru_cache(maxsize=1)
-def load_embedder() -> Embedder | None:
-    """The model, loaded once per process; None when it is not installed or unreadable."""
-    found = _package_files()
-    if isinstance(found, str):
-        return None
-    weights, tokenizer_path, number = found
-    try:
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        table = load_file(str(weights))["embedding.weight"]
-    except Exception:  # a broken install: the lexical path, and doctor says why
-        return None
-    return Embedder(tokenizer, table, _model_name(number))
-
-
-def signal() -> Signal:
-    """Which signal searches use here (doctor's line)."""
-    found = _package_files()
-    if isinstance(found, str):
-        return Signal(False, "", found)
-    embedder = load_embedder()
-    if embedder is None:
-        return Signal(False, "", f"lexical search only: {PACKAGE}'s model files do not load")
-    return Signal(True, embedder.model,
-                  f"lexical + dense ({embedder.model}, fused by rank)")
-
-
-# ---------------------------------------------------------------- vectors
-
-
-@dataclass(frozen=True)
-class _Vectors:
-    """Where one kind of text keeps its vectors: the statements that count, find, store and
-    read them (written out whole, so the tables each one names are plain to read)."""
-
-    table: str       # the vector table (the matrix cache's key)
-    key: str         # its key column (an integer: see m060)
-    counts: str      # (vectors of the model, texts)
-    missing: str     # (key, text) of texts without a vector of the model, newest first
-    drop: str        # (key): the key's vector, whatever its model (see _store_vectors)
-    insert: str      # (key, model's id, vec): the key is the rowid (m040, m062)
-    newer: str       # (rowid, id, vec) of the model's vectors above a rowid, in order (the
-                     # id a ranking names: an event's id, a memory version's row)
-    text_top: str    # the largest rowid of the texts
-    new_texts: str   # (key, text) of texts above a rowid without a vector of the model
-    recent: str      # (key, text) among the newest N texts, without a vector of the model
-
-
-# The model's row in `vector_models` (m060): each vector names its model by that integer.
-_MODEL = "(SELECT id FROM vector_models WHERE name = ?)"
-
-# Events by their row (`events.row`, m063; the map's row before it, which it kept), which
-# VACUUM and gc's rewrite keep: an integer key, where the event's TEXT id cost ~75 bytes a
-# vector with its index; since m062 it is the vector's rowid, with no index beside the table.
-# A ranking is of the events' ids (`newer` reads them), as the word index's results are.
-EVENTS = _Vectors(
-    "event_vectors",
-    "row",
-    f"SELECT (SELECT count(*) FROM event_vectors WHERE model = {_MODEL}), "
-    "(SELECT count(*) FROM events)",
-    "SELECT e.row, e.text FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_vectors v "
-    f"WHERE v.row = e.row AND v.model = {_MODEL}) ORDER BY e.row DESC LIMIT ?",
-    # A vector is replaced by a delete and an insert: the delete moves the count of changes
-    # (m052), which is how a process's cached matrix learns of it (its rowid is the event's
-    # row since m062, not above every other), and clears the kept rankings (m050's trigger,
-    # which REPLACE's own delete would not fire).
-    "DELETE FROM event_vectors WHERE row = ?",
-    "INSERT INTO event_vectors (row, model, vec) VALUES (?, ?, ?)",
-    "SELECT v.rowid, e.id, v.vec FROM event_vectors v JOIN events e "
-    f"ON e.row = v.row WHERE v.rowid > ? AND v.model = {_MODEL} ORDER BY v.rowid",
-    "SELECT max(row) FROM events",
-    "SELECT e.row, e.text FROM events e WHERE e.row > ? AND NOT EXISTS (SELECT 1 FROM "
-    f"event_vectors v WHERE v.row = e.row AND v.model = {_MODEL}) ORDER BY e.row LIMIT ?",
-    "SELECT e.row, e.text FROM events e WHERE e.row > (SELECT max(row) FROM events) - ? "
-    f"AND NOT EXISTS (SELECT 1 FROM event_vectors v WHERE v.row = e.row AND v.model = "
-    f"{_MODEL})",
-)
-
-# Memory versions, by their row (m040): recall reads the same fusion as the event search.
-# Their rowid is the version's row, so a vector replaced in place keeps it: the delete that
-# replaces it moves the count of changes (m052), which is how a process's matrix learns of
-# it; a version's text never changes but by a purge, whose trigger deletes the vector.
-MEMORIES = _Vectors(
-    "memory_vectors",
-    "row",
-    f"SELECT (SELECT count(*) FROM memory_vectors WHERE model = {_MODEL}), "
-    "(SELECT count(*) FROM memories)",
-    "SELECT m.row, m.text FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v "
-    f"WHERE v.row = m.row AND v.model = {_MODEL}) ORDER BY m.row DESC LIMIT ?",
-    "DELETE FROM memory_vectors WHERE row = ?",
-    "INSERT INTO memory_vectors (row, model, vec) VALUES (?, ?, ?)",
-    f"SELECT rowid, row, vec FROM memory_vectors WHERE rowid > ? AND model = {_MODEL} "
-    "ORDER BY rowid",
-    "SELECT max(row) FROM memories",
-    "SELECT m.row, m.text FROM memories m WHERE m.row > ? AND NOT EXISTS (SELECT 1 FROM "
-    f"memory_vectors v WHERE v.row = m.row AND v.model = {_MODEL}) ORDER BY m.row LIMIT ?",
-    "SELECT m.row, m.text FROM memories m WHERE m.row > (SELECT max(row) FROM memories) - ? "
-    f"AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.row = m.row AND v.model = "
-    f"{_MODEL})",
-)
 
 
 def ensure_vectors(store: Store, embedder: Embedder, limit: int = EMBED_BATCH,
@@ -509,112 +302,6 @@ def _cjk(query: str) -> bool:
     from agentstate.memory.terms import split_query
 
     return not query.isascii() and bool(split_query(query)[1])
-
-
-# Vectors scaled into the matrix per block when it is read (`_Index.add`): 2,048 rows of
-# DIM bytes and floats stay in a core's cache while they are transposed.
-SCATTER_ROWS = 2048
-
-# Rows beyond the `limit` asked for that are ordered with it, so that equal scores at the
-# edge of the list are ordered by key (as a re-read from the table ordered them) rather
-# than by where the partial sort happened to leave them.
-TIE_MARGIN = 16
-
-
-class _Index:
-    """The stored vectors of one store, model and kind, kept in the process between
-    searches (bench/bench_context.py: reading and converting 100,000 vectors took ~50 ms,
-    and counting the vectors and texts to learn whether any were missing ~20 ms, on every
-    query; a search now reads only what is new).
-
-    What keeps it right without reading the table again:
-    - a vector's rowid is its text's row (m040, m062): once every text had a vector, a new
-      vector, this process's or another's, is a new text's, above `top`: read by rowid on
-      every search (until then the table is read whole on each search, `_embed_missing`);
-    - texts added after the index was complete (`mark`, their largest rowid then) are
-      embedded on the next search, found by rowid (no count);
-    - a vector deleted or changed in place (a purge's or a deleted event's trigger, another
-      model's run) moves the table's count of changes (m052, read with the largest rowid):
-      a search that finds it moved reads the index afresh, so nothing deleted is ever
-      ranked from memory. While it has not moved, the matrix holds exactly what is stored
-      and an answer is scored from it (the best rows were read back from the table on every
-      search before: 3-20 ms at 100,000 vectors on a loaded machine, about as much as the
-      product itself).
-    The matrix is (DIM, capacity), its columns the vectors: a query is one BLAS product over
-    contiguous rows of DIM values, and new columns fill the spare capacity."""
-
-    def __init__(self, kind: _Vectors, model: str, file_id: tuple[int, int],
-                 changes: int) -> None:
-        import numpy as np
-
-        self.kind, self.model, self.file_id = kind, model, file_id
-        self.changes = changes                 # the table's count of changes it holds
-        self.keys: list[Any] = []              # column → key
-        self.column: dict[Any, int] = {}       # key → column
-        self.matrix = np.zeros((DIM, 1024), np.float32)
-        self.top = 0                           # the largest vector rowid read
-        self.mark: int | None = None           # texts up to here all had vectors
-
-    @property
-    def size(self) -> int:
-        return len(self.keys)
-
-    def add(self, rows: list[tuple[int, Any, bytes]]) -> None:
-        """Put vectors (rowid, key, blob) into their columns (a known key's is replaced)."""
-        import numpy as np
-
-        from agentstate.memory import dense_codec
-
-        if not rows:
-            return
-        need = self.size + len(rows)
-        if need > self.matrix.shape[1]:
-            grown = np.zeros((DIM, max(need, 2 * self.matrix.shape[1])), np.float32)
-            grown[:, :self.size] = self.matrix[:, :self.size]
-            self.matrix = grown
-        start = self.size
-        columns = []
-        for _, key, _ in rows:
-            col = self.column.get(key)
-            if col is None:
-                col = self.column[key] = len(self.keys)
-                self.keys.append(key)
-            columns.append(col)
-        ints, scales = dense_codec.split_rows([r[2] for r in rows], DIM)
-        if self.size - start == len(rows):
-            # Every key new (a matrix read whole, new texts): the bytes are scaled straight
-            # into their columns, with no n x DIM float copy between (a process's first
-            # search converts the whole table), in blocks of rows whose transposition stays
-            # in the CPU's cache (100,000 vectors: 48 ms, against 122 ms in one go and
-            # 309 ms for the float16 rows this replaced).
-            for a in range(0, len(rows), SCATTER_ROWS):
-                b = min(len(rows), a + SCATTER_ROWS)
-                np.multiply(ints[a:b].T, scales[a:b].T,
-                            out=self.matrix[:, start + a:start + b])
-        else:  # keys are unique in a vector table
-            self.matrix[:, columns] = (ints * scales).T
-        self.top = max(self.top, max(r[0] for r in rows))
-
-    def nearest(self, q: Any, limit: int) -> list[tuple[Any, float]]:
-        """The `limit` best keys for the query vector `q`, best first (equal scores by key):
-        one product over every vector. (Scoring a prefix of the dimensions first and the
-        whole vector of a pool after was tried: at 100,000 vectors the gather of the pool's
-        columns cost more than the half of the matrix it saved reading.)"""
-        import numpy as np
-
-        n = self.size
-        if n == 0 or limit < 1:
-            return []
-        k = min(limit + TIE_MARGIN, n)
-        pool = np.arange(n) if k >= n else np.argpartition(-(q @ self.matrix[:, :n]), k - 1)[:k]
-        keys = self.keys
-        best = sorted(pool.tolist(), key=keys.__getitem__)
-        # The pool scored again as rows in key order, the arithmetic the stored rows were
-        # scored with when they were read back: the same sums, so the same order of
-        # near-equal scores (the whole product sums in another order, ~1e-8 apart).
-        scores = np.ascontiguousarray(self.matrix[:, best].T) @ q
-        order = np.argsort(-scores, kind="stable")[:limit]
-        return [(keys[best[i]], float(scores[i])) for i in order]
 
 
 # One store's indexes (its events' and its memories'), kept while searches go to that

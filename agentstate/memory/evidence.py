@@ -27,7 +27,7 @@ from agentstate.memory.terms import STOP_WORDS, fold, split_query, stem, stem_pa
 from agentstate.store.sources import is_relayed_prompt
 
 if TYPE_CHECKING:
-    from agentstate.runs.log import Event
+    from agentstate.runs.records import Event
     from agentstate.store.db import Store
 
 # Sources whose events are words the writer (or an agent imitating the user) could have

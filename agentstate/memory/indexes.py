@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from agentstate.memory.memory_tables import CJK_GLOB
+from agentstate.memory.event_index_tables import CJK_GLOB
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store

@@ -234,12 +234,8 @@ def memory_changes(conn: Any) -> int | None:
 
 
 def _search(store: Store, query: str, dense: bool) -> Searched:
-    from agentstate.memory.search import (
-        MEMORIES,
-        fused_memory_rows,
-        plan_query,
-        search_memory_rows,
-    )
+    from agentstate.memory.query_plan import MEMORIES, plan_query
+    from agentstate.memory.search import fused_memory_rows, search_memory_rows
 
     plan = plan_query(store, query, MEMORIES)
     matches = search_memory_rows(store, query, cap=CANDIDATES, plan=plan)

@@ -1,30 +1,11 @@
 """Full-text search over memories and events (SQLite FTS5), shared by recall and context.
 
-Two indexes per corpus (see `agentstate.memory.memory_tables`):
-- a word index (`unicode61`, diacritics removed) for languages that separate words;
-- a trigram index for runs of CJK text (Chinese, Japanese kana, Korean), which have no spaces,
-  so the word tokenizer would see a whole sentence as one token.
-
-Query planning (`plan_query`):
-- the query is split into word terms and CJK segments; a query with neither (only
-  punctuation, or empty) raises InvalidInput;
-- English stop words are dropped (unless the query has nothing else);
-- very common terms (low IDF: in more than COMMON_FRACTION of the indexed texts, from the
-  `fts5vocab` table) are dropped when rarer terms remain, because they add almost nothing to
-  BM25 but make FTS5 score every row that contains them. When *every* term is common, they
-  are all required (AND) instead of alternatives (OR), which keeps the candidate set small;
-- a CJK segment of three or more characters becomes its overlapping trigrams (OR'd), so a
-  query matches texts sharing substrings with it; shorter segments (one or two characters,
-  which a trigram index cannot look up) fall back to a bounded substring scan;
-- a CJK segment of three or more characters is also searched by its overlapping bigrams
-  (`cjk_pieces`, looked up like the short segments): a natural question runs its words
-  together (迁移失败 "migration failed", 谁负责迁移 "who is in charge of the migration"), and
-  a text that holds 迁移 and 失败 apart shares no trigram with it. Most Chinese and Japanese
-  words are two characters long, so the pieces include every such word of the question
-  (and a few junk pairs across word boundaries, which rarely match anything); coverage
-  (the share of the segment's bigrams a text holds) ranks the text holding more of them
-  first. This costs no dictionary: a segmenter such as jieba needs ~1 s and tens of MB to
-  load its dictionary on every CLI start, and knows no Japanese.
+Query planning (which terms are searched, in which index, and how they combine) is in
+memory/query_plan.py; what a process keeps of an index between calls in
+memory/kept_index.py; how much of the query a hit holds (its score's weight) in
+memory/coverage.py. The hybrid ranking of a context pack (`ranked_events`) fuses the
+lexical hits with the dense ones (memory/dense.py), weighed by what they hold of the
+question (memory/hit_strength.py) and by the speakers it names (memory/speakers.py).
 
 Scores are BM25 (FTS5's `bm25()`, sign flipped so larger is better), normalised per index to
 0..1 against the best hit, and summed across the two indexes. Callers apply their own cuts.
@@ -33,256 +14,46 @@ Public API (stable; the context engine calls it):
 - `search_events(store, query, *, limit=50, run_id=None, exclude_run_id=None, kinds=None)`
   → list[EventHit]
 - `search_memory_rows(store, query, *, cap=200)` → list[(memory row, relevance)]
-- `plan_query(store, query, corpus)` → QueryPlan (for explanations)
+- `ranked_events(store, query, *, limit=50, …)` → list[EventHit] (the context pack's search)
+- `plan_query(store, query, corpus)` → QueryPlan (for explanations), in memory/query_plan.py
 Query words (folding, splitting, stemming) are in memory/terms.py; index upkeep (optimize,
 check, rebuild) in memory/indexes.py.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 
 from agentstate.errors import InvalidInput
-from agentstate.memory.terms import (
-    _WORD,
-    STOP_WORDS,
-    fold,
-    holds_a_stem,
-    split_query,
-    stem,
-    stem_pattern,
+from agentstate.memory.coverage import _with_coverage
+from agentstate.memory.event_hit import EventHit
+from agentstate.memory.hit_strength import _content_weighted, holds_nothing, lexical_strength
+from agentstate.memory.kept_index import _kept_for
+from agentstate.memory.query_plan import (
+    EVENTS,
+    MAX_TERMS,
+    MEMORIES,
+    Corpus,
+    QueryPlan,
+    _quote,
+    coverage_terms,
+    plan_query,
+    widened,
 )
+from agentstate.memory.speakers import prefer_speakers
 from agentstate.runs.event_sql import RUN_ROW, run_id_of
 
-# In more than this fraction of indexed texts a term is "common": its BM25 IDF is about
-# zero (FTS5 clamps it), so it adds nothing to a score but makes every row a match.
-COMMON_FRACTION = 0.5
-# Below this many indexed texts, IDF is too noisy to prune anything.
-MIN_DOCS_FOR_PRUNING = 50
 # What only a widened query (common terms too) finds scores at most this share of the
 # weakest hit of the rarer terms.
 WIDENED_WEIGHT = 0.5
 # Substring scans (1-2 character CJK queries) look at no more than this many newest rows.
 SCAN_LIMIT = 2_000
-# Most word terms (rarest first) and CJK segments one query searches for.
-MAX_TERMS = 24
-# BM25 ranks every text holding any searched term, so a term's cost is its document count.
-# Terms are searched rarest first while their counts add up to at most this many texts; the
-# rest ("costly": frequent in a large store, so worth little to BM25) only weigh in through
-# coverage, and are searched when the rarer terms find too few hits. On a store of a few
-# thousand texts nothing is set aside; on a large one the search stays bounded by the index.
-SCORED_ROWS = 4_000
 # A 1-2 character CJK query looks up at most this many trigrams that start with it.
 PREFIX_TRIGRAMS = 100
-# Bigram pieces of longer CJK segments searched per query, and the trigrams looked up per
-# piece (fewer than for a short query: the pieces of one question share the work, and the
-# substring scan of the newest texts catches what the bound leaves out).
-MAX_CJK_PIECES = 16
+# The trigrams looked up per bigram piece of a longer CJK segment (fewer than for a short
+# query: the pieces of one question share the work, and the substring scan of the newest
+# texts catches what the bound leaves out).
 PIECE_TRIGRAMS = 40
-
-@dataclass(frozen=True)
-class Corpus:
-    words: str  # FTS5 word index
-    trigrams: str  # FTS5 trigram index
-    vocab: str  # fts5vocab(row) over the word index
-    tri_vocab: str  # fts5vocab(row) over the trigram index
-    count_sql: str  # how many texts are indexed
-
-
-MEMORIES = Corpus("memories_fts", "memories_tri", "memories_vocab", "memories_tri_vocab",
-                  "SELECT max(row) FROM memories")
-EVENTS = Corpus("events_fts", "events_tri", "events_vocab", "events_tri_vocab",
-                "SELECT max(row) FROM events")
-
-
-@dataclass
-class QueryPlan:
-    """How a query will be run: which terms were kept, pruned, and how they combine."""
-
-    query: str
-    words: list[str] = field(default_factory=list)  # terms used in the word index
-    operator: str = "OR"  # how the word terms combine
-    # Every word term is common: rank the newest matches instead of scoring them all.
-    newest_first: bool = False
-    cjk: list[str] = field(default_factory=list)  # CJK segments of 3+ characters
-    short_cjk: list[str] = field(default_factory=list)  # 1-2 characters: substring scan
-    # Overlapping bigrams of the 3+ character segments (the words a question runs together).
-    cjk_pieces: list[str] = field(default_factory=list)
-    stop_words: list[str] = field(default_factory=list)
-    common: list[str] = field(default_factory=list)  # pruned as low-IDF
-    # Beyond SCORED_ROWS: not ranked by BM25, counted in coverage, searched when widening.
-    costly: list[str] = field(default_factory=list)
-    costly_rows: int = 0  # texts holding a costly or common term (widening's cost bound)
-    dropped: list[str] = field(default_factory=list)  # beyond MAX_TERMS
-    indexed: int = 0
-    stems: dict[str, str] = field(default_factory=dict)  # word → its index term
-
-    @property
-    def empty(self) -> bool:
-        return not (self.words or self.cjk or self.short_cjk)
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-# Document frequencies are counted up to this many texts. FTS5's vocabulary table counts a
-# term's texts by reading its whole posting list (a cost that grows with the store); a
-# bounded MATCH stops early, and a term in more texts than this is costly whatever its
-# exact count (see SCORED_ROWS).
-DF_CAP = SCORED_ROWS + 1
-
-
-def _document_frequencies(conn: Any, corpus: Corpus, words: dict[str, str]
-                          ) -> dict[str, int]:
-    """Per index term (`words` maps each to a query word that stems to it): how many
-    indexed texts hold it, exact below DF_CAP and DF_CAP from there on. Kept per process
-    while the word index is unchanged (`_kept_for`): a long-lived process (the MCP server)
-    plans the same task query on every `context` call, ~40 bounded counts each."""
-    kept = _kept_for(conn, corpus.words)
-    missing = {term: word for term, word in words.items() if ("df", term) not in kept}
-    sql = (f"SELECT count(*) FROM (SELECT 1 FROM {corpus.words} "
-           f"WHERE {corpus.words} MATCH ? LIMIT ?)")
-    for term, word in missing.items():
-        kept["df", term] = conn.execute(sql, (_quote(word), DF_CAP)).fetchone()[0]
-    return {term: kept["df", term] for term in words}
-
-
-# (database file, FTS5 index) → (the index's state when kept, what was read of it: the
-# document frequencies of terms, the best rows of MATCH expressions).
-_KEPT: dict[tuple[str, str], tuple[tuple[Any, ...], dict[Any, Any]]] = {}
-KEPT_ENTRIES = 4_096
-# FTS5 keeps its index's structure (the list of its segments, and a count of the segments
-# ever written) in one record of its `_data` table. Segments are never changed in place:
-# every committed insert, delete or merge writes a new one and rewrites this record, so an
-# equal record means an equal index (tests/memory/test_kept_index.py).
-_STRUCTURE_ID = 10
-
-
-def _kept_for(conn: Any, table: str) -> dict[Any, Any]:
-    """What this process keeps of the FTS5 index `table` of this connection's database,
-    emptied when the index changed since (`_index_state`); a fresh dict, kept nowhere, for
-    a database without a file or inside a transaction (FTS5 shows the transaction's own
-    writes to its queries before the structure record changes at commit, and a rollback
-    takes them back)."""
-    state = None if conn.in_transaction else _index_state(conn, table)
-    if state is None:
-        return {}
-    where, now = state
-    seen = _KEPT.get(where)
-    if seen is None or seen[0] != now or len(seen[1]) > KEPT_ENTRIES:
-        for other in [w for w in _KEPT if w[0] != where[0]]:
-            del _KEPT[other]  # another database file: an eval goes through many stores
-        seen = _KEPT[where] = (now, {})
-    return seen[1]
-
-
-def _index_state(conn: Any, table: str) -> tuple[tuple[str, str], tuple[Any, ...]] | None:
-    """((database path, index), what identifies the index's contents now: the file's
-    identity — a restore puts another file at the path — and FTS5's structure record),
-    read before the index itself, so a commit landing between the two makes the next call
-    read again; None for a database without a file."""
-    import os
-
-    path = conn.execute("PRAGMA database_list").fetchone()[2]
-    if not path:
-        return None
-    info = os.stat(path)
-    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?",
-                       (_STRUCTURE_ID,)).fetchone()
-    return (path, table), (info.st_dev, info.st_ino, row[0] if row else None)
-
-
-def plan_query(store: Any, query: str, corpus: Corpus = MEMORIES,
-               max_terms: int = MAX_TERMS) -> QueryPlan:
-    """Split and plan a query. Raises InvalidInput when nothing is searchable.
-
-    Every content word is searched for and BM25's own IDF weighs it: a word that many texts
-    share (a speaker's name, say) counts for little but still separates a text that has it
-    from one that has not. Only stop words are left out, and words in more than
-    COMMON_FRACTION of the texts, whose IDF FTS5 clamps to almost nothing anyway."""
-    text = (query or "").strip()
-    if not text:
-        raise InvalidInput("the query is empty")
-    words, cjk = split_query(text)
-    if not words and not cjk:
-        raise InvalidInput(f"the query {query!r} has no words to search for")
-    plan = QueryPlan(query=text)
-    plan.cjk = [seg for seg in cjk if len(seg) >= 3]
-    plan.short_cjk = [seg for seg in cjk if len(seg) < 3]
-    content = [w for w in words if w not in STOP_WORDS]
-    plan.stop_words = [w for w in words if w in STOP_WORDS]
-    if not content and not cjk:
-        content, plan.stop_words = words, []  # a query of only stop words still searches
-    # One term per stem: "research" and "researching" in one query count once.
-    by_stem: dict[str, str] = {}
-    for word in content:
-        by_stem.setdefault(stem(word), word)
-    content = list(by_stem.values())
-    plan.stems = {word: s for s, word in by_stem.items()}
-    conn = store.conn
-    plan.indexed = conn.execute(corpus.count_sql).fetchone()[0] or 0
-    if content and plan.indexed:
-        df = _document_frequencies(conn, corpus, by_stem)
-        frequency = {word: df[plan.stems[word]] for word in content}
-        content = [w for w in content if frequency[w] > 0] or content
-        content.sort(key=lambda w: frequency[w])  # rarest first: MAX_TERMS keeps the rarest
-        if plan.indexed >= MIN_DOCS_FOR_PRUNING:
-            limit = COMMON_FRACTION * plan.indexed
-            rare = [w for w in content if frequency[w] <= limit]
-            common = [w for w in content if frequency[w] > limit]
-            if rare and frequency[rare[0]] >= DF_CAP:
-                # A store so large that even the rarest term is in more than DF_CAP
-                # texts: as common, whatever share of the store that is.
-                rare, common = [], content
-            if rare:
-                plan.common = common
-                content = rare
-            else:
-                # Every term is in most texts: require them all, and take the newest
-                # matches rather than scoring a large share of the store.
-                plan.operator = "AND" if len(common) > 1 else "OR"
-                plan.newest_first = True
-        if not plan.newest_first:
-            total, kept = 0, 0
-            for word in content:
-                if kept and total + frequency[word] > SCORED_ROWS:
-                    break
-                total, kept = total + frequency[word], kept + 1
-            plan.costly = content[kept:]
-            content = content[:kept]
-            plan.costly_rows = sum(frequency[w] for w in plan.costly + plan.common)
-    # A long query (a goal plus open questions, or a whole memory checked for near
-    # duplicates) keeps its rarest terms: more would only slow the OR query down.
-    plan.dropped = content[max_terms:]
-    plan.words = content[:max_terms]
-    plan.cjk = plan.cjk[:max_terms]
-    pieces = dict.fromkeys(seg[i:i + 2] for seg in plan.cjk for i in range(len(seg) - 1))
-    plan.cjk_pieces = [p for p in pieces if p not in plan.short_cjk][:MAX_CJK_PIECES]
-    return plan
-
-
-def widened(plan: QueryPlan) -> QueryPlan:
-    """The plan with its pruned common and costly terms searched for too (OR): BM25-ranked
-    while they are in at most SCORED_ROWS texts, else their newest matches (read off the
-    end of the index, so a large store costs no more than a small one)."""
-    from dataclasses import replace
-
-    return replace(plan, words=plan.words + plan.costly + plan.common, common=[], costly=[],
-                   operator="OR", newest_first=plan.costly_rows > SCORED_ROWS)
-
-
-def coverage_terms(plan: QueryPlan) -> QueryPlan:
-    """The plan whose coverage counts the costly terms too (they were only left out of
-    the BM25 search to bound its cost, not for lack of meaning)."""
-    from dataclasses import replace
-
-    if not plan.costly:
-        return plan
-    return replace(plan, words=plan.words + plan.costly, costly=[])
 
 
 def _normalised(rows: list[tuple[int, float]]) -> dict[int, float]:
@@ -458,50 +229,6 @@ def _match_prefixes(conn: Any, corpus: Corpus, plan: QueryPlan, cap: int,
     return _run_match(conn, corpus.words, expression, cap, join, where, values)
 
 
-def coverage(plan: QueryPlan, text: str) -> float:
-    """Share of the query's (kept) terms a text contains: word terms by token, CJK segments
-    by the share of their bigrams present. BM25's IDF is nearly flat on small stores (FTS5
-    clamps it), so this keeps a one-word overlap from looking as good as a full match."""
-    return _coverage(*_coverage_key(plan), text)
-
-
-def _coverage_key(plan: QueryPlan) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """What `coverage` reads of a plan: its word terms, their index terms, its CJK segments."""
-    return (tuple(plan.words), tuple(plan.stems.get(w, w) for w in plan.words),
-            tuple(plan.cjk + plan.short_cjk))
-
-
-# Kept per process (a pure function of the terms and the text): a long-lived process (the
-# MCP server) scores the same hits for the same task query on every `context` call.
-@lru_cache(maxsize=8192)
-def _coverage(words: tuple[str, ...], stems: tuple[str, ...], segments: tuple[str, ...],
-              text: str) -> float:
-    parts: list[float] = []
-    if words:
-        folded = fold(text)
-        # ASCII text has no CJK run and folds word by word as a whole: one pass suffices.
-        have = set(_WORD.findall(folded)) if text.isascii() else set(split_query(text)[0])
-        # A whole word, or an inflection of it (a word starting with its stem), counts
-        # fully; a fragment of a longer word (the fallback) half.
-        inflected = set(stem_pattern(stems).findall(folded))
-        parts.extend(1.0 if w in have or (len(st) >= 3 and st in inflected)
-                     else 0.5 if w in folded else 0.0
-                     for w, st in zip(words, stems, strict=True))
-    for seg in segments:
-        grams = [seg[i:i + 2] for i in range(max(1, len(seg) - 1))]
-        parts.append(sum(1 for g in grams if g in text) / len(grams))
-    return sum(parts) / len(parts) if parts else 1.0
-
-
-def _with_coverage(plan: QueryPlan, scores: dict[int, float], texts: dict[int, str]
-                   ) -> dict[int, float]:
-    terms = _coverage_key(plan)
-    adjusted = {row: value * max(0.1, _coverage(*terms, texts.get(row) or ""))
-                for row, value in scores.items()}
-    best = max(adjusted.values(), default=0.0)
-    return {row: value / best for row, value in adjusted.items()} if best > 0 else adjusted
-
-
 def _substring_scan(conn: Any, sql: str, values: list[Any], segments: list[str]
                     ) -> dict[int, float]:
     """1-2 character CJK segments (too short for the trigram index): the share of segments
@@ -524,17 +251,6 @@ def _newest_events_sql(conditions: list[str], folded: bool = False) -> str:
     return f"SELECT e.row, {text} FROM events e{where} ORDER BY e.row DESC LIMIT ?"
 
 
-@dataclass
-class EventHit:
-    """One event matching a search: its ref, run, kind, text, source, time and score 0..1."""
-
-    ref: str
-    run: str
-    kind: str
-    text: str
-    source: str
-    ts: str
-    score: float
 
 
 def search_events(
@@ -652,41 +368,7 @@ def _event_hits(conn: Any, plan: QueryPlan, combined: dict[int, float], limit: i
     ]
 
 
-
-
-# ---------------------------------------------------------------- hybrid ranking and fields
-
-# Who said or did something is a field of the event: a transcript line starts with its
-# speaker ("Kate: …"), one to three capitalised words before a colon.
-_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
-# A question that names some of the speakers seen among the hits prefers their turns: the
-# others' hits weigh this much (in a conversation about Kate, "Hello Kate." lines of the
-# other speaker match her name as well as her own turns do).
-OTHER_SPEAKER_WEIGHT = 0.5
-
-
-def speaker_of(text: str) -> str:
-    """The speaker field of an event text ("" when the text does not start with one)."""
-    match = _SPEAKER.match(text or "")
-    return match.group(1) if match else ""
-
-
-def prefer_speakers(query: str, hits: list[EventHit]) -> tuple[list[EventHit], list[str]]:
-    """The hits reordered so that, when the query names some (not all) of the speakers of
-    the hits, the other speakers' hits weigh OTHER_SPEAKER_WEIGHT of their score; returns
-    (hits, the speakers named). A name is matched as the field, word for word (folded),
-    not as text anywhere in the turn."""
-    words = set(split_query(query)[0])
-    speakers = {s for s in (speaker_of(h.text) for h in hits) if s}
-    named = sorted(s for s in speakers if all(w in words for w in split_query(s)[0]))
-    if not named or len(named) == len(speakers):
-        return hits, []
-    keep = set(named)
-    weighted = [(h.score if speaker_of(h.text) in keep or not speaker_of(h.text)
-                 else h.score * OTHER_SPEAKER_WEIGHT, n, h) for n, h in enumerate(hits)]
-    weighted.sort(key=lambda t: (-t[0], t[1]))
-    return [replace(h, score=round(s, 4)) for s, _, h in weighted], named
-
+# ---------------------------------------------------------------- hybrid ranking
 
 # Below this share of the question's content words (speakers' names left out) found in its
 # best lexical hits, the lexical ranking is weak, and the dense signal weighs
@@ -697,63 +379,6 @@ def prefer_speakers(query: str, hits: list[EventHit]) -> tuple[list[EventHit], l
 # word of the question at all is decided by stem (`holds_nothing`, `_content_weighted`).
 WEAK_LEXICAL = 0.5
 WEAK_LEXICAL_DENSE_WEIGHT = 0.5
-STRENGTH_HITS = 5
-
-
-def _content_stems(query: str, hits: list[EventHit]) -> tuple[str, ...]:
-    """The query's content words as stems, the speakers of the hits left out (every turn of
-    theirs, and every turn addressing them, carries the name)."""
-    words = [w for w in split_query(query)[0] if w not in STOP_WORDS]
-    # Each speaker split once (a pool of hundreds of turns has a handful of speakers).
-    names = {w for s in {speaker_of(h.text) for h in hits} for w in split_query(s)[0]}
-    return tuple(dict.fromkeys(stem(w) for w in words if w not in names))
-
-
-def _content_share(pattern: re.Pattern[str], stems: tuple[str, ...], text: str) -> float:
-    return len(set(pattern.findall(fold(text)))) / len(stems)
-
-
-def _holds_content(stems: tuple[str, ...], text: str) -> bool:
-    # By stem, not by prefix alone: a hit holding "injury" holds the question's "injury"
-    # (indexed as injuri), and counting it as holding nothing made it a name-only hit.
-    return holds_a_stem(stems, fold(text))
-
-
-def holds_nothing(query: str, hits: list[EventHit]) -> bool:
-    """Whether none of the best STRENGTH_HITS hits holds one of the query's content words
-    (by stem; the speakers' names left out), for a query that has some."""
-    stems = _content_stems(query, hits)
-    return bool(stems) and not any(_holds_content(stems, h.text)
-                                   for h in hits[:STRENGTH_HITS])
-
-
-def lexical_strength(query: str, hits: list[EventHit]) -> float:
-    """The largest share of the query's content words (stems; the speakers named in the
-    query left out, since every turn of theirs carries the name) that one of the best
-    STRENGTH_HITS hits holds; 0.0 without hits, 1.0 for a query of names alone."""
-    stems = _content_stems(query, hits)
-    if not stems:
-        return 1.0
-    if not hits:
-        return 0.0
-    pattern = stem_pattern(stems)
-    return max(_content_share(pattern, stems, h.text) for h in hits[:STRENGTH_HITS])
-
-
-# In the fusion, a lexical hit that holds none of the question's content words (only a
-# name: a speaker's, matched as text) weighs NAME_ONLY_SHARE of its score. A lexical score
-# is relative to the best hit: where every hit matches only a name ("Which role did Chidi
-# get hired for?" against every turn of Chidi's and every "Hey Chidi"), the best holds
-# nothing of the question and still scores 1.0, above any dense neighbour. (Weighing every
-# hit by the share it holds, from NAME_ONLY_SHARE to 1.0, cost the dev split 0.024 at
-# 8,000 tokens: a hit with one of three words is still the better bet there.) A hit
-# holding only a name is worth what the pack gives a turn two away from a hit
-# (sources.NEIGHBOUR_WEIGHT ** 2): related by who speaks, not by what is said. Only where
-# the room gives the dense ranking a weight of its own (context/assemble.py, dense_weight),
-# or where no best hit holds anything of the question (EMPTY_LEXICAL): in a small room the
-# dense hits are the weaker bet where the lexical ones hold some of it, and weighing those
-# down there cost the second corpus 0.021 at 1,000 tokens (docs/evaluation.md).
-NAME_ONLY_SHARE = 0.25
 # Where not one of the best lexical hits holds a content word of the question (names aside:
 # `lexical_strength` at most this, and `holds_nothing` by stem), the lexical list is no
 # ranking at all — a flat band of turns that carry a speaker's name — and what finds the
@@ -768,16 +393,6 @@ NAME_ONLY_SHARE = 0.25
 # holding "injury", indexed as injuri, counted as name-only: `stems_held`), and it no
 # longer does (docs/evaluation.md, issue 23, fifth and sixth rounds).
 EMPTY_LEXICAL = 0.0
-
-
-def _content_weighted(query: str, hits: list[EventHit]) -> list[EventHit]:
-    stems = _content_stems(query, hits)
-    if not stems or not hits:
-        return hits
-    return [h if _holds_content(stems, h.text) else
-            EventHit(h.ref, h.run, h.kind, h.text, h.source, h.ts,
-                     round(h.score * NAME_ONLY_SHARE, 4))
-            for h in hits]
 
 
 def ranked_events(store: Any, query: str, *, limit: int = 50, max_terms: int = MAX_TERMS,

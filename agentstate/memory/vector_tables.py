@@ -138,7 +138,7 @@ def m060_compact_vectors(db: sqlite_utils.Database) -> None:
     - `event_vectors` is keyed by the event's row in `event_search_map` (kept by VACUUM and by
       gc's rewrite), one index on (row, model) serving both the look-up of an event's vector
       and the count of a model's; its rowid stays the order vectors were written in, which
-      is how a process's matrix learns of new ones (memory/dense.py, `_Index`). A map row is
+      is how a process's matrix learns of new ones (memory/dense_matrix.py, `_Index`). A map row is
       deleted with its event, and the vector with it (a trigger on the map, which does not
       depend on the order the events' delete triggers fire in); a scrubbed text's vector
       goes as before.

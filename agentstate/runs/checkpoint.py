@@ -22,7 +22,8 @@ from typing import Any
 
 from agentstate.errors import InvalidInput
 from agentstate.runs.event_sql import RUN_ROW
-from agentstate.runs.log import Run, append_event, get_run, resolve_run
+from agentstate.runs.log import append_event, get_run, resolve_run
+from agentstate.runs.records import Run
 from agentstate.runs.status import RunStatus
 from agentstate.runs.worktree import WorkTree
 from agentstate.store.db import Store

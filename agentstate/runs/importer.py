@@ -1,14 +1,8 @@
-"""Bulk import of events: the generic JSONL format, and the reusable `import_events` path.
+"""Bulk import of events: the one import path (`import_events`), for JSONL files and
+agent transcripts alike.
 
-The generic format is one JSON object per line:
-
-    {"kind": "observation", "text": "tests fail on py3.12", "ts": "2026-01-15T09:00:00Z",
-     "source": "tool:pytest", "meta": {"exit_code": 1}, "id": "msg-17"}
-
-`kind` and `text` are required; `ts` (ISO 8601), `source` (user, model, tool:NAME,
-file:PATH@COMMIT; default `tool:import`), `meta` (an object), `id` (a stable identifier of
-the record in its source), `resolves` and `supersedes` (an `evt:` ref, or the `id` of an
-earlier record of the same import) are optional. Blank lines are ignored.
+The generic JSONL format and `import jsonl` are in runs/jsonl_import.py; the checks of one
+record in runs/import_record.py.
 
 Idempotence: each record gets an import key = hash of its normalised content (canonical
 JSON) and its identity (the `id` field if present, else its line number). Importing the
@@ -23,44 +17,23 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agentstate.errors import AgentStateError, InvalidInput, Refused
 from agentstate.runs.event_sql import RUN_ROW
-from agentstate.runs.log import (
-    USER_KINDS,
-    Run,
-    events_batch,
-    get_run,
-    insert_event,
-    start_run,
-    touch,
-)
+from agentstate.runs.import_record import _check_record, _links
+from agentstate.runs.log import events_batch, get_run, insert_event, start_run, touch
+from agentstate.runs.records import Run
 from agentstate.runs.status import RunStatus
-from agentstate.runs.worktree import WorkTree, snapshot
-from agentstate.safety import refuse_secrets, refuse_secrets_in_meta
-from agentstate.store.clock import format_ts, parse_ts
+from agentstate.runs.worktree import WorkTree
 from agentstate.store.db import Store
-from agentstate.store.limits import (
-    MAX_NAME_CHARS,
-    check_json,
-    check_length,
-    compact_meta,
-    parse_json,
-)
+from agentstate.store.limits import compact_meta
 from agentstate.store.principals import Principal
-from agentstate.store.refs import make_ref, parse_ref
-from agentstate.store.sources import validate_source
+from agentstate.store.refs import make_ref
 
-# `tool` is importable: transcripts record tool calls. Checkpoints and skill loads are
-# written by agentstate itself only.
-IMPORTABLE_KINDS = set(USER_KINDS) | {"tool"}
-DEFAULT_SOURCE = "tool:import"
-KNOWN_FIELDS = {"kind", "text", "ts", "source", "meta", "id", "resolves", "supersedes"}
 BATCH_SIZE = 500
 
 
@@ -111,119 +84,6 @@ def import_key(position: int | str, data: dict[str, Any]) -> str:
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     digest = hashlib.sha256(f"{position}\0{canonical}".encode()).hexdigest()
     return digest[:32]
-
-
-def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[ImportLine]:
-    """Records of a JSONL file; a line that is not a JSON object within the limits
-    (store/limits.py: UTF-8, depth, integer size, finite numbers, no lone surrogates) comes
-    back with `error`, so one bad line is rejected and the rest still import."""
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if on_bytes:
-                on_bytes(len(raw))
-            if not raw.strip():
-                continue
-            try:
-                data = parse_json(raw, "the line")
-            except InvalidInput as exc:
-                yield ImportLine(number, error=exc.message.removeprefix("the line is "))
-                continue
-            yield ImportLine(number, data)
-
-
-def jsonl_file(file: Path) -> Path:
-    """The file `import jsonl` reads (user-expanded): it must exist and be a regular file.
-    Checked before the store is opened, so a typo creates nothing."""
-    path = file.expanduser()
-    if not path.exists():
-        raise InvalidInput(f"no such file: {file}")
-    if not path.is_file():
-        raise InvalidInput(f"not a regular file: {file}")
-    return path
-
-
-def import_jsonl_file(store: Store, file: Path, *, run_ref: str | None = None,
-                      goal: str | None = None, strict: bool = False,
-                      claimed_by: Principal | None = None,
-                      on_bytes: Callable[[int], None] | None = None) -> ImportResult:
-    """`agentstate import jsonl`: the file's records through `import_events`, its absolute
-    path as the origin (so importing it again adds nothing). A new run records the work
-    tree's version. A file whose every record was rejected is an error (InvalidInput naming
-    the first reasons), not an empty success."""
-    path = jsonl_file(file)
-    result = import_events(
-        store, read_jsonl(path, on_bytes), run_ref=run_ref, goal=goal,
-        origin=str(path.resolve()), strict=strict, label="line",
-        worktree=snapshot(store.work_tree) if not run_ref else None, claimed_by=claimed_by,
-    )
-    if result.nothing_accepted:
-        shown = "; ".join(f"line {r.position}: {r.reason}" for r in result.rejected[:3])
-        raise InvalidInput(
-            f"nothing imported from {file}: {result.malformed} malformed and "
-            f"{result.refused} refused line(s) ({shown})",
-            details={"malformed": result.malformed, "refused": result.refused,
-                     "skipped": result.skipped},
-        )
-    return result
-
-
-def _check_record(data: Any, *, kinds: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
-    """Validate one record's shape and scan it for secrets; raises InvalidInput (or Refused)
-    naming the problem. Links to earlier records are resolved later (`_links`), inside the
-    write, where the ids of the records before it are known."""
-    if not isinstance(data, dict):
-        raise InvalidInput("not a JSON object")
-    check_json(data, "the record")  # the record's one walk: its meta is not walked again
-    unknown = sorted(set(data) - KNOWN_FIELDS)
-    if unknown:
-        raise InvalidInput(f"unknown field(s) {', '.join(unknown)}")
-    kind = data.get("kind")
-    if not isinstance(kind, str) or kind not in IMPORTABLE_KINDS | kinds:
-        raise InvalidInput(f"unknown or missing kind {kind!r}")
-    text = data.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidInput("missing or empty text")
-    ts = data.get("ts")
-    if ts is not None:
-        if not isinstance(ts, str):
-            raise InvalidInput("ts must be an ISO 8601 string")
-        ts = format_ts(parse_ts(check_length(ts, MAX_NAME_CHARS, "ts")))
-    source = data.get("source", DEFAULT_SOURCE)
-    if not isinstance(source, str):
-        raise InvalidInput("source must be a string")
-    source = validate_source(check_length(source, MAX_NAME_CHARS, "the source"))
-    meta = data.get("meta", {})
-    if not isinstance(meta, dict):
-        raise InvalidInput("meta must be an object")
-    meta_json = compact_meta(meta, walked=True)
-    # The expensive part (the secret scanner) runs here, before the write transaction:
-    # append_event is told the record was scanned.
-    refuse_secrets(text, "the text")
-    refuse_secrets_in_meta(meta, meta_json, "the meta")
-    if "id" in data and not isinstance(data["id"], str | int):
-        raise InvalidInput("id must be a string or number")
-    for how in ("resolves", "supersedes"):
-        target = data.get(how)
-        if target is not None and not isinstance(target, str):
-            raise InvalidInput(f"{how} {target!r} is neither an evt: ref nor an earlier id")
-    return {"kind": kind, "text": text, "ts": ts, "source": source, "meta": meta,
-            "meta_json": meta_json}
-
-
-def _links(data: dict[str, Any], id_map: dict[str, str]) -> dict[str, str | None]:
-    """The record's resolves/supersedes as event refs (an earlier record's id, or evt:…)."""
-    links: dict[str, str | None] = {}
-    for how in ("resolves", "supersedes"):
-        target = data.get(how)
-        if target is None:
-            links[how] = None
-        elif target in id_map:
-            links[how] = id_map[target]
-        elif target.startswith("evt:"):
-            links[how] = str(parse_ref(target, expect="evt"))
-        else:
-            raise InvalidInput(f"{how} {target!r} is neither an evt: ref nor an earlier id")
-    return links
 
 
 def import_events(

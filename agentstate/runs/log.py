@@ -10,11 +10,20 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentstate.errors import InvalidInput, NotFound, a_or_an
 from agentstate.runs.event_sql import RUN_ROW, event_columns
+from agentstate.runs.records import (
+    EVENT_KINDS,
+    MAX_EVENT_CHARS,
+    RESOLVES,
+    USER_KINDS,
+    Event,
+    Run,
+    row_to_event,
+    row_to_run,
+)
 from agentstate.runs.status import END_STATUSES, RUN_STATUSES, RunStatus
 from agentstate.runs.worktree import WorkTree
 from agentstate.store.db import Store
@@ -29,101 +38,6 @@ from agentstate.store.limits import (
 from agentstate.store.principals import Principal
 from agentstate.store.refs import make_ref, parse_ref
 from agentstate.store.sources import validate_source
-
-# Kinds a user or agent logs, with what each means in a resume pack.
-USER_KINDS = {
-    "observation": "something seen (tool output, file content, behaviour)",
-    "decision": "a choice made, with its reason",
-    "diagnosis": "a confirmed cause",
-    "hypothesis": "an unconfirmed guess (never shown as fact)",
-    "question": "an open question",
-    "answer": "resolves a question (--resolves evt:…)",
-    "verify": "a verification still to do",
-    "verified": "resolves a verify: it passed (--resolves evt:…)",
-    "failed": "resolves a verify: it failed (--resolves evt:…)",
-    "constraint": "a rule the work must respect",
-    "note": "anything else worth keeping",
-}
-# Kinds written by agentstate itself (tool layer, skill loads, imports of tool calls).
-SYSTEM_KINDS = {"tool", "skill_load", "checkpoint"}
-EVENT_KINDS = set(USER_KINDS) | SYSTEM_KINDS
-
-# What a resolving kind may point at.
-RESOLVES = {"answer": {"question"}, "verified": {"verify"}, "failed": {"verify"},
-            "diagnosis": {"hypothesis", "question"}}
-
-MAX_EVENT_CHARS = 100_000
-
-
-@dataclass
-class Run:
-    ref: str
-    goal: str
-    status: RunStatus
-    created: str
-    updated: str
-    ended: str | None
-    branch: str | None
-    head: str | None
-    dirty_fingerprint: str | None
-    dirty_files: list[str] = field(default_factory=list)
-
-    @property
-    def id(self) -> str:
-        return self.ref.split(":", 1)[1]
-
-
-@dataclass
-class Event:
-    ref: str
-    run: str
-    seq: int
-    kind: str
-    text: str
-    source: str
-    ts: str
-    meta: dict[str, Any] = field(default_factory=dict)
-    resolves: str | None = None
-    supersedes: str | None = None
-    collected_at: str | None = None  # set by `agentstate gc`: the body is gone, the row stays
-    body_hash: str | None = None  # the collected body's keyed hash
-
-    @property
-    def id(self) -> str:
-        return self.ref.split(":", 1)[1]
-
-
-def row_to_run(row: dict[str, Any]) -> Run:
-    return Run(
-        ref=make_ref("run", row["id"]),
-        goal=row["goal"],
-        status=RunStatus(row["status"]),
-        created=row["created"],
-        updated=row["updated"],
-        ended=row["ended"],
-        branch=row["branch"],
-        head=row["head"],
-        dirty_fingerprint=row["dirty_fingerprint"],
-        dirty_files=json.loads(row["dirty_files"] or "[]"),
-    )
-
-
-def row_to_event(row: dict[str, Any]) -> Event:
-    return Event(
-        ref=make_ref("evt", row["id"]),
-        run=make_ref("run", row["run"]),
-        seq=row["seq"],
-        kind=row["kind"],
-        text=row["text"],
-        source=row["source"],
-        ts=row["ts"],
-        meta=json.loads(row["meta"] or "{}"),
-        resolves=make_ref("evt", row["resolves"]) if row["resolves"] else None,
-        supersedes=make_ref("evt", row["supersedes"]) if row["supersedes"] else None,
-        collected_at=row.get("collected_at"),
-        body_hash=row.get("body_hash"),
-    )
-
 
 # ---------------------------------------------------------------- runs
 
@@ -566,25 +480,6 @@ def readable_events(store: Store, events: list[Event], principal: Principal | st
 def run_event_count(store: Store, run: Run) -> int:
     row = store.row(f"SELECT count(*) AS n FROM events WHERE run = {RUN_ROW}", (run.id,))
     return row["n"] if row else 0
-
-
-def event_counts_by_run(store: Store) -> dict[str, int]:
-    """Run id → number of events, for every run that has any."""
-    return dict(store.conn.execute(
-        "SELECT r.id, count(*) FROM events e JOIN runs r ON r.row = e.run GROUP BY e.run"))
-
-
-def event_counts_by_kind(store: Store, run: Run) -> dict[str, int]:
-    """Event kind → number of events of that kind in `run`, kinds in name order."""
-    return dict(store.conn.execute(
-        f"SELECT kind, count(*) FROM events WHERE run = {RUN_ROW} GROUP BY kind ORDER BY kind",
-        (run.id,)))
-
-
-def marked_current_run_id(store: Store) -> str | None:
-    """The id of the current run (see current_run), or None: what `run list` stars."""
-    run = current_run(store)
-    return run.id if run else None
 
 
 def kv_value(store: Store, key: str) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from agentstate.runs.event_sql import RUN_ROW, event_columns, run_id_of
-from agentstate.runs.log import Event, row_to_event
+from agentstate.runs.records import Event, row_to_event
 
 if TYPE_CHECKING:
     from agentstate.store.db import Store

@@ -13,7 +13,8 @@ import hashlib
 import json
 from typing import Any
 
-from agentstate.runs.log import Run, current_run, get_run, start_run
+from agentstate.runs.log import current_run, get_run, start_run
+from agentstate.runs.records import Run
 from agentstate.runs.status import RunStatus
 from agentstate.runs.worktree import WorkTree
 from agentstate.store.db import Store

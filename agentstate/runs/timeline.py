@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from agentstate.errors import InvalidInput
 from agentstate.runs.event_sql import RUN_ROW, event_columns
-from agentstate.runs.log import EVENT_KINDS, Event, get_run, row_to_event
+from agentstate.runs.log import get_run
+from agentstate.runs.records import EVENT_KINDS, Event, row_to_event
 from agentstate.store.db import Store
 
 PAGE_SIZE = 100

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentstate.runs.event_sql import RUN_ROW
-from agentstate.runs.log import Run
+from agentstate.runs.records import Run
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref
 

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from agentstate.errors import InvalidInput, Refused
-from agentstate.runs.log import Event, Run, get_run, list_events
+from agentstate.runs.log import get_run, list_events
+from agentstate.runs.records import Event, Run
 from agentstate.runs.status import RunStatus
 from agentstate.safety import find_injection, refuse_secrets
 from agentstate.skills import contract_toml, skill_md

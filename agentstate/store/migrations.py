@@ -42,7 +42,8 @@ def run_script(db: sqlite_utils.Database, script: str) -> None:
 # one). MIGRATION_ORDER names the domain, not the module.
 SCHEMA_MODULES: dict[str, tuple[str, ...]] = {
     "runs": ("agentstate.runs.run_tables",),
-    "memory": ("agentstate.memory.memory_tables", "agentstate.memory.vector_tables"),
+    "memory": ("agentstate.memory.memory_tables", "agentstate.memory.event_index_tables",
+               "agentstate.memory.vector_tables"),
     "skills": ("agentstate.skills.skill_tables",),
     "context": ("agentstate.context.pack_tables",),
     "sync": ("agentstate.sync.shared_tables",),

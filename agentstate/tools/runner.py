@@ -27,7 +27,8 @@ from typing import IO, Any
 
 from agentstate.config import ToolSettings
 from agentstate.errors import InvalidInput
-from agentstate.runs.log import Run, append_event, current_run, resolve_run
+from agentstate.runs.log import append_event, current_run, resolve_run
+from agentstate.runs.records import Run
 from agentstate.runs.status import RunStatus
 from agentstate.store.db import Store
 from agentstate.store.refs import make_ref

@@ -47,7 +47,8 @@ def review_counts(store: Store) -> dict[str, int]:
 
 
 def runs_page(store: Store) -> dict[str, Any]:
-    from agentstate.runs.log import event_counts_by_run, list_runs, marked_current_run_id
+    from agentstate.runs.log import list_runs
+    from agentstate.runs.run_listing import event_counts_by_run, marked_current_run_id
 
     runs = list_runs(store, limit=RUNS_SHOWN)
     counts = event_counts_by_run(store)
@@ -58,7 +59,9 @@ def runs_page(store: Store) -> dict[str, Any]:
 
 def timeline_page(store: Store, run_id: str, *, kind: str | None, session: str | None,
                   before: int | None) -> dict[str, Any]:
-    from agentstate.runs.log import EVENT_KINDS, event_counts_by_kind, get_run, readable_events
+    from agentstate.runs.log import get_run, readable_events
+    from agentstate.runs.records import EVENT_KINDS
+    from agentstate.runs.run_listing import event_counts_by_kind
     from agentstate.runs.timeline import event_page
     from agentstate.runs.tool_results import tool_failed
 

@@ -141,7 +141,7 @@ def test_undecodable_stdin_is_refused_like_an_argument(initialised):
 def test_a_writer_is_not_blocked_while_an_import_scans(cli, initialised, monkeypatch):
     """The import's checks (the secret scanner above all) run outside its write
     transaction: pause the scanner mid-import and a concurrent `log note` still succeeds."""
-    import agentstate.runs.importer as importer
+    import agentstate.runs.import_record as import_record
     import agentstate.safety as safety
     from agentstate.runs.importer import import_events
 
@@ -155,7 +155,7 @@ def test_a_writer_is_not_blocked_while_an_import_scans(cli, initialised, monkeyp
             released.wait(20)
         return real(text, what)
 
-    monkeypatch.setattr(importer, "refuse_secrets", slow_scan)
+    monkeypatch.setattr(import_record, "refuse_secrets", slow_scan)
     monkeypatch.setattr(safety, "refuse_secrets", slow_scan)
     failures = []
 

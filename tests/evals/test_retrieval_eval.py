@@ -12,7 +12,7 @@ from agentstate.evals import chatgen
 from agentstate.evals.arms import ARMS, Arms, check_arms
 from agentstate.evals.locomo import imported, load_conversations
 from agentstate.evals.measure import answer_terms, answer_visible_recall, run_locomo
-from agentstate.memory import dense
+from agentstate.memory import dense, dense_model
 from tests.conftest import FIXTURES
 
 TINY = FIXTURES / "locomo" / "tiny.json"
@@ -91,20 +91,20 @@ def test_dense_and_hybrid_arms_fill_the_budget_with_real_vectors():
         finally:
             arms.close()
         assert dense.vector_models(data.store.conn) == {
-            dense.load_embedder().model: len(data.events)}  # type: ignore[union-attr]
+            dense_model.load_embedder().model: len(data.events)}  # type: ignore[union-attr]
 
 
 def test_default_arms_leave_out_the_dense_ones_without_the_model(monkeypatch):
     assert check_arms(None) == ARMS
-    monkeypatch.setattr(dense, "PACKAGE", "no_such_embedding_package")
-    dense.load_embedder.cache_clear()
+    monkeypatch.setattr(dense_model, "PACKAGE", "no_such_embedding_package")
+    dense_model.load_embedder.cache_clear()
     try:
         assert "dense" not in check_arms(None) and "hybrid" not in check_arms(None)
         with pytest.raises(UsageError, match=r"agentstate-cli\[dense\]"):
             check_arms(["full", "hybrid"])
         assert check_arms(["no-dense", "full"]) == ("no-dense", "full")
     finally:
-        dense.load_embedder.cache_clear()
+        dense_model.load_embedder.cache_clear()
 
 
 def test_ablation_arms_switch_one_part_off(monkeypatch):

@@ -113,7 +113,7 @@ def test_the_turns_events_are_embedded_after_the_answer(initialised, cli, proces
     pays for no model."""
     import sqlite3
 
-    from agentstate.memory import dense
+    from agentstate.memory import dense_model
 
     _, answer = _exchange(initialised, confirm=True)
     assert answer is not None and answer["code"] == 0
@@ -121,7 +121,7 @@ def test_the_turns_events_are_embedded_after_the_answer(initialised, cli, proces
         rows = conn.execute("SELECT e.kind, n.name FROM events e "
                             "JOIN event_vectors v ON v.row = e.row "
                             "JOIN vector_models n ON n.id = v.model").fetchall()
-    assert rows == [("tool", dense.current_model())]
+    assert rows == [("tool", dense_model.current_model())]
 
 
 def test_without_the_go_ahead_nothing_runs(initialised, cli, process_state):

@@ -148,14 +148,14 @@ def test_a_re_import_does_not_scan_again(initialised, cli, tmp_path, monkeypatch
     """Nothing new, nothing scanned: a re-import goes on where the last one stopped (its
     lines are already read), and one that reads the whole file again (`--strict` does)
     checks each record's import key before the secret scan."""
-    import agentstate.runs.importer as importer
+    import agentstate.runs.import_record as import_record
 
     path = tmp_path / "s.jsonl"
     path.write_text("".join(user_line("s2", f"u{n}", f"request number {n}") for n in range(50)))
     cli.json("import", "claude-code", str(path))
     calls: list[int] = []
-    real = importer.refuse_secrets
-    monkeypatch.setattr(importer, "refuse_secrets",
+    real = import_record.refuse_secrets
+    monkeypatch.setattr(import_record, "refuse_secrets",
                         lambda text, what="text": calls.append(1) or real(text, what))
     again = cli.json("import", "claude-code", str(path))["total"]
     assert (again["imported"], again["duplicates"], again["already_read"]) == (0, 0, 50)

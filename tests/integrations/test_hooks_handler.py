@@ -205,8 +205,9 @@ def test_locked_store_gives_up_quickly(initialised):
 # snapshots the work tree, not for a tool call into an existing run), and the tool runner
 # with its policy (a prompt's redaction once came through it).
 HEAVY = ("typer", "click", "rich", "tomlkit", "git", "tiktoken", "sqlite_utils", "secrets",
-         "agentstate.memory.memory_tables", "agentstate.skills.skill_tables", "agentstate.cli",
-         "agentstate.tools.runner", "agentstate.tools.policy")
+         "agentstate.memory.memory_tables", "agentstate.memory.event_index_tables",
+         "agentstate.skills.skill_tables", "agentstate.cli", "agentstate.tools.runner",
+         "agentstate.tools.policy")
 HOOK_PROBE = ("import sys; names = sys.argv[2].split(',')\n"
               "sys.argv = ['agentstate', 'hook', sys.argv[1]]\n"
               "from agentstate.entry import main\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentstate.memory import dense
+from agentstate.memory import dense_model
 
 
 @pytest.fixture
@@ -13,6 +13,6 @@ def embedder(monkeypatch):
     it online would fail here rather than download)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    found = dense.load_embedder()
+    found = dense_model.load_embedder()
     assert found is not None, "the dense extra is part of [dev]: wordllama must be installed"
     return found

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentstate.memory import dense, dense_codec
-from agentstate.memory.search import EventHit, _fused, ranked_events, search_events
+from agentstate.memory import dense, dense_codec, dense_model
+from agentstate.memory.event_hit import EventHit
+from agentstate.memory.search import _fused, ranked_events, search_events
 from agentstate.runs.log import append_event, start_run
 
 
@@ -52,7 +53,7 @@ def test_vectors_are_the_packages_own_mean_pooled_embeddings(embedder):
     import numpy as np
     from wordllama import WordLlama
 
-    own = WordLlama.load(cache_dir=dense._package_files()[0].parent.parent,  # type: ignore
+    own = WordLlama.load(cache_dir=dense_model._package_files()[0].parent.parent,  # type: ignore
                          disable_download=True)
     texts = ["who were the impostors", "a leaking kitchen tap", PARTY[1]]
     theirs = own.embed(texts, norm=True)
@@ -96,18 +97,18 @@ def test_without_the_package_search_stays_lexical_and_doctor_says_so(store, monk
     from agentstate.maintenance.doctor import check_dense_signal
 
     _, events = _log(store, PARTY)
-    monkeypatch.setattr(dense, "PACKAGE", "no_such_embedding_package")
-    dense.load_embedder.cache_clear()
+    monkeypatch.setattr(dense_model, "PACKAGE", "no_such_embedding_package")
+    dense_model.load_embedder.cache_clear()
     try:
-        assert dense.load_embedder() is None
-        active = dense.signal()
+        assert dense_model.load_embedder() is None
+        active = dense_model.signal()
         assert not active.dense and "lexical search only" in active.detail
         hits = ranked_events(store, "cards and snacks", limit=3, dense_weight=0.5)
         assert [h.ref for h in hits] == [events[4].ref]
         check = check_dense_signal(store.root)
         assert check.status == "ok" and "agentstate-cli[dense]" in check.detail
     finally:
-        dense.load_embedder.cache_clear()
+        dense_model.load_embedder.cache_clear()
 
 
 def test_doctor_names_the_active_model_and_the_vectors(store, embedder):
@@ -213,7 +214,7 @@ def test_the_cached_matrix_sees_new_vectors_and_other_connections_writes(store, 
     with other:
         other.execute("UPDATE event_vectors SET vec = zeroblob(?) WHERE row IN (SELECT row "
                       "FROM events WHERE id IN (?, ?))",
-                      (4 + dense.DIM, cello, more.id))
+                      (4 + dense_model.DIM, cello, more.id))
     other.close()
     near = dict(dense.dense_ranked(store, "cello lessons", 10, embedder))
     assert near[cello] == 0.0 and near[more.id] == 0.0

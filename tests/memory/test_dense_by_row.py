@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentstate.memory import dense, dense_codec, dense_queries
+from agentstate.memory import dense, dense_codec, dense_model, dense_queries
 from agentstate.store.db import open_store
 from tests.memory.test_dense import PARTY
 from tests.memory.test_dense_compact import made_by_old_code
@@ -60,7 +60,7 @@ def test_an_old_store_keeps_every_vector_keyed_by_its_row(tmp_path, embedder):
         assert dense_queries.vector_changes(conn, "event_vectors", embedder.model) == 1
         assert conn.execute("SELECT ranked FROM dense_queries").fetchone() == (None,)
         # The kept vectors rank as they did, none embedded again.
-        matrix = dense_codec.decode_rows(list(blobs.values()), dense.DIM)
+        matrix = dense_codec.decode_rows(list(blobs.values()), dense_model.DIM)
         scores = matrix @ embedder.encode([QUERY])[0]
         keys = [f"e{n}" for n in range(len(PARTY))]
         ranked = dense.dense_ranked(store, QUERY, len(PARTY), embedder)

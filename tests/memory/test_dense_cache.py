@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from agentstate.memory import dense, dense_codec
+from agentstate.memory import dense, dense_codec, dense_matrix, dense_model
 from agentstate.runs.log import append_event
 from tests.memory.test_dense import PARTY, _log
 
@@ -172,7 +172,7 @@ def test_a_ranking_made_before_a_vector_was_deleted_is_not_kept(store, embedder,
 
     _, events = _log(store, PARTY)
     cello = events[3].id
-    real = dense._Index.nearest
+    real = dense_matrix._Index.nearest
 
     def deleted_meanwhile(self, q, limit):
         found = real(self, q, limit)  # scored with the cello line still in the matrix
@@ -182,7 +182,7 @@ def test_a_ranking_made_before_a_vector_was_deleted_is_not_kept(store, embedder,
         other.close()
         return found
 
-    monkeypatch.setattr(dense._Index, "nearest", deleted_meanwhile)
+    monkeypatch.setattr(dense_matrix._Index, "nearest", deleted_meanwhile)
     assert dense.dense_ranked(store, "cello lessons", 3, embedder)[0][0] == cello
     monkeypatch.undo()
     # The query's vector is kept, not the ranking that names the deleted event ...
@@ -206,7 +206,7 @@ def test_equal_scores_are_ordered_by_key_as_the_stored_vectors_order_them(store,
                               "JOIN events e ON e.row = v.row").fetchall()
     q = np.asarray(dense._Encoder(embedder.model, embedder).query("cello lessons"),
                    np.float32)
-    scored = sorted(((-float(dense_codec.decode_rows([vec], dense.DIM)[0] @ q), key)
+    scored = sorted(((-float(dense_codec.decode_rows([vec], dense_model.DIM)[0] @ q), key)
                      for key, vec in rows))
     assert [key for key, _ in near] == [key for _, key in scored[:3]]
     assert len({score for _, score in near}) == 1
@@ -234,7 +234,7 @@ def test_new_vectors_fill_the_next_columns_of_the_kept_matrix(store, embedder, m
     """A matrix already read takes new vectors in the columns after its own (a new question,
     so no kept ranking answers): the scores are those of the matrix read afresh, in blocks
     of rows (two here, so the five span three)."""
-    monkeypatch.setattr(dense, "SCATTER_ROWS", 2)
+    monkeypatch.setattr(dense_matrix, "SCATTER_ROWS", 2)
     run, events = _log(store, PARTY)
     dense.dense_ranked(store, "a dog", 3, embedder)  # the matrix, of the five
     newer = [append_event(store, run.ref, "note", text) for text in

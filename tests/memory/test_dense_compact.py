@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentstate.memory import dense, dense_codec, dense_queries
+from agentstate.memory import dense, dense_codec, dense_model, dense_queries
 from agentstate.store.db import open_store
 from tests.conftest import store_before
 from tests.memory.test_dense import PARTY, _log
@@ -77,10 +77,10 @@ def test_an_old_store_is_converted_in_place_and_ranks_the_same(tmp_path, embedde
         assert conn.execute("SELECT count(*), min(length(vec)), max(length(vec)) FROM "
                             "memory_vectors").fetchone() == (len(NOTES), 260, 260)
         assert {length for (length,) in conn.execute(
-            "SELECT length(vec) FROM event_vectors")} == {4 + dense.DIM}
+            "SELECT length(vec) FROM event_vectors")} == {4 + dense_model.DIM}
         converted = dense_codec.decode_rows([v for (v,) in conn.execute(
             "SELECT v.vec FROM event_vectors v JOIN events e ON e.row = v.row "
-            "ORDER BY e.id")], dense.DIM)
+            "ORDER BY e.id")], dense_model.DIM)
         assert np.abs(converted - halves.astype(np.float32)).max() < 2e-3
         # The search replaces the other model's vector before it ranks: never mixed.
         ranked = dense.dense_ranked(store, QUERY, len(PARTY), embedder)
@@ -143,8 +143,8 @@ def test_the_python_and_numpy_encodings_agree(embedder):
     matrix = embedder.encode([*PARTY, ""])
     blobs = dense_codec.encode_rows(matrix)
     assert blobs == [dense_codec.encode([float(x) for x in row]) for row in matrix]
-    assert all(len(b) == 4 + dense.DIM for b in blobs)
-    decoded = dense_codec.decode_rows(blobs, dense.DIM)
+    assert all(len(b) == 4 + dense_model.DIM for b in blobs)
+    decoded = dense_codec.decode_rows(blobs, dense_model.DIM)
     assert np.abs(decoded - matrix).max() < 2e-3
     assert not decoded[-1].any()  # an empty text: all zeros, a zero scale
     q = [float(x) for x in matrix[0]]

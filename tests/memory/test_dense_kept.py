@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from agentstate.memory import dense, dense_queries
+from agentstate.memory import dense, dense_model, dense_queries
 from agentstate.runs.log import append_event
 from tests.memory.test_dense import PARTY, _log
 
@@ -95,12 +95,12 @@ def test_a_purged_or_deleted_event_clears_every_kept_ranking(store, path):
 def test_a_ranking_of_another_model_is_never_used(store, path, monkeypatch):
     _log(store, PARTY)
     dense.dense_ranked(store, "cello lessons", 3)
-    old = dense.current_model()
-    found = dense._package_files()
+    old = dense_model.current_model()
+    found = dense_model._package_files()
     assert not isinstance(found, str)
     # Another version of the package is installed: another model name.
-    monkeypatch.setattr(dense, "_files", lambda package: (found[0], found[1], "9.9.9"))
-    new = dense.current_model()
+    monkeypatch.setattr(dense_model, "_files", lambda package: (found[0], found[1], "9.9.9"))
+    new = dense_model.current_model()
     assert new != old
     near = dense.dense_ranked(store, "cello lessons", 3)
     assert near

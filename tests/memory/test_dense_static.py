@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pytest
 
-from agentstate.memory import dense, dense_codec, dense_static
+from agentstate.memory import dense_codec, dense_model, dense_static
 
 
 def _texts() -> list[str]:
@@ -31,7 +31,7 @@ def _texts() -> list[str]:
 
 @pytest.fixture(scope="module")
 def files():
-    found = dense._package_files()
+    found = dense_model._package_files()
     assert not isinstance(found, str), found
     return found
 
@@ -50,11 +50,12 @@ def test_token_ids_are_the_packages_tokenizers(embedder, files):
 def test_vectors_are_the_numpy_paths(embedder, files):
     weights, tokenizer, version = files
     static = dense_static.load_static(weights, tokenizer, version, embedder.model,
-                                      "embedding.weight", dense.DIM)
+                                      "embedding.weight", dense_model.DIM)
     assert static is not None and static.model == embedder.model
     texts = _texts()[:400]
-    ours = dense_codec.decode_rows([static.blob(t) for t in texts], dense.DIM)
-    theirs = dense_codec.decode_rows(dense_codec.encode_rows(embedder.encode(texts)), dense.DIM)
+    ours = dense_codec.decode_rows([static.blob(t) for t in texts], dense_model.DIM)
+    theirs = dense_codec.decode_rows(dense_codec.encode_rows(embedder.encode(texts)),
+                                     dense_model.DIM)
     assert np.abs(ours - theirs).max() < 2e-3
     assert not any(dense_codec.decode(static.blob("")))  # nothing known: all zeros
 
@@ -89,4 +90,4 @@ def test_a_tokenizer_of_another_kind_is_declined(tmp_path, monkeypatch, files):
     copied = tmp_path / "weights.safetensors"
     shutil.copy(weights, copied)
     assert dense_static.load_static(copied, other, version, "m", "embedding.weight",
-                                    dense.DIM) is None
+                                    dense_model.DIM) is None

@@ -1,15 +1,12 @@
 """Lexical hits in the fusion that hold nothing of the question but a name are weighed
-down (memory/search.py, `_content_weighted`): a hit matching only a speaker's name no
+down (memory/hit_strength.py, `_content_weighted`): a hit matching only a speaker's name no
 longer outranks a dense neighbour that says what was asked, in other words."""
 
 from __future__ import annotations
 
-from agentstate.memory.search import (
-    NAME_ONLY_SHARE,
-    EventHit,
-    _content_weighted,
-    ranked_events,
-)
+from agentstate.memory.event_hit import EventHit
+from agentstate.memory.hit_strength import NAME_ONLY_SHARE, _content_weighted
+from agentstate.memory.search import ranked_events
 from agentstate.runs.log import append_event, start_run
 
 
@@ -79,6 +76,7 @@ def test_a_small_room_weighs_only_hits_that_hold_nothing_of_the_question(store, 
 
     _chatter(store)
     weighed: list[str] = []
+    # Patched where ranked_events looks it up (memory/search.py imports it by name).
     real = search._content_weighted
 
     def spy(query, hits):

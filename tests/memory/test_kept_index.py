@@ -1,4 +1,4 @@
-"""What a process keeps of a full-text index (memory/search.py, `_kept_for`): a long-lived
+"""What a process keeps of a full-text index (memory/kept_index.py, `_kept_for`): a long-lived
 process plans and runs the same query on every call, and counts each term and runs each
 MATCH once — until the index changes, by any connection or process, or another file takes
 the store's place. The plan shows the document frequencies: a term in more than half of
@@ -14,8 +14,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from agentstate.memory import search
-from agentstate.memory.search import EVENTS, plan_query, search_events
+from agentstate.memory import kept_index
+from agentstate.memory.query_plan import EVENTS, plan_query
+from agentstate.memory.search import search_events
 from agentstate.runs.log import append_event, start_run
 from agentstate.store.db import open_store
 
@@ -38,7 +39,7 @@ def _common(repo: Path) -> list[str]:
 
 
 def _kept_terms(db: Path) -> int:
-    return sum(1 for (path, _), (_, kept) in search._KEPT.items() if Path(path) == db
+    return sum(1 for (path, _), (_, kept) in kept_index._KEPT.items() if Path(path) == db
                for key in kept if key[0] == "df")
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from agentstate.memory.event_index_tables import CJK_GLOB
 from agentstate.memory.indexes import check_indexes, rebuild_indexes
-from agentstate.memory.memory_tables import CJK_GLOB
 from agentstate.memory.search import search_events
 from agentstate.memory.terms import _CJK
 from agentstate.runs.log import append_event, start_run

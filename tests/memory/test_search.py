@@ -7,7 +7,8 @@ import sqlite3
 import pytest
 
 from agentstate.errors import InvalidInput
-from agentstate.memory.search import EVENTS, plan_query, search_events
+from agentstate.memory.query_plan import EVENTS, plan_query
+from agentstate.memory.search import search_events
 from agentstate.memory.terms import split_query
 from agentstate.runs.log import append_event, start_run
 from agentstate.store.principals import resolve_principal
@@ -152,7 +153,7 @@ def test_every_older_memory_schema_upgrades(tmp_path):
 
 
 def test_long_queries_keep_a_bounded_number_of_terms(store):
-    from agentstate.memory.search import MAX_TERMS
+    from agentstate.memory.query_plan import MAX_TERMS
 
     run, _ = start_run(store, "g")
     append_event(store, run.ref, "note", "word7 and word42 appear here")
@@ -201,7 +202,7 @@ def test_costly_terms_weigh_through_coverage_and_widening(store, monkeypatch):
     """Past SCORED_ROWS texts, the more frequent terms are not ranked by BM25 (a bound on
     the search's work), yet a text holding them still ranks first, and when the rarer terms
     find too few hits the search widens to them."""
-    from agentstate.memory import search
+    from agentstate.memory import query_plan, search
     from agentstate.runs.log import append_event, start_run
 
     run, _ = start_run(store, "g")
@@ -209,8 +210,8 @@ def test_costly_terms_weigh_through_coverage_and_widening(store, monkeypatch):
         append_event(store, run.ref, "note", f"the kettle boiled over, number {n}")
     both = append_event(store, run.ref, "note", "the kettle and the zeppelin")
     rare = append_event(store, run.ref, "note", "a zeppelin flew by")
-    monkeypatch.setattr(search, "SCORED_ROWS", 5)
-    plan = search.plan_query(store, "zeppelin kettle", search.EVENTS)
+    monkeypatch.setattr(query_plan, "SCORED_ROWS", 5)
+    plan = query_plan.plan_query(store, "zeppelin kettle", query_plan.EVENTS)
     assert plan.words == ["zeppelin"] and plan.costly == ["kettle"]
     hits = search.search_events(store, "zeppelin kettle", limit=2)
     assert [h.ref for h in hits] == [both.ref, rare.ref]
@@ -223,16 +224,16 @@ def test_document_frequencies_are_counted_up_to_a_bound(store, monkeypatch):
     """Counting a term's texts stops at DF_CAP (an exact count reads its whole posting
     list); when even the rarest term reaches it, the terms are treated as common: all
     required, newest matches first."""
-    from agentstate.memory import search
+    from agentstate.memory import query_plan, search
     from agentstate.runs.log import append_event, start_run
 
     run, _ = start_run(store, "g")
     for n in range(60):
         append_event(store, run.ref, "note", f"kettle boiled, teapot warmed, round {n}")
-    monkeypatch.setattr(search, "DF_CAP", 10)
-    df = search._document_frequencies(store.conn, search.EVENTS, {"kettl": "kettle"})
+    monkeypatch.setattr(query_plan, "DF_CAP", 10)
+    df = query_plan._document_frequencies(store.conn, query_plan.EVENTS, {"kettl": "kettle"})
     assert df == {"kettl": 10}
-    plan = search.plan_query(store, "kettle teapot", search.EVENTS)
+    plan = query_plan.plan_query(store, "kettle teapot", query_plan.EVENTS)
     assert plan.newest_first and plan.operator == "AND"
     hits = search.search_events(store, "kettle teapot", limit=5)
     assert [h.text for h in hits][0].endswith("round 59")

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from agentstate.memory.search import (
-    EventHit,
-    prefer_speakers,
-    ranked_events,
-    search_events,
-    speaker_of,
-)
+from agentstate.memory.event_hit import EventHit
+from agentstate.memory.search import ranked_events, search_events
+from agentstate.memory.speakers import prefer_speakers, speaker_of
 from agentstate.runs.log import append_event, start_run
 
 

@@ -8,12 +8,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentstate.memory.search import (
-    NAME_ONLY_SHARE,
-    EventHit,
-    _content_weighted,
-    holds_nothing,
-)
+from agentstate.memory.event_hit import EventHit
+from agentstate.memory.hit_strength import NAME_ONLY_SHARE, _content_weighted, holds_nothing
 from agentstate.memory.terms import fold, holds_a_stem, stem, stems_held
 
 

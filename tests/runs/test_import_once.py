@@ -10,6 +10,7 @@ import sqlite3
 
 import pytest
 
+import agentstate.runs.import_record as import_record
 import agentstate.runs.importer as importer
 import agentstate.store.limits as limits
 from agentstate.runs.importer import ImportLine, import_events, import_key
@@ -65,7 +66,7 @@ def test_a_record_is_keyed_walked_and_its_meta_serialised_once(store, monkeypatc
         return real_dumps(value, *args, **kwargs)
 
     monkeypatch.setattr(importer, "import_key", key)
-    monkeypatch.setattr(importer, "check_json", walk)
+    monkeypatch.setattr(import_record, "check_json", walk)
     monkeypatch.setattr(limits, "check_json", walk)
     monkeypatch.setattr(json, "dumps", dumps)
     records = _records(31)[1:]
