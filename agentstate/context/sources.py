@@ -442,7 +442,8 @@ def fills_around(whole: int, relative: float) -> bool:
 # opens with chatter (compression.opens_with_chatter) chose that opening only where the
 # label matched (a question naming the speaker): it shows the sentence chosen past the
 # label, cut at WEAK_HIT_CHARS — on the dev split 1.2 lines a pack, 6 more answers shown;
-# every weak hit's line chosen past the label cost twice the room (sixteenth round).
+# every weak hit's line chosen past the label cost more recall for fewer answers
+# (sixteenth round).
 NEIGHBOUR_CHARS = 40
 WEAK_HIT_CHARS = 60
 SMALL_ROOM_ANSWER_SHARE = 0.5
@@ -622,13 +623,12 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         local_here = blind and not complete_here and hit.ref in local
         complete_here = complete_here or local_here
         # A complete item's answer line is placed before other items and costs them room:
-        # its completion is one sentence where hits are shown whole (a large room), and
-        # fills its width where none is (docs/evaluation.md, thirteenth round) — both ways
-        # for the strongest (`fills_around`, fourteenth round). Any other's is given only
-        # in room left over, and fills its width (eleventh round); a blind complete item's
-        # fills it too, past its chatter (BLIND_COMPLETE_SHARE, fourteenth round).
-        fill = (not complete_here or fills_complete_line(whole, relative) or blind) \
-            and not local_here
+        # one sentence completes it where hits are whole; where none is, it fills its width
+        # from COMPLETE_FILL_SHARE, both ways for the strongest (`fills_around`). Any
+        # other's is given only in room left over and fills its width (eleventh round), a
+        # blind complete item's too, past its chatter (BLIND_COMPLETE_SHARE).
+        fill = not local_here and (
+            not complete_here or fills_complete_line(whole, relative) or blind)
         around = complete_here and fills_around(whole, relative)
         answer = evidence_line(label, hit.text, () if near else stems, chars, short, asks,
                                fill, around, complete_here and blind) if answer_lines \
