@@ -181,6 +181,13 @@ SHORT_LINE_CHATTER = 20
 
 
 @lru_cache(maxsize=FORMS_KEPT)
+def opens_with_chatter(text: str, stems: tuple[str, ...]) -> bool:
+    """Whether `text` opens with chatter (`past_opening` with SHORT_LINE_CHATTER, a turn
+    of two sentences or more): a shorter line showing that opening shows nothing."""
+    return past_opening(text, SHORT_LINE_CHATTER, 2, stems) != text
+
+
+@lru_cache(maxsize=FORMS_KEPT)
 def short_past_chatter(label: str, text: str, stems: tuple[str, ...],
                        max_chars: int = DEFAULT_CHARS) -> str | None:
     """`- [label] Sven: … next sentence` (cut as `first_sentence` cuts, at `max_chars`)

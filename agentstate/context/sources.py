@@ -26,6 +26,7 @@ from agentstate.context.compression import (
     compress_line,
     evidence_line,
     focus_line,
+    opens_with_chatter,
     short_past_chatter,
 )
 from agentstate.context.locality import beside_anchors
@@ -381,6 +382,22 @@ def fills_complete_lines(whole: int) -> bool:
     return whole == 0
 
 
+# Where no hit is whole, a complete item scoring below this share of the best has its
+# answer line completed, not filled to its width (`fills_complete_line`): on the dev split
+# at 1,000 tokens the complete items at 0.15–0.3 of the best were ~4 a pack, 2% of them
+# evidence, and filling their lines cost ~75 characters a pack (~18 tokens) for 2 answers
+# of the whole split (40 of 43 shown filled, 38 completed) — the room goes to the items
+# below, and to weak hits' lines past their chatter (`_shorter_line`). 0.4 cost answers
+# (docs/evaluation.md, sixteenth round).
+COMPLETE_FILL_SHARE = 0.3
+
+
+def fills_complete_line(whole: int, relative: float) -> bool:
+    """Whether a complete item scoring `relative` of the best fills its answer line: where
+    complete lines are filled at all (`fills_complete_lines`) and from COMPLETE_FILL_SHARE."""
+    return fills_complete_lines(whole) and relative >= COMPLETE_FILL_SHARE
+
+
 # Where no hit is whole, the room a pack spends on complete items goes to the strongest:
 # a hit scoring below COMPLETE_FLOOR of the best is not complete (its shorter line first,
 # like any item below the count), and a complete item scoring at least FULL_LINE_SHARE of
@@ -421,7 +438,12 @@ def fills_around(whole: int, relative: float) -> bool:
 # 0.804 / 0.738 → 0.805 / 0.751. Measured, not derived: neighbours at 30 and weak hits at
 # 50 characters showed fewer answers, the share at 0.55 cost recall (−0.003), and cutting
 # the other hits' lines lost the second corpus an answer (docs/evaluation.md, fifteenth
-# round).
+# round). A weak hit sharing a word with the question past its speaker label whose turn
+# opens with chatter (compression.opens_with_chatter) chose that opening only where the
+# label matched (a question naming the speaker): it shows the sentence chosen past the
+# label, cut at WEAK_HIT_CHARS — on the dev split 1.2 lines a pack, 6 more answers shown;
+# every weak hit's line chosen past the label cost more recall for fewer answers
+# (sixteenth round).
 NEIGHBOUR_CHARS = 40
 WEAK_HIT_CHARS = 60
 SMALL_ROOM_ANSWER_SHARE = 0.5
@@ -432,7 +454,9 @@ def _shorter_line(label: str, hit: Any, stems: tuple[str, ...], chars: int, whol
     """The line an evidence item is placed as first: the matched sentence (`focus_line`),
     a neighbour's first one. Where no hit is whole, a reply or a weak hit whose line would
     show chatter shows the sentence after it (compression.short_past_chatter), and other
-    neighbours and weak hits are cut shorter (NEIGHBOUR_CHARS, WEAK_HIT_CHARS)."""
+    neighbours and weak hits are cut shorter (NEIGHBOUR_CHARS, WEAK_HIT_CHARS); a weak hit
+    that shares a word with the question past its speaker label and opens with chatter
+    shows the sentence sharing most of them past the label (`skip_lead`)."""
     near = getattr(hit, "near", None)
     small = not whole
     if near:
@@ -442,9 +466,15 @@ def _shorter_line(label: str, hit: Any, stems: tuple[str, ...], chars: int, whol
         return compress_line(label, hit.text, NEIGHBOUR_CHARS if small else chars)
     if not small or relative >= COMPLETE_FLOOR:
         return focus_line(label, hit.text, stems, chars, anchorless=strong)
-    skipped = short_past_chatter(label, hit.text, stems, chars) \
-        if anchorless(hit.text, stems) else None
-    return skipped or focus_line(label, hit.text, stems, WEAK_HIT_CHARS, anchorless=strong)
+    if anchorless(hit.text, stems):
+        skipped = short_past_chatter(label, hit.text, stems, chars)
+        if skipped:
+            return skipped
+    elif opens_with_chatter(hit.text, stems):
+        # The opening ("Melanie: Thanks, Caroline!") matched only by its speaker label,
+        # which selects the speaker, not what is said: the sentence chosen past the label.
+        return focus_line(label, hit.text, stems, WEAK_HIT_CHARS, skip_lead=True)
+    return focus_line(label, hit.text, stems, WEAK_HIT_CHARS, anchorless=strong)
 
 
 def one_line_forms(room: int | None) -> tuple[int, int]:
@@ -593,12 +623,12 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         local_here = blind and not complete_here and hit.ref in local
         complete_here = complete_here or local_here
         # A complete item's answer line is placed before other items and costs them room:
-        # its completion is one sentence where hits are shown whole (a large room), and
-        # fills its width where none is (docs/evaluation.md, thirteenth round) — both ways
-        # for the strongest (`fills_around`, fourteenth round). Any other's is given only
-        # in room left over, and fills its width (eleventh round); a blind complete item's
-        # fills it too, past its chatter (BLIND_COMPLETE_SHARE, fourteenth round).
-        fill = (not complete_here or fills_complete_lines(whole) or blind) and not local_here
+        # one sentence completes it where hits are whole; where none is, it fills its width
+        # from COMPLETE_FILL_SHARE, both ways for the strongest (`fills_around`). Any
+        # other's is given only in room left over and fills its width (eleventh round), a
+        # blind complete item's too, past its chatter (BLIND_COMPLETE_SHARE).
+        fill = not local_here and (
+            not complete_here or fills_complete_line(whole, relative) or blind)
         around = complete_here and fills_around(whole, relative)
         answer = evidence_line(label, hit.text, () if near else stems, chars, short, asks,
                                fill, around, complete_here and blind) if answer_lines \
