@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from functools import cache
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from agentstate.distribution import __version__
@@ -32,24 +33,26 @@ if TYPE_CHECKING:
 MARK_LENGTH = 16  # hex digits of the fingerprint kept on each row
 
 
-# The modules whose source is the scanner's rules: the scan itself and the table of known
-# formats it runs. A rule moved into another module must be named here, or a change to it
-# would leave what the old rules passed marked as scanned (tests/memory/test_scanner_mark.py
-# checks that every agentstate module secret_scan imports is listed or is plumbing).
-SCANNER_MODULES = ("agentstate.secret_scan", "agentstate.secret_formats")
+def scanner_modules() -> tuple[ModuleType, ...]:
+    """The modules whose source is the scanner's rules: the scan itself and the table of
+    known formats it runs. A rule moved into another module must be named here, or a change
+    to it would leave what the old rules passed marked as scanned
+    (tests/memory/test_scanner_mark.py checks that every agentstate module secret_scan
+    imports is listed or is plumbing)."""
+    from agentstate import secret_formats, secret_scan
+
+    return (secret_scan, secret_formats)
 
 
 @cache
 def scanner_fingerprint() -> str:
     """The secret scanner's rules as they are in this installation: the hash of its
     modules' source (the release's number when a source cannot be read)."""
-    import importlib
-
     digest = hashlib.sha256()
     try:
-        for name in SCANNER_MODULES:
-            with open(importlib.import_module(name).__file__ or "", "rb") as handle:
-                digest.update(name.encode() + b"\0" + handle.read() + b"\0")
+        for module in scanner_modules():
+            with open(module.__file__ or "", "rb") as handle:
+                digest.update(module.__name__.encode() + b"\0" + handle.read() + b"\0")
     except (OSError, TypeError):
         return __version__
     return digest.hexdigest()
