@@ -597,15 +597,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         matched = _shorter_line(label, hit, stems, chars, whole, relative, strong)
         # Hits come first, in rank order: `rank` counts hits before any neighbour.
         blind = widened and not near and anchorless(hit.text, stems)
-        complete_here = not near and rank < complete and completes(whole, relative) \
-            and (not blind or relative >= BLIND_COMPLETE_SHARE)
-        # A hit a few turns from a strong matched one (context/locality.py) is complete at
-        # any rank or share: a blind one with its line past its chatter (fifteenth round), a
-        # matched one with its matched sentence and completion (LOCAL_MATCHED_COMPLETE);
-        # neither filled.
-        local_here = not complete_here and hit.ref in local \
-            and (blind or LOCAL_MATCHED_COMPLETE)
-        complete_here = complete_here or local_here
+        complete_here, local_here = _complete_or_local(
+            not near and rank < complete and completes(whole, relative), relative, blind,
+            hit.ref in local)
         # A complete item's answer line is placed before other items and costs them room:
         # its completion is one sentence where hits are shown whole (a large room), and
         # fills its width where none is (docs/evaluation.md, thirteenth round) — both ways
@@ -639,6 +633,19 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
             _gate_event(cand, hit, superseded, resolved or set(), lapsed or {})
         out.append(cand)
     return out
+
+
+def _complete_or_local(by_rank: bool, relative: float, blind: bool, local: bool
+                       ) -> tuple[bool, bool]:
+    """(whether a hit is a complete item, whether it is one for being local): complete by
+    its rank (`by_rank`) unless it is blind and below BLIND_COMPLETE_SHARE of the best;
+    else, a hit a few turns from a strong matched one (`local`: context/locality.py) is
+    complete at any rank or share — a blind one with its line past its chatter (fifteenth
+    round), a matched one with its matched sentence and completion
+    (LOCAL_MATCHED_COMPLETE, sixteenth round); neither filled."""
+    by_rank = by_rank and (not blind or relative >= BLIND_COMPLETE_SHARE)
+    local_here = not by_rank and local and (blind or LOCAL_MATCHED_COMPLETE)
+    return by_rank or local_here, local_here
 
 
 def _gate_event(cand: Candidate, hit: Any, superseded: set[str], resolved: set[str],
