@@ -360,6 +360,17 @@ CONFIDENT_CAP_PER = 25
 # for 76. Only in the widened pool (`event_evidence`, `widened`): below it such hits are
 # few, and at 4,000 tokens the rule moved the dev split by −0.002 in recall and answers.
 BLIND_COMPLETE_SHARE = 0.25
+# ... and a hit that does share a word with the question, past the complete count, is a
+# complete item too where it lies a few turns from one of the strongest matched hits
+# (context/locality.py, as the blind hits there): its answer line, the matched sentence
+# and its completion, is placed before the items below it. On the dev split at 8,000
+# tokens such hits were 5.3 a pack (124 tokens of shorter lines) and held 42 evidence
+# turns, 7 of them with an answer their shorter line did not show ("Joanna: Thanks
+# Nate! …", the answer in the sentence after); the other matched hits past the count, 79
+# a pack, held 34. Complete, they showed 0.926 → 0.931 of the answers at the same recall
+# (0.977; docs/evaluation.md, sixteenth round). Only in the widened pool, like every
+# local hit.
+LOCAL_MATCHED_COMPLETE = True
 
 
 def complete_items(hits: list[Any], room: int) -> int:
@@ -616,12 +627,9 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
         matched = _shorter_line(label, hit, stems, chars, whole, relative, strong)
         # Hits come first, in rank order: `rank` counts hits before any neighbour.
         blind = widened and not near and anchorless(hit.text, stems)
-        complete_here = not near and rank < complete and completes(whole, relative) \
-            and (not blind or relative >= BLIND_COMPLETE_SHARE)
-        # A blind hit a few turns from a strong matched one is complete at any rank or share
-        # (context/locality.py), its line past its chatter, not filled (fifteenth round).
-        local_here = blind and not complete_here and hit.ref in local
-        complete_here = complete_here or local_here
+        complete_here, local_here = _complete_or_local(
+            not near and rank < complete and completes(whole, relative), relative, blind,
+            hit.ref in local)
         # A complete item's answer line is placed before other items and costs them room:
         # one sentence completes it where hits are whole; where none is, it fills its width
         # from COMPLETE_FILL_SHARE, both ways for the strongest (`fills_around`). Any
@@ -655,6 +663,19 @@ def event_evidence(hits: list[Any], neighbours: list[Any] | None = None, *,
             _gate_event(cand, hit, superseded, resolved or set(), lapsed or {})
         out.append(cand)
     return out
+
+
+def _complete_or_local(by_rank: bool, relative: float, blind: bool, local: bool
+                       ) -> tuple[bool, bool]:
+    """(whether a hit is a complete item, whether it is one for being local): complete by
+    its rank (`by_rank`) unless it is blind and below BLIND_COMPLETE_SHARE of the best;
+    else, a hit a few turns from a strong matched one (`local`: context/locality.py) is
+    complete at any rank or share — a blind one with its line past its chatter (fifteenth
+    round), a matched one with its matched sentence and completion
+    (LOCAL_MATCHED_COMPLETE, sixteenth round); neither filled."""
+    by_rank = by_rank and (not blind or relative >= BLIND_COMPLETE_SHARE)
+    local_here = not by_rank and local and (blind or LOCAL_MATCHED_COMPLETE)
+    return by_rank or local_here, local_here
 
 
 def _gate_event(cand: Candidate, hit: Any, superseded: set[str], resolved: set[str],
