@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentstate.config import MAX_BUDGET, ContextSettings
+from agentstate.context import event_items
 from agentstate.context import sources as src
 from agentstate.context.budgeter import (
     Allocation,
@@ -541,7 +542,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
     lapsed = lapsed_sources(store, [f"evt:{i}" for i in ids])
     # Each event's place in its run: its label is `#N` under the run's group header.
     seqs = {f"evt:{i}": seq for i, (_, seq) in event_positions(store, ids).items()}
-    return src.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
+    return event_items.event_evidence(hits, neighbours, superseded=superseded, resolved=resolved,
                               lapsed=lapsed, gate=gate, seqs=seqs,
                               stems=_query_stems(query), room=room,
                               answer_lines=answer_lines, asks=question_kind(query),
@@ -549,7 +550,7 @@ def _event_evidence(store: Store, query: str, settings: ContextSettings, room: i
 
 
 def _neighbours(store: Store, hits: list[Any]) -> list[Any]:
-    """The hits' neighbours (`src.neighbour_hits`), kept per process under the event log's
+    """The hits' neighbours (`event_items.neighbour_hits`), kept per process under the event log's
     state (memory/indexes.py, `event_index_state`: they are the events around each hit in
     its run, read from the log alone) and the hits themselves, refs and scores: a
     long-lived process (the MCP server) ranks the same hits on every call of a run until
@@ -559,7 +560,7 @@ def _neighbours(store: Store, hits: list[Any]) -> list[Any]:
 
     return kept(store.conn, "event neighbours", event_index_state,
                 tuple((h.ref, h.score) for h in hits),
-                lambda: src.neighbour_hits(store, hits))
+                lambda: event_items.neighbour_hits(store, hits))
 
 
 def _query_stems(query: str) -> tuple[str, ...]:

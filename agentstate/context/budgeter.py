@@ -262,7 +262,7 @@ def _place_ranked(packer: _Packer, ranked: list[Candidate]
 # completes it) as if that were a candidate of the item's class scored this share of the
 # item's score: a strong hit's answer line comes before the weak tail of the ranking (the
 # two-away neighbours, the last hits), never before an item scoring above this share of
-# it. It was 0.5, the weight of a hit's next turn (sources.NEIGHBOUR_WEIGHT: the words
+# it. It was 0.5, the weight of a hit's next turn (event_items.NEIGHBOUR_WEIGHT: the words
 # that complete a hit are worth what the turn after it is), while an answer line cost ~7
 # tokens more than its shorter line; the wider answer lines (compression.ANSWER_WIDTH)
 # cost ~15, and at 0.45 they already took room from items holding evidence (dev split,
@@ -272,7 +272,7 @@ ANSWER_LINE_SHARE = 0.4
 
 def _answer_share(cand: Candidate) -> float:
     """The share of `cand`'s score its answer line ranks at: its own where it has one (a
-    small room's evidence, sources.SMALL_ROOM_ANSWER_SHARE), else ANSWER_LINE_SHARE."""
+    small room's evidence, event_items.SMALL_ROOM_ANSWER_SHARE), else ANSWER_LINE_SHARE."""
     return ANSWER_LINE_SHARE if cand.answer_share is None else cand.answer_share
 
 

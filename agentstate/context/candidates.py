@@ -110,7 +110,7 @@ class Candidate:
     # the pack an evidence item — except a complete item's (`answer_first`). None:
     # `compressed` is placed as it is.
     short: str | None = None
-    # A complete item (context/sources.py, COMPLETE_PER): `compressed` is tried first, and
+    # A complete item (context/event_items.py, COMPLETE_PER): `compressed` is tried first, and
     # `short` placed only where the answer line does not fit.
     answer_first: bool = False
     # The share of its score an item's answer line is given room at (budgeter, `_Upgrades`);

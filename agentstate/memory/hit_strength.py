@@ -72,7 +72,7 @@ def lexical_strength(query: str, hits: list[EventHit]) -> float:
 # hit by the share it holds, from NAME_ONLY_SHARE to 1.0, cost the dev split 0.024 at
 # 8,000 tokens: a hit with one of three words is still the better bet there.) A hit
 # holding only a name is worth what the pack gives a turn two away from a hit
-# (sources.NEIGHBOUR_WEIGHT ** 2): related by who speaks, not by what is said. Only where
+# (event_items.NEIGHBOUR_WEIGHT ** 2): related by who speaks, not by what is said. Only where
 # the room gives the dense ranking a weight of its own (context/assemble.py, dense_weight),
 # or where no best hit holds anything of the question (EMPTY_LEXICAL): in a small room the
 # dense hits are the weaker bet where the lexical ones hold some of it, and weighing those

@@ -4,7 +4,7 @@ longest sentence, not its opening chatter (issue 23, thirteenth round)."""
 from __future__ import annotations
 
 from agentstate.context.compression import focus_line
-from agentstate.context.sources import CONFIDENT_SHARE, event_evidence
+from agentstate.context.event_items import CONFIDENT_SHARE, event_evidence
 from agentstate.memory.search import EventHit
 from agentstate.memory.terms import stem
 

@@ -5,7 +5,7 @@ line fills its width past an opening that is chatter."""
 from __future__ import annotations
 
 from agentstate.context.compression import anchorless, evidence_line, past_opening
-from agentstate.context.sources import BLIND_COMPLETE_SHARE, event_evidence
+from agentstate.context.event_items import BLIND_COMPLETE_SHARE, event_evidence
 from agentstate.memory.search import EventHit
 from agentstate.memory.terms import stem
 

@@ -9,7 +9,7 @@ from agentstate.context.compression import (
     evidence_line,
     opens_with_chatter,
 )
-from agentstate.context.sources import (
+from agentstate.context.event_items import (
     COMPLETE_FILL_SHARE,
     COMPLETE_FLOOR,
     WEAK_HIT_CHARS,

@@ -11,7 +11,7 @@ import pytest
 from agentstate.config import TokenSettings
 from agentstate.context.budgeter import allocate
 from agentstate.context.candidates import Candidate
-from agentstate.context.sources import (
+from agentstate.context.event_items import (
     COMPLETE_PER,
     CONFIDENT_CAP_PER,
     CONFIDENT_SHARE,

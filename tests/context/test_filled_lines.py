@@ -6,7 +6,7 @@ thirteenth round) and keeps a one-sentence completion where hits are whole."""
 from __future__ import annotations
 
 from agentstate.context.compression import ANSWER_WIDTH, evidence_line
-from agentstate.context.sources import SHORT_LINE_CHARS, event_evidence
+from agentstate.context.event_items import SHORT_LINE_CHARS, event_evidence
 from agentstate.memory.search import EventHit
 from agentstate.memory.terms import stem
 

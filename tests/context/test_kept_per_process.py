@@ -15,7 +15,7 @@ from agentstate.context.assemble import build_context
 from agentstate.runs.log import append_event, start_run
 from agentstate.store.db import open_store
 
-# Long enough (over sources.WHOLE_TURN_CHARS) to be cut to one line around what a query
+# Long enough (over event_items.WHOLE_TURN_CHARS) to be cut to one line around what a query
 # matched, with each query's words in other sentences: the lines differ by query.
 TEXTS = [
     "pytest tests/test_login.py::test_timeout failed: TimeoutError after 30 s in the fixture. "

@@ -6,7 +6,7 @@ passing questions over — and a hit below COMPLETE_FLOOR of the best is not com
 from __future__ import annotations
 
 from agentstate.context.compression import ANSWER_WIDTH, evidence_line
-from agentstate.context.sources import (
+from agentstate.context.event_items import (
     COMPLETE_FLOOR,
     FULL_LINE_SHARE,
     event_evidence,

@@ -4,8 +4,8 @@ their answer line past an opening that is chatter and not filled."""
 
 from __future__ import annotations
 
+from agentstate.context.event_items import BLIND_COMPLETE_SHARE, event_evidence
 from agentstate.context.locality import LOCAL_ANCHORS, LOCAL_REACH, beside_anchors
-from agentstate.context.sources import BLIND_COMPLETE_SHARE, event_evidence
 from agentstate.memory.search import EventHit
 from agentstate.memory.terms import stem
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentstate.context.event_items import COMPLETE_PER, event_evidence
 from agentstate.context.locality import LOCAL_REACH
-from agentstate.context.sources import COMPLETE_PER, event_evidence
 from agentstate.memory.search import EventHit
 from agentstate.memory.terms import stem
 from agentstate.runs.log import append_event, start_run

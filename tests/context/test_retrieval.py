@@ -195,7 +195,7 @@ def _talk(store, hit_text: str) -> tuple[list[str], dict[str, str]]:
 def test_turns_up_to_two_away_from_a_hit_join_at_a_decaying_weight(store):
     """Turns one and two away from a hit that asks nothing join as one-line context at
     NEXT_WEIGHT and a quarter of its score; three away does not."""
-    from agentstate.context.sources import NEXT_WEIGHT
+    from agentstate.context.event_items import NEXT_WEIGHT
 
     refs, notes = _talk(store, "Bob: I ran the marathon in March")
     far, two, one, hit, after, later = refs[1:]
@@ -210,7 +210,7 @@ def test_the_turn_after_a_hit_ending_with_a_question_ranks_as_its_reply(store):
     """The turn right after a hit whose last sentence is a question (an attached image's
     caption after it aside) is its reply, at REPLY_WEIGHT of the hit's score; the turn
     before stays at NEXT_WEIGHT. A question inside a turn that goes on is no such hit."""
-    from agentstate.context.sources import NEXT_WEIGHT, REPLY_WEIGHT, ends_asking
+    from agentstate.context.event_items import NEXT_WEIGHT, REPLY_WEIGHT, ends_asking
 
     refs, notes = _talk(store, "Bob: I ran the marathon in March. Ever run one? "
                                "[image: a photo of runners at a finish line]")
@@ -265,7 +265,7 @@ def test_whole_hits_only_where_the_room_affords_them(store):
     assert small_items and not any(e.decision == "included" for e in small_items)
     # One whole hit per WHOLE_PER tokens of the room evidence has (a little under the
     # budget), the strongest ones.
-    from agentstate.context.sources import WHOLE_PER
+    from agentstate.context.event_items import WHOLE_PER
 
     whole = [e for e in large_items if e.decision == "included"]
     assert 3 < len(whole) <= 6000 // WHOLE_PER
@@ -277,7 +277,7 @@ def test_whole_hits_only_where_the_room_affords_them(store):
     # but for the complete items at the top, whose answer line is wider: here every hit
     # is as strong as the best, so each is complete (at most one per CONFIDENT_CAP_PER
     # tokens of room); a weaker neighbour, where one fits, is a short line.
-    from agentstate.context.sources import CONFIDENT_CAP_PER, SHORT_LINE_CHARS
+    from agentstate.context.event_items import CONFIDENT_CAP_PER, SHORT_LINE_CHARS
 
     lines = [line for line in small.text.splitlines() if line.startswith("- [#")]
     wide = [line for line in lines if len(line.split("] ", 1)[1]) > SHORT_LINE_CHARS + 4]

@@ -9,7 +9,7 @@ from agentstate.config import TokenSettings
 from agentstate.context.budgeter import allocate
 from agentstate.context.candidates import Candidate
 from agentstate.context.compression import SHORT_LINE_CHATTER, short_past_chatter
-from agentstate.context.sources import (
+from agentstate.context.event_items import (
     COMPLETE_FLOOR,
     NEIGHBOUR_CHARS,
     NEXT_WEIGHT,
