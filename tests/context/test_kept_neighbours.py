@@ -1,5 +1,5 @@
 """The neighbours of the event search's hits kept between packs of a long-lived process
-(context/assemble.py, `_neighbours`, under the event log's state: memory/indexes.py,
+(context/evidence_search.py, `_neighbours`, under the event log's state: memory/indexes.py,
 `event_index_state`). An event another process logs next to a hit, or a neighbour it
 purges, shows in the next pack's manifest, equal to one built with nothing kept."""
 

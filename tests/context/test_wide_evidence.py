@@ -1,10 +1,10 @@
-"""From WIDE_FROM_ROOM tokens of room (context/assemble.py) the event search asks for
+"""From WIDE_FROM_ROOM tokens of room (context/evidence_search.py) the event search asks for
 WIDE_POOL times the pool; a smaller room keeps the pool as it was (the dev split lost 0.015
 at 4,000 tokens with it)."""
 
 from __future__ import annotations
 
-from agentstate.context import assemble
+from agentstate.context import assemble, evidence_search
 from agentstate.memory import search
 from agentstate.runs.log import append_event, start_run
 from agentstate.store.principals import resolve_principal
@@ -40,7 +40,8 @@ def test_a_large_room_asks_for_a_wider_pool(store, monkeypatch):
     # A room past WIDE_FROM_ROOM: WIDE_POOL times the pool.
     wide = _asked(store, monkeypatch, 20_000)[0]
     narrow = _asked(store, monkeypatch, 20_000, dense=False)[0]
-    assert wide == min(assemble.EVENT_POOL_MAX, narrow * assemble.WIDE_POOL) > narrow
+    wide_pool = narrow * evidence_search.WIDE_POOL
+    assert wide == min(evidence_search.EVENT_POOL_MAX, wide_pool) > narrow
     # Below WIDE_FROM_ROOM (a 4,000-token pack), as before.
     assert _asked(store, monkeypatch, 4_000) == _asked(store, monkeypatch, 4_000, dense=False)
 
@@ -53,4 +54,4 @@ def test_a_question_the_lexical_hits_hold_nothing_of_may_go_deeper(store, monkey
     for budget in (4_000, 10_000):  # 10,000: below EVENT_POOL_MAX either way
         narrow = _asked(store, monkeypatch, budget, dense=False)[0]
         assert [empty for _, empty in _calls(store, monkeypatch, budget)] == [
-            min(assemble.EVENT_POOL_MAX, narrow * assemble.EMPTY_LEXICAL_POOL)]
+            min(evidence_search.EVENT_POOL_MAX, narrow * evidence_search.EMPTY_LEXICAL_POOL)]
