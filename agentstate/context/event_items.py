@@ -117,8 +117,7 @@ BLIND_COMPLETE_SHARE = 0.25
 # Nate! …", the answer in the sentence after); the other matched hits past the count, 79
 # a pack, held 34. Complete, they showed 0.926 → 0.931 of the answers at the same recall
 # (0.977; docs/evaluation.md, sixteenth round). Only in the widened pool, like every
-# local hit.
-LOCAL_MATCHED_COMPLETE = True
+# local hit (`_complete_or_local`).
 
 
 def complete_items(hits: list[Any], room: int) -> int:
@@ -419,10 +418,10 @@ def _complete_or_local(by_rank: bool, relative: float, blind: bool, local: bool
     its rank (`by_rank`) unless it is blind and below BLIND_COMPLETE_SHARE of the best;
     else, a hit a few turns from a strong matched one (`local`: context/locality.py) is
     complete at any rank or share — a blind one with its line past its chatter (fifteenth
-    round), a matched one with its matched sentence and completion
-    (LOCAL_MATCHED_COMPLETE, sixteenth round); neither filled."""
+    round), a matched one with its matched sentence and completion (sixteenth round);
+    neither filled."""
     by_rank = by_rank and (not blind or relative >= BLIND_COMPLETE_SHARE)
-    local_here = not by_rank and local and (blind or LOCAL_MATCHED_COMPLETE)
+    local_here = not by_rank and local
     return by_rank or local_here, local_here
 
 

@@ -6,7 +6,7 @@ pack holds a hundred or more of them. Those a few turns from one of the stronges
 that do share the question's words are the exception — a conversation stays on its topic
 for a while, and the turn that answers is often a little before or after the one that
 names what the question asks about, in other words. The same holds of the weaker hits that
-do share a word with the question (event_items.LOCAL_MATCHED_COMPLETE): past the strongest,
+do share a word with the question (event_items._complete_or_local): past the strongest,
 a matched hit a few turns from one of them is evidence far more often than one elsewhere.
 """
 
